@@ -1,0 +1,139 @@
+import { readFile } from 'node:fs/promises';
+import type { Command } from 'commander';
+import { fetchCardText } from '../../fleet/card-fetch.js';
+import type { Declarations, Diagnostic } from '../../protocol/index.js';
+import { parseCardJson, readDeclarations } from '../../protocol/index.js';
+import type { CliIo } from '../io.js';
+import { createStyle, renderTable } from '../style.js';
+
+/** One skill row of the lint report. */
+export interface LintSkillRow {
+  id: string;
+  inCard: boolean;
+  radius?: string;
+  hitlMode?: string;
+  vetoTtlMs?: number;
+  domains?: string[];
+}
+
+/** The machine-readable report of `fleetgate lint-card --json`. */
+export interface LintReport {
+  source: string;
+  ok: boolean;
+  extensions: Declarations['declared'];
+  skills: LintSkillRow[];
+  diagnostics: Diagnostic[];
+  summary: { errors: number; warnings: number };
+}
+
+/** Builds the lint report of a parsed card. */
+export function lintCard(card: unknown, source: string): LintReport {
+  const d = readDeclarations(card);
+  const ids = [
+    ...d.skills,
+    ...[...Object.keys(d.blast), ...Object.keys(d.hitlMode), ...Object.keys(d.effectDomain)].filter(
+      (id) => !d.skills.includes(id),
+    ),
+  ];
+  const skills = [...new Set(ids)].map((id): LintSkillRow => {
+    const row: LintSkillRow = { id, inCard: d.skills.includes(id) };
+    const blast = d.blast[id];
+    const hitl = d.hitlMode[id];
+    const domains = d.effectDomain[id];
+    if (blast) row.radius = blast.radius;
+    if (hitl) row.hitlMode = hitl.mode;
+    if (hitl?.vetoTtlMs !== undefined) row.vetoTtlMs = hitl.vetoTtlMs;
+    if (domains) row.domains = domains.domains;
+    return row;
+  });
+  const errors = d.diagnostics.filter((x) => x.severity === 'error').length;
+  const warnings = d.diagnostics.length - errors;
+  return {
+    source,
+    ok: errors === 0,
+    extensions: d.declared,
+    skills,
+    diagnostics: d.diagnostics,
+    summary: { errors, warnings },
+  };
+}
+
+function isUrl(target: string): boolean {
+  return /^https?:\/\//i.test(target);
+}
+
+function renderReport(report: LintReport, color: boolean): string {
+  const s = createStyle(color);
+  const out: string[] = [s.bold(`Agent card ${report.source}`), ''];
+  if (report.extensions.length === 0) out.push('Declared extensions: none', '');
+  else {
+    out.push('Declared extensions:');
+    for (const e of report.extensions) {
+      const tags = [e.required ? 'required' : '', e.known ? '' : 'not implemented by Fleetgate']
+        .filter(Boolean)
+        .join(', ');
+      const alias = e.uri === e.canonicalUri ? '' : ` (as ${e.uri})`;
+      out.push(`  ${e.canonicalUri}${alias}${tags ? s.dim(` [${tags}]`) : ''}`);
+    }
+    out.push('');
+  }
+  if (report.skills.length > 0) {
+    const rows = report.skills.map((k) => [
+      k.inCard ? k.id : `${k.id} ${s.dim('(not in card.skills)')}`,
+      k.radius === undefined ? s.dim('-') : s.radius(k.radius as Parameters<typeof s.radius>[0]),
+      k.hitlMode === undefined
+        ? s.dim('-')
+        : k.vetoTtlMs === undefined
+          ? k.hitlMode
+          : `${k.hitlMode} (${k.vetoTtlMs} ms)`,
+      k.domains === undefined ? s.dim('-') : k.domains.join(', '),
+    ]);
+    out.push(renderTable(['skill', 'radius', 'hitl mode', 'domains'], rows));
+  }
+  for (const d of report.diagnostics) {
+    const tag = d.severity === 'error' ? s.red('error  ') : s.yellow('warning');
+    out.push(`${tag} ${d.path}: ${d.message}`);
+  }
+  const { errors, warnings } = report.summary;
+  const summary = `${errors} error${errors === 1 ? '' : 's'}, ${warnings} warning${warnings === 1 ? '' : 's'}`;
+  out.push(errors > 0 ? s.red(summary) : warnings > 0 ? s.yellow(summary) : s.green(summary));
+  return `${out.join('\n')}\n`;
+}
+
+/** `fleetgate lint-card FILE|URL [--json] [--strict] [--timeout MS]` */
+export function registerLintCard(
+  program: Command,
+  io: CliIo,
+  setExit: (code: number) => void,
+): void {
+  program
+    .command('lint-card')
+    .description(
+      'check the extension declarations of an agent card (a file, or an agent URL); exit 0 clean, 1 warnings with --strict, 2 errors',
+    )
+    .argument('<card>', 'a card file, a card URL, or an agent base URL')
+    .option('--json', 'print a machine-readable report')
+    .option('--strict', 'exit 1 when there are warnings')
+    .option('--timeout <ms>', 'fetch timeout in milliseconds', (v) => Number.parseInt(v, 10), 5000)
+    .action(async (target: string, opts: { json?: boolean; strict?: boolean; timeout: number }) => {
+      let text: string;
+      let source = target;
+      if (isUrl(target)) {
+        const fetched = await fetchCardText(target, { timeoutMs: opts.timeout });
+        text = fetched.text;
+        source = fetched.url;
+      } else {
+        try {
+          text = await readFile(target, 'utf8');
+        } catch (error) {
+          io.err(`fleetgate lint-card: cannot read ${target}: ${(error as Error).message}\n`);
+          setExit(2);
+          return;
+        }
+      }
+      const report = lintCard(parseCardJson(text, source), source);
+      io.out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report, io.color));
+      const { errors, warnings } = report.summary;
+      setExit(errors > 0 ? 2 : warnings > 0 && opts.strict === true ? 1 : 0);
+    });
+}

@@ -1,0 +1,4 @@
+/** Process entry of the `fleetgate` command (see `bin/fleetgate.js`). */
+import { main } from './main.js';
+
+process.exitCode = await main(process.argv);

@@ -1,0 +1,85 @@
+/**
+ * One error class for the whole library, with a stable string `code` taken from one table.
+ * `docs/errors.md` lists every code with its meaning and the usual fix.
+ */
+
+/** Every error code Fleetgate raises, with the sentence users see when no message is given. */
+export const ERROR_CODES = {
+  FLEETGATE_CARD_INVALID: 'The agent card is not a valid A2A agent card.',
+  FLEETGATE_CARD_TOO_LARGE: 'The agent card exceeds the size limit.',
+  FLEETGATE_CARD_FETCH_FAILED: 'The agent card could not be fetched.',
+  FLEETGATE_LIMIT_EXCEEDED: 'A size, count or depth limit was exceeded.',
+  FLEETGATE_DELTA_INVALID: 'A worldstate-delta entry is invalid.',
+  FLEETGATE_PART_INVALID: 'A message or artifact part could not be decoded.',
+  FLEETGATE_TASK_INVALID: 'A task or stream response could not be decoded.',
+  FLEETGATE_COST_INVALID: 'A cost-v1 payload is invalid.',
+  FLEETGATE_EXTENSION_ALREADY_REGISTERED: 'An extension with this URI is already registered.',
+  FLEETGATE_STAMP_CONFLICT: 'Two extensions claimed the same request metadata key.',
+  FLEETGATE_HOOK_FAILED: 'A required extension hook failed.',
+  FLEETGATE_AGENT_UNKNOWN: 'No agent with this name is known.',
+  FLEETGATE_CALL_FAILED: 'The call to the agent failed.',
+  FLEETGATE_CALL_TIMEOUT: 'The call to the agent timed out.',
+  FLEETGATE_CALL_ABORTED: 'The call to the agent was aborted by the caller.',
+  FLEETGATE_TASK_FAILED: 'The task ended in a failed, canceled or rejected state.',
+  FLEETGATE_HOOK_ERROR: 'An optional extension hook failed; the call went on.',
+  FLEETGATE_TOPIC_INVALID: 'The bus topic or pattern is invalid.',
+  FLEETGATE_BUS_CLOSED: 'The event bus is closed.',
+  FLEETGATE_BUS_OVERFLOW: 'A subscription queue overflowed.',
+  FLEETGATE_STORE_URL_INVALID: 'The store URL is not supported.',
+  FLEETGATE_BUS_SUBSCRIPTION_INVALID: 'The subscription name or options are invalid.',
+  FLEETGATE_BUS_HANDLER_FAILED: 'A bus subscription handler threw or rejected.',
+  FLEETGATE_BUS_PUBLISH_FAILED: 'The event bus did not accept the event.',
+  FLEETGATE_BUS_CONNECT_FAILED: 'The event bus could not connect or set up its stream.',
+  FLEETGATE_BUS_EVENT_INVALID: 'An event received from the bus could not be decoded.',
+  FLEETGATE_BUS_DEAD_LETTERED: 'An event was dead-lettered after repeated handler failures.',
+  FLEETGATE_STORE_MIGRATION_FAILED: 'A store migration failed.',
+  FLEETGATE_OUTBOX_RELAY_FAILED: 'The outbox relay could not publish or mark an event.',
+  FLEETGATE_CONFIG_INVALID: 'The configuration is invalid.',
+  FLEETGATE_USAGE: 'The command was called with invalid arguments.',
+} as const;
+
+/** A stable, documented error code. */
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** Options for {@link FleetgateError}. */
+export interface FleetgateErrorOptions {
+  /** The error this one wraps; always pass it when wrapping. */
+  cause?: unknown;
+  /** Structured detail (paths, limits, issues) for programs and the HTTP API. */
+  details?: Record<string, unknown>;
+}
+
+/**
+ * The base class of every error Fleetgate throws on purpose.
+ *
+ * @example
+ * ```ts
+ * try { registry.register(ext) } catch (e) {
+ *   if (isFleetgateError(e, 'FLEETGATE_EXTENSION_ALREADY_REGISTERED')) { ... }
+ * }
+ * ```
+ */
+export class FleetgateError extends Error {
+  override readonly name = 'FleetgateError';
+  readonly code: ErrorCode;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, message?: string, options: FleetgateErrorOptions = {}) {
+    super(
+      message ?? ERROR_CODES[code],
+      options.cause === undefined ? {} : { cause: options.cause },
+    );
+    this.code = code;
+    this.details = options.details;
+  }
+}
+
+/** True when `error` is a {@link FleetgateError}, optionally with the given code. */
+export function isFleetgateError(error: unknown, code?: ErrorCode): error is FleetgateError {
+  return error instanceof FleetgateError && (code === undefined || error.code === code);
+}
+
+/** Marks a branch the type checker has proven unreachable; throws if reached at run time. */
+export function assertNever(value: never, what = 'value'): never {
+  throw new Error(`Unexpected ${what}: ${JSON.stringify(value)}`);
+}

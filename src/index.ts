@@ -1,0 +1,6 @@
+/**
+ * Fleetgate: blast-radius gating and exactly-once world-state deltas for fleets of A2A agents.
+ * This module is the library's public door; optional backends live behind subpath exports.
+ */
+export * from './errors/index.js';
+export * from './protocol/index.js';

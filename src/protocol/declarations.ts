@@ -1,0 +1,369 @@
+import type { BlastRadius } from './radius.js';
+import { BLAST_RADII, isBlastRadius } from './radius.js';
+import type { HitlMode } from './hitl.js';
+import { HITL_MODES, isHitlMode } from './hitl.js';
+import { isRecord, jsonPath, preview } from './json-path.js';
+import { LIMITS } from './limits.js';
+import {
+  BLAST_V1_URI,
+  canonicalExtensionUri,
+  EFFECT_DOMAIN_V1_URI,
+  EXTENSION_URIS,
+  HITL_MODE_V1_URI,
+} from './uris.js';
+
+/** How serious a card problem is: an error drops the entry, a warning keeps it. */
+export type DiagnosticSeverity = 'error' | 'warning';
+
+/** One problem found in an agent card, with the JSON path where it is. */
+export interface Diagnostic {
+  /** JSON path into the card, e.g. `capabilities.extensions[2].params.skills.deploy.radius`. */
+  path: string;
+  severity: DiagnosticSeverity;
+  message: string;
+}
+
+/** A skill's blast-v1 declaration. */
+export interface BlastDeclaration {
+  radius: BlastRadius;
+  note?: string;
+}
+
+/** A skill's hitl-mode-v1 declaration. */
+export interface HitlModeDeclaration {
+  mode: HitlMode;
+  vetoTtlMs?: number;
+  reviewer?: 'operator';
+  note?: string;
+}
+
+/** A skill's effect-domain-v1 declaration: the domains it may change. */
+export interface EffectDomainDeclaration {
+  domains: string[];
+}
+
+/** One entry of the card's `capabilities.extensions`. */
+export interface DeclaredExtension {
+  /** The URI as the card spells it. */
+  uri: string;
+  /** The canonical URI (aliases resolved). */
+  canonicalUri: string;
+  required: boolean;
+  /** True when Fleetgate implements this extension. */
+  known: boolean;
+  /** Where it is in the card. */
+  path: string;
+}
+
+/** What a card declares for the extensions, per skill, plus every problem found. */
+export interface Declarations {
+  /** Every declared extension, first declaration of each URI only. */
+  declared: DeclaredExtension[];
+  /** Canonical URIs of every declared extension, in card order, without repeats. */
+  extensions: string[];
+  blast: Record<string, BlastDeclaration>;
+  hitlMode: Record<string, HitlModeDeclaration>;
+  effectDomain: Record<string, EffectDomainDeclaration>;
+  /** The skill ids of `card.skills`. */
+  skills: string[];
+  diagnostics: Diagnostic[];
+}
+
+type Reader<T> = (
+  entry: Record<string, unknown>,
+  path: string,
+  report: (path: string, severity: DiagnosticSeverity, message: string) => void,
+) => T | undefined;
+
+function readNote(
+  entry: Record<string, unknown>,
+  path: string,
+  report: (path: string, severity: DiagnosticSeverity, message: string) => void,
+): string | undefined {
+  if (entry.note === undefined) return undefined;
+  if (typeof entry.note !== 'string') {
+    report(
+      jsonPath(path, 'note'),
+      'warning',
+      `must be a string; ignored (got ${preview(entry.note)})`,
+    );
+    return undefined;
+  }
+  if (entry.note.length > LIMITS.noteLength) {
+    report(
+      jsonPath(path, 'note'),
+      'warning',
+      `is longer than ${LIMITS.noteLength} characters; cut`,
+    );
+    return entry.note.slice(0, LIMITS.noteLength);
+  }
+  return entry.note;
+}
+
+const readBlast: Reader<BlastDeclaration> = (entry, path, report) => {
+  if (!isBlastRadius(entry.radius)) {
+    report(
+      jsonPath(path, 'radius'),
+      'error',
+      entry.radius === undefined
+        ? `is missing; expected one of ${BLAST_RADII.join(', ')}`
+        : `unknown radius ${preview(entry.radius)}; expected one of ${BLAST_RADII.join(', ')}`,
+    );
+    return undefined;
+  }
+  const note = readNote(entry, path, report);
+  return note === undefined ? { radius: entry.radius } : { radius: entry.radius, note };
+};
+
+const readHitl: Reader<HitlModeDeclaration> = (entry, path, report) => {
+  if (!isHitlMode(entry.mode)) {
+    report(
+      jsonPath(path, 'mode'),
+      'error',
+      entry.mode === undefined
+        ? `is missing; expected one of ${HITL_MODES.join(', ')}`
+        : `unknown mode ${preview(entry.mode)}; expected one of ${HITL_MODES.join(', ')}`,
+    );
+    return undefined;
+  }
+  const declaration: HitlModeDeclaration = { mode: entry.mode };
+  if (entry.vetoTtlMs !== undefined) {
+    const ttl = entry.vetoTtlMs;
+    if (typeof ttl !== 'number' || !Number.isSafeInteger(ttl) || ttl <= 0) {
+      report(
+        jsonPath(path, 'vetoTtlMs'),
+        'error',
+        `must be a positive integer (got ${preview(ttl)})`,
+      );
+      return undefined;
+    }
+    declaration.vetoTtlMs = ttl;
+  }
+  if (entry.reviewer !== undefined) {
+    if (entry.reviewer === 'operator') declaration.reviewer = 'operator';
+    else {
+      report(
+        jsonPath(path, 'reviewer'),
+        'warning',
+        `unknown reviewer ${preview(entry.reviewer)}; only "operator" is defined, ignored`,
+      );
+    }
+  }
+  const note = readNote(entry, path, report);
+  if (note !== undefined) declaration.note = note;
+  return declaration;
+};
+
+const readDomains: Reader<EffectDomainDeclaration> = (entry, path, report) => {
+  const domains = entry.domains;
+  const where = jsonPath(path, 'domains');
+  if (
+    !Array.isArray(domains) ||
+    domains.some((d) => typeof d !== 'string' || d.trim() === '' || d.length > LIMITS.nameLength)
+  ) {
+    report(
+      where,
+      'error',
+      `must be a list of non-empty strings of at most ${LIMITS.nameLength} characters (got ${preview(domains)})`,
+    );
+    return undefined;
+  }
+  if (domains.length > LIMITS.skillDomains) {
+    report(
+      where,
+      'error',
+      `has ${domains.length} domains, more than the limit of ${LIMITS.skillDomains}`,
+    );
+    return undefined;
+  }
+  return { domains: [...new Set(domains as string[])] };
+};
+
+/**
+ * Reads the per-skill `params.skills` map of one extension entry. A bad entry for one skill is
+ * reported and dropped; the entries beside it are kept.
+ */
+function readSkillMap<T>(
+  params: unknown,
+  base: string,
+  read: Reader<T>,
+  knownSkills: ReadonlySet<string> | undefined,
+  report: (path: string, severity: DiagnosticSeverity, message: string) => void,
+  requireSkills: boolean,
+): Record<string, T> {
+  const out: Record<string, T> = Object.create(null) as Record<string, T>;
+  const paramsPath = jsonPath(base, 'params');
+  if (params === undefined) {
+    if (requireSkills) report(paramsPath, 'warning', 'is missing; no skill declarations');
+    return out;
+  }
+  if (!isRecord(params)) {
+    report(paramsPath, 'error', `must be an object (got ${preview(params)})`);
+    return out;
+  }
+  const skillsPath = jsonPath(paramsPath, 'skills');
+  if (params.skills === undefined) {
+    if (requireSkills) report(skillsPath, 'warning', 'is missing; no skill declarations');
+    return out;
+  }
+  if (!isRecord(params.skills)) {
+    report(
+      skillsPath,
+      'error',
+      `must be an object mapping skill ids to declarations (got ${Array.isArray(params.skills) ? 'an array' : preview(params.skills)})`,
+    );
+    return out;
+  }
+  const ids = Object.keys(params.skills);
+  if (ids.length > LIMITS.cardSkills) {
+    report(
+      skillsPath,
+      'error',
+      `declares ${ids.length} skills, more than the limit of ${LIMITS.cardSkills}; the rest are ignored`,
+    );
+  }
+  for (const id of ids.slice(0, LIMITS.cardSkills)) {
+    const path = jsonPath(skillsPath, id);
+    const entry = params.skills[id];
+    if (id === '' || id.length > LIMITS.nameLength) {
+      report(path, 'error', `skill id must be 1 to ${LIMITS.nameLength} characters`);
+      continue;
+    }
+    if (!isRecord(entry)) {
+      report(path, 'error', `must be an object (got ${preview(entry)})`);
+      continue;
+    }
+    const value = read(entry, path, report);
+    if (value === undefined) continue;
+    if (knownSkills !== undefined && !knownSkills.has(id)) {
+      report(path, 'warning', `names skill ${JSON.stringify(id)}, which is not in card.skills`);
+    }
+    out[id] = value;
+  }
+  return out;
+}
+
+/**
+ * Reads the blast-v1, hitl-mode-v1 and effect-domain-v1 declarations of an agent card (any JSON),
+ * with a diagnostic for every problem. Never throws; a bad entry never hides the good ones.
+ *
+ * @example
+ * ```ts
+ * const { blast, diagnostics } = readDeclarations(card);
+ * blast.pr_review?.radius // 'repo'
+ * ```
+ */
+export function readDeclarations(card: unknown): Declarations {
+  const result: Declarations = {
+    declared: [],
+    extensions: [],
+    blast: Object.create(null) as Record<string, BlastDeclaration>,
+    hitlMode: Object.create(null) as Record<string, HitlModeDeclaration>,
+    effectDomain: Object.create(null) as Record<string, EffectDomainDeclaration>,
+    skills: [],
+    diagnostics: [],
+  };
+  const report = (path: string, severity: DiagnosticSeverity, message: string): void => {
+    result.diagnostics.push({ path: path === '' ? '$' : path, severity, message });
+  };
+  if (!isRecord(card)) {
+    report('', 'error', `the agent card must be a JSON object (got ${preview(card)})`);
+    return result;
+  }
+
+  let knownSkills: Set<string> | undefined;
+  if (Array.isArray(card.skills)) {
+    knownSkills = new Set();
+    card.skills.slice(0, LIMITS.cardSkills).forEach((skill: unknown, i) => {
+      if (isRecord(skill) && typeof skill.id === 'string' && skill.id !== '') {
+        knownSkills?.add(skill.id);
+      } else {
+        report(jsonPath(jsonPath('skills', i), 'id'), 'warning', 'skill has no string id');
+      }
+    });
+    result.skills = [...knownSkills];
+  } else if (card.skills !== undefined) {
+    report('skills', 'warning', `must be a list of skills (got ${preview(card.skills)})`);
+  }
+
+  const capabilities = card.capabilities;
+  if (capabilities === undefined) return result;
+  if (!isRecord(capabilities)) {
+    report('capabilities', 'error', `must be an object (got ${preview(capabilities)})`);
+    return result;
+  }
+  const extensions = capabilities.extensions;
+  if (extensions === undefined) return result;
+  if (!Array.isArray(extensions)) {
+    report('capabilities.extensions', 'error', `must be a list (got ${preview(extensions)})`);
+    return result;
+  }
+  if (extensions.length > LIMITS.cardExtensions) {
+    report(
+      'capabilities.extensions',
+      'error',
+      `has ${extensions.length} entries, more than the limit of ${LIMITS.cardExtensions}; the rest are ignored`,
+    );
+  }
+
+  const seen = new Map<string, string>();
+  extensions.slice(0, LIMITS.cardExtensions).forEach((raw: unknown, i) => {
+    const base = jsonPath('capabilities.extensions', i);
+    if (!isRecord(raw)) {
+      report(base, 'error', `must be an object (got ${preview(raw)})`);
+      return;
+    }
+    if (typeof raw.uri !== 'string' || raw.uri === '') {
+      report(jsonPath(base, 'uri'), 'error', 'must be a non-empty string');
+      return;
+    }
+    const canonicalUri = canonicalExtensionUri(raw.uri);
+    const first = seen.get(canonicalUri);
+    if (first !== undefined) {
+      report(
+        jsonPath(base, 'uri'),
+        'warning',
+        `${canonicalUri} is declared twice; the declaration at ${first} is used`,
+      );
+      return;
+    }
+    seen.set(canonicalUri, base);
+    if (canonicalUri !== raw.uri) {
+      report(
+        jsonPath(base, 'uri'),
+        'warning',
+        `${raw.uri} is the older name of ${canonicalUri}; it is treated as that extension`,
+      );
+    }
+    const known = (EXTENSION_URIS as readonly string[]).includes(canonicalUri);
+    result.declared.push({
+      uri: raw.uri,
+      canonicalUri,
+      required: raw.required === true,
+      known,
+      path: base,
+    });
+    result.extensions.push(canonicalUri);
+    switch (canonicalUri) {
+      case BLAST_V1_URI:
+        result.blast = readSkillMap(raw.params, base, readBlast, knownSkills, report, true);
+        break;
+      case HITL_MODE_V1_URI:
+        result.hitlMode = readSkillMap(raw.params, base, readHitl, knownSkills, report, true);
+        break;
+      case EFFECT_DOMAIN_V1_URI:
+        result.effectDomain = readSkillMap(
+          raw.params,
+          base,
+          readDomains,
+          knownSkills,
+          report,
+          false,
+        );
+        break;
+      default:
+        break;
+    }
+  });
+  return result;
+}

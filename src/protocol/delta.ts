@@ -1,0 +1,175 @@
+import { z } from 'zod';
+import { FORBIDDEN_PATH_SEGMENTS, LIMITS } from './limits.js';
+import { isRecord, preview } from './json-path.js';
+
+/** Mutation operations of a worldstate-delta entry: replace, add to a number, append to a list. */
+export const DELTA_OPS = ['set', 'inc', 'push'] as const;
+
+/** One of {@link DELTA_OPS}. */
+export type DeltaOp = (typeof DELTA_OPS)[number];
+
+/** One observed mutation an agent reports for a skill call. */
+export interface WorldStateDeltaEntry {
+  /** World-state domain (`ci`, `board`, …). */
+  domain: string;
+  /** Dot-separated path into the domain object (`data.blockedPRs`). */
+  path: string;
+  op: DeltaOp;
+  /** Value to set, finite number to add (for `inc`), or item to append. */
+  value: unknown;
+}
+
+/** The payload of a worldstate-delta data part. */
+export interface WorldStateDeltaPayload {
+  deltas: WorldStateDeltaEntry[];
+}
+
+/** A reported entry that was not accepted, with its position and the reason. */
+export interface RejectedDeltaEntry {
+  /** Position of the entry among all entries the task reported, counting from 0. */
+  index: number;
+  /** The entry as the agent sent it. */
+  entry: unknown;
+  /** What is wrong with it, naming the field. */
+  reason: string;
+  /** Where it was found, e.g. `artifacts[1].parts[0].data.deltas[3]`. */
+  location?: string;
+}
+
+function jsonBytes(value: unknown): number {
+  try {
+    const text = JSON.stringify(value);
+    return text === undefined ? 0 : Buffer.byteLength(text, 'utf8');
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
+}
+
+/** Checks a dot path: bounded length and depth, no empty or prototype-reaching segments. */
+export function checkDeltaPath(path: string): string | undefined {
+  if (path.length === 0) return 'must not be empty';
+  if (path.length > LIMITS.pathLength) return `is longer than ${LIMITS.pathLength} characters`;
+  const segments = path.split('.');
+  if (segments.length > LIMITS.pathDepth) {
+    return `has ${segments.length} segments, more than the limit of ${LIMITS.pathDepth}`;
+  }
+  for (const segment of segments) {
+    if (segment.length === 0) return `has an empty segment in ${JSON.stringify(path)}`;
+    if (FORBIDDEN_PATH_SEGMENTS.has(segment)) {
+      return `must not contain the segment ${JSON.stringify(segment)}`;
+    }
+  }
+  return undefined;
+}
+
+/** zod schema of one {@link WorldStateDeltaEntry}, enforcing every rule and limit. */
+export const worldStateDeltaEntrySchema = z
+  .object({
+    domain: z
+      .string({ error: 'must be a string' })
+      .min(1, 'must not be empty')
+      .max(LIMITS.nameLength, `must be at most ${LIMITS.nameLength} characters`)
+      .regex(/^[^\s.]+$/, 'must not contain whitespace or dots'),
+    path: z.string({ error: 'must be a string' }).superRefine((path, ctx) => {
+      const problem = checkDeltaPath(path);
+      if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+    }),
+    op: z.enum(DELTA_OPS, {
+      error: (issue) => `must be one of ${DELTA_OPS.join(', ')} (got ${preview(issue.input)})`,
+    }),
+    value: z.unknown().optional(),
+  })
+  .superRefine((entry, ctx) => {
+    if (entry.op === 'inc' && (typeof entry.value !== 'number' || !Number.isFinite(entry.value))) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['value'],
+        message: `must be a finite number for op "inc" (got ${preview(entry.value)})`,
+      });
+    }
+    if (entry.value === undefined && entry.op !== 'inc') {
+      ctx.addIssue({ code: 'custom', path: ['value'], message: 'is required' });
+    }
+    const bytes = jsonBytes(entry.value);
+    if (bytes > LIMITS.deltaValueBytes) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['value'],
+        message: `is ${bytes} bytes as JSON, more than the limit of ${LIMITS.deltaValueBytes}`,
+      });
+    }
+  });
+
+/** Formats the first zod issue as `field: message`. */
+function reasonOf(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => {
+      const field = issue.path.map(String).join('.');
+      return field === '' ? issue.message : `${field} ${issue.message}`;
+    })
+    .join('; ');
+}
+
+/** The verdict on one candidate entry. */
+export type DeltaEntryVerdict =
+  { ok: true; entry: WorldStateDeltaEntry } | { ok: false; reason: string };
+
+/** Validates one candidate entry; never throws. */
+export function parseDeltaEntry(candidate: unknown): DeltaEntryVerdict {
+  if (!isRecord(candidate)) {
+    return { ok: false, reason: `entry must be an object (got ${preview(candidate)})` };
+  }
+  const result = worldStateDeltaEntrySchema.safeParse(candidate);
+  if (!result.success) return { ok: false, reason: reasonOf(result.error) };
+  const { domain, path, op, value } = result.data;
+  return { ok: true, entry: { domain, path, op, value } };
+}
+
+/** Every entry of a delta payload, split into the valid and the rejected. */
+export interface DeltaVerdicts {
+  entries: WorldStateDeltaEntry[];
+  rejected: RejectedDeltaEntry[];
+}
+
+/**
+ * Validates the `deltas` of one worldstate-delta payload. Each entry is judged on its own, so a
+ * bad entry never hides the good ones beside it. `startIndex` numbers entries across several parts;
+ * `budget` is how many more entries the task may still contribute (see `LIMITS.deltasPerTask`).
+ */
+export function parseDeltaPayload(
+  payload: unknown,
+  options: { startIndex?: number; budget?: number; location?: string } = {},
+): DeltaVerdicts & { consumed: number } {
+  const start = options.startIndex ?? 0;
+  const budget = options.budget ?? LIMITS.deltasPerTask;
+  const where = options.location ?? 'data';
+  const out: DeltaVerdicts & { consumed: number } = { entries: [], rejected: [], consumed: 0 };
+  if (!isRecord(payload) || !Array.isArray(payload.deltas)) {
+    out.rejected.push({
+      index: start,
+      entry: payload,
+      reason: `worldstate-delta payload must be an object with a "deltas" array (got ${preview(payload)})`,
+      location: where,
+    });
+    out.consumed = 1;
+    return out;
+  }
+  payload.deltas.forEach((candidate: unknown, i) => {
+    const index = start + i;
+    const location = `${where}.deltas[${i}]`;
+    if (i >= budget) {
+      out.rejected.push({
+        index,
+        entry: candidate,
+        reason: `too many entries: a task may report at most ${LIMITS.deltasPerTask}`,
+        location,
+      });
+      return;
+    }
+    const verdict = parseDeltaEntry(candidate);
+    if (verdict.ok) out.entries.push(verdict.entry);
+    else out.rejected.push({ index, entry: candidate, reason: verdict.reason, location });
+  });
+  out.consumed = payload.deltas.length;
+  return out;
+}

@@ -1,0 +1,37 @@
+/**
+ * Limits on everything that comes from the network. Each is enforced where the input is parsed,
+ * and exceeding one gives an error or diagnostic that names the limit.
+ */
+export const LIMITS = {
+  /** Bytes of an agent card document. */
+  cardBytes: 1024 * 1024,
+  /** Entries in `capabilities.extensions`. */
+  cardExtensions: 64,
+  /** Skills declared in one extension's `params.skills` (and in `card.skills`). */
+  cardSkills: 1000,
+  /** Domains one skill may declare in effect-domain-v1 params. */
+  skillDomains: 64,
+  /** Characters of a skill id, domain name or note. */
+  nameLength: 128,
+  /** Characters of a declaration note. */
+  noteLength: 2000,
+  /** Worldstate-delta entries accepted from one task (all parts together). */
+  deltasPerTask: 1000,
+  /** Bytes of one delta entry's `value`, as JSON. */
+  deltaValueBytes: 64 * 1024,
+  /** Characters of a delta path. */
+  pathLength: 1024,
+  /** Segments of a delta path (`data.a.b` has 3). */
+  pathDepth: 32,
+  /** Artifacts read from one task. */
+  taskArtifacts: 1000,
+  /** Parts read from one artifact or message. */
+  partsPerArtifact: 1000,
+} as const;
+
+/** Path segments that would reach an object's prototype; never allowed in a delta path. */
+export const FORBIDDEN_PATH_SEGMENTS: ReadonlySet<string> = new Set([
+  '__proto__',
+  'constructor',
+  'prototype',
+]);

@@ -1,0 +1,274 @@
+import { TaskState } from '@a2a-js/sdk';
+import { FleetgateError } from '../errors/index.js';
+import { isRecord } from './json-path.js';
+import { LIMITS } from './limits.js';
+import type { NormalizedPart } from './parts.js';
+import { readPart } from './parts.js';
+
+/** Task states in one union, whichever wire or SDK shape they came from. */
+export const TASK_STATES = [
+  'submitted',
+  'working',
+  'input-required',
+  'auth-required',
+  'completed',
+  'failed',
+  'canceled',
+  'rejected',
+  'unknown',
+] as const;
+
+/** One of {@link TASK_STATES}. */
+export type TaskStateName = (typeof TASK_STATES)[number];
+
+const TERMINAL: ReadonlySet<TaskStateName> = new Set([
+  'completed',
+  'failed',
+  'canceled',
+  'rejected',
+]);
+const INTERRUPTED: ReadonlySet<TaskStateName> = new Set(['input-required', 'auth-required']);
+
+/** True for a state the task never leaves: completed, failed, canceled, rejected. */
+export function isTerminalState(state: TaskStateName): boolean {
+  return TERMINAL.has(state);
+}
+
+/** True for a state that waits on the caller: input-required, auth-required. */
+export function isInterruptedState(state: TaskStateName): boolean {
+  return INTERRUPTED.has(state);
+}
+
+const FROM_SDK_ENUM: Readonly<Record<number, TaskStateName>> = {
+  [TaskState.TASK_STATE_SUBMITTED]: 'submitted',
+  [TaskState.TASK_STATE_WORKING]: 'working',
+  [TaskState.TASK_STATE_COMPLETED]: 'completed',
+  [TaskState.TASK_STATE_FAILED]: 'failed',
+  [TaskState.TASK_STATE_CANCELED]: 'canceled',
+  [TaskState.TASK_STATE_INPUT_REQUIRED]: 'input-required',
+  [TaskState.TASK_STATE_REJECTED]: 'rejected',
+  [TaskState.TASK_STATE_AUTH_REQUIRED]: 'auth-required',
+};
+
+/**
+ * Normalises a task state from the SDK enum (a number), v1.0 wire (`TASK_STATE_INPUT_REQUIRED`) or
+ * v0.3 wire (`input-required`). Anything else is `unknown`.
+ */
+export function normalizeTaskState(state: unknown): TaskStateName {
+  if (typeof state === 'number') return FROM_SDK_ENUM[state] ?? 'unknown';
+  if (typeof state !== 'string') return 'unknown';
+  const name = state
+    .replace(/^TASK_STATE_/i, '')
+    .toLowerCase()
+    .replace(/_/g, '-');
+  if (name === 'cancelled') return 'canceled';
+  return (TASK_STATES as readonly string[]).includes(name) ? (name as TaskStateName) : 'unknown';
+}
+
+/** An artifact with its parts decoded; parts that could not be decoded are listed in `problems`. */
+export interface NormalizedArtifact {
+  artifactId: string;
+  name?: string;
+  parts: NormalizedPart[];
+  metadata: Record<string, unknown>;
+  /** Undecodable parts, each with its index and reason. */
+  problems: { partIndex: number; reason: string }[];
+}
+
+/** A task in one shape, whatever shape it arrived in. */
+export interface NormalizedTask {
+  id: string;
+  contextId: string;
+  state: TaskStateName;
+  /** Text of the status message, when there is one. */
+  statusText?: string;
+  artifacts: NormalizedArtifact[];
+  metadata: Record<string, unknown>;
+}
+
+/** Reads an artifact from any shape; never throws. */
+export function readArtifact(value: unknown): NormalizedArtifact | undefined {
+  if (!isRecord(value)) return undefined;
+  const parts: NormalizedPart[] = [];
+  const problems: NormalizedArtifact['problems'] = [];
+  const rawParts = Array.isArray(value.parts) ? value.parts : [];
+  rawParts.slice(0, LIMITS.partsPerArtifact).forEach((raw: unknown, partIndex) => {
+    const verdict = readPart(raw);
+    if (verdict.ok) parts.push(verdict.part);
+    else problems.push({ partIndex, reason: verdict.reason });
+  });
+  if (rawParts.length > LIMITS.partsPerArtifact) {
+    problems.push({
+      partIndex: LIMITS.partsPerArtifact,
+      reason: `artifact has ${rawParts.length} parts; only the first ${LIMITS.partsPerArtifact} are read`,
+    });
+  }
+  const artifact: NormalizedArtifact = {
+    artifactId: typeof value.artifactId === 'string' ? value.artifactId : '',
+    parts,
+    metadata: isRecord(value.metadata) ? value.metadata : {},
+    problems,
+  };
+  if (typeof value.name === 'string' && value.name !== '') artifact.name = value.name;
+  return artifact;
+}
+
+function messageText(message: unknown): string | undefined {
+  if (!isRecord(message) || !Array.isArray(message.parts)) return undefined;
+  const texts: string[] = [];
+  for (const raw of message.parts) {
+    const verdict = readPart(raw);
+    if (verdict.ok && verdict.part.type === 'text') texts.push(verdict.part.text);
+  }
+  return texts.length > 0 ? texts.join('\n') : undefined;
+}
+
+/** Unwraps `{ task }` (v1.0 StreamResponse) and `{ payload: { $case: 'task' } }` (SDK). */
+function unwrapTask(value: Record<string, unknown>): Record<string, unknown> {
+  if (isRecord(value.task)) return value.task;
+  if (isRecord(value.payload) && value.payload.$case === 'task' && isRecord(value.payload.value)) {
+    return value.payload.value;
+  }
+  return value;
+}
+
+/**
+ * Decodes a task from an SDK object, v1.0 wire JSON (also wrapped as `{ task }`) or v0.3 wire JSON.
+ *
+ * @throws FleetgateError `FLEETGATE_TASK_INVALID` when it has no string `id` or no status.
+ */
+export function readTask(value: unknown): NormalizedTask {
+  if (!isRecord(value)) {
+    throw new FleetgateError('FLEETGATE_TASK_INVALID', 'task must be a JSON object');
+  }
+  const raw = unwrapTask(value);
+  if (typeof raw.id !== 'string' || raw.id === '') {
+    throw new FleetgateError('FLEETGATE_TASK_INVALID', 'task.id must be a non-empty string');
+  }
+  if (!isRecord(raw.status)) {
+    throw new FleetgateError('FLEETGATE_TASK_INVALID', `task ${raw.id}: status must be an object`);
+  }
+  const rawArtifacts = Array.isArray(raw.artifacts) ? raw.artifacts : [];
+  const artifacts: NormalizedArtifact[] = [];
+  for (const a of rawArtifacts.slice(0, LIMITS.taskArtifacts)) {
+    const artifact = readArtifact(a);
+    if (artifact !== undefined) artifacts.push(artifact);
+  }
+  const task: NormalizedTask = {
+    id: raw.id,
+    contextId: typeof raw.contextId === 'string' ? raw.contextId : '',
+    state: normalizeTaskState(raw.status.state),
+    artifacts,
+    metadata: isRecord(raw.metadata) ? raw.metadata : {},
+  };
+  const text = messageText(raw.status.message);
+  if (text !== undefined) task.statusText = text;
+  return task;
+}
+
+/** One event of a task stream or push notification, in one shape. */
+export type NormalizedStreamEvent =
+  | { type: 'task'; task: NormalizedTask }
+  | { type: 'message'; message: Record<string, unknown> }
+  | {
+      type: 'statusUpdate';
+      taskId: string;
+      contextId: string;
+      state: TaskStateName;
+      statusText?: string;
+      metadata: Record<string, unknown>;
+    }
+  | {
+      type: 'artifactUpdate';
+      taskId: string;
+      contextId: string;
+      artifact: NormalizedArtifact;
+      append: boolean;
+      lastChunk: boolean;
+    };
+
+function statusUpdate(value: Record<string, unknown>): NormalizedStreamEvent {
+  if (typeof value.taskId !== 'string' || !isRecord(value.status)) {
+    throw new FleetgateError(
+      'FLEETGATE_TASK_INVALID',
+      'status update needs a string taskId and a status object',
+    );
+  }
+  const event: NormalizedStreamEvent = {
+    type: 'statusUpdate',
+    taskId: value.taskId,
+    contextId: typeof value.contextId === 'string' ? value.contextId : '',
+    state: normalizeTaskState(value.status.state),
+    metadata: isRecord(value.metadata) ? value.metadata : {},
+  };
+  const text = messageText(value.status.message);
+  if (text !== undefined) event.statusText = text;
+  return event;
+}
+
+function artifactUpdate(value: Record<string, unknown>): NormalizedStreamEvent {
+  const artifact = readArtifact(value.artifact);
+  if (typeof value.taskId !== 'string' || artifact === undefined) {
+    throw new FleetgateError(
+      'FLEETGATE_TASK_INVALID',
+      'artifact update needs a string taskId and an artifact object',
+    );
+  }
+  return {
+    type: 'artifactUpdate',
+    taskId: value.taskId,
+    contextId: typeof value.contextId === 'string' ? value.contextId : '',
+    artifact,
+    append: value.append === true,
+    lastChunk: value.lastChunk === true,
+  };
+}
+
+/**
+ * Decodes one stream event or push body: v1.0 `StreamResponse` JSON (`{task}`, `{message}`,
+ * `{statusUpdate}`, `{artifactUpdate}`), the SDK object (`payload.$case`), v0.3 events (`kind:
+ * task | message | status-update | artifact-update`), or a bare task.
+ *
+ * @throws FleetgateError `FLEETGATE_TASK_INVALID` naming what is missing.
+ */
+export function readStreamEvent(value: unknown): NormalizedStreamEvent {
+  if (!isRecord(value)) {
+    throw new FleetgateError('FLEETGATE_TASK_INVALID', 'stream event must be a JSON object');
+  }
+  let body: Record<string, unknown> = value;
+  let kind: string | undefined;
+  if (isRecord(value.payload) && typeof value.payload.$case === 'string') {
+    kind = value.payload.$case;
+    body = isRecord(value.payload.value) ? value.payload.value : {};
+  } else if (typeof value.kind === 'string') {
+    kind =
+      { 'status-update': 'statusUpdate', 'artifact-update': 'artifactUpdate' }[value.kind] ??
+      value.kind;
+  } else {
+    for (const key of ['task', 'message', 'statusUpdate', 'artifactUpdate'] as const) {
+      if (isRecord(value[key])) {
+        kind = key;
+        body = value[key];
+        break;
+      }
+    }
+    if (kind === undefined && 'status' in value && 'id' in value) kind = 'task';
+  }
+  switch (kind) {
+    case 'task':
+      return { type: 'task', task: readTask(body) };
+    case 'message':
+      return { type: 'message', message: body };
+    case 'statusUpdate':
+      return statusUpdate(body);
+    case 'artifactUpdate':
+      return artifactUpdate(body);
+    default:
+      throw new FleetgateError(
+        'FLEETGATE_TASK_INVALID',
+        kind === undefined
+          ? 'stream event has none of task, message, statusUpdate, artifactUpdate'
+          : `unknown stream event kind ${JSON.stringify(kind)}`,
+      );
+  }
+}
