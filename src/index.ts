@@ -1,6 +1,10 @@
 /**
  * Fleetgate: blast-radius gating and exactly-once world-state deltas for fleets of A2A agents.
- * This module is the library's public door; optional backends live behind subpath exports.
+ * This module is the library's public door; optional backends live behind subpath exports
+ * (`fleetgate/nats` for the JetStream bus).
  */
 export * from './errors/index.js';
 export * from './protocol/index.js';
+export * from './bus/index.js';
+export * from './store/index.js';
+export * from './fleet/index.js';

@@ -5,7 +5,9 @@
  */
 import { Command, CommanderError } from 'commander';
 import { isFleetgateError } from '../errors/index.js';
+import { registerAgents } from './commands/agents.js';
 import { registerLintCard } from './commands/lint-card.js';
+import { registerTail } from './commands/tail.js';
 import type { CliIo } from './io.js';
 import { processIo } from './io.js';
 
@@ -22,8 +24,12 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
       writeErr: (s) => io.err(s),
     })
     .exitOverride()
-    .showHelpAfterError();
+    .showHelpAfterError()
+    // Options after a sub-command belong to it (`agents ack A S --config F`).
+    .enablePositionalOptions();
   registerLintCard(program, io, setExit);
+  registerAgents(program, io, setExit);
+  registerTail(program, io, setExit);
   return program;
 }
 

@@ -17,6 +17,7 @@ export const ERROR_CODES = {
   FLEETGATE_STAMP_CONFLICT: 'Two extensions claimed the same request metadata key.',
   FLEETGATE_HOOK_FAILED: 'A required extension hook failed.',
   FLEETGATE_AGENT_UNKNOWN: 'No agent with this name is known.',
+  FLEETGATE_NOTHING_TO_ACKNOWLEDGE: 'There is no narrower declaration waiting for acknowledgement.',
   FLEETGATE_CALL_FAILED: 'The call to the agent failed.',
   FLEETGATE_CALL_TIMEOUT: 'The call to the agent timed out.',
   FLEETGATE_CALL_ABORTED: 'The call to the agent was aborted by the caller.',
@@ -36,6 +37,10 @@ export const ERROR_CODES = {
   FLEETGATE_OUTBOX_RELAY_FAILED: 'The outbox relay could not publish or mark an event.',
   FLEETGATE_CONFIG_INVALID: 'The configuration is invalid.',
   FLEETGATE_USAGE: 'The command was called with invalid arguments.',
+  FLEETGATE_WORLD_EVENT_INVALID: 'A world.state.delta event payload is malformed.',
+  FLEETGATE_WORLD_SEED_INVALID: 'A configured world-state domain seed is invalid.',
+  FLEETGATE_WORLD_QUERY_INVALID: 'A world-state history query is invalid.',
+  FLEETGATE_FLOOR_WRITE_FAILED: 'A learned operator floor could not be persisted.',
 } as const;
 
 /** A stable, documented error code. */

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { fetchCardText } from '../../fleet/card-fetch.js';
+import { HttpCardSource } from '../../fleet/card-source.js';
 import type { Declarations, Diagnostic } from '../../protocol/index.js';
 import { parseCardJson, readDeclarations } from '../../protocol/index.js';
 import type { CliIo } from '../io.js';
@@ -119,7 +119,11 @@ export function registerLintCard(
       let text: string;
       let source = target;
       if (isUrl(target)) {
-        const fetched = await fetchCardText(target, { timeoutMs: opts.timeout });
+        const fetched = await new HttpCardSource({ timeoutMs: opts.timeout }).fetch({
+          name: target,
+          url: target,
+        });
+        if (fetched.status !== 'fetched') throw new Error('unexpected 304 without validators');
         text = fetched.text;
         source = fetched.url;
       } else {

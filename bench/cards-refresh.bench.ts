@@ -1,0 +1,142 @@
+/**
+ * cards-refresh: refresh 1,000 agents whose cards are served by another process on loopback,
+ * concurrency 16 — a full refresh (all 200) and an unchanged one (all 304) — against a raw `fetch`
+ * of the same 1,000 cards at the same concurrency measured in the same run; and effective-radius
+ * lookups per second.
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import {
+  AgentDirectory,
+  BlastRegistry,
+  CardBroker,
+  createMemoryRatchetPersistence,
+  createSemaphore,
+  DeclarationRatchet,
+  EffectDomainRegistry,
+  HitlModeRegistry,
+  HttpCardSource,
+} from '../src/fleet/index.js';
+import { note, report } from './report.js';
+
+const AGENTS = 1000;
+const CONCURRENCY = 16;
+const BENCH = 'cards-refresh';
+
+const server = spawn(
+  process.execPath,
+  [
+    '--import',
+    'tsx',
+    fileURLToPath(new URL('support/card-fleet-server.ts', import.meta.url)),
+    String(AGENTS),
+  ],
+  {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  },
+);
+const [chunk] = (await once(server.stdout, 'data')) as [Buffer];
+const origin = `http://127.0.0.1:${chunk.toString().trim()}`;
+const urlOf = (i: number): string => `${origin}/agents/${i}`;
+
+async function rawFetchAll(): Promise<number> {
+  const run = createSemaphore(CONCURRENCY);
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: AGENTS }, (_, i) =>
+      run(async () => {
+        const res = await fetch(`${urlOf(i)}/.well-known/agent-card.json`, {
+          headers: { 'A2A-Version': '1.0' },
+        });
+        JSON.parse(await res.text());
+      }),
+    ),
+  );
+  return (performance.now() - start) / 1000;
+}
+
+async function brokerRound(): Promise<{ full: number; unchanged: number; broker: CardBroker }> {
+  const directory = new AgentDirectory();
+  directory.load(Array.from({ length: AGENTS }, (_, i) => ({ name: `agent-${i}`, url: urlOf(i) })));
+  const broker = new CardBroker({
+    directory,
+    source: new HttpCardSource(),
+    registries: {
+      blast: new BlastRegistry(),
+      hitlMode: new HitlModeRegistry(),
+      effectDomain: new EffectDomainRegistry(),
+    },
+    ratchet: await DeclarationRatchet.open(createMemoryRatchetPersistence()),
+    concurrency: CONCURRENCY,
+  });
+  let start = performance.now();
+  const first = await broker.refreshAll();
+  const full = (performance.now() - start) / 1000;
+  if (first.some((o) => o.result !== 'changed'))
+    throw new Error('full refresh: not every card was fetched');
+  start = performance.now();
+  const second = await broker.refreshAll();
+  const unchanged = (performance.now() - start) / 1000;
+  if (second.some((o) => o.result !== 'unchanged'))
+    throw new Error('unchanged refresh: not every card was a 304');
+  return { full, unchanged, broker };
+}
+
+try {
+  // Warm-up, then interleave the baseline and the broker three times; keep the best of each.
+  await rawFetchAll();
+  await brokerRound();
+  let raw = Infinity;
+  let best = { full: Infinity, unchanged: Infinity };
+  let broker: CardBroker | undefined;
+  for (let round = 0; round < 3; round += 1) {
+    raw = Math.min(raw, await rawFetchAll());
+    const r = await brokerRound();
+    best = { full: Math.min(best.full, r.full), unchanged: Math.min(best.unchanged, r.unchanged) };
+    broker = r.broker;
+    note(
+      `round ${round + 1}: raw ${raw.toFixed(3)} s, full ${r.full.toFixed(3)} s, unchanged ${r.unchanged.toFixed(3)} s`,
+    );
+  }
+  report({
+    bench: BENCH,
+    metric: 'full_refresh_1000_s',
+    value: best.full,
+    unit: 's',
+    target: '<=3',
+  });
+  report({ bench: BENCH, metric: 'unchanged_refresh_1000_s', value: best.unchanged, unit: 's' });
+  report({ bench: BENCH, metric: 'raw_fetch_1000_s', value: raw, unit: 's' });
+  report({
+    bench: BENCH,
+    metric: 'full_refresh_vs_raw_fetch_ratio',
+    value: best.full / raw,
+    unit: 'ratio',
+  });
+
+  const skills = ['triage', 'review', 'deploy', 'unknown'];
+  const names = Array.from({ length: AGENTS }, (_, i) => `agent-${i}`);
+  let sink = 0;
+  const lookups = (n: number): number => {
+    const start = performance.now();
+    for (let i = 0; i < n; i += 1) {
+      if (broker!.effectiveRadius(names[i % AGENTS]!, skills[i & 3]!).radius === 'public')
+        sink += 1;
+    }
+    return n / ((performance.now() - start) / 1000);
+  };
+  lookups(500_000);
+  const perSecond = Math.max(lookups(3_000_000), lookups(3_000_000));
+  note(`(${sink} public lookups)`);
+  report({
+    bench: BENCH,
+    metric: 'lookups_per_s',
+    value: Math.round(perSecond),
+    unit: '1/s',
+    target: '>=5000000',
+  });
+} finally {
+  server.stdin.end();
+  server.kill();
+}

@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import { Deque } from './deque.js';
+import { DuplicateWindow } from './duplicate-window.js';
+import { createClock, createEventIdGenerator, deterministicEventId } from './event-id.js';
+
+describe('deterministicEventId', () => {
+  it('is stable, 32 hex characters, and separates parts unambiguously', () => {
+    const id = deterministicEventId('world.state.delta', 'quinn', 'task-1');
+    expect(id).toMatch(/^[0-9a-f]{32}$/);
+    expect(deterministicEventId('world.state.delta', 'quinn', 'task-1')).toBe(id);
+    expect(deterministicEventId('world.state.delta', 'quinn', 'task-2')).not.toBe(id);
+    expect(deterministicEventId('ab', 'c')).not.toBe(deterministicEventId('a', 'bc'));
+    expect(deterministicEventId(1, 2)).toBe(deterministicEventId('1', '2'));
+    // Pinned: ids must never change across releases, or re-sends after an upgrade would double.
+    // sha256('1:a;') → `printf '1:a;' | sha256sum`
+    expect(deterministicEventId('a')).toBe('836501e69990183d068ed21dd9ddc674');
+  });
+
+  it('needs at least one part', () => {
+    expect(() => deterministicEventId()).toThrow(TypeError);
+  });
+});
+
+describe('helpers', () => {
+  it('generates unique ids', () => {
+    const next = createEventIdGenerator();
+    const ids = new Set(Array.from({ length: 1000 }, () => next()));
+    expect(ids.size).toBe(1000);
+    expect(createEventIdGenerator()()).not.toBe(next());
+  });
+
+  it('formats RFC 3339 times', () => {
+    expect(Number.isNaN(Date.parse(createClock()()))).toBe(false);
+  });
+
+  it('Deque keeps FIFO order across growth and wrap-around', () => {
+    const q = new Deque<number>();
+    const out: number[] = [];
+    for (let i = 0; i < 100; i += 1) {
+      q.push(i);
+      if (i % 3 === 0) out.push(q.shift()!);
+    }
+    while (q.length > 0) out.push(q.shift()!);
+    expect(out).toEqual(Array.from({ length: 100 }, (_, i) => i));
+    expect(q.shift()).toBeUndefined();
+  });
+
+  it('DuplicateWindow bounds the number of ids it keeps', () => {
+    const w = new DuplicateWindow(60_000, 3, () => 0);
+    for (const id of ['a', 'b', 'c', 'd']) w.add(id);
+    expect(w.size).toBe(3);
+    expect(w.has('a')).toBe(false);
+    expect(w.has('d')).toBe(true);
+  });
+});

@@ -1,0 +1,378 @@
+/**
+ * The embedded default bus: one process, no broker. Subscriptions are found through a token trie;
+ * each subscription has its own bounded FIFO queue drained by one asynchronous loop, so handlers
+ * are awaited one event at a time, in publish order, and a slow subscription never delays another.
+ */
+import { FleetgateError } from '../errors/index.js';
+import { Deque } from './deque.js';
+import { DuplicateWindow } from './duplicate-window.js';
+import { createClock, createEventIdGenerator } from './event-id.js';
+import { parsePattern, parseTopic } from './topic-pattern.js';
+import { TopicTrie } from './topic-trie.js';
+import type { EventEnvelope, EventFor, FleetgateTopics, TopicMap, TopicOf } from './topics.js';
+import type {
+  EventBus,
+  EventHandler,
+  OverflowPolicy,
+  PublishOptions,
+  PublishResult,
+  SubscribeOptions,
+  Subscription,
+  UnreportedErrorHandler,
+} from './types.js';
+import { warnUnreportedError } from './types.js';
+import { checkSubscriptionName, errorMessage } from './subscription-name.js';
+
+/** Options of {@link createInMemoryEventBus}. */
+export interface InMemoryEventBusOptions {
+  /** Default most events queued per subscription (default 10,000). */
+  maxQueue?: number;
+  /** Default overflow policy (default `reject`); see {@link OverflowPolicy}. */
+  overflow?: OverflowPolicy;
+  /** How long an explicit event id is remembered for duplicate detection (default 2 minutes). */
+  duplicateWindowMs?: number;
+  /** Most ids remembered for duplicate detection (default 100,000). */
+  duplicateWindowSize?: number;
+  /** Receives errors that cannot go to `system.error` (default: a process warning). */
+  onUnreportedError?: UnreportedErrorHandler;
+  /** Clock in epoch milliseconds, for the duplicate window (tests pass a fake). */
+  now?: () => number;
+}
+
+/** Counters of an {@link InMemoryEventBus}, for metrics and tests. */
+export interface InMemoryBusStats {
+  published: number;
+  duplicates: number;
+  delivered: number;
+  handlerFailures: number;
+  overflows: number;
+  dropped: number;
+  subscriptions: number;
+}
+
+const DEFAULT_MAX_QUEUE = 10_000;
+const MATCH_CACHE_LIMIT = 4_096;
+
+class MemorySubscription implements Subscription {
+  readonly queue = new Deque<EventEnvelope>();
+  active = true;
+  running = false;
+  /** Resolvers waiting for this subscription to become idle. */
+  idleWaiters: (() => void)[] = [];
+
+  constructor(
+    readonly name: string,
+    readonly pattern: string,
+    readonly handler: EventHandler,
+    readonly maxQueue: number,
+    readonly overflow: OverflowPolicy,
+    private readonly remove: (sub: MemorySubscription) => Promise<void>,
+  ) {}
+
+  unsubscribe(): Promise<void> {
+    return this.remove(this);
+  }
+
+  whenIdle(): Promise<void> {
+    if (!this.running) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+}
+
+/**
+ * The in-process {@link EventBus}. Build it with {@link createInMemoryEventBus}.
+ *
+ * Overflow: each subscription queues at most `maxQueue` events; see {@link OverflowPolicy} for
+ * what happens beyond. Duplicates: an event published with an explicit `id` seen within the
+ * duplicate window is not delivered again and resolves with `duplicate: true`. Close: new
+ * publishes are refused, queued events are still delivered, then the bus resolves.
+ * Events are shared between subscribers: handlers must not mutate them.
+ */
+export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements EventBus<M> {
+  readonly #trie = new TopicTrie<MemorySubscription>();
+  readonly #subscriptions = new Set<MemorySubscription>();
+  /** Subscriptions with a drain loop scheduled or running (idle() must not scan them all). */
+  readonly #running = new Set<MemorySubscription>();
+  /** topic → matching subscriptions; cleared whenever subscriptions change. */
+  readonly #matchCache = new Map<string, MemorySubscription[]>();
+  readonly #duplicates: DuplicateWindow;
+  readonly #nextId = createEventIdGenerator();
+  readonly #clock = createClock();
+  readonly #maxQueue: number;
+  readonly #overflow: OverflowPolicy;
+  readonly #onUnreported: UnreportedErrorHandler;
+  #state: 'open' | 'closing' | 'closed' = 'open';
+  #closed: Promise<void> | undefined;
+  readonly #stats: Omit<InMemoryBusStats, 'subscriptions'> = {
+    published: 0,
+    duplicates: 0,
+    delivered: 0,
+    handlerFailures: 0,
+    overflows: 0,
+    dropped: 0,
+  };
+
+  constructor(options: InMemoryEventBusOptions = {}) {
+    this.#maxQueue = positiveInt(options.maxQueue ?? DEFAULT_MAX_QUEUE, 'maxQueue');
+    this.#overflow = options.overflow ?? 'reject';
+    this.#onUnreported = options.onUnreportedError ?? warnUnreportedError;
+    this.#duplicates = new DuplicateWindow(
+      options.duplicateWindowMs ?? 120_000,
+      options.duplicateWindowSize ?? 100_000,
+      options.now,
+    );
+  }
+
+  /** A snapshot of the bus counters. */
+  stats(): InMemoryBusStats {
+    return { ...this.#stats, subscriptions: this.#subscriptions.size };
+  }
+
+  publish<T extends TopicOf<M>>(
+    topic: T,
+    payload: M[T],
+    options: PublishOptions = {},
+  ): Promise<PublishResult> {
+    const subs = this.#match(topic);
+    if (this.#state !== 'open') {
+      return Promise.reject(
+        new FleetgateError('FLEETGATE_BUS_CLOSED', undefined, { details: { topic } }),
+      );
+    }
+    return this.#deliver(topic, payload, options, subs);
+  }
+
+  subscribe<P extends string>(
+    pattern: P,
+    handler: EventHandler<EventFor<M, P>>,
+    options: SubscribeOptions,
+  ): Promise<Subscription> {
+    parsePattern(pattern);
+    const name = checkSubscriptionName(options.name);
+    const maxQueue = positiveInt(options.maxQueue ?? this.#maxQueue, 'maxQueue');
+    if (this.#state !== 'open') {
+      return Promise.reject(
+        new FleetgateError('FLEETGATE_BUS_CLOSED', undefined, { details: { pattern } }),
+      );
+    }
+    const sub = new MemorySubscription(
+      name,
+      pattern,
+      // The handler's event type is the union EventFor<M, P>; the trie guarantees the topic fits.
+      handler as EventHandler,
+      maxQueue,
+      options.overflow ?? this.#overflow,
+      (s) => this.#unsubscribe(s),
+    );
+    this.#trie.add(pattern, sub);
+    this.#subscriptions.add(sub);
+    this.#matchCache.clear();
+    return Promise.resolve(sub);
+  }
+
+  /** Resolves when every queue is empty and no handler is running (tests wait on this). */
+  async idle(): Promise<void> {
+    for (;;) {
+      if (this.#running.size === 0) return;
+      await Promise.all([...this.#running].map((s) => s.whenIdle()));
+    }
+  }
+
+  close(): Promise<void> {
+    this.#closed ??= this.#close();
+    return this.#closed;
+  }
+
+  async #close(): Promise<void> {
+    this.#state = 'closing';
+    // Queued events are delivered; handler failures during this still reach system.error.
+    await this.idle();
+    this.#state = 'closed';
+    for (const sub of this.#subscriptions) {
+      sub.active = false;
+      sub.queue.clear();
+    }
+    this.#subscriptions.clear();
+    this.#matchCache.clear();
+  }
+
+  #match(topic: string): MemorySubscription[] {
+    let subs = this.#matchCache.get(topic);
+    if (subs === undefined) {
+      subs = this.#trie.matchTokens(parseTopic(topic));
+      if (this.#matchCache.size >= MATCH_CACHE_LIMIT) this.#matchCache.clear();
+      this.#matchCache.set(topic, subs);
+    }
+    return subs;
+  }
+
+  #deliver(
+    topic: string,
+    payload: unknown,
+    options: PublishOptions,
+    subs: readonly MemorySubscription[],
+  ): Promise<PublishResult> {
+    const explicitId = options.id;
+    if (explicitId !== undefined) {
+      if (typeof explicitId !== 'string' || explicitId.length === 0) {
+        throw new FleetgateError(
+          'FLEETGATE_BUS_PUBLISH_FAILED',
+          'Event id must be a non-empty string',
+        );
+      }
+      if (this.#duplicates.has(explicitId)) {
+        this.#stats.duplicates += 1;
+        return Promise.resolve({ id: explicitId, duplicate: true });
+      }
+    }
+    // Check every queue before touching any, so a rejected event reaches no subscriber at all.
+    for (const sub of subs) {
+      if (sub.queue.length >= sub.maxQueue && sub.overflow === 'reject') {
+        this.#stats.overflows += 1;
+        const error = new FleetgateError(
+          'FLEETGATE_BUS_OVERFLOW',
+          `Subscription ${sub.name} has ${sub.queue.length} queued events (limit ${sub.maxQueue}); ${topic} was not published`,
+          { details: { subscription: sub.name, topic, maxQueue: sub.maxQueue } },
+        );
+        this.#reportError(error, `subscription:${sub.name}`, topic, explicitId);
+        return Promise.reject(error);
+      }
+    }
+    const id = explicitId ?? this.#nextId();
+    const event: EventEnvelope = {
+      id,
+      topic,
+      time: options.time ?? this.#clock(),
+      correlationId: options.correlationId ?? id,
+      payload,
+    };
+    if (explicitId !== undefined) this.#duplicates.add(explicitId);
+    this.#stats.published += 1;
+    for (const sub of subs) {
+      if (sub.queue.length >= sub.maxQueue) {
+        const dropped = sub.queue.shift();
+        this.#stats.dropped += 1;
+        const error = new FleetgateError(
+          'FLEETGATE_BUS_OVERFLOW',
+          `Subscription ${sub.name} is full (limit ${sub.maxQueue}); dropped its oldest queued event`,
+          { details: { subscription: sub.name, droppedEventId: dropped?.id } },
+        );
+        this.#reportError(error, `subscription:${sub.name}`, dropped?.topic, dropped?.id);
+      }
+      sub.queue.push(event);
+      if (!sub.running) {
+        sub.running = true;
+        this.#running.add(sub);
+        queueMicrotask(() => void this.#drain(sub));
+      }
+    }
+    return Promise.resolve({ id, duplicate: false });
+  }
+
+  async #drain(sub: MemorySubscription): Promise<void> {
+    while (sub.active) {
+      const event = sub.queue.shift();
+      if (event === undefined) break;
+      try {
+        const result = sub.handler(event);
+        // Only a returned promise costs an await; synchronous handlers stay on the fast path.
+        if (result !== undefined) await result;
+        this.#stats.delivered += 1;
+      } catch (error) {
+        this.#stats.handlerFailures += 1;
+        const wrapped = new FleetgateError(
+          'FLEETGATE_BUS_HANDLER_FAILED',
+          `Handler of subscription ${sub.name} failed on ${event.topic} ${event.id}: ${errorMessage(error)}`,
+          {
+            cause: error,
+            details: { subscription: sub.name, topic: event.topic, eventId: event.id },
+          },
+        );
+        this.#reportError(
+          wrapped,
+          `subscription:${sub.name}`,
+          event.topic,
+          event.id,
+          event.correlationId,
+        );
+      }
+    }
+    sub.running = false;
+    this.#running.delete(sub);
+    const waiters = sub.idleWaiters;
+    sub.idleWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+
+  /** Publishes a failure on `system.error`, unless the failure is itself about a system.error. */
+  #reportError(
+    error: FleetgateError,
+    source: string,
+    topic: string | undefined,
+    eventId: string | undefined,
+    correlationId?: string,
+  ): void {
+    const context = { source, topic, eventId };
+    if (topic === 'system.error' || this.#state === 'closed') {
+      this.#onUnreported(error, context);
+      return;
+    }
+    const payload = {
+      source,
+      message: error.message,
+      code: error.code,
+      ...(topic === undefined ? {} : { topic }),
+      ...(eventId === undefined ? {} : { eventId }),
+    };
+    try {
+      const subs = this.#match('system.error');
+      this.#deliver(
+        'system.error',
+        payload,
+        correlationId === undefined ? {} : { correlationId },
+        subs,
+      ).catch((reportError: unknown) => this.#onUnreported(error, { ...context, reportError }));
+    } catch (reportError) {
+      this.#onUnreported(error, { ...context, reportError });
+    }
+  }
+
+  async #unsubscribe(sub: MemorySubscription): Promise<void> {
+    if (sub.active) {
+      sub.active = false;
+      sub.queue.clear();
+      this.#trie.remove(sub.pattern, sub);
+      this.#subscriptions.delete(sub);
+      this.#matchCache.clear();
+    }
+    await sub.whenIdle();
+  }
+}
+
+function positiveInt(value: number, what: string): number {
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new FleetgateError(
+      'FLEETGATE_BUS_SUBSCRIPTION_INVALID',
+      `${what} must be a positive integer`,
+      {
+        details: { [what]: value },
+      },
+    );
+  }
+  return value;
+}
+
+/**
+ * Creates the embedded in-process event bus.
+ *
+ * @example
+ * ```ts
+ * const bus = createInMemoryEventBus({ maxQueue: 1000 });
+ * await bus.subscribe('ops.alert.>', (e) => console.log(e.payload.message), { name: 'log' });
+ * ```
+ */
+export function createInMemoryEventBus<M extends TopicMap = FleetgateTopics>(
+  options: InMemoryEventBusOptions = {},
+): InMemoryEventBus<M> {
+  return new InMemoryEventBus<M>(options);
+}

@@ -1,0 +1,62 @@
+/**
+ * The event bus: typed topics, NATS-syntax topic patterns, the `EventBus` interface, the embedded
+ * in-memory bus and the transactional outbox. The JetStream bus is in `fleetgate/nats`.
+ */
+export type {
+  EventBus,
+  EventHandler,
+  OverflowPolicy,
+  PublishOptions,
+  PublishResult,
+  StartFrom,
+  SubscribeOptions,
+  Subscription,
+  UnreportedErrorHandler,
+} from './types.js';
+export { warnUnreportedError } from './types.js';
+export type {
+  AlertSeverity,
+  ApprovalEvent,
+  CostSampleEvent,
+  DeclarationChangedEvent,
+  DispatchEvent,
+  EventEnvelope,
+  EventFor,
+  FleetCardEvent,
+  FleetgateTopics,
+  OpenTopics,
+  OpsAlertEvent,
+  SystemErrorEvent,
+  TopicMap,
+  TopicOf,
+  TopicsMatching,
+  WorldStateDeltaEvent,
+  WorldStateDeltaRejectedEvent,
+  WorldStateUpdatedEvent,
+} from './topics.js';
+export {
+  MAX_TOPIC_LENGTH,
+  MAX_TOPIC_TOKENS,
+  isValidPattern,
+  isValidTopic,
+  parsePattern,
+  parseTopic,
+  tokensMatch,
+  topicMatches,
+} from './topic-pattern.js';
+export { TopicTrie } from './topic-trie.js';
+export { deterministicEventId } from './event-id.js';
+export { InMemoryEventBus, createInMemoryEventBus } from './in-memory-bus.js';
+export type { InMemoryBusStats, InMemoryEventBusOptions } from './in-memory-bus.js';
+export { createOutboxRelay, createOutboxWriter, writeOutboxEvent } from './outbox.js';
+export type {
+  OutboxDatabase,
+  OutboxExecutor,
+  OutboxRelay,
+  OutboxRelayDatabase,
+  OutboxRelayOptions,
+  OutboxTable,
+  OutboxWriter,
+  OutboxWriteOptions,
+  OutboxWriteResult,
+} from './outbox.js';

@@ -1,0 +1,93 @@
+/** Connecting the JetStream bus: connection, stream set-up, then the bus. */
+import type { JetStreamManager, StreamConfig } from '@nats-io/jetstream';
+import { StorageType, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { connect, nanos } from '@nats-io/transport-node';
+import { FleetgateError } from '../../errors/index.js';
+import { errorMessage } from '../subscription-name.js';
+import type { FleetgateTopics, TopicMap } from '../topics.js';
+import { warnUnreportedError } from '../types.js';
+import { JetStreamEventBus } from './jetstream-bus.js';
+import type { JetStreamEventBusOptions, ResolvedJetStreamOptions } from './options.js';
+import { resolveJetStreamOptions } from './options.js';
+
+/**
+ * Connects to NATS, creates or updates the stream and returns the bus.
+ *
+ * @throws FleetgateError `FLEETGATE_BUS_CONNECT_FAILED` when the server is unreachable, has no
+ * JetStream, or the stream cannot be set up (for example, its subjects overlap another stream).
+ *
+ * @example
+ * ```ts
+ * import { createJetStreamEventBus } from 'fleetgate/nats';
+ * const bus = await createJetStreamEventBus({ servers: 'nats://127.0.0.1:4222' });
+ * ```
+ */
+export async function createJetStreamEventBus<M extends TopicMap = FleetgateTopics>(
+  options: JetStreamEventBusOptions = {},
+): Promise<JetStreamEventBus<M>> {
+  const resolved = resolveJetStreamOptions(options);
+  const servers = options.servers ?? 'nats://127.0.0.1:4222';
+  let nc: NatsConnection;
+  try {
+    nc =
+      options.connection ??
+      (await connect({
+        servers,
+        name: options.name ?? 'fleetgate',
+        maxReconnectAttempts: -1,
+        reconnectTimeWait: 500,
+      }));
+  } catch (cause) {
+    throw new FleetgateError(
+      'FLEETGATE_BUS_CONNECT_FAILED',
+      `Could not connect to NATS at ${String(servers)}: ${errorMessage(cause)}`,
+      { cause, details: { servers } },
+    );
+  }
+  try {
+    const jsm = await jetstreamManager(nc, { timeout: resolved.publishTimeoutMs });
+    if (options.manageStream === false) await jsm.streams.info(resolved.stream);
+    else await ensureStream(jsm, resolved);
+    const js = jetstream(nc, { timeout: resolved.publishTimeoutMs });
+    return new JetStreamEventBus<M>(
+      nc,
+      options.connection === undefined,
+      js,
+      jsm,
+      resolved,
+      options.onUnreportedError ?? warnUnreportedError,
+    );
+  } catch (cause) {
+    if (options.connection === undefined) await nc.close().catch(() => undefined);
+    throw new FleetgateError(
+      'FLEETGATE_BUS_CONNECT_FAILED',
+      `Could not set up JetStream stream ${resolved.stream}: ${errorMessage(cause)}`,
+      { cause, details: { stream: resolved.stream } },
+    );
+  }
+}
+
+async function ensureStream(jsm: JetStreamManager, o: ResolvedJetStreamOptions): Promise<void> {
+  const wanted: Partial<StreamConfig> = {
+    subjects: [`${o.subjectPrefix}.>`, `${o.deadLetterPrefix}.>`],
+    duplicate_window: nanos(o.duplicateWindowMs),
+    max_age: nanos(o.maxAgeMs),
+  };
+  const existing = await jsm.streams.info(o.stream).catch(() => undefined);
+  if (existing === undefined) {
+    try {
+      await jsm.streams.add({
+        name: o.stream,
+        ...wanted,
+        storage: o.storage === 'memory' ? StorageType.Memory : StorageType.File,
+        num_replicas: o.replicas,
+      });
+      return;
+    } catch (error) {
+      // Created by another replica in the meantime: fall through to the update.
+      if ((await jsm.streams.info(o.stream).catch(() => undefined)) === undefined) throw error;
+    }
+  }
+  await jsm.streams.update(o.stream, wanted);
+}

@@ -1,0 +1,469 @@
+/**
+ * The distributed bus: NATS JetStream, for several gateway replicas sharing one fleet.
+ *
+ * - One stream holds `<prefix>.>` (events) and `<dlqPrefix>.>` (dead letters); it is created or
+ *   updated on connect. Topic `a.b` travels on subject `<prefix>.a.b`.
+ * - `publish` sends with `Nats-Msg-Id` = event id and resolves on the server's acknowledgement;
+ *   a re-send of the same id within the stream's duplicate window is dropped by the server and
+ *   resolves with `duplicate: true`.
+ * - Durable subscriptions are durable pull consumers (one filter subject each: nats-server 2.9 has
+ *   no multi-filter consumers) with explicit acks sent after the handler resolved, redelivery with
+ *   a delay on failure, and after `maxDeliver` failed tries the event goes to the dead-letter
+ *   subject `<dlqPrefix>.<topic>`. Handlers run at least once per event; dedupe by event id.
+ * - Non-durable subscriptions are ordered ephemeral consumers (live tails): no acks, no retry.
+ * - The connection reconnects forever; acknowledged events are on the server, and consumers
+ *   resume from their position after a reconnect.
+ *
+ * Needs nats-server 2.9.4 or later (the simplified consumer API); uses nothing from 2.10.
+ */
+import type {
+  ConsumerConfig,
+  ConsumerMessages,
+  JetStreamClient,
+  JetStreamManager,
+  JsMsg,
+} from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { headers, nanos } from '@nats-io/transport-node';
+import { FleetgateError, isFleetgateError } from '../../errors/index.js';
+import { DuplicateWindow } from '../duplicate-window.js';
+import { createClock, createEventIdGenerator } from '../event-id.js';
+import { checkSubscriptionName, errorMessage } from '../subscription-name.js';
+import { parsePattern, parseTopic } from '../topic-pattern.js';
+import type { EventEnvelope, EventFor, FleetgateTopics, TopicMap, TopicOf } from '../topics.js';
+import type {
+  EventBus,
+  EventHandler,
+  PublishOptions,
+  PublishResult,
+  SubscribeOptions,
+  Subscription,
+  UnreportedErrorHandler,
+} from '../types.js';
+import { DEAD_LETTER_HEADERS, decodeEnvelope, encodeEnvelope } from './codec.js';
+import type { DeadLetter, ResolvedJetStreamOptions } from './options.js';
+
+interface ActiveSubscription extends Subscription {
+  stop(): Promise<void>;
+  /**
+   * Ids this durable subscription already handled. A server that crashes can lose recent acks
+   * (consumer state is flushed asynchronously) and redeliver; those redeliveries are acked again
+   * without calling the handler. Bounded, and per process: handlers still dedupe by id.
+   */
+  readonly handled: DuplicateWindow | undefined;
+}
+
+/** Redelivery delay of events a stopping durable subscription had pulled but not handled. */
+const STOP_NAK_DELAY_MS = 1_000;
+
+/** Most ids a durable subscription remembers as handled. */
+const HANDLED_IDS = 10_000;
+
+/**
+ * The NATS JetStream {@link EventBus}. Build it with {@link createJetStreamEventBus}, which
+ * connects and sets up the stream.
+ */
+export class JetStreamEventBus<M extends TopicMap = FleetgateTopics> implements EventBus<M> {
+  readonly #nc: NatsConnection;
+  readonly #ownsConnection: boolean;
+  readonly #js: JetStreamClient;
+  readonly #jsm: JetStreamManager;
+  readonly #options: ResolvedJetStreamOptions;
+  readonly #onUnreported: UnreportedErrorHandler;
+  readonly #nextId = createEventIdGenerator();
+  readonly #clock = createClock();
+  readonly #subscriptions = new Set<ActiveSubscription>();
+  readonly #pendingReports = new Set<Promise<void>>();
+  /** Set once close() stopped every subscription: later failures can no longer be published. */
+  #reportsClosed = false;
+  #closed: Promise<void> | undefined;
+
+  /** Use `createJetStreamEventBus`, which connects and sets up the stream first. */
+  constructor(
+    nc: NatsConnection,
+    ownsConnection: boolean,
+    js: JetStreamClient,
+    jsm: JetStreamManager,
+    options: ResolvedJetStreamOptions,
+    onUnreported: UnreportedErrorHandler,
+  ) {
+    this.#nc = nc;
+    this.#ownsConnection = ownsConnection;
+    this.#js = js;
+    this.#jsm = jsm;
+    this.#options = options;
+    this.#onUnreported = onUnreported;
+  }
+
+  /** The resolved options (stream name, prefixes, limits). */
+  get options(): ResolvedJetStreamOptions {
+    return this.#options;
+  }
+
+  /** The NATS connection (for tooling and tests). */
+  get connection(): NatsConnection {
+    return this.#nc;
+  }
+
+  /** The NATS subject a topic travels on. */
+  subjectOf(topic: string): string {
+    return `${this.#options.subjectPrefix}.${topic}`;
+  }
+
+  /** The dead-letter subject of a topic. */
+  deadLetterSubjectOf(topic: string): string {
+    return `${this.#options.deadLetterPrefix}.${topic}`;
+  }
+
+  publish<T extends TopicOf<M>>(
+    topic: T,
+    payload: M[T],
+    options: PublishOptions = {},
+  ): Promise<PublishResult> {
+    parseTopic(topic);
+    if (options.id !== undefined && (typeof options.id !== 'string' || options.id.length === 0)) {
+      throw new FleetgateError(
+        'FLEETGATE_BUS_PUBLISH_FAILED',
+        'Event id must be a non-empty string',
+      );
+    }
+    if (this.#closed !== undefined) {
+      return Promise.reject(
+        new FleetgateError('FLEETGATE_BUS_CLOSED', undefined, { details: { topic } }),
+      );
+    }
+    return this.#publish(topic, payload, options);
+  }
+
+  async #publish(topic: string, payload: unknown, options: PublishOptions): Promise<PublishResult> {
+    const id = options.id ?? this.#nextId();
+    const event: EventEnvelope = {
+      id,
+      topic,
+      time: options.time ?? this.#clock(),
+      correlationId: options.correlationId ?? id,
+      payload,
+    };
+    try {
+      const ack = await this.#js.publish(this.subjectOf(topic), encodeEnvelope(event), {
+        msgID: id,
+        timeout: this.#options.publishTimeoutMs,
+      });
+      return { id, duplicate: ack.duplicate, sequence: ack.seq };
+    } catch (cause) {
+      throw new FleetgateError(
+        'FLEETGATE_BUS_PUBLISH_FAILED',
+        `Publishing ${topic} ${id} to JetStream failed: ${errorMessage(cause)}`,
+        { cause, details: { topic, eventId: id, stream: this.#options.stream } },
+      );
+    }
+  }
+
+  subscribe<P extends string>(
+    pattern: P,
+    handler: EventHandler<EventFor<M, P>>,
+    options: SubscribeOptions,
+  ): Promise<Subscription> {
+    parsePattern(pattern);
+    const name = checkSubscriptionName(options.name);
+    if (this.#closed !== undefined) {
+      return Promise.reject(
+        new FleetgateError('FLEETGATE_BUS_CLOSED', undefined, { details: { pattern } }),
+      );
+    }
+    const onEvent = handler as EventHandler;
+    return this.#consume(this.subjectOf(pattern), pattern, name, options, (msg, sub) =>
+      this.#handleEvent(msg, sub, onEvent, options.durable === true),
+    );
+  }
+
+  /**
+   * Subscribes to dead letters whose topic matches `pattern` (a durable or live subscription like
+   * any other; its own failures are reported but never dead-lettered again).
+   */
+  subscribeDeadLetters(
+    pattern: string,
+    handler: (deadLetter: DeadLetter) => void | Promise<void>,
+    options: SubscribeOptions,
+  ): Promise<Subscription> {
+    parsePattern(pattern);
+    const name = checkSubscriptionName(options.name);
+    const prefixLength = this.#options.deadLetterPrefix.length + 1;
+    return this.#consume(this.deadLetterSubjectOf(pattern), pattern, name, options, async (msg) => {
+      try {
+        const event = decodeEnvelope(msg.data, msg.subject.slice(prefixLength));
+        await handler({
+          event,
+          subscription: msg.headers?.get(DEAD_LETTER_HEADERS.subscription) ?? '',
+          deliveries: Number(msg.headers?.get(DEAD_LETTER_HEADERS.deliveries) ?? 0),
+          error: msg.headers?.get(DEAD_LETTER_HEADERS.error) ?? '',
+        });
+        if (options.durable === true) await msg.ackAck();
+      } catch (error) {
+        this.#onUnreported(error, { source: `dead-letters:${name}`, subject: msg.subject });
+        if (options.durable === true) msg.nak(this.#options.redeliveryDelayMs);
+      }
+    });
+  }
+
+  /** Deletes a durable subscription's consumer (its position is lost). */
+  async deleteDurable(name: string): Promise<void> {
+    checkSubscriptionName(name);
+    await this.#jsm.consumers.delete(this.#options.stream, name);
+  }
+
+  async #consume(
+    filterSubject: string,
+    pattern: string,
+    name: string,
+    options: SubscribeOptions,
+    onMessage: (msg: JsMsg, sub: ActiveSubscription) => Promise<void>,
+  ): Promise<Subscription> {
+    const stream = this.#options.stream;
+    const durable = options.durable === true;
+    let messages: ConsumerMessages;
+    try {
+      if (durable) {
+        await this.#ensureDurable(name, filterSubject, options.from ?? 'new');
+        const consumer = await this.#js.consumers.get(stream, name);
+        messages = await consumer.consume({ max_messages: 256 });
+      } else {
+        // "new" is pinned to the stream's last sequence now, so an ordered consumer that is
+        // recreated (after a reconnect) before its first event never replays history.
+        const startSeq =
+          options.from === 'all' ? 1 : (await this.#jsm.streams.info(stream)).state.last_seq + 1;
+        const consumer = await this.#js.consumers.get(stream, {
+          filter_subjects: filterSubject,
+          opt_start_seq: startSeq,
+        });
+        messages = await consumer.consume({ max_messages: 256 });
+      }
+    } catch (cause) {
+      if (isFleetgateError(cause)) throw cause;
+      throw new FleetgateError(
+        'FLEETGATE_BUS_CONNECT_FAILED',
+        `Could not set up subscription ${name} on ${pattern}: ${errorMessage(cause)}`,
+        { cause, details: { subscription: name, pattern, stream } },
+      );
+    }
+
+    let active = true;
+    let inFlight: Promise<void> = Promise.resolve();
+    const sub: ActiveSubscription = {
+      name,
+      pattern,
+      handled: durable
+        ? new DuplicateWindow(this.#options.duplicateWindowMs, HANDLED_IDS)
+        : undefined,
+      unsubscribe: async () => {
+        await sub.stop();
+      },
+      stop: async () => {
+        if (active) {
+          active = false;
+          this.#subscriptions.delete(sub);
+          messages.stop();
+        }
+        await loop;
+        await inFlight;
+      },
+    };
+    const loop = (async () => {
+      try {
+        for await (const msg of messages) {
+          if (!active) {
+            // Pulled but not handled: hand it back now instead of after ack_wait. The short delay
+            // lets the server drop this subscription's pull request first; an immediate nak can
+            // be redelivered into that stale request and then waits for ack_wait after all.
+            if (durable) msg.nak(STOP_NAK_DELAY_MS);
+            continue;
+          }
+          inFlight = onMessage(msg, sub);
+          await inFlight;
+        }
+      } catch (error) {
+        if (active) this.#onUnreported(error, { source: `subscription:${name}`, pattern });
+      }
+    })();
+    this.#subscriptions.add(sub);
+    return sub;
+  }
+
+  async #ensureDurable(name: string, filterSubject: string, from: 'new' | 'all'): Promise<void> {
+    const stream = this.#options.stream;
+    const existing = await this.#jsm.consumers.info(stream, name).catch(() => undefined);
+    if (existing !== undefined) {
+      if (existing.config.filter_subject !== filterSubject) {
+        throw new FleetgateError(
+          'FLEETGATE_BUS_SUBSCRIPTION_INVALID',
+          `Durable subscription ${name} exists with filter ${String(existing.config.filter_subject)}, not ${filterSubject}; delete it first (deleteDurable)`,
+          {
+            details: {
+              subscription: name,
+              existing: existing.config.filter_subject,
+              wanted: filterSubject,
+            },
+          },
+        );
+      }
+      return;
+    }
+    const config: Partial<ConsumerConfig> = {
+      durable_name: name,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: from === 'all' ? DeliverPolicy.All : DeliverPolicy.New,
+      filter_subject: filterSubject,
+      // One more than the client's limit: if a process dies during the last try, the next
+      // delivery (over the limit) goes straight to the dead-letter subject.
+      max_deliver: this.#options.maxDeliver + 1,
+      ack_wait: nanos(this.#options.ackWaitMs),
+      max_ack_pending: 1000,
+    };
+    try {
+      await this.#jsm.consumers.add(stream, config);
+    } catch (cause) {
+      // Another replica may have created it at the same moment; accept it if it matches.
+      const raced = await this.#jsm.consumers.info(stream, name).catch(() => undefined);
+      if (raced?.config.filter_subject !== filterSubject) throw cause;
+    }
+  }
+
+  async #handleEvent(
+    msg: JsMsg,
+    sub: ActiveSubscription,
+    handler: EventHandler,
+    durable: boolean,
+  ): Promise<void> {
+    const topic = msg.subject.slice(this.#options.subjectPrefix.length + 1);
+    let event: EventEnvelope;
+    try {
+      event = decodeEnvelope(msg.data, topic);
+    } catch (error) {
+      this.#report(error, `subscription:${sub.name}`, topic, msg.headers?.get('Nats-Msg-Id'));
+      // A body that cannot be decoded will never decode: dead-letter it instead of retrying.
+      if (durable) await this.#deadLetter(msg, sub, topic, errorMessage(error));
+      return;
+    }
+    if (sub.handled?.has(event.id) === true) {
+      await this.#ack(msg, sub, event.id);
+      return;
+    }
+    const deliveries = msg.info.deliveryCount;
+    const maxDeliver = this.#options.maxDeliver;
+    if (durable && deliveries > maxDeliver) {
+      await this.#deadLetter(msg, sub, topic, 'delivered more often than maxDeliver');
+      return;
+    }
+    try {
+      await handler(event);
+    } catch (error) {
+      const wrapped = new FleetgateError(
+        'FLEETGATE_BUS_HANDLER_FAILED',
+        `Handler of subscription ${sub.name} failed on ${topic} ${event.id} (try ${deliveries}): ${errorMessage(error)}`,
+        { cause: error, details: { subscription: sub.name, topic, eventId: event.id, deliveries } },
+      );
+      this.#report(wrapped, `subscription:${sub.name}`, topic, event.id, event.correlationId);
+      if (!durable) return;
+      if (deliveries >= maxDeliver) await this.#deadLetter(msg, sub, topic, errorMessage(error));
+      else msg.nak(this.#options.redeliveryDelayMs);
+      return;
+    }
+    if (durable) {
+      sub.handled?.add(event.id);
+      await this.#ack(msg, sub, event.id);
+    }
+  }
+
+  async #ack(msg: JsMsg, sub: ActiveSubscription, eventId: string): Promise<void> {
+    // Double ack: resolves once the server received the ack, so a restarted subscriber does not
+    // get the event again (a crashed server may still lose it: see ActiveSubscription.handled).
+    await msg.ackAck().catch((error: unknown) => {
+      this.#onUnreported(error, { source: `subscription:${sub.name}`, eventId, ack: true });
+    });
+  }
+
+  async #deadLetter(
+    msg: JsMsg,
+    sub: ActiveSubscription,
+    topic: string,
+    reason: string,
+  ): Promise<void> {
+    const h = headers();
+    h.set(DEAD_LETTER_HEADERS.subscription, sub.name);
+    h.set(DEAD_LETTER_HEADERS.deliveries, String(msg.info.deliveryCount));
+    h.set(DEAD_LETTER_HEADERS.error, reason.replace(/[\r\n]+/gu, ' ').slice(0, 1000));
+    h.set(DEAD_LETTER_HEADERS.streamSequence, String(msg.info.streamSequence));
+    const eventId = msg.headers?.get('Nats-Msg-Id') ?? `seq-${msg.info.streamSequence}`;
+    try {
+      await this.#js.publish(this.deadLetterSubjectOf(topic), msg.data, {
+        headers: h,
+        // Dead-lettering the same event for the same subscription twice stores it once.
+        msgID: `${eventId}:dead-letter:${sub.name}`,
+        timeout: this.#options.publishTimeoutMs,
+      });
+    } catch (error) {
+      this.#onUnreported(error, { source: `subscription:${sub.name}`, eventId, deadLetter: true });
+      msg.nak(this.#options.redeliveryDelayMs);
+      return;
+    }
+    msg.term(`dead-lettered: ${reason}`.slice(0, 200));
+    this.#report(
+      new FleetgateError(
+        'FLEETGATE_BUS_DEAD_LETTERED',
+        `Event ${eventId} on ${topic} moved to ${this.deadLetterSubjectOf(topic)} after ${msg.info.deliveryCount} deliveries to ${sub.name}: ${reason}`,
+        { details: { subscription: sub.name, topic, eventId } },
+      ),
+      `subscription:${sub.name}`,
+      topic,
+      eventId,
+    );
+  }
+
+  /** Publishes a failure on `system.error`, unless it is about a system.error event itself. */
+  #report(
+    error: unknown,
+    source: string,
+    topic: string | undefined,
+    eventId: string | undefined,
+    correlationId?: string,
+  ): void {
+    const context = { source, topic, eventId };
+    // Failures while closing (handlers finishing) are still published; after that they cannot be.
+    if (topic === 'system.error' || this.#reportsClosed) {
+      this.#onUnreported(error, context);
+      return;
+    }
+    const payload = {
+      source,
+      message: errorMessage(error),
+      code: isFleetgateError(error) ? error.code : 'FLEETGATE_BUS_HANDLER_FAILED',
+      ...(topic === undefined ? {} : { topic }),
+      ...(eventId === undefined ? {} : { eventId }),
+    };
+    const report = this.#publish(
+      'system.error',
+      payload,
+      correlationId === undefined ? {} : { correlationId },
+    ).then(
+      () => undefined,
+      (reportError: unknown) => this.#onUnreported(error, { ...context, reportError }),
+    );
+    // close() waits for these, so a failure reported just before shutdown still reaches the bus.
+    this.#pendingReports.add(report);
+    void report.finally(() => this.#pendingReports.delete(report));
+  }
+
+  close(): Promise<void> {
+    this.#closed ??= this.#close();
+    return this.#closed;
+  }
+
+  async #close(): Promise<void> {
+    await Promise.all([...this.#subscriptions].map((s) => s.stop()));
+    await Promise.all([...this.#pendingReports]);
+    this.#reportsClosed = true;
+    // drain() flushes pending acks before closing, so handled events are not redelivered.
+    if (this.#ownsConnection && !this.#nc.isClosed()) await this.#nc.drain();
+  }
+}

@@ -1,0 +1,322 @@
+/**
+ * The transactional outbox: an event is written in the same database transaction as the state
+ * change it describes, then a relay publishes it and marks it sent after the bus acknowledged it.
+ *
+ * Exactly once, end to end: a crash after the commit but before the publish leaves the row unsent
+ * and the next relay run publishes it; a crash after the publish but before the mark re-sends it
+ * with the same stored id, which the bus drops as a duplicate (JetStream `Nats-Msg-Id`, in-memory
+ * duplicate window) and reports `duplicate: true`, and the row is then marked sent. Several relays
+ * (one per replica) may run at once for the same reason.
+ *
+ * The table (`fleetgate_outbox`) is created by the store's `0001_outbox` migration.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Generated, Kysely } from 'kysely';
+import { FleetgateError } from '../errors/index.js';
+import { parseTopic } from './topic-pattern.js';
+import type { FleetgateTopics, TopicMap, TopicOf } from './topics.js';
+import type { EventBus, UnreportedErrorHandler } from './types.js';
+import { warnUnreportedError } from './types.js';
+import { errorMessage } from './subscription-name.js';
+
+/** Row shape of the `fleetgate_outbox` table. */
+export interface OutboxTable {
+  seq: Generated<number>;
+  id: string;
+  topic: string;
+  /** The payload as JSON text. */
+  payload: string;
+  correlation_id: string;
+  time: string;
+  /** Epoch milliseconds. */
+  created_at: number;
+  /** Epoch milliseconds of the acknowledgement; null while unsent. */
+  sent_at: number | null;
+  attempts: Generated<number>;
+  last_error: string | null;
+}
+
+/** The tables the outbox needs; the store's database type includes them. */
+export interface OutboxDatabase {
+  fleetgate_outbox: OutboxTable;
+}
+
+/**
+ * A kysely handle the outbox can write through: a `Kysely<DB>` or an open `Transaction<DB>` for
+ * any schema `DB` that includes the outbox table. (Structural on purpose: kysely's types are
+ * invariant in `DB`, so `Kysely<AppDatabase>` is not a `Kysely<OutboxDatabase>`.)
+ */
+export interface OutboxExecutor {
+  insertInto(table: 'fleetgate_outbox'): unknown;
+}
+
+/** A kysely database the relay can read and mark outbox rows through. */
+export interface OutboxRelayDatabase extends OutboxExecutor {
+  selectFrom(table: 'fleetgate_outbox'): unknown;
+  updateTable(table: 'fleetgate_outbox'): unknown;
+}
+
+/** Options of {@link writeOutboxEvent}. */
+export interface OutboxWriteOptions {
+  /** Event id; pass a deterministic one where the same event can be written twice. */
+  id?: string;
+  correlationId?: string;
+  /** Epoch milliseconds used for `created_at` and the event time (default now). */
+  now?: number;
+}
+
+/** What {@link writeOutboxEvent} did. */
+export interface OutboxWriteResult {
+  id: string;
+  /** False when a row with this id already existed (the same event written twice). */
+  inserted: boolean;
+}
+
+/** Writes events of topic map `M` into the outbox; see {@link writeOutboxEvent}. */
+export interface OutboxWriter<M extends TopicMap> {
+  write<T extends TopicOf<M>>(
+    executor: OutboxExecutor,
+    topic: T,
+    payload: M[T],
+    options?: OutboxWriteOptions,
+  ): Promise<OutboxWriteResult>;
+}
+
+/**
+ * An outbox writer for a topic map other than {@link FleetgateTopics} (tests, extensions).
+ *
+ * @example
+ * ```ts
+ * const outbox = createOutboxWriter<OpenTopics>();
+ * await db.transaction().execute((trx) => outbox.write(trx, 'ledger.credited', { amount }));
+ * ```
+ */
+export function createOutboxWriter<M extends TopicMap = FleetgateTopics>(): OutboxWriter<M> {
+  return {
+    async write(executor, topic, payload, options = {}) {
+      parseTopic(topic);
+      const db = executor as unknown as Kysely<OutboxDatabase>;
+      const id = options.id ?? randomUUID();
+      const now = options.now ?? Date.now();
+      const result = await db
+        .insertInto('fleetgate_outbox')
+        .values({
+          id,
+          topic,
+          payload: JSON.stringify(payload),
+          correlation_id: options.correlationId ?? id,
+          time: new Date(now).toISOString(),
+          created_at: now,
+          sent_at: null,
+          last_error: null,
+        })
+        .onConflict((oc) => oc.column('id').doNothing())
+        .executeTakeFirst();
+      return { id, inserted: Number(result.numInsertedOrUpdatedRows ?? 0n) > 0 };
+    },
+  };
+}
+
+const fleetgateWriter = createOutboxWriter<FleetgateTopics>();
+
+/**
+ * Writes one event into the outbox through `executor`: call it with the transaction that makes
+ * the state change, so both commit or neither does. Writing the same id twice keeps the first row.
+ *
+ * @example
+ * ```ts
+ * await db.transaction().execute(async (trx) => {
+ *   await trx.insertInto('task').values(row).execute();
+ *   await writeOutboxEvent(trx, 'world.state.delta', payload, {
+ *     id: deterministicEventId('world.state.delta', agent, taskId),
+ *   });
+ * });
+ * relay.notify();
+ * ```
+ */
+export function writeOutboxEvent<T extends TopicOf<FleetgateTopics>>(
+  executor: OutboxExecutor,
+  topic: T,
+  payload: FleetgateTopics[T],
+  options: OutboxWriteOptions = {},
+): Promise<OutboxWriteResult> {
+  return fleetgateWriter.write(executor, topic, payload, options);
+}
+
+/** Options of {@link createOutboxRelay}. */
+export interface OutboxRelayOptions<M extends TopicMap> {
+  /** The store's database (any schema that includes the outbox table). */
+  db: OutboxRelayDatabase;
+  bus: EventBus<M>;
+  /** Rows read per round (default 100). */
+  batchSize?: number;
+  /** Poll interval when idle, in ms (default 1000); {@link OutboxRelay.notify} wakes it early. */
+  pollIntervalMs?: number;
+  /** Delay after a failed publish before the next round, in ms (default 1000). */
+  retryDelayMs?: number;
+  /** Receives publish and database failures (default: a process warning). */
+  onError?: UnreportedErrorHandler;
+}
+
+/** Publishes unsent outbox rows in order and marks them sent after the bus acknowledged them. */
+export interface OutboxRelay {
+  /** Starts the polling loop (idempotent). */
+  start(): void;
+  /** Wakes the loop now, e.g. right after committing a transaction that wrote events. */
+  notify(): void;
+  /**
+   * One round: publishes up to `batchSize` unsent rows in `seq` order and returns how many it
+   * marked sent. Stops at the first failure (later rows wait, so per-topic order holds) and throws
+   * `FLEETGATE_OUTBOX_RELAY_FAILED`.
+   */
+  relayOnce(): Promise<number>;
+  /** Publishes until no unsent row is left; returns the number sent. */
+  drain(): Promise<number>;
+  /** Stops the loop and waits for the round in progress. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Creates the relay from the outbox table to the bus.
+ *
+ * @example
+ * ```ts
+ * const relay = createOutboxRelay({ db: store.db, bus });
+ * relay.start();
+ * // …on shutdown
+ * await relay.stop();
+ * ```
+ */
+export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
+  options: OutboxRelayOptions<M>,
+): OutboxRelay {
+  const { bus } = options;
+  const db = options.db as unknown as Kysely<OutboxDatabase>;
+  const batchSize = options.batchSize ?? 100;
+  const pollIntervalMs = options.pollIntervalMs ?? 1000;
+  const retryDelayMs = options.retryDelayMs ?? 1000;
+  const onError = options.onError ?? warnUnreportedError;
+  // The relay publishes whatever topic a row holds; rows were type-checked when written.
+  const looseBus = bus as unknown as EventBus<Record<string, unknown> & TopicMap>;
+
+  let running = false;
+  let round: Promise<number> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let wake: (() => void) | undefined;
+  let loop: Promise<void> | undefined;
+  let notified = false;
+
+  async function relayRound(): Promise<number> {
+    const rows = await db
+      .selectFrom('fleetgate_outbox')
+      .select(['seq', 'id', 'topic', 'payload', 'correlation_id', 'time'])
+      .where('sent_at', 'is', null)
+      .orderBy('seq')
+      .limit(batchSize)
+      .execute();
+    let sent = 0;
+    for (const row of rows) {
+      try {
+        await looseBus.publish(row.topic, JSON.parse(row.payload) as unknown, {
+          id: row.id,
+          correlationId: row.correlation_id,
+          time: row.time,
+        });
+      } catch (error) {
+        await db
+          .updateTable('fleetgate_outbox')
+          .set((eb) => ({
+            attempts: eb('attempts', '+', 1),
+            last_error: errorMessage(error).slice(0, 1000),
+          }))
+          .where('id', '=', row.id)
+          .execute()
+          .catch((dbError: unknown) =>
+            onError(dbError, { source: 'outbox-relay', eventId: row.id }),
+          );
+        throw new FleetgateError(
+          'FLEETGATE_OUTBOX_RELAY_FAILED',
+          `Publishing outbox event ${row.id} (${row.topic}) failed: ${errorMessage(error)}`,
+          { cause: error, details: { eventId: row.id, topic: row.topic } },
+        );
+      }
+      // Marked only after the bus acknowledged it; a crash right here re-sends a duplicate.
+      await db
+        .updateTable('fleetgate_outbox')
+        .set({ sent_at: Date.now(), last_error: null })
+        .where('id', '=', row.id)
+        .where('sent_at', 'is', null)
+        .execute();
+      sent += 1;
+    }
+    return sent;
+  }
+
+  function relayOnce(): Promise<number> {
+    // One round at a time per relay: concurrent rounds would only produce duplicates.
+    round ??= relayRound().finally(() => {
+      round = undefined;
+    });
+    return round;
+  }
+
+  async function drain(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const n = await relayOnce();
+      total += n;
+      if (n < batchSize) return total;
+    }
+  }
+
+  function sleep(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      wake = resolve;
+      timer = setTimeout(resolve, ms);
+    }).finally(() => {
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
+      wake = undefined;
+    });
+  }
+
+  async function runLoop(): Promise<void> {
+    while (running) {
+      notified = false;
+      let delay = pollIntervalMs;
+      try {
+        await drain();
+      } catch (error) {
+        onError(error, { source: 'outbox-relay' });
+        delay = retryDelayMs;
+      }
+      if (!running) break;
+      if (notified && delay === pollIntervalMs) {
+        notified = false;
+        continue;
+      }
+      await sleep(delay);
+    }
+  }
+
+  return {
+    start() {
+      if (running) return;
+      running = true;
+      loop = runLoop();
+    },
+    notify() {
+      notified = wake === undefined;
+      wake?.();
+    },
+    relayOnce,
+    drain,
+    async stop() {
+      running = false;
+      wake?.();
+      await loop;
+      loop = undefined;
+      await round?.catch(() => undefined);
+    },
+  };
+}

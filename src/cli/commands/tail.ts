@@ -1,0 +1,205 @@
+/**
+ * `fleetgate tail [PATTERN…]`: prints live bus events, one line each, coloured by topic family
+ * (`--json` for the raw envelopes, one per line). For now it reads a NATS JetStream bus
+ * (`--nats URL`); reading the in-memory bus of a running gateway comes with the gateway.
+ */
+import type { Command } from 'commander';
+import pc from 'picocolors';
+import type { EventBus, EventEnvelope, OpenTopics, StartFrom } from '../../bus/index.js';
+import { TopicTrie, parsePattern } from '../../bus/index.js';
+import { FleetgateError } from '../../errors/index.js';
+import { isBlastRadius } from '../../protocol/index.js';
+import { createJetStreamEventBus } from '../../nats.js';
+import type { CliIo } from '../io.js';
+import { createStyle } from '../style.js';
+
+/** Longest payload summary printed on one line. */
+const SUMMARY_WIDTH = 160;
+
+type Paint = (text: string) => string;
+
+/** Colour of each topic family (first token); anything else is printed plain. */
+function familyPaint(family: string, color: boolean): Paint {
+  const c = pc.createColors(color);
+  switch (family) {
+    case 'world':
+      return c.green;
+    case 'fleet':
+      return c.cyan;
+    case 'skill':
+      return c.blue;
+    case 'hitl':
+      return c.magenta;
+    case 'ops':
+      return (t) => c.bold(c.red(t));
+    case 'cost':
+      return c.yellow;
+    case 'system':
+      return (t) => c.bold(c.red(t));
+    default:
+      return (t) => t;
+  }
+}
+
+function summarise(payload: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(payload) ?? String(payload);
+  } catch {
+    text = String(payload);
+  }
+  return text.length > SUMMARY_WIDTH ? `${text.slice(0, SUMMARY_WIDTH - 1)}…` : text;
+}
+
+/**
+ * One human line for an event: time, topic (coloured by family), the id's last 12 characters
+ * (generated ids share their prefix within a process), the correlation id when it differs from
+ * the event id, and the payload.
+ * An `ops.alert.*` line shows the radius in the radius colours used by every table.
+ */
+export function formatEventLine(event: EventEnvelope, color: boolean): string {
+  const s = createStyle(color);
+  const family = event.topic.split('.', 1)[0] ?? '';
+  const time = event.time.length >= 23 ? event.time.slice(11, 23) : event.time;
+  const radius =
+    typeof event.payload === 'object' &&
+    event.payload !== null &&
+    'radius' in event.payload &&
+    isBlastRadius(event.payload.radius)
+      ? ` ${s.radius(event.payload.radius)}`
+      : '';
+  const correlation =
+    event.correlationId === event.id ? '' : s.dim(` ⇠${event.correlationId.slice(-12)}`);
+  return `${s.dim(time)} ${familyPaint(family, color)(event.topic)}${radius} ${s.dim(event.id.slice(-12))}${correlation} ${summarise(event.payload)}`;
+}
+
+/** Options of {@link runTail}. */
+export interface RunTailOptions {
+  bus: EventBus<OpenTopics>;
+  /** NATS-syntax patterns; none means everything (`>`). */
+  patterns: readonly string[];
+  io: CliIo;
+  json: boolean;
+  from?: StartFrom;
+  /** Stop after this many events. */
+  count?: number;
+  /** Stops the tail. */
+  signal: AbortSignal;
+}
+
+/**
+ * Subscribes and prints until `signal` aborts or `count` events were printed; resolves to the
+ * number printed. Several patterns share one subscription filtered locally, so an event that
+ * matches two patterns prints once, in order.
+ */
+export async function runTail(options: RunTailOptions): Promise<number> {
+  const patterns = options.patterns.length === 0 ? ['>'] : [...options.patterns];
+  for (const p of patterns) parsePattern(p);
+  const filter = new TopicTrie<true>();
+  for (const p of patterns) filter.add(p, true);
+  const subscribed = patterns.length === 1 ? patterns[0]! : '>';
+  let printed = 0;
+  let finish: () => void = () => undefined;
+  const done = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
+  if (options.signal.aborted) return 0;
+  options.signal.addEventListener('abort', () => finish(), { once: true });
+  const sub = await options.bus.subscribe(
+    subscribed,
+    (event) => {
+      if (options.count !== undefined && printed >= options.count) return;
+      if (subscribed === '>' && filter.match(event.topic).length === 0) return;
+      printed += 1;
+      options.io.out(
+        options.json
+          ? `${JSON.stringify(event)}\n`
+          : `${formatEventLine(event, options.io.color)}\n`,
+      );
+      if (options.count !== undefined && printed >= options.count) finish();
+    },
+    {
+      name: `tail_${process.pid}`,
+      // A slow terminal must never make the gateway's publishes fail (in-memory bus).
+      overflow: 'drop-oldest',
+      ...(options.from === undefined ? {} : { from: options.from }),
+    },
+  );
+  options.io.err(`tailing ${patterns.join(' ')} (Ctrl-C to stop)\n`);
+  try {
+    await done;
+  } finally {
+    await sub.unsubscribe();
+  }
+  return printed;
+}
+
+interface TailCliOptions {
+  nats?: string;
+  stream: string;
+  prefix: string;
+  json?: boolean;
+  from: string;
+  count?: number;
+}
+
+/** `fleetgate tail [PATTERN…] --nats URL [--stream S] [--prefix P] [--json] [--from new|all] [--count N]` */
+export function registerTail(program: Command, io: CliIo, setExit: (code: number) => void): void {
+  program
+    .command('tail')
+    .description('print live bus events, one line each, coloured by topic family')
+    .argument('[patterns...]', "topic patterns in NATS syntax ('*' one token, '>' the rest)", [])
+    .option('--nats <url>', 'read the NATS JetStream bus at this URL (default $FLEETGATE_NATS_URL)')
+    .option('--stream <name>', 'JetStream stream of the gateway', 'FLEETGATE')
+    .option('--prefix <prefix>', 'subject prefix of the gateway', 'fleetgate')
+    .option('--json', 'print raw event envelopes as JSON lines')
+    .option('--from <where>', "'new' (default) or 'all' retained events", 'new')
+    .option('--count <n>', 'exit after N events', (v) => Number.parseInt(v, 10))
+    .action(async (patterns: string[], opts: TailCliOptions) => {
+      const url = opts.nats ?? process.env.FLEETGATE_NATS_URL;
+      if (url === undefined || url === '') {
+        io.err(
+          'fleetgate tail: pass --nats URL (or set FLEETGATE_NATS_URL); tailing a running gateway comes with the gateway\n',
+        );
+        setExit(64);
+        return;
+      }
+      if (opts.from !== 'new' && opts.from !== 'all') {
+        throw new FleetgateError(
+          'FLEETGATE_USAGE',
+          `--from must be 'new' or 'all', not ${opts.from}`,
+        );
+      }
+      if (opts.count !== undefined && !(Number.isSafeInteger(opts.count) && opts.count > 0)) {
+        throw new FleetgateError('FLEETGATE_USAGE', '--count must be a positive integer');
+      }
+      for (const p of patterns) parsePattern(p);
+      const bus = await createJetStreamEventBus<OpenTopics>({
+        servers: url,
+        stream: opts.stream,
+        subjectPrefix: opts.prefix,
+        manageStream: false,
+        name: 'fleetgate-tail',
+      });
+      const controller = new AbortController();
+      const stop = (): void => controller.abort();
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+      try {
+        await runTail({
+          bus,
+          patterns,
+          io,
+          json: opts.json === true,
+          from: opts.from,
+          signal: controller.signal,
+          ...(opts.count === undefined ? {} : { count: opts.count }),
+        });
+      } finally {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+        await bus.close();
+      }
+      setExit(0);
+    });
+}

@@ -1,0 +1,285 @@
+import { createHash } from 'node:crypto';
+import { FleetgateError } from '../errors/index.js';
+import { AGENT_CARD_PATHS, LIMITS } from '../protocol/index.js';
+
+/** What a card source needs to know about an agent to fetch its card. */
+export interface CardTarget {
+  name: string;
+  /** The agent's base URL, or the URL of its card document (ending in `.json`). */
+  url: string;
+  /** Headers sent with the fetch (auth). */
+  headers?: Readonly<Record<string, string>>;
+}
+
+/** Validators from the previous fetch, for a conditional request. */
+export interface CardValidators {
+  etag?: string;
+  lastModified?: string;
+}
+
+/** The outcome of one fetch. */
+export type CardFetchResult =
+  | {
+      status: 'fetched';
+      /** The URL the card was served from. */
+      url: string;
+      text: string;
+      /** sha256 of the text, hex. */
+      digest: string;
+      validators: CardValidators;
+    }
+  /** The server answered 304: the card did not change since `validators`. */
+  | { status: 'not-modified'; url: string };
+
+/**
+ * Where agent cards come from. `HttpCardSource` fetches them from the agents;
+ * `StaticCardSource` serves cards held in memory (tests, file-based cards).
+ */
+export interface CardSource {
+  /**
+   * Fetches the card of `target`. Rejects with a `FleetgateError` (`FLEETGATE_CARD_FETCH_FAILED`,
+   * `FLEETGATE_CARD_TOO_LARGE`) whose message names the URL and the reason.
+   */
+  fetch(
+    target: CardTarget,
+    previous?: CardValidators,
+    signal?: AbortSignal,
+  ): Promise<CardFetchResult>;
+}
+
+/** sha256 of a card text, hex: the card's identity in events and provenance. */
+export function cardDigest(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** Options of {@link HttpCardSource}. */
+export interface HttpCardSourceOptions {
+  /** Milliseconds before a fetch is abandoned (default 5000). */
+  timeoutMs?: number;
+  /** Largest card accepted in bytes (default `LIMITS.cardBytes`). */
+  maxBytes?: number;
+  /** Most redirects followed, each only within the agent's origin (default 3). */
+  maxRedirects?: number;
+  fetch?: typeof fetch;
+}
+
+/** The card URLs to try for an agent: the URL itself when it names a file, else the well-known paths. */
+export function cardUrlsFor(agentUrl: string): string[] {
+  const url = new URL(agentUrl);
+  if (url.pathname.endsWith('.json')) return [url.toString()];
+  const base = url.toString().replace(/\/+$/, '');
+  return AGENT_CARD_PATHS.map((path) => `${base}${path}`);
+}
+
+function failed(url: string, reason: string, cause?: unknown, status?: number): FleetgateError {
+  return new FleetgateError('FLEETGATE_CARD_FETCH_FAILED', `${url}: ${reason}`, {
+    cause,
+    details: status === undefined ? { url } : { url, status },
+  });
+}
+
+function describeNetworkError(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause;
+  if (cause instanceof Error) {
+    const code = (cause as Error & { code?: unknown }).code;
+    return typeof code === 'string' && !cause.message.includes(code)
+      ? `${code} ${cause.message}`
+      : cause.message;
+  }
+  return error.message;
+}
+
+/**
+ * Fetches agent cards over HTTP: `A2A-Version: 1.0`, the agent's auth headers, a timeout, a size
+ * limit enforced while reading, redirects followed only within the agent's origin, and
+ * `If-None-Match` / `If-Modified-Since` so an unchanged card costs a 304. Tries
+ * `/.well-known/agent-card.json`, then the legacy `/.well-known/agent.json` on a 404.
+ */
+export class HttpCardSource implements CardSource {
+  readonly #timeoutMs: number;
+  readonly #maxBytes: number;
+  readonly #maxRedirects: number;
+  readonly #fetch: typeof fetch;
+
+  constructor(options: HttpCardSourceOptions = {}) {
+    this.#timeoutMs = options.timeoutMs ?? 5000;
+    this.#maxBytes = options.maxBytes ?? LIMITS.cardBytes;
+    this.#maxRedirects = options.maxRedirects ?? 3;
+    this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
+  }
+
+  async fetch(
+    target: CardTarget,
+    previous: CardValidators = {},
+    signal?: AbortSignal,
+  ): Promise<CardFetchResult> {
+    const urls = cardUrlsFor(target.url);
+    for (const [i, url] of urls.entries()) {
+      const result = await this.#fetchOne(url, target, previous, signal);
+      if (result === 'not-found' && i < urls.length - 1) continue;
+      if (result === 'not-found') throw failed(url, 'HTTP 404 Not Found', undefined, 404);
+      return result;
+    }
+    /* c8 ignore next */
+    throw failed(target.url, 'no card URL to try');
+  }
+
+  async #fetchOne(
+    firstUrl: string,
+    target: CardTarget,
+    previous: CardValidators,
+    signal: AbortSignal | undefined,
+  ): Promise<CardFetchResult | 'not-found'> {
+    const origin = new URL(firstUrl).origin;
+    const timeout = AbortSignal.timeout(this.#timeoutMs);
+    const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    const headers: Record<string, string> = {
+      accept: 'application/json',
+      'A2A-Version': '1.0',
+      ...target.headers,
+    };
+    if (previous.etag !== undefined) headers['if-none-match'] = previous.etag;
+    if (previous.lastModified !== undefined) headers['if-modified-since'] = previous.lastModified;
+
+    let url = firstUrl;
+    for (let hop = 0; ; hop += 1) {
+      let response: Response;
+      try {
+        response = await this.#fetch(url, { headers, redirect: 'manual', signal: combined });
+      } catch (error) {
+        const reason = timeout.aborted
+          ? `timed out after ${this.#timeoutMs} ms`
+          : signal?.aborted
+            ? 'aborted'
+            : describeNetworkError(error);
+        throw failed(url, reason, error);
+      }
+      if (response.status >= 300 && response.status < 400 && response.status !== 304) {
+        await response.body?.cancel();
+        const location = response.headers.get('location');
+        if (location === null) throw failed(url, `HTTP ${response.status} without a Location`);
+        const next = new URL(location, url);
+        if (next.origin !== origin) {
+          throw failed(
+            url,
+            `redirect to another origin (${next.origin}) refused`,
+            undefined,
+            response.status,
+          );
+        }
+        if (hop >= this.#maxRedirects) {
+          throw failed(
+            url,
+            `more than ${this.#maxRedirects} redirects`,
+            undefined,
+            response.status,
+          );
+        }
+        url = next.toString();
+        continue;
+      }
+      if (response.status === 304) {
+        await response.body?.cancel();
+        return { status: 'not-modified', url };
+      }
+      if (response.status === 404) {
+        await response.body?.cancel();
+        return 'not-found';
+      }
+      if (!response.ok) {
+        await response.body?.cancel();
+        throw failed(
+          url,
+          `HTTP ${response.status} ${response.statusText}`.trim(),
+          undefined,
+          response.status,
+        );
+      }
+      const text = await this.#readLimited(response, url, timeout);
+      const validators: CardValidators = {};
+      const etag = response.headers.get('etag');
+      const lastModified = response.headers.get('last-modified');
+      if (etag !== null) validators.etag = etag;
+      if (lastModified !== null) validators.lastModified = lastModified;
+      return { status: 'fetched', url, text, digest: cardDigest(text), validators };
+    }
+  }
+
+  async #readLimited(response: Response, url: string, timeout: AbortSignal): Promise<string> {
+    const declared = Number(response.headers.get('content-length') ?? Number.NaN);
+    if (Number.isFinite(declared) && declared > this.#maxBytes) {
+      await response.body?.cancel();
+      throw tooLarge(url, `${declared} bytes`, this.#maxBytes);
+    }
+    if (response.body === null) return '';
+    const reader = response.body.getReader();
+    const chunks: Uint8Array[] = [];
+    let total = 0;
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        total += value.byteLength;
+        if (total > this.#maxBytes) {
+          await reader.cancel();
+          throw tooLarge(url, `more than ${this.#maxBytes} bytes`, this.#maxBytes);
+        }
+        chunks.push(value);
+      }
+    } catch (error) {
+      if (error instanceof FleetgateError) throw error;
+      throw failed(
+        url,
+        timeout.aborted ? `timed out after ${this.#timeoutMs} ms` : describeNetworkError(error),
+        error,
+      );
+    }
+    return Buffer.concat(chunks).toString('utf8');
+  }
+}
+
+function tooLarge(url: string, size: string, limit: number): FleetgateError {
+  return new FleetgateError(
+    'FLEETGATE_CARD_TOO_LARGE',
+    `${url}: the card is ${size}, more than the limit of ${limit} bytes`,
+    { details: { url, limit } },
+  );
+}
+
+/**
+ * Cards held in memory by agent name: for tests and for cards kept in files. `set` replaces a card
+ * (the next fetch sees the change); a card that is `undefined` fails like a refused connection.
+ */
+export class StaticCardSource implements CardSource {
+  readonly #cards = new Map<string, string>();
+
+  constructor(cards: Readonly<Record<string, unknown>> = {}) {
+    for (const [name, card] of Object.entries(cards)) this.set(name, card);
+  }
+
+  /** Sets the card of `name` (any JSON value, or a JSON text). */
+  set(name: string, card: unknown): void {
+    this.#cards.set(name, typeof card === 'string' ? card : JSON.stringify(card));
+  }
+
+  /** Removes the card of `name`; its next fetch fails. */
+  delete(name: string): void {
+    this.#cards.delete(name);
+  }
+
+  fetch(target: CardTarget, previous: CardValidators = {}): Promise<CardFetchResult> {
+    const text = this.#cards.get(target.name);
+    const url = `static:${target.name}`;
+    if (text === undefined) return Promise.reject(failed(url, 'no card is held for this agent'));
+    const digest = cardDigest(text);
+    if (previous.etag === `"${digest}"`) return Promise.resolve({ status: 'not-modified', url });
+    return Promise.resolve({
+      status: 'fetched',
+      url,
+      text,
+      digest,
+      validators: { etag: `"${digest}"` },
+    });
+  }
+}

@@ -1,0 +1,129 @@
+/** Where a declaration came from: the card it was read from and when that card was fetched. */
+export interface Provenance {
+  /** sha256 of the card text. */
+  cardDigest: string;
+  /** Epoch milliseconds of the fetch that produced the card. */
+  fetchedAt: number;
+}
+
+/** One skill of one agent. */
+export interface SkillRef {
+  agent: string;
+  skill: string;
+}
+
+/** A declaration with the skill it belongs to. */
+export interface RegistryEntry<T> extends SkillRef {
+  declaration: T;
+}
+
+/** The answer of {@link DeclarationRegistry.lookup}. */
+export interface DeclarationLookupResult<T> {
+  /** `undefined` when the skill declares nothing: unknown, which the policy decides about. */
+  declaration: T | undefined;
+  /** True while the agent's card is stale: the policy falls back to its unknown rule. */
+  stale: boolean;
+  provenance: Provenance | undefined;
+}
+
+interface AgentDeclarations<T> {
+  skills: Map<string, T>;
+  provenance: Provenance | undefined;
+  stale: boolean;
+}
+
+/**
+ * `(agent, skill) → declaration` for one extension, as the card broker last read it from the
+ * agent's card. An agent's declarations are replaced as a whole on every refresh (a skill the card
+ * no longer declares disappears) and cleared when the agent is removed. Instances are passed in;
+ * there is no default registry.
+ */
+export class DeclarationRegistry<T> {
+  readonly #byAgent = new Map<string, AgentDeclarations<T>>();
+  #version = 0;
+
+  /** Increases on every change; lets readers cache what they derive from the registry. */
+  get version(): number {
+    return this.#version;
+  }
+
+  /** Records (or replaces) one skill's declaration, keeping the agent's provenance. */
+  declare(agent: string, skill: string, declaration: T): void {
+    this.#version += 1;
+    this.#agent(agent).skills.set(skill, Object.freeze({ ...declaration }));
+  }
+
+  /**
+   * Replaces every declaration of `agent`: a skill missing from `declarations` is unknown again.
+   * Clears the agent's stale mark (a refresh just succeeded).
+   */
+  replaceAgent(
+    agent: string,
+    declarations: Readonly<Record<string, T>>,
+    provenance?: Provenance,
+  ): void {
+    const skills = new Map<string, T>();
+    for (const [skill, declaration] of Object.entries(declarations)) {
+      skills.set(skill, Object.freeze({ ...declaration }));
+    }
+    this.#byAgent.set(agent, { skills, provenance, stale: false });
+    this.#version += 1;
+  }
+
+  /** The declaration of one skill, or `undefined` (unknown). Ignores staleness; see `lookup`. */
+  get(agent: string, skill: string): T | undefined {
+    return this.#byAgent.get(agent)?.skills.get(skill);
+  }
+
+  /** The declaration with its staleness and provenance. */
+  lookup(agent: string, skill: string): DeclarationLookupResult<T> {
+    const entry = this.#byAgent.get(agent);
+    return {
+      declaration: entry?.skills.get(skill),
+      stale: entry?.stale ?? false,
+      provenance: entry?.provenance,
+    };
+  }
+
+  /** Every declaration of one agent. */
+  forAgent(agent: string): Map<string, T> {
+    return new Map(this.#byAgent.get(agent)?.skills);
+  }
+
+  /** Every declaration, agent by agent in insertion order. */
+  all(): RegistryEntry<T>[] {
+    const out: RegistryEntry<T>[] = [];
+    for (const [agent, { skills }] of this.#byAgent) {
+      for (const [skill, declaration] of skills) out.push({ agent, skill, declaration });
+    }
+    return out;
+  }
+
+  /** Marks the agent's declarations stale (its card could not be refreshed repeatedly) or fresh. */
+  setStale(agent: string, stale: boolean): void {
+    const entry = this.#byAgent.get(agent);
+    if (entry !== undefined && entry.stale !== stale) {
+      entry.stale = stale;
+      this.#version += 1;
+    }
+  }
+
+  /** True when the agent's declarations are marked stale. */
+  isStale(agent: string): boolean {
+    return this.#byAgent.get(agent)?.stale ?? false;
+  }
+
+  /** Forgets every declaration of an agent (the agent was removed). */
+  clearAgent(agent: string): void {
+    if (this.#byAgent.delete(agent)) this.#version += 1;
+  }
+
+  #agent(agent: string): AgentDeclarations<T> {
+    let entry = this.#byAgent.get(agent);
+    if (entry === undefined) {
+      entry = { skills: new Map(), provenance: undefined, stale: false };
+      this.#byAgent.set(agent, entry);
+    }
+    return entry;
+  }
+}

@@ -1,0 +1,296 @@
+import type { Kysely } from 'kysely';
+import type { CardCacheDatabase } from './card-cache.js';
+import type { BlastRadius, HitlMode } from '../protocol/index.js';
+import { compareHitlMode, compareRadius, isBlastRadius, isHitlMode } from '../protocol/index.js';
+
+/** Which declaration a ratchet row guards. */
+export type RatchetKind = 'blast' | 'hitl';
+
+/** The value type of each ratchet kind. */
+export interface RatchetValues {
+  blast: BlastRadius;
+  hitl: HitlMode;
+}
+
+/** One guarded declaration: the level the gate uses, and a narrower one waiting for an operator. */
+export interface RatchetRow {
+  agent: string;
+  skill: string;
+  kind: RatchetKind;
+  /** The level in force: never narrower than the card's declaration. */
+  accepted: string;
+  /** A narrower level the card declares, waiting for `acknowledge`. */
+  pending: string | null;
+  updatedAt: number;
+  acknowledgedAt: number | null;
+  acknowledgedBy: string | null;
+}
+
+/** Where ratchet rows persist; {@link createStoreRatchetPersistence} is the store's. */
+export interface RatchetPersistence {
+  load(): Promise<RatchetRow[]>;
+  save(row: RatchetRow): Promise<void>;
+}
+
+/** The table of {@link createStoreRatchetPersistence} (migration `0002_fleet`). */
+export interface RatchetTable {
+  agent: string;
+  skill: string;
+  kind: string;
+  accepted: string;
+  pending: string | null;
+  updated_at: number;
+  acknowledged_at: number | null;
+  acknowledged_by: string | null;
+}
+
+/** The fleet's tables. */
+export interface FleetDatabase extends CardCacheDatabase {
+  fleetgate_declaration_ratchet: RatchetTable;
+}
+
+/** Persists ratchet rows in the store (SQLite or PostgreSQL). */
+export function createStoreRatchetPersistence<DB extends FleetDatabase>(
+  database: Kysely<DB>,
+): RatchetPersistence {
+  // kysely's types are invariant in DB: a Kysely<AppDatabase> that includes our table is not a
+  // Kysely<FleetDatabase>. The constraint above guarantees the table exists.
+  const db = database as unknown as Kysely<FleetDatabase>;
+  return {
+    async load() {
+      const rows = await db.selectFrom('fleetgate_declaration_ratchet').selectAll().execute();
+      return rows.flatMap((r): RatchetRow[] =>
+        r.kind === 'blast' || r.kind === 'hitl'
+          ? [
+              {
+                agent: r.agent,
+                skill: r.skill,
+                kind: r.kind,
+                accepted: r.accepted,
+                pending: r.pending,
+                updatedAt: Number(r.updated_at),
+                acknowledgedAt: r.acknowledged_at === null ? null : Number(r.acknowledged_at),
+                acknowledgedBy: r.acknowledged_by,
+              },
+            ]
+          : [],
+      );
+    },
+    async save(row) {
+      const values: RatchetTable = {
+        agent: row.agent,
+        skill: row.skill,
+        kind: row.kind,
+        accepted: row.accepted,
+        pending: row.pending,
+        updated_at: row.updatedAt,
+        acknowledged_at: row.acknowledgedAt,
+        acknowledged_by: row.acknowledgedBy,
+      };
+      await db
+        .insertInto('fleetgate_declaration_ratchet')
+        .values(values)
+        .onConflict((oc) =>
+          oc.columns(['agent', 'skill', 'kind']).doUpdateSet({
+            accepted: values.accepted,
+            pending: values.pending,
+            updated_at: values.updated_at,
+            acknowledged_at: values.acknowledged_at,
+            acknowledged_by: values.acknowledged_by,
+          }),
+        )
+        .execute();
+    },
+  };
+}
+
+/** In-memory persistence (tests, or a gateway that accepts losing acknowledgements on restart). */
+export function createMemoryRatchetPersistence(): RatchetPersistence & {
+  rows: Map<string, RatchetRow>;
+} {
+  const rows = new Map<string, RatchetRow>();
+  return {
+    rows,
+    load: () => Promise.resolve([...rows.values()].map((r) => ({ ...r }))),
+    save: (row) => {
+      rows.set(`${row.kind}\u0000${row.agent}\u0000${row.skill}`, { ...row });
+      return Promise.resolve();
+    },
+  };
+}
+
+/** What a card refresh did to one guarded declaration. */
+export interface RatchetChange<K extends RatchetKind = RatchetKind> {
+  agent: string;
+  skill: string;
+  kind: K;
+  /** The declared value before this refresh (undefined: first sight or undeclared). */
+  before: RatchetValues[K] | undefined;
+  /** The declared value now. */
+  after: RatchetValues[K];
+  widened: boolean;
+  narrowed: boolean;
+  /** The level in force after this refresh. */
+  accepted: RatchetValues[K];
+}
+
+const COMPARE: { [K in RatchetKind]: (a: RatchetValues[K], b: RatchetValues[K]) => number } = {
+  blast: compareRadius,
+  hitl: compareHitlMode,
+};
+
+const IS_VALUE: { [K in RatchetKind]: (v: unknown) => v is RatchetValues[K] } = {
+  blast: isBlastRadius,
+  hitl: isHitlMode,
+};
+
+const key = (kind: RatchetKind, agent: string, skill: string): string =>
+  `${kind}\u0000${agent}\u0000${skill}`;
+
+/**
+ * The narrowing ratchet: an agent may widen its own radius (or make a mode more gated) at once,
+ * but a narrower declaration only takes effect once an operator acknowledges it. Until then the
+ * accepted (wider) level stays in force. The first declaration seen for a skill is accepted as is.
+ * State persists, so a restart neither forgets a pending narrowing nor an acknowledgement.
+ */
+export class DeclarationRatchet {
+  readonly #rows = new Map<string, RatchetRow>();
+  readonly #persistence: RatchetPersistence;
+  readonly #now: () => number;
+  #version = 0;
+
+  /** Increases on every change; lets readers cache what they derive from the ratchet. */
+  get version(): number {
+    return this.#version;
+  }
+
+  private constructor(persistence: RatchetPersistence, now: () => number) {
+    this.#persistence = persistence;
+    this.#now = now;
+  }
+
+  /** Loads the persisted rows. */
+  static async open(
+    persistence: RatchetPersistence,
+    now: () => number = Date.now,
+  ): Promise<DeclarationRatchet> {
+    const ratchet = new DeclarationRatchet(persistence, now);
+    for (const row of await persistence.load()) {
+      ratchet.#rows.set(key(row.kind, row.agent, row.skill), row);
+    }
+    return ratchet;
+  }
+
+  /** The level in force for a skill, or undefined when none was ever accepted. */
+  accepted<K extends RatchetKind>(
+    kind: K,
+    agent: string,
+    skill: string,
+  ): RatchetValues[K] | undefined {
+    const value = this.#rows.get(key(kind, agent, skill))?.accepted;
+    return IS_VALUE[kind](value) ? value : undefined;
+  }
+
+  /** The narrower level waiting for acknowledgement, if any. */
+  pending<K extends RatchetKind>(
+    kind: K,
+    agent: string,
+    skill: string,
+  ): RatchetValues[K] | undefined {
+    const value = this.#rows.get(key(kind, agent, skill))?.pending;
+    return IS_VALUE[kind](value) ? value : undefined;
+  }
+
+  /** Every row with a pending narrowing. */
+  pendingRows(): RatchetRow[] {
+    return [...this.#rows.values()].filter((r) => r.pending !== null).map((r) => ({ ...r }));
+  }
+
+  /**
+   * Records what a fresh card declares for a skill. Returns the change when the declaration
+   * differs from what the ratchet held, or undefined when nothing changed.
+   */
+  async observe<K extends RatchetKind>(
+    kind: K,
+    agent: string,
+    skill: string,
+    declared: RatchetValues[K],
+    previous: RatchetValues[K] | undefined,
+  ): Promise<RatchetChange<K> | undefined> {
+    const k = key(kind, agent, skill);
+    const row = this.#rows.get(k);
+    const compare = COMPARE[kind];
+    const accepted = this.accepted(kind, agent, skill);
+    const before = previous ?? this.pending(kind, agent, skill) ?? accepted;
+    if (accepted === undefined || compare(declared, accepted) >= 0) {
+      // First sight, same level or wider: takes effect at once.
+      const next: RatchetRow = {
+        agent,
+        skill,
+        kind,
+        accepted: declared,
+        pending: null,
+        updatedAt: this.#now(),
+        acknowledgedAt: row?.acknowledgedAt ?? null,
+        acknowledgedBy: row?.acknowledgedBy ?? null,
+      };
+      const changed = row === undefined || row.accepted !== declared || row.pending !== null;
+      if (changed) await this.#save(next);
+      if (before === undefined || before === declared) return undefined;
+      return {
+        agent,
+        skill,
+        kind,
+        before,
+        after: declared,
+        widened: compare(declared, before) > 0,
+        narrowed: compare(declared, before) < 0,
+        accepted: declared,
+      };
+    }
+    // Narrower than the accepted level: keep the accepted level until acknowledged.
+    if (row?.pending === declared) return undefined;
+    await this.#save({ ...row!, pending: declared, updatedAt: this.#now() });
+    return {
+      agent,
+      skill,
+      kind,
+      before: before ?? accepted,
+      after: declared,
+      widened: false,
+      narrowed: true,
+      accepted,
+    };
+  }
+
+  /**
+   * An operator accepts the pending narrower level of a skill. Returns the new accepted value, or
+   * undefined when nothing was pending.
+   */
+  async acknowledge<K extends RatchetKind>(
+    kind: K,
+    agent: string,
+    skill: string,
+    by = 'operator',
+  ): Promise<RatchetValues[K] | undefined> {
+    const row = this.#rows.get(key(kind, agent, skill));
+    const pending = this.pending(kind, agent, skill);
+    if (row === undefined || pending === undefined) return undefined;
+    const now = this.#now();
+    await this.#save({
+      ...row,
+      accepted: pending,
+      pending: null,
+      updatedAt: now,
+      acknowledgedAt: now,
+      acknowledgedBy: by,
+    });
+    return pending;
+  }
+
+  async #save(row: RatchetRow): Promise<void> {
+    await this.#persistence.save(row);
+    this.#rows.set(key(row.kind, row.agent, row.skill), row);
+    this.#version += 1;
+  }
+}

@@ -1,0 +1,149 @@
+/**
+ * The gateway configuration (`fleetgate.yaml`): parsed once, validated with zod, every problem
+ * reported with its path. Only `service/` and `cli/` read files and the environment.
+ */
+import { readFile } from 'node:fs/promises';
+import { parse as parseYaml, YAMLParseError } from 'yaml';
+import { z } from 'zod';
+import { FleetgateError } from '../errors/index.js';
+import { formatIssues } from '../fleet/index.js';
+import { blastRadiusSchema } from '../protocol/index.js';
+
+const UNITS: Readonly<Record<string, number>> = {
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+};
+
+/** Parses `250ms`, `5s`, `10m`, `1h`, `2d` or a number of milliseconds. */
+export function parseDuration(value: string | number): number | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) && value >= 0 ? value : undefined;
+  const match = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/.exec(value.trim());
+  if (match === null) return undefined;
+  return Math.round(Number(match[1]) * UNITS[match[2]!]!);
+}
+
+const duration = z.union([z.string(), z.number()]).transform((value, ctx) => {
+  const ms = parseDuration(value);
+  if (ms === undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be a duration like 5s, 10m or 1h (got ${JSON.stringify(value)})`,
+    });
+    return z.NEVER;
+  }
+  return ms;
+});
+
+/** zod schema of `fleetgate.yaml`. Durations come out in milliseconds. */
+export const configSchema = z.strictObject({
+  listen: z
+    .strictObject({
+      host: z.string().default('127.0.0.1'),
+      port: z.number().int().min(0).max(65535).default(7420),
+    })
+    .default({ host: '127.0.0.1', port: 7420 }),
+  store: z
+    .string()
+    .regex(/^(sqlite:|postgres(ql)?:\/\/)/, 'must be sqlite:PATH or postgres://…')
+    .default('sqlite:./data/fleetgate.db'),
+  bus: z
+    .string()
+    .regex(/^(memory|nats:\/\/.+)$/, 'must be memory or nats://host:port')
+    .default('memory'),
+  cards: z
+    .strictObject({
+      refreshInterval: duration.default(600_000),
+      timeout: duration.default(5000),
+      concurrency: z.number().int().min(1).max(256).default(16),
+      staleAfterFailures: z.number().int().min(1).max(100).default(3),
+    })
+    .default({ refreshInterval: 600_000, timeout: 5000, concurrency: 16, staleAfterFailures: 3 }),
+  /** Validated in full by the agent directory (it resolves auth from the environment). */
+  agents: z.array(z.unknown()).default([]),
+  policy: z
+    .strictObject({
+      unknownRadius: z.union([blastRadiusSchema, z.literal('proceed')]).default('public'),
+      approvalAtOrAbove: blastRadiusSchema.default('repo'),
+      vetoWindow: duration.default(60_000),
+      approvalTtl: duration.default(3_600_000),
+    })
+    .default({
+      unknownRadius: 'public',
+      approvalAtOrAbove: 'repo',
+      vetoWindow: 60_000,
+      approvalTtl: 3_600_000,
+    }),
+  domains: z
+    .record(z.string().min(1), z.strictObject({ minRadius: blastRadiusSchema }))
+    .default({}),
+  auth: z
+    .strictObject({
+      tokens: z
+        .array(
+          z.strictObject({
+            name: z.string().min(1),
+            tokenEnv: z
+              .string()
+              .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'),
+            roles: z.array(z.enum(['viewer', 'operator', 'approver', 'admin'])).min(1),
+          }),
+        )
+        .default([]),
+    })
+    .optional(),
+});
+
+/** A validated configuration. */
+export type FleetgateConfig = z.infer<typeof configSchema>;
+
+/**
+ * Validates a configuration object.
+ *
+ * @throws FleetgateError `FLEETGATE_CONFIG_INVALID` listing every problem with its path.
+ */
+export function parseConfig(value: unknown, source = 'config'): FleetgateConfig {
+  const result = configSchema.safeParse(value ?? {});
+  if (result.success) return result.data;
+  const problems = formatIssues('', result.error).map((p) => p.replace(/^\./, ''));
+  throw new FleetgateError('FLEETGATE_CONFIG_INVALID', `${source}:\n  ${problems.join('\n  ')}`, {
+    details: { source, problems },
+  });
+}
+
+/**
+ * Reads and validates a YAML (or JSON) configuration file.
+ *
+ * @throws FleetgateError `FLEETGATE_CONFIG_INVALID`
+ */
+export async function loadConfigFile(path: string): Promise<FleetgateConfig> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    throw new FleetgateError(
+      'FLEETGATE_CONFIG_INVALID',
+      `${path}: cannot read (${(error as Error).message})`,
+      {
+        cause: error,
+      },
+    );
+  }
+  let value: unknown;
+  try {
+    value = parseYaml(text);
+  } catch (error) {
+    const where =
+      error instanceof YAMLParseError ? ` at line ${error.linePos?.[0].line ?? '?'}` : '';
+    throw new FleetgateError(
+      'FLEETGATE_CONFIG_INVALID',
+      `${path}: not valid YAML${where}: ${(error as Error).message}`,
+      {
+        cause: error,
+      },
+    );
+  }
+  return parseConfig(value, path);
+}

@@ -1,0 +1,70 @@
+import type { EventBus } from '../bus/index.js';
+import type { FleetRegistries, SecretResolver } from '../fleet/index.js';
+import {
+  AgentDirectory,
+  BlastRegistry,
+  CardBroker,
+  createStoreCardCache,
+  createStoreRatchetPersistence,
+  DeclarationRatchet,
+  EffectDomainRegistry,
+  HitlModeRegistry,
+  HttpCardSource,
+} from '../fleet/index.js';
+import type { Store } from '../store/index.js';
+import { openStore } from '../store/index.js';
+import type { FleetgateConfig } from './config.js';
+
+/** The fleet side of a gateway: directory, registries, ratchet and card broker on one store. */
+export interface FleetRuntime {
+  store: Store;
+  directory: AgentDirectory;
+  registries: FleetRegistries;
+  broker: CardBroker;
+  close(): Promise<void>;
+}
+
+/** Options of {@link createFleetRuntime}. */
+export interface FleetRuntimeOptions {
+  secrets: SecretResolver;
+  bus?: Pick<EventBus, 'publish'>;
+  /** An open store to use instead of opening `config.store`. */
+  store?: Store;
+}
+
+/** Builds the fleet side of a gateway from a validated configuration. */
+export async function createFleetRuntime(
+  config: FleetgateConfig,
+  options: FleetRuntimeOptions,
+): Promise<FleetRuntime> {
+  const directory = new AgentDirectory({ secrets: options.secrets });
+  directory.load(config.agents);
+  const store = options.store ?? (await openStore(config.store));
+  const registries: FleetRegistries = {
+    blast: new BlastRegistry(),
+    hitlMode: new HitlModeRegistry(),
+    effectDomain: new EffectDomainRegistry(),
+  };
+  const broker = new CardBroker({
+    directory,
+    source: new HttpCardSource({ timeoutMs: config.cards.timeout }),
+    registries,
+    ratchet: await DeclarationRatchet.open(createStoreRatchetPersistence(store.db)),
+    cache: createStoreCardCache(store.db),
+    refreshIntervalMs: config.cards.refreshInterval,
+    concurrency: config.cards.concurrency,
+    staleAfterFailures: config.cards.staleAfterFailures,
+    ...(options.bus === undefined ? {} : { bus: options.bus }),
+  });
+  return {
+    store,
+    directory,
+    registries,
+    broker,
+    async close() {
+      broker.stop();
+      await broker.whenIdle();
+      if (options.store === undefined) await store.close();
+    },
+  };
+}
