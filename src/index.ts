@@ -8,3 +8,5 @@ export * from './protocol/index.js';
 export * from './bus/index.js';
 export * from './store/index.js';
 export * from './fleet/index.js';
+export * from './extensions/index.js';
+export * from './dispatch/index.js';

@@ -1,0 +1,401 @@
+/**
+ * A small harness that turns an "agent behaviour" into a real `@a2a-js/sdk` server on 127.0.0.1:
+ * agent card, JSON-RPC and HTTP+JSON transports, optional v0.3 compatibility. Every request the
+ * executor sees is recorded (headers, requested extensions, request metadata) so tests can assert
+ * on what actually crossed the wire.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+import express from 'express';
+import {
+  A2A_VERSION_HEADER,
+  AgentCard,
+  Role,
+  TaskState,
+  type AgentExtension,
+  type AgentSkill,
+  type Message,
+  type Part,
+} from '@a2a-js/sdk';
+import {
+  AgentEvent,
+  DefaultRequestHandler,
+  InMemoryTaskStore,
+  STATE_HEADERS_KEY,
+  defaultServerCallContextBuilder,
+  type AgentExecutor,
+  type ExecutionEventBus,
+  type RequestContext,
+  type ServerCallContextBuilder,
+} from '@a2a-js/sdk/server';
+import {
+  UserBuilder,
+  agentCardHandler,
+  jsonRpcHandler,
+  restHandler,
+} from '@a2a-js/sdk/server/express';
+
+/** Final state an example agent drives a task to. */
+export type ExampleFinalState =
+  'completed' | 'failed' | 'canceled' | 'rejected' | 'input-required' | 'auth-required';
+
+/** What an example agent does for one request. */
+export interface AgentPlan {
+  /** Artifacts to emit, each a list of SDK parts, in order. */
+  artifacts?: Part[][];
+  /** The state the task ends in (default `completed`). */
+  state?: ExampleFinalState;
+  /** Text of the final status message. */
+  statusText?: string;
+  /** Delay before the final status, in milliseconds (e.g. to exercise `returnImmediately`). */
+  delayMs?: number;
+  /** Throw from the executor instead of finishing the task. */
+  throwError?: string;
+}
+
+/** One request as the agent received it. */
+export interface ReceivedCall {
+  /** Lower-cased request headers. */
+  headers: Record<string, string>;
+  /** Extensions the client asked for (parsed `A2A-Extensions` / `X-A2A-Extensions`). */
+  requestedExtensions: string[];
+  /** `SendMessageRequest.metadata` as the executor saw it. */
+  metadata: Record<string, unknown>;
+  /** The text of the user message. */
+  text: string;
+  /** The skill: the effect-domain stamp when sent, else the user message's `metadata.skill`. */
+  skill: string | undefined;
+  /** The protocol version the client requested (`A2A-Version`, absent means 0.3). */
+  requestedVersion: string;
+  taskId: string;
+}
+
+/** Decides the plan for one request. */
+export type AgentBehaviour = (call: ReceivedCall) => AgentPlan | Promise<AgentPlan>;
+
+/** One `capabilities.extensions` entry of the card. */
+export interface ExampleExtensionDeclaration {
+  uri: string;
+  description?: string;
+  required?: boolean;
+  params?: Record<string, unknown>;
+}
+
+/** Options of {@link startAgent}. */
+export interface StartAgentOptions {
+  name: string;
+  description?: string;
+  /** 0 (default) picks a free port. */
+  port?: number;
+  skills: readonly { id: string; name?: string; description?: string }[];
+  extensions?: readonly ExampleExtensionDeclaration[];
+  behaviour: AgentBehaviour;
+  /** Advertise `capabilities.streaming` (default false). */
+  streaming?: boolean;
+  /**
+   * Serve only v0.3: the card declares v0.3 interfaces and the transports run the SDK's
+   * `legacyCompat` layer.
+   */
+  legacy?: boolean;
+  /** When set, requests without `Authorization: Bearer <token>` are refused with 401. */
+  bearerToken?: string;
+  /** Most requests kept in `received`, oldest dropped first (default 1,000). */
+  maxReceived?: number;
+}
+
+/** A running example agent. */
+export interface RunningAgent {
+  name: string;
+  /** Base URL, e.g. `http://127.0.0.1:41234`. */
+  url: string;
+  /** The SDK card the server serves. */
+  card: AgentCard;
+  /** Every request the executor received, oldest first. */
+  received: ReceivedCall[];
+  /** Fetches the card over HTTP as a client would (v0.3 shape when `version` is `0.3`). */
+  fetchCard(options?: { version?: '0.3' | '1.0' }): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+const STATE_BY_NAME: Readonly<Record<ExampleFinalState, TaskState>> = {
+  completed: TaskState.TASK_STATE_COMPLETED,
+  failed: TaskState.TASK_STATE_FAILED,
+  canceled: TaskState.TASK_STATE_CANCELED,
+  rejected: TaskState.TASK_STATE_REJECTED,
+  'input-required': TaskState.TASK_STATE_INPUT_REQUIRED,
+  'auth-required': TaskState.TASK_STATE_AUTH_REQUIRED,
+};
+
+/** Builds an SDK text part. */
+export function textPart(text: string): Part {
+  return {
+    content: { $case: 'text', value: text },
+    metadata: undefined,
+    filename: '',
+    mediaType: '',
+  };
+}
+
+function agentMessage(taskId: string, contextId: string, text: string): Message {
+  return {
+    messageId: randomUUID(),
+    contextId,
+    taskId,
+    role: Role.ROLE_AGENT,
+    parts: [textPart(text)],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+}
+
+function flattenHeaders(raw: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (raw === null || typeof raw !== 'object') return out;
+  for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
+    if (typeof value === 'string') out[key.toLowerCase()] = value;
+    else if (Array.isArray(value)) out[key.toLowerCase()] = value.join(', ');
+  }
+  return out;
+}
+
+function userText(message: Message | undefined): string {
+  if (message === undefined) return '';
+  return message.parts
+    .map((p) => (p.content?.$case === 'text' ? p.content.value : ''))
+    .filter((t) => t !== '')
+    .join('\n');
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+class PlanExecutor implements AgentExecutor {
+  readonly #behaviour: AgentBehaviour;
+  readonly #received: ReceivedCall[];
+  readonly #maxReceived: number;
+
+  constructor(behaviour: AgentBehaviour, received: ReceivedCall[], maxReceived: number) {
+    this.#behaviour = behaviour;
+    this.#received = received;
+    this.#maxReceived = maxReceived;
+  }
+
+  async execute(requestContext: RequestContext, bus: ExecutionEventBus): Promise<void> {
+    const { taskId, contextId, context, request } = requestContext;
+    const metadata: Record<string, unknown> = { ...(request.metadata ?? {}) };
+    const stampSkill = metadata['x-effect-domain-skill'];
+    const messageSkill: unknown = request.message?.metadata?.['skill'];
+    const call: ReceivedCall = {
+      headers: flattenHeaders(context.state.get(STATE_HEADERS_KEY)),
+      requestedExtensions: [...(context.requestedExtensions ?? [])],
+      metadata,
+      text: userText(request.message),
+      skill:
+        typeof stampSkill === 'string'
+          ? stampSkill
+          : typeof messageSkill === 'string'
+            ? messageSkill
+            : undefined,
+      requestedVersion: context.requestedVersion,
+      taskId,
+    };
+    this.#received.push(call);
+    if (this.#received.length > this.#maxReceived) this.#received.shift();
+    const plan = await this.#behaviour(call);
+    if (plan.throwError !== undefined) throw new Error(plan.throwError);
+
+    const status = (state: TaskState, text?: string) => ({
+      state,
+      message: text === undefined ? undefined : agentMessage(taskId, contextId, text),
+      timestamp: new Date().toISOString(),
+    });
+    bus.publish(
+      AgentEvent.task({
+        id: taskId,
+        contextId,
+        status: status(TaskState.TASK_STATE_SUBMITTED),
+        artifacts: [],
+        history: request.message === undefined ? [] : [request.message],
+        metadata: undefined,
+      }),
+    );
+    bus.publish(
+      AgentEvent.statusUpdate({
+        taskId,
+        contextId,
+        status: status(TaskState.TASK_STATE_WORKING),
+        metadata: undefined,
+      }),
+    );
+    if (plan.delayMs !== undefined) await sleep(plan.delayMs);
+    for (const [index, parts] of (plan.artifacts ?? []).entries()) {
+      bus.publish(
+        AgentEvent.artifactUpdate({
+          taskId,
+          contextId,
+          artifact: {
+            artifactId: `artifact-${index}`,
+            name: `result-${index}`,
+            description: '',
+            parts,
+            metadata: undefined,
+            extensions: [],
+          },
+          append: false,
+          lastChunk: true,
+          metadata: undefined,
+        }),
+      );
+    }
+    bus.publish(
+      AgentEvent.statusUpdate({
+        taskId,
+        contextId,
+        status: status(STATE_BY_NAME[plan.state ?? 'completed'], plan.statusText ?? 'done'),
+        metadata: undefined,
+      }),
+    );
+    bus.finished();
+  }
+
+  cancelTask(taskId: string, bus: ExecutionEventBus): Promise<void> {
+    bus.publish(
+      AgentEvent.statusUpdate({
+        taskId,
+        contextId: '',
+        status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: undefined },
+        metadata: undefined,
+      }),
+    );
+    bus.finished();
+    return Promise.resolve();
+  }
+}
+
+/**
+ * Starts an example agent on 127.0.0.1.
+ *
+ * @example
+ * ```ts
+ * const agent = await startAgent({ name: 'echo', skills: [{ id: 'echo' }], behaviour: () => ({}) });
+ * // ... agent.url, agent.received
+ * await agent.close();
+ * ```
+ */
+export async function startAgent(options: StartAgentOptions): Promise<RunningAgent> {
+  const app = express();
+  const server: Server = createServer(app);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+  const version = options.legacy === true ? '0.3' : '1.0';
+  const declared = new Set((options.extensions ?? []).map((e) => e.uri));
+
+  const extensions: AgentExtension[] = (options.extensions ?? []).map((e) => ({
+    uri: e.uri,
+    description: e.description ?? '',
+    required: e.required ?? false,
+    params: e.params,
+  }));
+  const skills: AgentSkill[] = options.skills.map((s) =>
+    skillFromJson({ id: s.id, name: s.name ?? s.id, description: s.description ?? s.id }),
+  );
+  const card: AgentCard = AgentCard.fromJSON({
+    name: options.name,
+    description: options.description ?? `Example agent ${options.name}`,
+    version: '1.0.0',
+    supportedInterfaces: [
+      { url: `${url}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: version },
+      { url: `${url}/a2a/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: version },
+    ],
+    capabilities: { streaming: options.streaming ?? false, pushNotifications: false },
+    defaultInputModes: ['text/plain', 'application/json'],
+    defaultOutputModes: ['text/plain', 'application/json'],
+  });
+  card.capabilities = {
+    streaming: options.streaming ?? false,
+    pushNotifications: false,
+    extensions,
+  };
+  card.skills = skills;
+
+  const received: ReceivedCall[] = [];
+  const requestHandler = new DefaultRequestHandler(
+    card,
+    new InMemoryTaskStore(),
+    new PlanExecutor(options.behaviour, received, options.maxReceived ?? 1_000),
+  );
+  // Activating here rather than in the executor keeps the echoed `A2A-Extensions` header on
+  // JSON-RPC streams too (a2a-js#710).
+  const contextBuilder: ServerCallContextBuilder = (builderOptions) => {
+    const context = defaultServerCallContextBuilder(builderOptions);
+    for (const uri of builderOptions.extensions ?? []) {
+      if (declared.has(uri)) context.addActivatedExtension(uri);
+    }
+    return context;
+  };
+  const legacyCompat = { enabled: options.legacy === true };
+
+  if (options.bearerToken !== undefined) {
+    const expected = `Bearer ${options.bearerToken}`;
+    app.use('/a2a', (req, res, next) => {
+      if (req.headers.authorization !== expected) {
+        res.status(401).json({ error: 'unauthorized' });
+        return;
+      }
+      next();
+    });
+  }
+  app.use(
+    '/.well-known/agent-card.json',
+    agentCardHandler({ agentCardProvider: requestHandler, legacyCompat }),
+  );
+  app.use(
+    '/a2a/jsonrpc',
+    jsonRpcHandler({
+      requestHandler,
+      userBuilder: UserBuilder.noAuthentication,
+      contextBuilder,
+      legacyCompat,
+    }),
+  );
+  app.use(
+    '/a2a/rest',
+    restHandler({
+      requestHandler,
+      userBuilder: UserBuilder.noAuthentication,
+      contextBuilder,
+      legacyCompat,
+    }),
+  );
+
+  return {
+    name: options.name,
+    url,
+    card,
+    received,
+    async fetchCard(fetchOptions = {}) {
+      const headers: Record<string, string> = {};
+      if ((fetchOptions.version ?? version) === '1.0') headers[A2A_VERSION_HEADER] = '1.0';
+      const response = await fetch(`${url}/.well-known/agent-card.json`, { headers });
+      if (!response.ok) throw new Error(`card fetch failed: ${response.status}`);
+      return (await response.json()) as unknown;
+    },
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((error) => (error ? reject(error) : resolve()));
+      }),
+  };
+}
+
+function skillFromJson(json: { id: string; name: string; description: string }): AgentSkill {
+  const [skill] = AgentCard.fromJSON({ skills: [{ ...json, tags: [] }] }).skills;
+  if (skill === undefined) throw new Error('unreachable: skill did not parse');
+  return skill;
+}

@@ -1,0 +1,201 @@
+import { AgentCard } from '@a2a-js/sdk';
+import {
+  ClientFactory,
+  JsonRpcTransportFactory,
+  RestTransportFactory,
+  type Client,
+} from '@a2a-js/sdk/client';
+import { isLegacyAgentCard, parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
+
+import { FleetgateError } from '../errors/index.js';
+import { readDeclarations, type Declarations } from '../protocol/index.js';
+import { readEchoedExtensions } from './headers.js';
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Transport bindings a fleet client speaks. */
+export type TransportBinding = 'JSONRPC' | 'HTTP+JSON';
+
+/** An agent as the fleet knows it: where it is configured to live and the card it last served. */
+export interface FleetAgent {
+  /** The configured base URL; every request goes to this origin, whatever the card advertises. */
+  url: string;
+  /** The card as fetched (v1.0 or v0.3 JSON, or an SDK `AgentCard`). */
+  card: unknown;
+  /** Headers sent with every request to this agent (e.g. `Authorization`). */
+  headers?: Readonly<Record<string, string>>;
+  /** Preferred transport binding when the card offers several (default: the card's order). */
+  transport?: TransportBinding;
+}
+
+/** Where the fleet client finds agents by name; a `Map<string, FleetAgent>` is one. */
+export interface FleetAgentSource {
+  get(name: string): FleetAgent | undefined;
+}
+
+/** The private header that ties a request to its call; stripped before the request leaves. */
+export const CALL_ID_HEADER = 'x-fleetgate-call-id';
+
+/** Per-call facts only the HTTP layer sees. */
+export interface WireRecord {
+  /** Extensions the agent echoed on its response, when it did. */
+  echoed?: string[];
+  /** HTTP status of the (last) response. */
+  status?: number;
+}
+
+/** One cached SDK client with what it was built from. */
+export interface AgentClient {
+  readonly name: string;
+  /** The `FleetAgent.card` this client was built from (identity decides when to rebuild). */
+  readonly source: unknown;
+  readonly client: Client;
+  readonly card: AgentCard;
+  readonly declarations: Declarations;
+  readonly binding: string;
+  readonly protocolVersion: string;
+  readonly endpoint: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/**
+ * Turns a fetched card into an SDK `AgentCard`: v0.3 JSON through the SDK's compat parser (its
+ * interfaces are stamped `0.3` so the legacy transport is picked), anything else through the SDK
+ * codec. Never a cast.
+ *
+ * @throws FleetgateError `FLEETGATE_CARD_INVALID` when the card is not an object or offers no
+ * interface.
+ */
+export function toSdkAgentCard(raw: unknown, agent: string): AgentCard {
+  if (!isRecord(raw)) {
+    throw new FleetgateError(
+      'FLEETGATE_CARD_INVALID',
+      `The card of agent ${agent} is not an object.`,
+      {
+        details: { agent },
+      },
+    );
+  }
+  let card: AgentCard;
+  try {
+    card = isLegacyAgentCard(raw) ? parseLegacyAgentCard(raw) : AgentCard.fromJSON(raw);
+  } catch (cause) {
+    throw new FleetgateError('FLEETGATE_CARD_INVALID', `The card of agent ${agent} is invalid.`, {
+      cause,
+      details: { agent },
+    });
+  }
+  if (card.supportedInterfaces.length === 0) {
+    throw new FleetgateError(
+      'FLEETGATE_CARD_INVALID',
+      `The card of agent ${agent} declares no supported interface.`,
+      { details: { agent, path: 'supportedInterfaces' } },
+    );
+  }
+  return card;
+}
+
+/**
+ * The card with every interface URL moved to the configured agent's origin (scheme, host, port);
+ * the path stays the card's. A card cannot redirect calls to another host.
+ */
+export function pinCard(card: AgentCard, agentUrl: string): AgentCard {
+  const base = new URL(agentUrl);
+  return {
+    ...card,
+    supportedInterfaces: card.supportedInterfaces.map((iface) => {
+      let pinned: URL;
+      try {
+        pinned = new URL(iface.url, base);
+      } catch {
+        pinned = new URL(base);
+      }
+      pinned.protocol = base.protocol;
+      pinned.host = base.host;
+      return { ...iface, url: pinned.toString().replace(/\/$/, '') };
+    }),
+  };
+}
+
+/** Options of {@link createAgentClient}. */
+export interface CreateAgentClientOptions {
+  name: string;
+  agent: FleetAgent;
+  fetch: typeof fetch;
+  /** Where the fetch wrapper leaves what it saw for each in-flight call. */
+  wire: Map<string, WireRecord>;
+}
+
+/**
+ * Builds the one SDK client of an agent from the card the fleet already has — no card fetch. The
+ * fetch it uses strips {@link CALL_ID_HEADER} and records the echoed `A2A-Extensions` header and
+ * the HTTP status for that call.
+ */
+export async function createAgentClient(options: CreateAgentClientOptions): Promise<AgentClient> {
+  const { name, agent, wire } = options;
+  const baseFetch = options.fetch;
+  const sdkCard = pinCard(toSdkAgentCard(agent.card, name), agent.url);
+  const declarations = readDeclarations(agent.card);
+
+  const fetchImpl: typeof fetch = (input, init) => {
+    const headers = init?.headers;
+    if (headers === undefined || headers instanceof Headers || Array.isArray(headers)) {
+      return baseFetch(input, init);
+    }
+    const callId = headers[CALL_ID_HEADER];
+    if (callId === undefined) return baseFetch(input, init);
+    // The SDK transports build a fresh header object for every request: removing our private
+    // header from it in place is safe and keeps it off the wire.
+    delete headers[CALL_ID_HEADER];
+    return baseFetch(input, init).then((response) => {
+      const record = wire.get(callId);
+      if (record !== undefined) {
+        record.status = response.status;
+        const echoed = readEchoedExtensions(response.headers);
+        if (echoed !== undefined) record.echoed = echoed;
+      }
+      return response;
+    });
+  };
+
+  // The v0.3 compat layer costs every request a little; only a card that offers a v0.3
+  // interface needs it.
+  const legacyCompat = {
+    enabled: sdkCard.supportedInterfaces.some((i) => i.protocolVersion.startsWith('0.')),
+  };
+  const factory = new ClientFactory({
+    transports: [
+      new JsonRpcTransportFactory({ fetchImpl, legacyCompat }),
+      new RestTransportFactory({ fetchImpl, legacyCompat }),
+    ],
+    ...(agent.transport === undefined ? {} : { preferredTransports: [agent.transport] }),
+  });
+  let client: Client;
+  try {
+    client = await factory.createFromAgentCard(sdkCard);
+  } catch (cause) {
+    throw new FleetgateError(
+      'FLEETGATE_CARD_INVALID',
+      `No usable transport on the card of agent ${name}.`,
+      { cause, details: { agent: name } },
+    );
+  }
+  const binding = client.transport.protocolName;
+  const endpoint =
+    sdkCard.supportedInterfaces.find(
+      (i) => i.protocolBinding.toUpperCase() === binding.toUpperCase(),
+    )?.url ?? agent.url;
+  return {
+    name,
+    source: agent.card,
+    client,
+    card: sdkCard,
+    declarations,
+    binding,
+    protocolVersion: client.protocolVersion,
+    endpoint,
+    headers: { ...(agent.headers ?? {}) },
+  };
+}

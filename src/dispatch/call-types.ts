@@ -1,0 +1,80 @@
+import type { Message, Part, StreamResponse, Task } from '@a2a-js/sdk';
+
+import type { TaskStateName } from '../protocol/index.js';
+import type { DataPart } from './task-accumulator.js';
+
+/** What to send: a text, or a text and/or a JSON value, and/or SDK parts. */
+export type CallInput = string | { text?: string; data?: unknown; parts?: readonly Part[] };
+
+/**
+ * How to send:
+ * - `blocking` (default): `SendMessage`, the agent answers when the task is terminal or
+ *   interrupted;
+ * - `streaming`: `SendStreamingMessage`; the events are folded into one task, the chain still sees
+ *   one terminal outcome (falls back to blocking when the card does not declare streaming);
+ * - `return-immediately`: `SendMessage` with `returnImmediately`; the task usually comes back
+ *   non-terminal and is left to the task tracker, which calls `onTerminal`.
+ */
+export type CallMode = 'blocking' | 'streaming' | 'return-immediately';
+
+/** Options of {@link FleetClient.call}. */
+export interface CallOptions {
+  mode?: CallMode;
+  /** Ties every event of this call together (default: a fresh UUID). */
+  correlationId?: string;
+  /** The caller's own `SendMessageRequest.metadata`; stamps win over these keys. */
+  metadata?: Record<string, unknown>;
+  /** `Message.metadata` of the user message. */
+  messageMetadata?: Record<string, unknown>;
+  /** Extension URIs the caller activates itself; merged into `A2A-Extensions`, never replaced. */
+  extensions?: readonly string[];
+  /** Extra headers for this call (override the agent's configured headers). */
+  serviceParameters?: Readonly<Record<string, string>>;
+  signal?: AbortSignal;
+  /** Milliseconds before the request is aborted with `FLEETGATE_CALL_TIMEOUT`. */
+  timeoutMs?: number;
+  /** Continue an existing conversation / task (e.g. after `input-required`). */
+  contextId?: string;
+  taskId?: string;
+  /** Every stream event as it arrives (streaming mode). */
+  onEvent?: (event: StreamResponse) => void;
+}
+
+/** Where the time of one call went, in milliseconds. */
+export interface CallTiming {
+  /** `Date.now()` at the start of the call. */
+  startedAt: number;
+  beforeMs: number;
+  transportMs: number;
+  /** 0 when the task was handed to the tracker. */
+  afterMs: number;
+  totalMs: number;
+}
+
+/** What {@link FleetClient.call} returns. */
+export interface CallResult {
+  agent: string;
+  skill: string;
+  correlationId: string;
+  /** True when the task completed (or the agent answered with a message). */
+  ok: boolean;
+  /** The task's state, or `message` for a message reply. */
+  state: TaskStateName | 'message';
+  /** False when the task was handed to the tracker; its `after` hooks run at `onTerminal`. */
+  terminal: boolean;
+  task?: Task;
+  message?: Message;
+  /** Text parts of the artifacts (or of the message), joined by newlines; else the status text. */
+  text: string;
+  /** Data parts, with the MIME type each carries. */
+  data: DataPart[];
+  /** The extensions active for this agent (card ∩ registry), as sent in `A2A-Extensions`. */
+  activated: string[];
+  /** The extensions the agent echoed back, when it did (best effort). */
+  echoedExtensions?: string[];
+  /** The stamps that went out in the request metadata. */
+  stamps: Record<string, string>;
+  transport: string;
+  protocolVersion: string;
+  timing: CallTiming;
+}

@@ -1,0 +1,284 @@
+import { FleetgateError, isFleetgateError } from '../errors/index.js';
+import type { Declarations } from '../protocol/index.js';
+import { createCallState, type CallState } from './state.js';
+import type {
+  CallOutcome,
+  ExtensionEventBus,
+  RegisteredExtension,
+  SkillCallContext,
+  Stamps,
+} from './types.js';
+
+/** Which hook of which extension failed, for which call. */
+export interface HookFailure {
+  readonly uri: string;
+  readonly hook: 'before' | 'after';
+  readonly required: boolean;
+  readonly error: unknown;
+  readonly agent: string;
+  readonly skill: string;
+  readonly correlationId: string;
+}
+
+/** Where optional-hook failures go: never swallowed, always counted and published. */
+export interface HookFailureSink {
+  report(failure: HookFailure): Promise<void>;
+}
+
+/** Options of {@link createSkillCallContext}. */
+export interface SkillCallContextInit {
+  agent: string;
+  skill: string;
+  correlationId: string;
+  /** The caller's own request metadata; stamps are laid over it, never under it. */
+  metadata?: Readonly<Record<string, unknown>> | undefined;
+  signal: AbortSignal;
+  declarations: Declarations;
+}
+
+/** A {@link SkillCallContext} plus what the chain needs to drive it. */
+export interface ChainContext extends SkillCallContext {
+  /** The stamps set so far, key → value. */
+  readonly stamps: Readonly<Stamps>;
+  /** Caller metadata with every stamp laid over it: the outbound `SendMessageRequest.metadata`. */
+  outboundMetadata(): Record<string, unknown>;
+}
+
+const NO_OWNER = '';
+
+class CallContext implements ChainContext {
+  readonly agent: string;
+  readonly skill: string;
+  readonly correlationId: string;
+  readonly metadata: Readonly<Record<string, unknown>>;
+  readonly signal: AbortSignal;
+  readonly declarations: Declarations;
+  readonly state: CallState = createCallState();
+  readonly stamps: Stamps = {};
+  /** Stamp key → the extension that set it. */
+  readonly #owners = new Map<string, string>();
+  /** The extension whose `before` hook is running; stamps are attributed to it. */
+  owner = NO_OWNER;
+  sealed = false;
+
+  constructor(init: SkillCallContextInit) {
+    this.agent = init.agent;
+    this.skill = init.skill;
+    this.correlationId = init.correlationId;
+    this.metadata = init.metadata ?? {};
+    this.signal = init.signal;
+    this.declarations = init.declarations;
+  }
+
+  stamp(key: string, value: string): void {
+    if (key === '__proto__') {
+      throw new FleetgateError('FLEETGATE_STAMP_CONFLICT', 'A stamp key may not be __proto__.', {
+        details: { key, extension: this.owner },
+      });
+    }
+    if (this.sealed) {
+      throw new FleetgateError(
+        'FLEETGATE_STAMP_CONFLICT',
+        `Stamp ${key} was set after the request was sent; stamps belong in a before hook.`,
+        { details: { key, extension: this.owner } },
+      );
+    }
+    const previous = this.#owners.get(key);
+    if (previous !== undefined && previous !== this.owner) {
+      throw new FleetgateError(
+        'FLEETGATE_STAMP_CONFLICT',
+        `Extensions ${previous} and ${this.owner} both stamp request metadata key ${key}.`,
+        { details: { key, extensions: [previous, this.owner] } },
+      );
+    }
+    this.#owners.set(key, this.owner);
+    this.stamps[key] = value;
+  }
+
+  outboundMetadata(): Record<string, unknown> {
+    // Stamps win over the caller's keys.
+    return { ...this.metadata, ...this.stamps };
+  }
+}
+
+/** Creates the context of one skill call. */
+export function createSkillCallContext(init: SkillCallContextInit): ChainContext {
+  return new CallContext(init);
+}
+
+function hookError(
+  entry: RegisteredExtension,
+  hook: 'before' | 'after',
+  cause: unknown,
+): FleetgateError {
+  return new FleetgateError(
+    'FLEETGATE_HOOK_FAILED',
+    `The ${hook} hook of required extension ${entry.extension.uri} failed: ${
+      cause instanceof Error ? cause.message : String(cause)
+    }`,
+    { cause, details: { uri: entry.extension.uri, hook } },
+  );
+}
+
+/**
+ * The before/after chain of one skill call.
+ *
+ * Order — the one place it is implemented:
+ * - `before` hooks run one at a time in registration order;
+ * - `after` hooks run one at a time in **reverse** registration order, only for the extensions
+ *   whose `before` completed (an extension without a `before` counts as completed), and they run
+ *   **always**: on a terminal task, a failed task, a transport error, a timeout, or a required
+ *   `before` that failed;
+ * - `after` runs at most once per call ({@link runAfter} is idempotent) — the `onTerminal` seam
+ *   relies on this when several paths see the same terminal task.
+ *
+ * A throwing hook of an optional extension goes to the {@link HookFailureSink} and the remaining
+ * hooks run. A throwing hook of a required extension stops the `before` phase (the call is not
+ * sent) or, in the `after` phase, lets the other `after` hooks run and then fails the call.
+ * A stamp conflict is a configuration error and always fails the call.
+ */
+export class SkillCallChain {
+  readonly ctx: ChainContext;
+  readonly #extensions: readonly RegisteredExtension[];
+  readonly #sink: HookFailureSink;
+  readonly #ran: RegisteredExtension[] = [];
+  #afterStarted = false;
+
+  constructor(
+    extensions: readonly RegisteredExtension[],
+    ctx: ChainContext,
+    sink: HookFailureSink,
+  ) {
+    this.#extensions = extensions;
+    this.ctx = ctx;
+    this.#sink = sink;
+  }
+
+  /** The URIs of the extensions in this chain (the ones the card declares), in order. */
+  get uris(): string[] {
+    return this.#extensions.map((e) => e.extension.uri);
+  }
+
+  /**
+   * Runs every `before` hook. Resolves when the request may be sent; rejects with
+   * `FLEETGATE_HOOK_FAILED` (required hook) or `FLEETGATE_STAMP_CONFLICT` when it may not — the
+   * caller must still call {@link runAfter} with a failed outcome.
+   */
+  async runBefore(): Promise<void> {
+    const ctx = this.ctx as CallContext;
+    try {
+      for (const entry of this.#extensions) {
+        const extension = entry.extension;
+        if (extension.before === undefined) {
+          this.#ran.push(entry);
+          continue;
+        }
+        ctx.owner = entry.extension.uri;
+        try {
+          // Awaited only when the hook is async: a synchronous hook costs no microtask turn.
+          const pending = extension.before(ctx);
+          if (pending !== undefined) await pending;
+          this.#ran.push(entry);
+        } catch (error) {
+          if (isFleetgateError(error, 'FLEETGATE_STAMP_CONFLICT')) throw error;
+          if (entry.required) throw hookError(entry, 'before', error);
+          await this.#report(entry, 'before', error);
+        }
+      }
+    } finally {
+      ctx.owner = NO_OWNER;
+      ctx.sealed = true;
+    }
+  }
+
+  /**
+   * Runs the `after` hooks (reverse order, completed `before` only), once. Returns the failure of
+   * a required `after` hook, if one failed; a second call returns `undefined` without running
+   * anything.
+   */
+  async runAfter(outcome: CallOutcome): Promise<FleetgateError | undefined> {
+    if (this.#afterStarted) return undefined;
+    this.#afterStarted = true;
+    (this.ctx as CallContext).sealed = true;
+    let failure: FleetgateError | undefined;
+    for (let i = this.#ran.length - 1; i >= 0; i -= 1) {
+      const entry = this.#ran[i]!;
+      const extension = entry.extension;
+      if (extension.after === undefined) continue;
+      try {
+        const pending = extension.after(this.ctx, outcome);
+        if (pending !== undefined) await pending;
+      } catch (error) {
+        if (entry.required) failure ??= hookError(entry, 'after', error);
+        else await this.#report(entry, 'after', error);
+      }
+    }
+    return failure;
+  }
+
+  /** True once {@link runAfter} has started. */
+  get settled(): boolean {
+    return this.#afterStarted;
+  }
+
+  async #report(entry: RegisteredExtension, hook: 'before' | 'after', error: unknown) {
+    await this.#sink.report({
+      uri: entry.extension.uri,
+      hook,
+      required: false,
+      error,
+      agent: this.ctx.agent,
+      skill: this.ctx.skill,
+      correlationId: this.ctx.correlationId,
+    });
+  }
+}
+
+/** The counting, publishing {@link HookFailureSink}. */
+export interface HookFailureLog extends HookFailureSink {
+  /** Failures so far, keyed `"<uri> <hook>"`. */
+  counts(): Record<string, number>;
+  /** Total failures so far. */
+  total(): number;
+}
+
+/**
+ * A {@link HookFailureSink} that counts every failure and publishes it on `system.error`. When the
+ * publish itself fails, that is counted too (under `system.error publish`) and reported to
+ * `onPublishError`, so nothing disappears without a trace.
+ */
+export function createHookFailureLog(options: {
+  bus: ExtensionEventBus;
+  onPublishError?: (error: unknown, failure: HookFailure) => void;
+}): HookFailureLog {
+  const counts = new Map<string, number>();
+  let total = 0;
+  const bump = (key: string) => counts.set(key, (counts.get(key) ?? 0) + 1);
+  return {
+    async report(failure) {
+      total += 1;
+      bump(`${failure.uri} ${failure.hook}`);
+      const error = failure.error;
+      try {
+        await options.bus.publish(
+          'system.error',
+          {
+            source: `extension:${failure.uri}`,
+            message: `${failure.hook} hook failed: ${error instanceof Error ? error.message : String(error)}`,
+            code: isFleetgateError(error) ? error.code : 'FLEETGATE_HOOK_ERROR',
+            hook: failure.hook,
+            agent: failure.agent,
+            skill: failure.skill,
+            correlationId: failure.correlationId,
+          },
+          { correlationId: failure.correlationId },
+        );
+      } catch (publishError) {
+        bump('system.error publish');
+        options.onPublishError?.(publishError, failure);
+      }
+    },
+    counts: () => Object.fromEntries(counts),
+    total: () => total,
+  };
+}

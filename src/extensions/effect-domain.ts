@@ -1,0 +1,99 @@
+import { hash } from 'node:crypto';
+
+import { EFFECT_DOMAIN_V1_URI, STAMPS, extractWorldStateDeltas } from '../protocol/index.js';
+import { normalizedTask } from './task-view.js';
+import type { Extension, ExtensionEventBus } from './types.js';
+
+/** Topic of the validated deltas of one terminal task. */
+export const WORLD_STATE_DELTA_TOPIC = 'world.state.delta';
+/** Topic of the entries of one task that were not accepted. */
+export const WORLD_STATE_DELTA_REJECTED_TOPIC = 'world.state.delta.rejected';
+
+/**
+ * The deterministic id of the `topic` event of one agent's task: sha256 over the length-prefixed
+ * parts `(topic, agent, taskId)`, hex, 32 characters — the same derivation as the bus's
+ * `deterministicEventId`, so every path, process and replica gives the same id and the bus drops
+ * re-sends.
+ */
+export function taskEventId(topic: string, agent: string, taskId: string): string {
+  const input =
+    `${Buffer.byteLength(topic)}:${topic};` +
+    `${Buffer.byteLength(agent)}:${agent};` +
+    `${Buffer.byteLength(taskId)}:${taskId};`;
+  return hash('sha256', input, 'hex').slice(0, 32);
+}
+
+/** Dependencies of {@link createEffectDomainExtension}. */
+export interface EffectDomainExtensionOptions {
+  bus: ExtensionEventBus;
+}
+
+/**
+ * effect-domain-v1. `before` stamps `x-effect-domain-skill` with the skill name. `after` reads
+ * every worldstate-delta part of the task and publishes one `world.state.delta`
+ * `{ source, skill, deltas, taskId, correlationId, state }` with an id derived from agent + taskId,
+ * and one `world.state.delta.rejected` listing the invalid entries with reasons. Nothing is
+ * published for a task without delta parts. Deltas of a failed or canceled task are published too:
+ * they are facts the agent reported; `state` says how the task ended.
+ */
+export function createEffectDomainExtension(options: EffectDomainExtensionOptions): Extension {
+  const { bus } = options;
+  return {
+    uri: EFFECT_DOMAIN_V1_URI,
+    description: 'Stamps the skill and publishes the world-state deltas the agent reported.',
+    before(ctx) {
+      ctx.stamp(STAMPS.effectDomainSkill, ctx.skill);
+    },
+    after(ctx, outcome) {
+      const task = outcome.task;
+      if (task === undefined) return undefined;
+      const view = normalizedTask(task);
+      const extraction = extractWorldStateDeltas(view);
+      if (extraction.entries.length === 0 && extraction.rejected.length === 0) return undefined;
+      const state = view.state;
+      const publishes: Promise<unknown>[] = [];
+      if (extraction.entries.length > 0) {
+        publishes.push(
+          bus.publish(
+            WORLD_STATE_DELTA_TOPIC,
+            {
+              source: ctx.agent,
+              skill: ctx.skill,
+              deltas: extraction.entries,
+              taskId: task.id,
+              correlationId: ctx.correlationId,
+              state,
+            },
+            {
+              id: taskEventId(WORLD_STATE_DELTA_TOPIC, ctx.agent, task.id),
+              correlationId: ctx.correlationId,
+            },
+          ),
+        );
+      }
+      if (extraction.rejected.length > 0) {
+        publishes.push(
+          bus.publish(
+            WORLD_STATE_DELTA_REJECTED_TOPIC,
+            {
+              source: ctx.agent,
+              skill: ctx.skill,
+              taskId: task.id,
+              rejected: extraction.rejected,
+              state,
+            },
+            {
+              id: taskEventId(WORLD_STATE_DELTA_REJECTED_TOPIC, ctx.agent, task.id),
+              correlationId: ctx.correlationId,
+            },
+          ),
+        );
+      }
+      if (publishes.length === 1) return publishes[0]!.then(() => undefined);
+      // Both publishes are attempted even when one fails; the first failure fails the hook.
+      return Promise.allSettled(publishes).then((results) => {
+        for (const result of results) if (result.status === 'rejected') throw result.reason;
+      });
+    },
+  };
+}

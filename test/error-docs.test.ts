@@ -1,0 +1,12 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { ERROR_CODES } from '../src/errors/index.js';
+
+describe('docs/errors.md', () => {
+  it('documents every error code, and no code that does not exist', () => {
+    const doc = readFileSync(new URL('../docs/errors.md', import.meta.url), 'utf8');
+    const documented = new Set([...doc.matchAll(/^\| `(FLEETGATE_[A-Z_]+)`/gm)].map((m) => m[1]));
+    expect(Object.keys(ERROR_CODES).filter((code) => !documented.has(code))).toEqual([]);
+    expect([...documented].filter((code) => !(code! in ERROR_CODES))).toEqual([]);
+  });
+});

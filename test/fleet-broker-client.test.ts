@@ -1,0 +1,93 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startOpsAgent } from '../examples/agents/ops-agent.js';
+import type { RunningAgent } from '../examples/agents/harness.js';
+import { createInMemoryEventBus, type OpenTopics } from '../src/bus/index.js';
+import { createFleetClient } from '../src/dispatch/index.js';
+import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';
+import {
+  AgentDirectory,
+  BlastRegistry,
+  CardBroker,
+  createMemoryRatchetPersistence,
+  DeclarationRatchet,
+  EffectDomainRegistry,
+  HitlModeRegistry,
+  HttpCardSource,
+} from '../src/fleet/index.js';
+import { STAMPS } from '../src/protocol/index.js';
+
+describe('fleet client on the card broker', () => {
+  let agent: RunningAgent;
+  beforeAll(async () => {
+    agent = await startOpsAgent();
+  });
+  afterAll(() => agent.close());
+
+  it('builds one SDK client per card, never fetches the card per call, and rebuilds it when the card changes', async () => {
+    let cardFetches = 0;
+    let widen = false;
+    // The agent's card as served, optionally with pr_review widened to fleet (the agent redeployed).
+    const cardFetch: typeof fetch = async (input, init) => {
+      cardFetches += 1;
+      const response = await fetch(input, init);
+      if (!widen || response.status !== 200) return response;
+      const card = (await response.json()) as {
+        capabilities: {
+          extensions: { params?: { skills?: Record<string, { radius?: string }> } }[];
+        };
+      };
+      card.capabilities.extensions[0]!.params!.skills!.pr_review!.radius = 'fleet';
+      return new Response(JSON.stringify(card), {
+        status: 200,
+        headers: { 'content-type': 'application/json' },
+      });
+    };
+    const bus = createInMemoryEventBus<OpenTopics>();
+    const directory = new AgentDirectory();
+    directory.add({ name: 'ops', url: agent.url });
+    const registries = {
+      blast: new BlastRegistry(),
+      hitlMode: new HitlModeRegistry(),
+      effectDomain: new EffectDomainRegistry(),
+    };
+    const broker = new CardBroker({
+      directory,
+      source: new HttpCardSource({ fetch: cardFetch }),
+      registries,
+      ratchet: await DeclarationRatchet.open(createMemoryRatchetPersistence()),
+      bus,
+    });
+    await broker.start();
+    const registry = registerStandardExtensions(new ExtensionRegistry(), {
+      bus,
+      blast: registries.blast,
+    });
+    const fleet = createFleetClient({
+      registry,
+      bus,
+      cards: broker,
+      blast: registries.blast,
+      fillBlastFromCards: false,
+    });
+
+    for (let i = 0; i < 3; i += 1)
+      expect((await fleet.call('ops', 'pr_review', 'go')).ok).toBe(true);
+    const first = await fleet.agentClient('ops');
+    expect(cardFetches).toBe(1);
+    expect(agent.received.at(-1)!.metadata[STAMPS.blastRadius]).toBe('repo');
+
+    widen = true;
+    expect(await broker.refresh('ops')).toMatchObject({ result: 'changed' });
+    expect(broker.effectiveRadius('ops', 'pr_review').radius).toBe('fleet');
+    await fleet.call('ops', 'pr_review', 'go');
+    const rebuilt = await fleet.agentClient('ops');
+    expect(rebuilt).not.toBe(first);
+    expect(agent.received.at(-1)!.metadata[STAMPS.blastRadius]).toBe('fleet');
+    await fleet.call('ops', 'pr_review', 'go');
+    expect(await fleet.agentClient('ops')).toBe(rebuilt);
+    expect(cardFetches).toBe(2);
+
+    broker.stop();
+    await bus.close();
+  });
+});
