@@ -10,3 +10,6 @@ export * from './store/index.js';
 export * from './fleet/index.js';
 export * from './extensions/index.js';
 export * from './dispatch/index.js';
+export * from './world/index.js';
+export * from './alerts/index.js';
+export * from './tasks/index.js';

@@ -3,14 +3,20 @@
  * the radius of the skill to the severity the alert carries. The same failure on a `public` skill
  * is a much bigger signal than on a `self` skill.
  */
+import type { AlertSeverity } from '../bus/index.js';
 import type { BlastRadius } from '../protocol/index.js';
 import { BLAST_ORDER } from '../protocol/index.js';
 
-/** Alert severities, lowest to highest. */
-export const ALERT_SEVERITIES = ['info', 'warning', 'error', 'critical'] as const;
+/** Alert severities, lowest to highest (the `severity` of `ops.alert.*` on the bus). */
+export const ALERT_SEVERITIES = [
+  'info',
+  'warning',
+  'error',
+  'critical',
+] as const satisfies readonly AlertSeverity[];
 
-/** One of {@link ALERT_SEVERITIES}. */
-export type Severity = (typeof ALERT_SEVERITIES)[number];
+/** One of {@link ALERT_SEVERITIES}; the bus's `AlertSeverity`. */
+export type Severity = AlertSeverity;
 
 /** The alert kinds Fleetgate raises, published on `ops.alert.<kind>`. */
 export const ALERT_KINDS = ['undeclared_effect', 'blast_violation', 'action_quality'] as const;

@@ -8,6 +8,7 @@ import { isFleetgateError } from '../errors/index.js';
 import { registerAgents } from './commands/agents.js';
 import { registerLintCard } from './commands/lint-card.js';
 import { registerTail } from './commands/tail.js';
+import { registerWorld } from './commands/world.js';
 import type { CliIo } from './io.js';
 import { processIo } from './io.js';
 
@@ -30,6 +31,7 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
   registerLintCard(program, io, setExit);
   registerAgents(program, io, setExit);
   registerTail(program, io, setExit);
+  registerWorld(program, io, setExit);
   return program;
 }
 

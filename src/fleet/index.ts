@@ -7,3 +7,4 @@ export * from './card-broker.js';
 export * from './ratchet.js';
 export { createSemaphore } from './semaphore.js';
 export * from './card-cache.js';
+export * from './learned-floors.js';

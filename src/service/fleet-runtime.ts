@@ -10,7 +10,10 @@ import {
   EffectDomainRegistry,
   HitlModeRegistry,
   HttpCardSource,
+  LearnedFloors,
 } from '../fleet/index.js';
+import type { FloorWriter } from '../alerts/index.js';
+import { createStoreFloorWriter } from '../alerts/index.js';
 import type { Store } from '../store/index.js';
 import { openStore } from '../store/index.js';
 import type { FleetgateConfig } from './config.js';
@@ -21,6 +24,10 @@ export interface FleetRuntime {
   directory: AgentDirectory;
   registries: FleetRegistries;
   broker: CardBroker;
+  /** Floors learned from observed violations; applied by the broker. */
+  learnedFloors: LearnedFloors;
+  /** The writer reconciliation raises floors through; a raise applies at once. */
+  floorWriter: FloorWriter;
   close(): Promise<void>;
 }
 
@@ -45,12 +52,19 @@ export async function createFleetRuntime(
     hitlMode: new HitlModeRegistry(),
     effectDomain: new EffectDomainRegistry(),
   };
+  const learnedFloors = await LearnedFloors.load(store.db);
+  const floorWriter = createStoreFloorWriter({
+    db: store.db,
+    kind: store.kind,
+    onRaised: (floor) => learnedFloors.raise(floor),
+  });
   const broker = new CardBroker({
     directory,
     source: new HttpCardSource({ timeoutMs: config.cards.timeout }),
     registries,
     ratchet: await DeclarationRatchet.open(createStoreRatchetPersistence(store.db)),
     cache: createStoreCardCache(store.db),
+    floors: learnedFloors,
     refreshIntervalMs: config.cards.refreshInterval,
     concurrency: config.cards.concurrency,
     staleAfterFailures: config.cards.staleAfterFailures,
@@ -61,6 +75,8 @@ export async function createFleetRuntime(
     directory,
     registries,
     broker,
+    learnedFloors,
+    floorWriter,
     async close() {
       broker.stop();
       await broker.whenIdle();

@@ -176,6 +176,39 @@ export const FLEETGATE_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
       await db.schema.dropTable('fleetgate_world_domains').execute();
     },
   },
+  '0004_tasks': {
+    async up(db) {
+      // Durable task records and the terminal claim (src/tasks/task-records.ts).
+      await db.schema
+        .createTable('fleetgate_task')
+        .addColumn('agent', 'text', (col) => col.notNull())
+        .addColumn('task_id', 'text', (col) => col.notNull())
+        .addColumn('skill', 'text', (col) => col.notNull())
+        .addColumn('correlation_id', 'text', (col) => col.notNull())
+        .addColumn('state', 'text', (col) => col.notNull())
+        .addColumn('push_token_hash', 'text')
+        .addColumn('created_at', 'bigint', (col) => col.notNull())
+        .addColumn('updated_at', 'bigint', (col) => col.notNull())
+        .addColumn('terminal_at', 'bigint')
+        .addColumn('terminal_via', 'text')
+        .addPrimaryKeyConstraint('fleetgate_task_pk', ['agent', 'task_id'])
+        .execute();
+      await db.schema
+        .createIndex('fleetgate_task_by_id')
+        .on('fleetgate_task')
+        .column('task_id')
+        .execute();
+      await db.schema
+        .createIndex('fleetgate_task_in_flight')
+        .on('fleetgate_task')
+        .column('created_at')
+        .where(sql.ref('terminal_at'), 'is', null)
+        .execute();
+    },
+    async down(db) {
+      await db.schema.dropTable('fleetgate_task').execute();
+    },
+  },
 };
 
 /** Options of {@link migrateToLatest}. */

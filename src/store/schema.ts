@@ -6,7 +6,8 @@ import type { OutboxDatabase } from '../bus/outbox.js';
 import type { FleetDatabase } from '../fleet/ratchet.js';
 import type { WorldDatabase } from '../world/store-tables.js';
 import type { AlertsDatabase } from '../alerts/store-tables.js';
+import type { TasksDatabase } from '../tasks/task-records.js';
 
 /** All Fleetgate tables. */
 export interface FleetgateDatabase
-  extends OutboxDatabase, FleetDatabase, WorldDatabase, AlertsDatabase {}
+  extends OutboxDatabase, FleetDatabase, WorldDatabase, AlertsDatabase, TasksDatabase {}

@@ -1,0 +1,81 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { EventEnvelope, InMemoryEventBus, OpsAlertEvent } from '../bus/index.js';
+import { createInMemoryEventBus } from '../bus/index.js';
+import { FakeDeclarations } from '../../test/world-alert-fakes.js';
+import { createActionQualityMonitor } from './action-quality.js';
+
+describe('action quality alerts', () => {
+  let bus: InMemoryEventBus;
+  let alerts: EventEnvelope<string, OpsAlertEvent>[];
+  const declarations = new FakeDeclarations({
+    'ava/sitrep': { radius: 'self' },
+    'quinn/pr_review': { radius: 'repo' },
+    'ops/deploy': { radius: 'public' },
+  });
+
+  beforeEach(async () => {
+    bus = createInMemoryEventBus();
+    alerts = [];
+    await bus.subscribe('ops.alert.>', (e) => void alerts.push(e), { name: 'alerts' });
+    await createActionQualityMonitor({ bus, declarations }).start();
+  });
+
+  afterEach(() => bus.close());
+
+  it('raises action_quality when a cost sample says success: false, scaled by radius', async () => {
+    for (const agentSkill of ['ava/sitrep', 'quinn/pr_review', 'ops/deploy', 'x/unknown']) {
+      const [agent, skill] = agentSkill.split('/') as [string, string];
+      await bus.publish('cost.sample', {
+        agent,
+        skill,
+        wallMs: 10,
+        success: false,
+        measured: 'agent',
+      });
+    }
+    await bus.publish('cost.sample', {
+      agent: 'ops',
+      skill: 'deploy',
+      wallMs: 10,
+      success: true,
+      measured: 'agent',
+    });
+    await bus.idle();
+    expect(
+      alerts.map((a) => [a.topic, a.payload.agent, a.payload.radius, a.payload.severity]),
+    ).toEqual([
+      ['ops.alert.action_quality', 'ava', 'self', 'info'],
+      ['ops.alert.action_quality', 'quinn', 'repo', 'warning'],
+      ['ops.alert.action_quality', 'ops', 'public', 'critical'],
+      ['ops.alert.action_quality', 'x', 'unknown', 'critical'],
+    ]);
+    expect(alerts[0]!.payload.message).toMatch(/reported success: false/);
+  });
+
+  it('raises action_quality when a task fails, once per task across both topics', async () => {
+    await bus.publish('skill.dispatch.failed', {
+      id: 'd1',
+      agent: 'quinn',
+      skill: 'pr_review',
+      taskId: 't1',
+      error: { message: 'tests red' },
+    });
+    const sample = {
+      agent: 'quinn',
+      skill: 'pr_review',
+      taskId: 't1',
+      wallMs: 5,
+      success: false,
+      measured: 'wall-clock' as const,
+    };
+    await bus.publish('cost.sample', sample);
+    await bus.idle();
+    expect(alerts).toHaveLength(1);
+    expect(alerts[0]!.payload).toMatchObject({
+      kind: 'action_quality',
+      severity: 'warning',
+      evidence: { source: 'skill.dispatch.failed', taskId: 't1' },
+    });
+    expect(alerts[0]!.payload.message).toBe('quinn/pr_review failed (task t1): tests red');
+  });
+});

@@ -1,0 +1,117 @@
+/**
+ * `ops.alert.action_quality`: raised when a task fails (`skill.dispatch.failed`) or a cost sample
+ * says `success: false`, with severity scaled by the skill's effective radius. A failure seen on
+ * both topics for the same task raises one alert: the id is derived from agent + task.
+ */
+import type { EventEnvelope, Subscription } from '../bus/index.js';
+import type { OpsAlert } from './alert.js';
+import { alertEventId, publishAlert } from './alert.js';
+import type { AlertRaiserOptions } from './reconciler.js';
+import { ALERT_BASE_SEVERITY, scaleSeverity } from './severity.js';
+
+/** Default subscription name prefix of the action-quality monitor. */
+export const ACTION_QUALITY_SUBSCRIPTION = 'alerts-action-quality';
+
+/** Watches for failed actions and raises `ops.alert.action_quality`. */
+export interface ActionQualityMonitor {
+  /** Subscribes to `cost.sample` and `skill.dispatch.failed` (durable). */
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Handles one event of either topic; resolves to the alert raised, if any. */
+  handle(event: EventEnvelope): Promise<OpsAlert | undefined>;
+}
+
+function text(value: unknown): string | undefined {
+  return typeof value === 'string' && value.length > 0 ? value : undefined;
+}
+
+function record(value: unknown): Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : {};
+}
+
+/**
+ * Creates the action-quality monitor.
+ *
+ * @example
+ * ```ts
+ * const monitor = createActionQualityMonitor({ bus, declarations: fleet.declarations });
+ * await monitor.start();
+ * ```
+ */
+export function createActionQualityMonitor(options: AlertRaiserOptions): ActionQualityMonitor {
+  const { bus, declarations } = options;
+  const base = options.baseSeverity?.action_quality ?? ALERT_BASE_SEVERITY.action_quality;
+  const name = options.subscriptionName ?? ACTION_QUALITY_SUBSCRIPTION;
+  const subscriptions: Subscription[] = [];
+
+  async function handle(event: EventEnvelope): Promise<OpsAlert | undefined> {
+    const payload = record(event.payload);
+    const agent = text(payload.agent);
+    const skill = text(payload.skill);
+    if (agent === undefined || skill === undefined) return undefined;
+    const taskId = text(payload.taskId);
+    let message: string;
+    if (event.topic === 'cost.sample') {
+      if (payload.success !== false) return undefined;
+      message = `${agent}/${skill} reported success: false in its cost sample${taskId === undefined ? '' : ` (task ${taskId})`}`;
+    } else if (event.topic === 'skill.dispatch.failed') {
+      const reason =
+        text(payload.error) ?? text(record(payload.error).message) ?? text(payload.state);
+      message = `${agent}/${skill} failed${taskId === undefined ? '' : ` (task ${taskId})`}${reason === undefined ? '' : `: ${reason}`}`;
+    } else {
+      return undefined;
+    }
+    const { radius: effective, stale } = declarations.effectiveRadius(agent, skill);
+    const radius = stale || effective === undefined ? 'unknown' : effective;
+    const alert: OpsAlert = {
+      kind: 'action_quality',
+      severity: scaleSeverity(base, radius, options.severity),
+      agent,
+      skill,
+      radius,
+      message,
+      evidence: {
+        source: event.topic,
+        eventId: event.id,
+        ...(taskId === undefined ? {} : { taskId }),
+        stale,
+        payload: event.payload,
+      },
+    };
+    // One alert per failed task, whichever topic reported it first.
+    const cause = taskId === undefined ? event.id : `task:${agent}:${taskId}`;
+    await publishAlert(bus, alert, {
+      id: alertEventId('action_quality', cause),
+      correlationId: event.correlationId,
+    });
+    return alert;
+  }
+
+  return {
+    async start() {
+      if (subscriptions.length > 0) return;
+      subscriptions.push(
+        await bus.subscribe(
+          'cost.sample',
+          async (event) => {
+            await handle(event);
+          },
+          { name: `${name}-cost`, durable: true },
+        ),
+        await bus.subscribe(
+          'skill.dispatch.failed',
+          async (event) => {
+            await handle(event);
+          },
+          { name: `${name}-dispatch`, durable: true },
+        ),
+      );
+    },
+    async stop() {
+      for (const sub of subscriptions.splice(0)) await sub.unsubscribe();
+    },
+    handle,
+  };
+}

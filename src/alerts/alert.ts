@@ -1,0 +1,38 @@
+/** The `ops.alert.<kind>` record and how it is published (deterministic id, one place). */
+import type { EventBus, OpsAlertEvent } from '../bus/index.js';
+import { deterministicEventId } from '../bus/index.js';
+import type { BlastRadius } from '../protocol/index.js';
+import type { AlertKind, Severity } from './severity.js';
+
+/** An alert, as published on `ops.alert.<kind>`. */
+export interface OpsAlert {
+  kind: AlertKind;
+  severity: Severity;
+  agent: string;
+  skill: string;
+  /** The radius the severity was scaled by; `unknown` when undeclared or stale. */
+  radius: BlastRadius | 'unknown';
+  message: string;
+  evidence: Record<string, unknown>;
+}
+
+/**
+ * The id of the alert of `kind` caused by source event `sourceId`: the same cause always gives
+ * the same id, so re-processing an event (redelivery, a second replica) never duplicates an alert.
+ */
+export function alertEventId(kind: AlertKind, sourceId: string): string {
+  return deterministicEventId('ops.alert', kind, sourceId);
+}
+
+/** Publishes `alert` on `ops.alert.<kind>` with `id` (see {@link alertEventId}). */
+export async function publishAlert(
+  bus: EventBus,
+  alert: OpsAlert,
+  options: { id: string; correlationId?: string },
+): Promise<void> {
+  const payload: OpsAlertEvent = alert;
+  await bus.publish(`ops.alert.${alert.kind}`, payload, {
+    id: options.id,
+    ...(options.correlationId === undefined ? {} : { correlationId: options.correlationId }),
+  });
+}

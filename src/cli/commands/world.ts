@@ -1,0 +1,175 @@
+/**
+ * `fleetgate world [DOMAIN]`: the materialised world state, read from the gateway's store. Without
+ * a domain, one row per domain; with one, its state as JSON; with `--history`, its audit log.
+ */
+import { existsSync } from 'node:fs';
+import type { Command } from 'commander';
+import { FleetgateError } from '../../errors/index.js';
+import { loadConfigFile } from '../../service/config.js';
+import { openStore, parseStoreUrl } from '../../store/index.js';
+import type { AuditRecord, DomainSnapshot } from '../../world/index.js';
+import { createSqlWorldStore } from '../../world/index.js';
+import type { CliIo } from '../io.js';
+import type { Style } from '../style.js';
+import { createStyle, renderTable } from '../style.js';
+
+const DEFAULT_CONFIG = 'fleetgate.yaml';
+const CELL_WIDTH = 40;
+
+interface WorldCliOptions {
+  store?: string;
+  config?: string;
+  history?: boolean;
+  path?: string;
+  limit?: number;
+  json?: boolean;
+}
+
+function short(value: unknown): string {
+  if (value === undefined) return '-';
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? typeof value;
+  } catch {
+    text = '?';
+  }
+  return text.length > CELL_WIDTH ? `${text.slice(0, CELL_WIDTH - 1)}…` : text;
+}
+
+function age(ms: number, now: number): string {
+  const s = Math.max(0, Math.round((now - ms) / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.round(s / 60)}m`;
+  return s < 86_400 ? `${Math.round(s / 3600)}h` : `${Math.round(s / 86_400)}d`;
+}
+
+/** One row per domain: name, version, last change, top-level keys of `data`. */
+export function renderDomains(
+  domains: readonly DomainSnapshot[],
+  s: Style,
+  now = Date.now(),
+): string {
+  if (domains.length === 0) return `${s.dim('no world-state domains yet')}\n`;
+  const rows = domains.map((d) => {
+    const data = d.state.data;
+    const keys =
+      typeof data === 'object' && data !== null && !Array.isArray(data) ? Object.keys(data) : [];
+    return [
+      s.bold(d.name),
+      String(d.version),
+      `${age(d.updatedAt, now)} ago`,
+      short(keys.join(', ')).replace(/^"|"$/gu, ''),
+    ];
+  });
+  return renderTable(['DOMAIN', 'VERSION', 'UPDATED', 'DATA KEYS'], rows);
+}
+
+/** The audit records of a domain as a table, rejected entries in red with their reason. */
+export function renderHistory(records: readonly AuditRecord[], s: Style): string {
+  if (records.length === 0) return `${s.dim('no audit records')}\n`;
+  const rows = records.map((r) => [
+    String(r.seq),
+    r.time,
+    `${r.agent}/${r.skill}`,
+    r.taskId,
+    `${r.op} ${r.path}`,
+    r.status === 'applied'
+      ? `${short(r.previous)} → ${short(r.next)} ${s.dim(`v${r.version ?? '?'}`)}`
+      : s.red(`rejected: ${r.reason ?? ''}`),
+  ]);
+  return renderTable(['SEQ', 'TIME', 'AGENT/SKILL', 'TASK', 'CHANGE', 'RESULT'], rows);
+}
+
+async function storeUrl(opts: WorldCliOptions): Promise<string> {
+  if (opts.store !== undefined) return opts.store;
+  if (opts.config !== undefined || existsSync(DEFAULT_CONFIG)) {
+    return (await loadConfigFile(opts.config ?? DEFAULT_CONFIG)).store;
+  }
+  return 'sqlite:./data/fleetgate.db';
+}
+
+/** Registers `fleetgate world`. */
+export function registerWorld(program: Command, io: CliIo, setExit: (code: number) => void): void {
+  program
+    .command('world')
+    .description('show the world state (all domains, one domain, or its audit log)')
+    .argument('[domain]', 'a world-state domain')
+    .option(
+      '--store <url>',
+      'store URL (default: the config\u2019s store, else sqlite:./data/fleetgate.db)',
+    )
+    .option('--config <file>', `configuration file (default ${DEFAULT_CONFIG} when present)`)
+    .option('--history', "print the domain's audit log instead of its state")
+    .option('--path <path>', 'with --history: only this path and below')
+    .option('--limit <n>', 'with --history: most records (default 50)', (v) =>
+      Number.parseInt(v, 10),
+    )
+    .option('--json', 'print JSON')
+    .action(async (domain: string | undefined, opts: WorldCliOptions) => {
+      if (opts.history === true && domain === undefined) {
+        throw new FleetgateError('FLEETGATE_USAGE', '--history needs a DOMAIN');
+      }
+      if (opts.limit !== undefined && !(Number.isSafeInteger(opts.limit) && opts.limit > 0)) {
+        throw new FleetgateError('FLEETGATE_USAGE', '--limit must be a positive integer');
+      }
+      const url = await storeUrl(opts);
+      const location = parseStoreUrl(url);
+      if (
+        location.kind === 'sqlite' &&
+        location.file !== ':memory:' &&
+        !existsSync(location.file)
+      ) {
+        throw new FleetgateError(
+          'FLEETGATE_USAGE',
+          `no store at ${location.file}; start the gateway first or pass --store URL`,
+        );
+      }
+      const store = await openStore(url);
+      const s = createStyle(io.color);
+      try {
+        const world = createSqlWorldStore({ db: store.db, kind: store.kind });
+        if (domain === undefined) {
+          const domains = await world.domains();
+          const view = domains.map(({ name, version, state, updatedAt }) => ({
+            name,
+            version,
+            state,
+            updatedAt,
+          }));
+          io.out(
+            opts.json === true ? `${JSON.stringify(view, null, 2)}\n` : renderDomains(view, s),
+          );
+          return;
+        }
+        const found = await world.domain(domain);
+        if (found === undefined) {
+          io.err(`fleetgate world: no domain ${JSON.stringify(domain)}\n`);
+          setExit(2);
+          return;
+        }
+        if (opts.history === true) {
+          const records = await world.history(domain, {
+            limit: opts.limit ?? 50,
+            ...(opts.path === undefined ? {} : { path: opts.path }),
+          });
+          io.out(
+            opts.json === true
+              ? `${JSON.stringify(records, null, 2)}\n`
+              : renderHistory(records, s),
+          );
+          return;
+        }
+        const { name, version, state, updatedAt } = found;
+        if (opts.json === true) {
+          io.out(`${JSON.stringify({ name, version, state, updatedAt }, null, 2)}\n`);
+        } else {
+          io.out(
+            `${s.bold(name)} ${s.dim(`version ${version}, updated ${new Date(updatedAt).toISOString()}`)}\n`,
+          );
+          io.out(`${JSON.stringify(state, null, 2)}\n`);
+        }
+      } finally {
+        await store.close();
+      }
+    });
+}

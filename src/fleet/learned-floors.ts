@@ -1,0 +1,51 @@
+import type { Kysely } from 'kysely';
+import type { AlertsDatabase, LearnedFloor } from '../alerts/index.js';
+import { listLearnedFloors } from '../alerts/index.js';
+import type { BlastRadius } from '../protocol/index.js';
+import { compareRadius } from '../protocol/index.js';
+import type { FloorSource } from './card-broker.js';
+
+/**
+ * The floors reconciliation learned from observed violations (`learnFloors: true`), kept in the
+ * store and applied by the card broker alongside the configured ones. Pass {@link raise} as the
+ * floor writer's `onRaised`, so a raise takes effect on the very next lookup.
+ *
+ * @example
+ * ```ts
+ * const learned = await LearnedFloors.load(store.db);
+ * const writer = createStoreFloorWriter({ db: store.db, kind: store.kind, onRaised: (f) => learned.raise(f) });
+ * new CardBroker({ ..., floors: learned });
+ * ```
+ */
+export class LearnedFloors implements FloorSource {
+  readonly #floors = new Map<string, Map<string, BlastRadius>>();
+  #version = 0;
+
+  get version(): number {
+    return this.#version;
+  }
+
+  /** Loads every learned floor of the store. */
+  static async load<DB extends AlertsDatabase>(db: Kysely<DB>): Promise<LearnedFloors> {
+    const floors = new LearnedFloors();
+    for (const floor of await listLearnedFloors(db)) floors.raise(floor);
+    return floors;
+  }
+
+  floor(agent: string, skill: string): BlastRadius | undefined {
+    return this.#floors.get(agent)?.get(skill);
+  }
+
+  /** Applies a learned floor; a floor only ever widens. */
+  raise(floor: Pick<LearnedFloor, 'agent' | 'skill' | 'radius'>): void {
+    let skills = this.#floors.get(floor.agent);
+    if (skills === undefined) {
+      skills = new Map();
+      this.#floors.set(floor.agent, skills);
+    }
+    const current = skills.get(floor.skill);
+    if (current !== undefined && compareRadius(floor.radius, current) <= 0) return;
+    skills.set(floor.skill, floor.radius);
+    this.#version += 1;
+  }
+}

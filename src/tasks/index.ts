@@ -1,0 +1,3 @@
+/** Task tracking: durable task records with the terminal claim, and the push receiver. */
+export * from './task-records.js';
+export * from './push-receiver.js';

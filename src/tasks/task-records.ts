@@ -1,0 +1,169 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { OutboxDatabase } from '../bus/index.js';
+import type { TaskStateName } from '../protocol/index.js';
+import { normalizeTaskState } from '../protocol/index.js';
+
+/** Which path saw a task's terminal state first. */
+export type TerminalVia = 'reply' | 'stream' | 'poll' | 'push' | 'resubscribe' | 'recovery';
+
+/** The durable record of one task the gateway follows. */
+export interface TaskRecord {
+  agent: string;
+  taskId: string;
+  skill: string;
+  correlationId: string;
+  /** The last state seen. */
+  state: TaskStateName;
+  /** sha256 (hex) of the task's push-notification secret; never the secret itself. */
+  pushTokenHash: string | null;
+  createdAt: number;
+  updatedAt: number;
+  /** When the task was claimed terminal; null while in flight. */
+  terminalAt: number | null;
+  terminalVia: TerminalVia | null;
+}
+
+/** The table of {@link createStoreTaskRecords} (migration `0004_tasks`). */
+export interface TaskTable {
+  agent: string;
+  task_id: string;
+  skill: string;
+  correlation_id: string;
+  state: string;
+  push_token_hash: string | null;
+  created_at: number;
+  updated_at: number;
+  terminal_at: number | null;
+  terminal_via: string | null;
+}
+
+/** The task records' table. */
+export interface TasksDatabase {
+  fleetgate_task: TaskTable;
+}
+
+/** What the claim's transaction can write: the task records and the outbox. */
+export type ClaimDatabase = TasksDatabase & OutboxDatabase;
+
+/** Durable task records with the terminal claim. */
+export interface TaskRecordStore {
+  /** Records a task to follow; a record that exists already is kept as it is. */
+  create(record: Omit<TaskRecord, 'terminalAt' | 'terminalVia'>): Promise<void>;
+  get(agent: string, taskId: string): Promise<TaskRecord | undefined>;
+  /** Every record with this task id (task ids are the agents', so two agents may share one). */
+  byTaskId(taskId: string): Promise<TaskRecord[]>;
+  /** Records not yet terminal, oldest first (restart recovery). */
+  inFlight(limit?: number): Promise<TaskRecord[]>;
+  /** Notes a non-terminal state seen; no effect on a terminal record. */
+  noteState(agent: string, taskId: string, state: TaskStateName, at: number): Promise<void>;
+  /**
+   * Claims the task terminal — a compare-and-set (`… WHERE terminal_at IS NULL`) — and, in the
+   * same transaction, runs `alsoWrite` (the outbox rows of the events the terminal state
+   * produces). Resolves true for the one path that won; every other path gets false and nothing
+   * of its `alsoWrite` is kept.
+   */
+  claim(
+    agent: string,
+    taskId: string,
+    claim: { via: TerminalVia; state: TaskStateName; at: number },
+    alsoWrite?: (trx: Transaction<ClaimDatabase>) => Promise<void>,
+  ): Promise<boolean>;
+}
+
+function fromRow(row: TaskTable): TaskRecord {
+  return {
+    agent: row.agent,
+    taskId: row.task_id,
+    skill: row.skill,
+    correlationId: row.correlation_id,
+    state: normalizeTaskState(row.state),
+    pushTokenHash: row.push_token_hash,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+    terminalAt: row.terminal_at === null ? null : Number(row.terminal_at),
+    terminalVia: row.terminal_via as TerminalVia | null,
+  };
+}
+
+/** Task records in the store (SQLite or PostgreSQL). */
+export function createStoreTaskRecords<DB extends ClaimDatabase>(
+  database: Kysely<DB>,
+): TaskRecordStore {
+  // kysely's types are invariant in DB; the constraint guarantees the table exists.
+  const db = database as unknown as Kysely<ClaimDatabase>;
+  return {
+    async create(record) {
+      await db
+        .insertInto('fleetgate_task')
+        .values({
+          agent: record.agent,
+          task_id: record.taskId,
+          skill: record.skill,
+          correlation_id: record.correlationId,
+          state: record.state,
+          push_token_hash: record.pushTokenHash,
+          created_at: record.createdAt,
+          updated_at: record.updatedAt,
+          terminal_at: null,
+          terminal_via: null,
+        })
+        .onConflict((oc) => oc.columns(['agent', 'task_id']).doNothing())
+        .execute();
+    },
+    async get(agent, taskId) {
+      const row = await db
+        .selectFrom('fleetgate_task')
+        .selectAll()
+        .where('agent', '=', agent)
+        .where('task_id', '=', taskId)
+        .executeTakeFirst();
+      return row === undefined ? undefined : fromRow(row);
+    },
+    async byTaskId(taskId) {
+      const rows = await db
+        .selectFrom('fleetgate_task')
+        .selectAll()
+        .where('task_id', '=', taskId)
+        .execute();
+      return rows.map(fromRow);
+    },
+    async inFlight(limit = 10_000) {
+      const rows = await db
+        .selectFrom('fleetgate_task')
+        .selectAll()
+        .where('terminal_at', 'is', null)
+        .orderBy('created_at')
+        .limit(limit)
+        .execute();
+      return rows.map(fromRow);
+    },
+    async noteState(agent, taskId, state, at) {
+      await db
+        .updateTable('fleetgate_task')
+        .set({ state, updated_at: at })
+        .where('agent', '=', agent)
+        .where('task_id', '=', taskId)
+        .where('terminal_at', 'is', null)
+        .execute();
+    },
+    async claim(agent, taskId, claim, alsoWrite) {
+      return db.transaction().execute(async (trx) => {
+        const result = await trx
+          .updateTable('fleetgate_task')
+          .set({
+            state: claim.state,
+            updated_at: claim.at,
+            terminal_at: claim.at,
+            terminal_via: claim.via,
+          })
+          .where('agent', '=', agent)
+          .where('task_id', '=', taskId)
+          .where('terminal_at', 'is', null)
+          .executeTakeFirst();
+        if (Number(result.numUpdatedRows) !== 1) return false;
+        await alsoWrite?.(trx);
+        return true;
+      });
+    },
+  };
+}

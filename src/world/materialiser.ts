@@ -1,0 +1,417 @@
+/**
+ * The world-state materialiser: a durable bus subscriber that applies each `world.state.delta`
+ * event to its domains, records every applied and rejected entry in the audit log, and emits
+ * `world.state.updated` per changed domain and `world.state.delta.rejected` for entries that could
+ * not apply — all in one unit of work of the {@link WorldStore}, deduplicated by event id inside
+ * it, so a redelivered event is applied exactly once even across replicas.
+ */
+import type { EventBus, Subscription } from '../bus/index.js';
+import { deterministicEventId } from '../bus/index.js';
+import { FleetgateError } from '../errors/index.js';
+import type { RejectedDeltaEntry } from '../protocol/index.js';
+import { FORBIDDEN_PATH_SEGMENTS } from '../protocol/index.js';
+import { applyDelta } from './apply.js';
+import type { RecordBase, WorldStateDeltaEnvelope } from './parse-event.js';
+import { appliedRecord, parseEvent, rejectedRecord, safeSnapshot } from './parse-event.js';
+import { replayRecords } from './replay.js';
+import type { JsonObject } from './json.js';
+import { cloneJsonObject, copyJsonValue, isPlainObject, toJsonValue } from './json.js';
+import type {
+  AuditRecord,
+  DomainSnapshot,
+  HistoryQuery,
+  NewAuditRecord,
+  PruneResult,
+  StoredDomain,
+  WorldEmission,
+  WorldStore,
+} from './types.js';
+
+/** Default subscription (and JetStream durable consumer) name of the materialiser. */
+export const WORLD_MATERIALISER_SUBSCRIPTION = 'world-materialiser';
+
+/** Retention of the audit log and of the applied-event ids. */
+export interface WorldRetention {
+  /** Audit records older than this are folded into the domain's base and removed (default: kept). */
+  auditMaxAgeMs?: number;
+  /**
+   * Applied event ids older than this are forgotten (default: 7 days). A redelivery older than
+   * this would apply again, so keep it longer than the bus can redeliver.
+   */
+  eventIdMaxAgeMs?: number;
+  /** Prune every this many ms while started (default: only when {@link WorldMaterialiser.prune} is called). */
+  intervalMs?: number;
+}
+
+/** Options of {@link createWorldMaterialiser}. */
+export interface WorldMaterialiserOptions {
+  store: WorldStore;
+  /** The bus it subscribes to; also publishes emissions when the store has no outbox. */
+  bus: EventBus;
+  /** Initial state of domains, from configuration; each must be a JSON object. */
+  seeds?: Readonly<Record<string, unknown>>;
+  retention?: WorldRetention;
+  /** Largest value of a rejected entry kept whole in its audit record, as JSON bytes (default 8 KiB). */
+  auditValueMaxBytes?: number;
+  /** Subscription name (default {@link WORLD_MATERIALISER_SUBSCRIPTION}). */
+  subscriptionName?: string;
+  /** Clock in epoch milliseconds (tests pass a fake). */
+  now?: () => number;
+}
+
+/** What applying one event did. */
+export interface ApplyReport {
+  eventId: string;
+  /** True when the event id was already applied; nothing changed. */
+  skipped: boolean;
+  /** Entries applied. */
+  applied: number;
+  /** Entries rejected, with reasons (also published on `world.state.delta.rejected`). */
+  rejected: RejectedDeltaEntry[];
+  /** The domains the event changed, with their new versions and the paths touched. */
+  updated: { domain: string; version: number; paths: string[] }[];
+}
+
+export type { WorldStateDeltaEnvelope };
+
+/** Reads and maintains the materialised world state. */
+export interface WorldMaterialiser {
+  /** Seeds configured domains (once) and subscribes to `world.state.delta` (durable). */
+  start(): Promise<void>;
+  /** Unsubscribes and stops the retention timer. */
+  stop(): Promise<void>;
+  /** Applies one event now (the subscription calls this; tests and tools may too). */
+  apply(event: WorldStateDeltaEnvelope): Promise<ApplyReport>;
+  /** Applies several events, in order, in one unit of work (replays and bulk loads). */
+  applyBatch(events: readonly WorldStateDeltaEnvelope[]): Promise<ApplyReport[]>;
+  /** Every domain, by name. */
+  getWorld(): Promise<Record<string, DomainSnapshot>>;
+  getDomain(name: string): Promise<DomainSnapshot | undefined>;
+  /** Audit records of a domain, newest first unless `order: 'asc'`. */
+  history(domain: string, query?: HistoryQuery): Promise<AuditRecord[]>;
+  /** Rebuilds a domain from its base and the audit log (equals the live domain). */
+  replay(domain: string): Promise<DomainSnapshot | undefined>;
+  /** Applies the retention now; see {@link WorldRetention}. */
+  prune(): Promise<PruneResult>;
+}
+
+const DEFAULT_EVENT_ID_MAX_AGE_MS = 7 * 24 * 60 * 60 * 1000;
+const DEFAULT_AUDIT_VALUE_MAX_BYTES = 8 * 1024;
+
+/** The empty domain: `{ data: {} }`. */
+export function emptyDomainState(): JsonObject {
+  return { data: {} };
+}
+
+function checkSeed(name: string, seed: unknown): JsonObject {
+  const copy = toJsonValue(seed);
+  if (!copy.ok || !isPlainObject(copy.value)) {
+    throw new FleetgateError(
+      'FLEETGATE_WORLD_SEED_INVALID',
+      `Seed of world domain ${JSON.stringify(name)}: ${copy.ok ? 'must be a JSON object' : copy.reason}`,
+      { details: { domain: name } },
+    );
+  }
+  if (FORBIDDEN_PATH_SEGMENTS.has(name) || !/^[^\s.]+$/u.test(name)) {
+    throw new FleetgateError(
+      'FLEETGATE_WORLD_SEED_INVALID',
+      `World domain name ${JSON.stringify(name)} is not allowed`,
+      { details: { domain: name } },
+    );
+  }
+  return copy.value;
+}
+
+function toSnapshot(domain: StoredDomain): DomainSnapshot {
+  return {
+    name: domain.name,
+    version: domain.version,
+    state: domain.state,
+    updatedAt: domain.updatedAt,
+  };
+}
+
+/**
+ * Creates the materialiser. Call {@link WorldMaterialiser.start} to seed and subscribe.
+ *
+ * @example
+ * ```ts
+ * const world = createWorldMaterialiser({
+ *   store: createSqlWorldStore({ db: store.db, kind: store.kind, onCommitted: relay.notify }),
+ *   bus,
+ *   seeds: { ci: { data: { blockedPRs: 0 } } },
+ *   retention: { auditMaxAgeMs: 30 * 86_400_000, intervalMs: 3_600_000 },
+ * });
+ * await world.start();
+ * (await world.getDomain('ci'))?.state; // { data: { blockedPRs: 0 } }
+ * ```
+ */
+export function createWorldMaterialiser(options: WorldMaterialiserOptions): WorldMaterialiser {
+  const { store, bus } = options;
+  const now = options.now ?? Date.now;
+  const auditMax = options.auditValueMaxBytes ?? DEFAULT_AUDIT_VALUE_MAX_BYTES;
+  const seeds = new Map<string, JsonObject>();
+  for (const [name, seed] of Object.entries(options.seeds ?? {}))
+    seeds.set(name, checkSeed(name, seed));
+
+  let subscription: Subscription | undefined;
+  let timer: NodeJS.Timeout | undefined;
+
+  function initDomain(at: number): (name: string) => StoredDomain {
+    return (name) => {
+      const seed = seeds.get(name);
+      const state = seed === undefined ? emptyDomainState() : cloneJsonObject(seed);
+      return {
+        name,
+        version: 0,
+        state,
+        updatedAt: at,
+        base: cloneJsonObject(state),
+        baseVersion: 0,
+      };
+    };
+  }
+
+  async function applyEvents(events: readonly WorldStateDeltaEnvelope[]): Promise<ApplyReport[]> {
+    const parsed = events.map(parseEvent);
+    const at = now();
+    const { result, emitted } = await store.unitOfWork(async (uow) => {
+      const fresh = await uow.claim(
+        parsed.map((e) => e.envelope.id),
+        at,
+      );
+      const names = new Set<string>();
+      for (const e of parsed)
+        if (fresh.has(e.envelope.id)) for (const x of e.entries) names.add(x.domain);
+      const loaded = await uow.load([...names], initDomain(at));
+      const changed = new Set<string>();
+      const audit: NewAuditRecord[] = [];
+      const emissions: WorldEmission[] = [];
+      const reports: ApplyReport[] = [];
+      const seen = new Set<string>();
+      for (const e of parsed) {
+        const id = e.envelope.id;
+        const report: ApplyReport = {
+          eventId: id,
+          skipped: false,
+          applied: 0,
+          rejected: [],
+          updated: [],
+        };
+        reports.push(report);
+        if (!fresh.has(id) || seen.has(id)) {
+          report.skipped = true;
+          continue;
+        }
+        seen.add(id);
+        const base: RecordBase = {
+          agent: e.source,
+          skill: e.skill,
+          taskId: e.taskId,
+          eventId: id,
+          time: e.envelope.time,
+          recordedAt: at,
+        };
+        // This event's audit records, put in the order the agent reported the entries at the end.
+        const eventAudit: NewAuditRecord[] = [];
+        for (const r of e.rejected) {
+          // The entry goes out on the bus and into the outbox: a huge one (the usual reason it
+          // was rejected) is summarised, so it can never block the relay or the bus.
+          report.rejected.push({
+            index: r.index,
+            entry: safeSnapshot(r.entry, auditMax),
+            reason: r.reason,
+          });
+          eventAudit.push(
+            rejectedRecord(
+              base,
+              r,
+              safeSnapshot(isPlainObject(r.entry) ? r.entry.value : r.entry, auditMax),
+              r.reason,
+            ),
+          );
+        }
+        // Domains in order of first appearance; each gets one version per event.
+        const byDomain = new Map<string, { paths: string[]; records: NewAuditRecord[] }>();
+        for (const entry of e.entries) {
+          const domain = loaded.get(entry.domain)!.domain;
+          const outcome = applyDelta(domain.state, entry.path, entry.op, entry.value);
+          const group = byDomain.get(entry.domain) ?? { paths: [], records: [] };
+          byDomain.set(entry.domain, group);
+          if (outcome.ok) {
+            report.applied += 1;
+            if (!group.paths.includes(entry.path)) group.paths.push(entry.path);
+            // The audit keeps its own copy of the operand (replay needs it whole). A set's new
+            // value is that same copy and the replaced value has left the tree, so neither needs
+            // another copy; the store summarises large ones when it writes them.
+            const value = copyJsonValue(entry.value) ?? null;
+            const next = entry.op === 'set' ? value : outcome.next;
+            group.records.push(
+              appliedRecord(base, entry, value, { previous: outcome.previous, next }),
+            );
+          } else {
+            report.rejected.push({
+              index: entry.index,
+              entry: {
+                domain: entry.domain,
+                path: entry.path,
+                op: entry.op,
+                value: safeSnapshot(entry.value, auditMax),
+              },
+              reason: outcome.reason,
+            });
+            group.records.push(
+              rejectedRecord(base, entry, safeSnapshot(entry.value, auditMax), outcome.reason),
+            );
+          }
+        }
+        let updatedIdBase: string | undefined;
+        for (const [name, group] of byDomain) {
+          const domain = loaded.get(name)!.domain;
+          let version: number | undefined;
+          if (group.paths.length > 0) {
+            domain.version += 1;
+            domain.updatedAt = at;
+            version = domain.version;
+            changed.add(name);
+            report.updated.push({ domain: name, version, paths: group.paths });
+            emissions.push({
+              topic: 'world.state.updated',
+              payload: { domain: name, version, paths: group.paths },
+              // One hash per event, the domain appended: deterministic, unique, and cheap.
+              id: `${(updatedIdBase ??= deterministicEventId('world.state.updated', id))}.${name}`,
+              correlationId: e.envelope.correlationId,
+            });
+          }
+          for (const record of group.records) {
+            if (version !== undefined && record.status === 'applied') record.version = version;
+            eventAudit.push(record);
+          }
+        }
+        eventAudit.sort((a, b) => a.index - b.index);
+        for (const record of eventAudit) audit.push(record);
+        if (report.rejected.length > 0) {
+          report.rejected.sort((a, b) => a.index - b.index);
+          emissions.push({
+            topic: 'world.state.delta.rejected',
+            payload: {
+              source: e.source,
+              skill: e.skill,
+              taskId: e.taskId,
+              rejected: report.rejected,
+            },
+            id: deterministicEventId('world.state.delta.rejected', 'materialiser', id),
+            correlationId: e.envelope.correlationId,
+          });
+        }
+      }
+      await uow.save([...changed].map((name) => loaded.get(name)!.domain));
+      const unused = [...loaded].filter(([name, l]) => l.created && !changed.has(name));
+      await uow.discard(unused.map(([name]) => name));
+      // Audit rows in the order the entries were reported within each event.
+      await uow.audit(audit);
+      await uow.emit(emissions);
+      return reports;
+    });
+    for (const emission of emitted) {
+      await publishEmission(emission);
+    }
+    return result;
+  }
+
+  async function publishEmission(emission: WorldEmission): Promise<void> {
+    const options = { id: emission.id, correlationId: emission.correlationId };
+    switch (emission.topic) {
+      case 'world.state.updated':
+        await bus.publish(emission.topic, emission.payload, options);
+        return;
+      case 'world.state.delta.rejected':
+        await bus.publish(emission.topic, emission.payload, options);
+        return;
+    }
+  }
+
+  async function prune(): Promise<PruneResult> {
+    const at = now();
+    const retention = options.retention ?? {};
+    return store.prune({
+      before:
+        retention.auditMaxAgeMs === undefined
+          ? Number.NEGATIVE_INFINITY
+          : at - retention.auditMaxAgeMs,
+      eventIdsBefore: at - (retention.eventIdMaxAgeMs ?? DEFAULT_EVENT_ID_MAX_AGE_MS),
+      fold: (base, applied) => replayRecords(base, applied),
+    });
+  }
+
+  return {
+    async start() {
+      if (subscription !== undefined) return;
+      const at = now();
+      for (const [name, seed] of seeds) await store.seed(name, seed, at);
+      subscription = await bus.subscribe(
+        'world.state.delta',
+        async (event) => {
+          await applyEvents([event]);
+        },
+        // `all`: a new durable consumer starts with every event the bus still retains (applying
+        // an event twice is impossible, so nothing is lost by starting early); an existing one
+        // resumes where it left off.
+        {
+          name: options.subscriptionName ?? WORLD_MATERIALISER_SUBSCRIPTION,
+          durable: true,
+          from: 'all',
+        },
+      );
+      const interval = options.retention?.intervalMs;
+      if (interval !== undefined && interval > 0) {
+        timer = setInterval(() => {
+          prune().catch((error: unknown) => {
+            bus
+              .publish('system.error', {
+                source: 'world-materialiser:retention',
+                message: error instanceof Error ? error.message : String(error),
+              })
+              .catch(() => undefined);
+          });
+        }, interval);
+        timer.unref();
+      }
+    },
+    async stop() {
+      if (timer !== undefined) clearInterval(timer);
+      timer = undefined;
+      const sub = subscription;
+      subscription = undefined;
+      await sub?.unsubscribe();
+    },
+    async apply(event) {
+      const [report] = await applyEvents([event]);
+      return report!;
+    },
+    applyBatch: applyEvents,
+    async getWorld() {
+      const domains = await store.domains();
+      return Object.fromEntries(domains.map((d) => [d.name, toSnapshot(d)]));
+    },
+    async getDomain(name) {
+      const domain = await store.domain(name);
+      return domain === undefined ? undefined : toSnapshot(domain);
+    },
+    history: (domain, query) => store.history(domain, query),
+    async replay(name) {
+      const domain = await store.domain(name);
+      if (domain === undefined) return undefined;
+      const records = await store.appliedSinceBase(name);
+      const state = replayRecords(cloneJsonObject(domain.base), records);
+      const last = records[records.length - 1];
+      return {
+        name,
+        version: last?.version ?? domain.baseVersion,
+        state,
+        updatedAt: last?.recordedAt ?? domain.updatedAt,
+      };
+    },
+    prune,
+  };
+}

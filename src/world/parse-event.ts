@@ -1,0 +1,191 @@
+/**
+ * The pure steps of applying one `world.state.delta` event: checking the envelope, splitting its
+ * entries into the parseable and the rejected, and building audit records. No I/O.
+ */
+import type { EventEnvelope, WorldStateDeltaEvent } from '../bus/index.js';
+import { FleetgateError } from '../errors/index.js';
+import type { DeltaOp, RejectedDeltaEntry } from '../protocol/index.js';
+import { FORBIDDEN_PATH_SEGMENTS, LIMITS, parseDeltaEntry } from '../protocol/index.js';
+import { acceptDeltaEntry } from './accept.js';
+import { auditSnapshot, isPlainObject } from './json.js';
+import type { NewAuditRecord } from './types.js';
+
+/** A `world.state.delta` event as the bus delivers it. */
+export type WorldStateDeltaEnvelope = EventEnvelope<'world.state.delta', WorldStateDeltaEvent>;
+
+const NAME_PREVIEW = LIMITS.nameLength;
+
+function invalidEvent(message: string, eventId: string): FleetgateError {
+  return new FleetgateError('FLEETGATE_WORLD_EVENT_INVALID', message, { details: { eventId } });
+}
+
+function textOf(value: unknown, max: number): string {
+  return typeof value === 'string' ? value.slice(0, max) : '';
+}
+
+/** An audit copy that never throws (a rejected value may be anything). */
+export function safeSnapshot(value: unknown, maxBytes: number): unknown {
+  try {
+    return auditSnapshot(value, maxBytes);
+  } catch {
+    return { $summary: 'unserialisable', type: typeof value };
+  }
+}
+
+/** The fields every audit record of one event shares. */
+export interface RecordBase {
+  agent: string;
+  skill: string;
+  taskId: string;
+  eventId: string;
+  time: string;
+  recordedAt: number;
+}
+
+// Audit records are built field by field (not by spreading `base`): this runs once per entry,
+// and spread copies were the single largest cost of the in-memory apply path.
+export function appliedRecord(
+  base: RecordBase,
+  entry: { domain: string; path: string; op: string; index: number },
+  value: unknown,
+  outcome: { previous: unknown; next: unknown },
+): NewAuditRecord {
+  return {
+    domain: entry.domain,
+    path: entry.path,
+    op: entry.op,
+    value,
+    previous: outcome.previous,
+    next: outcome.next,
+    status: 'applied',
+    agent: base.agent,
+    skill: base.skill,
+    taskId: base.taskId,
+    eventId: base.eventId,
+    index: entry.index,
+    time: base.time,
+    recordedAt: base.recordedAt,
+  };
+}
+
+export function rejectedRecord(
+  base: RecordBase,
+  entry: { domain: string; path: string; op: string; index: number },
+  value: unknown,
+  reason: string,
+): NewAuditRecord {
+  return {
+    domain: entry.domain,
+    path: entry.path,
+    op: entry.op,
+    value,
+    previous: undefined,
+    next: undefined,
+    status: 'rejected',
+    reason,
+    agent: base.agent,
+    skill: base.skill,
+    taskId: base.taskId,
+    eventId: base.eventId,
+    index: entry.index,
+    time: base.time,
+    recordedAt: base.recordedAt,
+  };
+}
+
+export interface ParsedEvent {
+  envelope: WorldStateDeltaEnvelope;
+  source: string;
+  skill: string;
+  taskId: string;
+  /** Valid entries with their index. */
+  entries: {
+    index: number;
+    domain: string;
+    path: string;
+    op: DeltaOp;
+    value: unknown;
+  }[];
+  rejected: (RejectedDeltaEntry & { domain: string; path: string; op: string })[];
+}
+
+/**
+ * Checks the envelope and splits its entries into the parseable and the rejected.
+ *
+ * @throws FleetgateError `FLEETGATE_WORLD_EVENT_INVALID` when the payload itself is malformed.
+ */
+export function parseEvent(envelope: WorldStateDeltaEnvelope): ParsedEvent {
+  const payload: unknown = envelope.payload;
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
+    throw invalidEvent(`world.state.delta ${envelope.id}: payload must be an object`, envelope.id);
+  }
+  const p = payload as Record<string, unknown>;
+  for (const field of ['source', 'skill', 'taskId'] as const) {
+    if (typeof p[field] !== 'string') {
+      throw invalidEvent(
+        `world.state.delta ${envelope.id}: payload.${field} must be a string`,
+        envelope.id,
+      );
+    }
+  }
+  if (!Array.isArray(p.deltas)) {
+    throw invalidEvent(
+      `world.state.delta ${envelope.id}: payload.deltas must be an array`,
+      envelope.id,
+    );
+  }
+  const out: ParsedEvent = {
+    envelope,
+    source: p.source as string,
+    skill: p.skill as string,
+    taskId: p.taskId as string,
+    entries: [],
+    rejected: [],
+  };
+  const deltas = p.deltas as unknown[];
+  const reject = (index: number, candidate: unknown, reason: string): void => {
+    const raw = isPlainObject(candidate) ? candidate : {};
+    out.rejected.push({
+      index,
+      entry: candidate,
+      reason,
+      domain: textOf(raw.domain, NAME_PREVIEW),
+      path: textOf(raw.path, LIMITS.pathLength),
+      op: textOf(raw.op, 16),
+    });
+  };
+  for (let index = 0; index < deltas.length; index++) {
+    const candidate = deltas[index];
+    if (index >= LIMITS.deltasPerTask) {
+      reject(
+        index,
+        candidate,
+        `too many entries: an event may carry at most ${LIMITS.deltasPerTask}`,
+      );
+      continue;
+    }
+    // The fast check accepts only what the protocol parser accepts; anything else gets the
+    // parser's verdict and its reason.
+    let entry = acceptDeltaEntry(candidate);
+    if (entry === undefined) {
+      const verdict = parseDeltaEntry(candidate);
+      if (!verdict.ok) {
+        reject(index, candidate, verdict.reason);
+        continue;
+      }
+      entry = verdict.entry;
+    }
+    if (FORBIDDEN_PATH_SEGMENTS.has(entry.domain)) {
+      reject(index, candidate, `domain must not be ${JSON.stringify(entry.domain)}`);
+      continue;
+    }
+    out.entries.push({
+      index,
+      domain: entry.domain,
+      path: entry.path,
+      op: entry.op,
+      value: entry.value,
+    });
+  }
+  return out;
+}

@@ -1,0 +1,328 @@
+/**
+ * The {@link WorldStore} on SQLite or PostgreSQL through kysely. Each unit of work is one database
+ * transaction: the event-id claims, domain rows, audit rows and outbox rows commit together, so a
+ * redelivered event (another replica, a restart, a bus re-send) finds its id claimed and is
+ * skipped. On PostgreSQL the domain rows are locked (`FOR UPDATE`, in name order, so two replicas
+ * never deadlock) for the rest of the transaction; SQLite runs one writer at a time anyway.
+ */
+import type { Kysely, Transaction } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
+import type { OutboxDatabase } from '../bus/index.js';
+import { writeOutboxEvent } from '../bus/index.js';
+import { assertNever } from '../errors/index.js';
+import type { JsonObject } from './json.js';
+import { normaliseHistoryQuery } from './history-query.js';
+import type { WorldDatabase } from './store-tables.js';
+import {
+  INSERT_CHUNK,
+  auditInsertSql,
+  auditParams,
+  chunks,
+  toAuditRecord,
+  toAuditRow,
+  toDomain,
+} from './sql-rows.js';
+import type {
+  AuditRecord,
+  HistoryQuery,
+  LoadedDomain,
+  PruneResult,
+  StoredDomain,
+  WorldEmission,
+  WorldStore,
+  WorldUnitOfWork,
+} from './types.js';
+
+/** The tables the SQL world store reads and writes. */
+export type SqlWorldDatabase = WorldDatabase & OutboxDatabase;
+
+/** Options of {@link createSqlWorldStore}. */
+export interface SqlWorldStoreOptions<DB extends SqlWorldDatabase = SqlWorldDatabase> {
+  /**
+   * The store's kysely instance (`openStore(url).db`), migrated to `0003_world` or later. Any
+   * database type that includes the world and outbox tables will do.
+   */
+  db: Kysely<DB>;
+  /** The database engine (`openStore(url).kind`). */
+  kind: 'sqlite' | 'postgres';
+  /** Called after a unit of work that wrote outbox rows committed, e.g. `relay.notify`. */
+  onCommitted?: () => void;
+  /**
+   * Largest `previous` / `next` value of an audit record written whole, as JSON bytes (default
+   * 8 KiB); a larger one is written as an `AuditSummary`. The operand (`value`) is always whole:
+   * replay needs it.
+   */
+  auditValueMaxBytes?: number;
+}
+
+type Db = Kysely<SqlWorldDatabase> | Transaction<SqlWorldDatabase>;
+
+/** A {@link WorldStore} in the tables of the `0003_world` migration. */
+export class SqlWorldStore implements WorldStore {
+  readonly durableEmit = true;
+  readonly #db: Kysely<SqlWorldDatabase>;
+  readonly #kind: 'sqlite' | 'postgres';
+  readonly #onCommitted: (() => void) | undefined;
+  readonly #auditMax: number;
+
+  constructor(options: SqlWorldStoreOptions<SqlWorldDatabase>) {
+    this.#db = options.db;
+    this.#kind = options.kind;
+    this.#onCommitted = options.onCommitted;
+    this.#auditMax = options.auditValueMaxBytes ?? 8 * 1024;
+  }
+
+  async unitOfWork<T>(
+    work: (uow: WorldUnitOfWork) => Promise<T>,
+  ): Promise<{ result: T; emitted: WorldEmission[] }> {
+    let wroteOutbox = false;
+    const result = await this.#db.transaction().execute(async (trx) => {
+      const uow = this.#unitOfWork(trx, () => {
+        wroteOutbox = true;
+      });
+      return work(uow);
+    });
+    if (wroteOutbox) this.#onCommitted?.();
+    return { result, emitted: [] };
+  }
+
+  #selectDomains(db: Db, names: readonly string[]) {
+    let query = db
+      .selectFrom('fleetgate_world_domains')
+      .selectAll()
+      .where('name', 'in', [...names])
+      .orderBy('name');
+    if (this.#kind === 'postgres') query = query.forUpdate();
+    return query.execute();
+  }
+
+  #unitOfWork(trx: Transaction<SqlWorldDatabase>, onEmit: () => void): WorldUnitOfWork {
+    return {
+      claim: async (ids, now) => {
+        const fresh = new Set<string>();
+        // Sorted, so two replicas claiming overlapping batches lock the ids in the same order.
+        const sorted = [...new Set(ids)].sort();
+        for (const chunk of chunks(sorted, INSERT_CHUNK)) {
+          const rows = await trx
+            .insertInto('fleetgate_world_events')
+            .values(chunk.map((event_id) => ({ event_id, applied_at: now })))
+            .onConflict((oc) => oc.column('event_id').doNothing())
+            .returning('event_id')
+            .execute();
+          for (const row of rows) fresh.add(row.event_id);
+        }
+        return fresh;
+      },
+      load: async (names, init) => {
+        const out = new Map<string, LoadedDomain>();
+        if (names.length === 0) return out;
+        const sorted = [...new Set(names)].sort();
+        for (const row of await this.#selectDomains(trx, sorted)) {
+          out.set(row.name, { domain: toDomain(row), created: false });
+        }
+        const missing = sorted.filter((name) => !out.has(name));
+        if (missing.length > 0) {
+          const created = missing.map(init);
+          const inserted = await trx
+            .insertInto('fleetgate_world_domains')
+            .values(
+              created.map((d) => ({
+                name: d.name,
+                version: d.version,
+                state: JSON.stringify(d.state),
+                base_state: JSON.stringify(d.base),
+                base_version: d.baseVersion,
+                updated_at: d.updatedAt,
+              })),
+            )
+            .onConflict((oc) => oc.column('name').doNothing())
+            .returning('name')
+            .execute();
+          const ours = new Set(inserted.map((r) => r.name));
+          // A row another replica created meanwhile is read (and locked) like any other.
+          for (const row of await this.#selectDomains(trx, missing)) {
+            out.set(row.name, { domain: toDomain(row), created: ours.has(row.name) });
+          }
+        }
+        return out;
+      },
+      save: async (domains) => {
+        for (const d of domains) {
+          await trx
+            .updateTable('fleetgate_world_domains')
+            .set({ state: JSON.stringify(d.state), version: d.version, updated_at: d.updatedAt })
+            .where('name', '=', d.name)
+            .execute();
+        }
+      },
+      discard: async (names) => {
+        if (names.length === 0) return;
+        await trx
+          .deleteFrom('fleetgate_world_domains')
+          .where('name', 'in', [...names])
+          .execute();
+      },
+      audit: async (records) => {
+        // The audit log is the bulk of every write (one row per entry): the statement text is
+        // built once per chunk size and the rows are bound directly, skipping the query
+        // builder, which cost more than the insert itself.
+        for (const chunk of chunks(records, INSERT_CHUNK)) {
+          const params: unknown[] = [];
+          for (const record of chunk) auditParams(toAuditRow(record, this.#auditMax), params);
+          await trx.executeQuery(
+            CompiledQuery.raw(auditInsertSql(this.#kind, chunk.length), params),
+          );
+        }
+      },
+      emit: async (events) => {
+        for (const event of events) {
+          const options = { id: event.id, correlationId: event.correlationId };
+          switch (event.topic) {
+            case 'world.state.updated':
+              await writeOutboxEvent(trx, event.topic, event.payload, options);
+              break;
+            case 'world.state.delta.rejected':
+              await writeOutboxEvent(trx, event.topic, event.payload, options);
+              break;
+            default:
+              assertNever(event, 'world emission');
+          }
+          onEmit();
+        }
+      },
+    };
+  }
+
+  async seed(name: string, state: JsonObject, now: number): Promise<boolean> {
+    const text = JSON.stringify(state);
+    const rows = await this.#db
+      .insertInto('fleetgate_world_domains')
+      .values({ name, version: 0, state: text, base_state: text, base_version: 0, updated_at: now })
+      .onConflict((oc) => oc.column('name').doNothing())
+      .returning('name')
+      .execute();
+    return rows.length > 0;
+  }
+
+  async domain(name: string): Promise<StoredDomain | undefined> {
+    const row = await this.#db
+      .selectFrom('fleetgate_world_domains')
+      .selectAll()
+      .where('name', '=', name)
+      .executeTakeFirst();
+    return row === undefined ? undefined : toDomain(row);
+  }
+
+  async domains(): Promise<StoredDomain[]> {
+    const rows = await this.#db
+      .selectFrom('fleetgate_world_domains')
+      .selectAll()
+      .orderBy('name')
+      .execute();
+    return rows.map(toDomain);
+  }
+
+  async history(domain: string, query: HistoryQuery = {}): Promise<AuditRecord[]> {
+    const q = normaliseHistoryQuery(query);
+    let select = this.#db
+      .selectFrom('fleetgate_world_audit')
+      .selectAll()
+      .where('domain', '=', domain);
+    if (q.path !== undefined) {
+      const prefix = `${q.path}.`;
+      const length = [...prefix].length;
+      select = select.where((eb) =>
+        eb.or([eb('path', '=', q.path!), eb(sql`substr(path, 1, ${length})`, '=', prefix)]),
+      );
+    }
+    if (q.since !== undefined) select = select.where('recorded_at', '>=', q.since);
+    if (q.afterSeq !== undefined) select = select.where('seq', '>', q.afterSeq);
+    if (q.status !== undefined) select = select.where('status', '=', q.status);
+    const rows = await select.orderBy('seq', q.order).limit(q.limit).execute();
+    return rows.map(toAuditRecord);
+  }
+
+  async appliedSinceBase(domain: string): Promise<AuditRecord[]> {
+    const rows = await this.#db
+      .selectFrom('fleetgate_world_audit')
+      .selectAll()
+      .where('domain', '=', domain)
+      .where('status', '=', 'applied')
+      .orderBy('seq')
+      .execute();
+    return rows.map(toAuditRecord);
+  }
+
+  async prune(options: {
+    before: number;
+    eventIdsBefore: number;
+    fold: (base: JsonObject, applied: readonly AuditRecord[]) => JsonObject;
+  }): Promise<PruneResult> {
+    return this.#db.transaction().execute(async (trx) => {
+      const cuts = await trx
+        .selectFrom('fleetgate_world_audit')
+        .select(['domain', (eb) => eb.fn.max('seq').as('max_seq')])
+        .where('recorded_at', '<', options.before)
+        .groupBy('domain')
+        .orderBy('domain')
+        .execute();
+      let auditRecords = 0;
+      for (const cut of cuts) {
+        const maxSeq = Number(cut.max_seq);
+        const [row] = await this.#selectDomains(trx, [cut.domain]);
+        const applied = (
+          await trx
+            .selectFrom('fleetgate_world_audit')
+            .selectAll()
+            .where('domain', '=', cut.domain)
+            .where('status', '=', 'applied')
+            .where('seq', '<=', maxSeq)
+            .orderBy('seq')
+            .execute()
+        ).map(toAuditRecord);
+        if (row !== undefined && applied.length > 0) {
+          const domain = toDomain(row);
+          const base = options.fold(domain.base, applied);
+          await trx
+            .updateTable('fleetgate_world_domains')
+            .set({
+              base_state: JSON.stringify(base),
+              base_version: applied[applied.length - 1]!.version ?? domain.baseVersion,
+            })
+            .where('name', '=', cut.domain)
+            .execute();
+        }
+        const deleted = await trx
+          .deleteFrom('fleetgate_world_audit')
+          .where('domain', '=', cut.domain)
+          .where('seq', '<=', maxSeq)
+          .executeTakeFirst();
+        auditRecords += Number(deleted.numDeletedRows);
+      }
+      const events = await trx
+        .deleteFrom('fleetgate_world_events')
+        .where('applied_at', '<', options.eventIdsBefore)
+        .executeTakeFirst();
+      return { auditRecords, eventIds: Number(events.numDeletedRows) };
+    });
+  }
+}
+
+/**
+ * Creates the SQL {@link WorldStore} over an open store.
+ *
+ * @example
+ * ```ts
+ * const store = await openStore('sqlite:./data/fleetgate.db');
+ * const relay = createOutboxRelay({ db: store.db, bus });
+ * const world = createSqlWorldStore({ db: store.db, kind: store.kind, onCommitted: relay.notify });
+ * ```
+ */
+export function createSqlWorldStore<DB extends SqlWorldDatabase>(
+  options: SqlWorldStoreOptions<DB>,
+): SqlWorldStore {
+  // Kysely's type parameter is invariant; a database with more tables than these is still one
+  // this store can use, so it is narrowed to the tables the store touches.
+  const db = options.db as unknown as Kysely<SqlWorldDatabase>;
+  return new SqlWorldStore({ ...options, db });
+}
