@@ -1,3 +1,4 @@
 /** Task tracking: durable task records with the terminal claim, and the push receiver. */
 export * from './task-records.js';
 export * from './push-receiver.js';
+export * from './poll-scheduler.js';
