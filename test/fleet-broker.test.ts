@@ -222,6 +222,21 @@ describe('card broker', () => {
     expect(order.slice(0, 3).sort()).toEqual(['f1', 'f2', 'f3']);
   });
 
+  it('falls back to the legacy /.well-known/agent.json, and follows a same-origin redirect', async () => {
+    server.set('old', { type: 'legacy', card: cardWith('old', { s: 'project' }) });
+    server.set('moved', {
+      type: 'redirect',
+      location: `${server.urlOf('target')}/.well-known/agent-card.json`,
+    });
+    server.set('target', { type: 'card', card: cardWith('moved', { s: 'fleet' }) });
+    const h = await harness(server, ['old', 'moved']);
+    await h.broker.start();
+    expect(h.registries.blast.get('old', 's')).toEqual({ radius: 'project' });
+    expect(h.registries.blast.get('moved', 's')).toEqual({ radius: 'fleet' });
+    expect(server.hits('target').requests).toBe(1);
+    h.broker.stop();
+  });
+
   it('keeps the valid skills of a card with one invalid entry and surfaces the diagnostic', async () => {
     server.set('a', { type: 'card', card: cardWith('a', { good: 'repo', bad: 'galaxy' }) });
     const h = await harness(server, ['a']);

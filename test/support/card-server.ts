@@ -9,7 +9,9 @@ export type CardBehaviour =
   | { type: 'hang' }
   | { type: 'text'; text: string }
   | { type: 'huge'; bytes: number }
-  | { type: 'redirect'; location: string };
+  | { type: 'redirect'; location: string }
+  /** Served only at the legacy `/.well-known/agent.json`. */
+  | { type: 'legacy'; card: unknown };
 
 /** A real HTTP server on 127.0.0.1 serving agent cards at `/agents/<name>/.well-known/…`. */
 export interface CardServer {
@@ -25,7 +27,7 @@ export interface CardServer {
   close(): Promise<void>;
 }
 
-const PATH = /^\/agents\/([^/]+)\/\.well-known\/agent-card\.json$/;
+const PATH = /^\/agents\/([^/]+)\/\.well-known\/agent(-card)?\.json$/;
 
 export async function startCardServer(): Promise<CardServer> {
   const behaviours = new Map<string, CardBehaviour>();
@@ -39,6 +41,11 @@ export async function startCardServer(): Promise<CardServer> {
     const name = match?.[1];
     const behaviour = name === undefined ? undefined : behaviours.get(name);
     if (name === undefined || behaviour === undefined) {
+      res.writeHead(404).end();
+      return;
+    }
+    const legacyPath = match?.[2] === undefined;
+    if (legacyPath !== (behaviour.type === 'legacy')) {
       res.writeHead(404).end();
       return;
     }
@@ -92,6 +99,11 @@ export async function startCardServer(): Promise<CardServer> {
       }
       case 'redirect':
         res.writeHead(302, { location: behaviour.location }).end();
+        return;
+      case 'legacy':
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify(behaviour.card));
         return;
     }
   });
