@@ -2,3 +2,4 @@
 export * from './task-records.js';
 export * from './push-receiver.js';
 export * from './poll-scheduler.js';
+export * from './tracker.js';

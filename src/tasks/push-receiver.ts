@@ -39,7 +39,7 @@ export interface PushResponse {
 export interface PushReceiverOptions {
   records: Pick<TaskRecordStore, 'byTaskId'>;
   /** Handles an accepted event (the tracker: a terminal task goes to `onTerminal`, a status-only push triggers a `GetTask`). */
-  onEvent(record: TaskRecord, event: NormalizedStreamEvent): Promise<void>;
+  onEvent(record: TaskRecord, event: NormalizedStreamEvent, body: unknown): Promise<void>;
   /** Largest body accepted, in bytes (default 4 MiB). */
   maxBodyBytes?: number;
 }
@@ -158,7 +158,7 @@ export function createPushReceiver(
         `The body is about task ${eventTaskId}, not ${request.taskId}.`,
       );
     }
-    await options.onEvent(record, event);
+    await options.onEvent(record, event, json);
     return { status: 200, body: { ok: true } };
   };
 }

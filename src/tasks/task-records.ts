@@ -4,7 +4,8 @@ import type { TaskStateName } from '../protocol/index.js';
 import { normalizeTaskState } from '../protocol/index.js';
 
 /** Which path saw a task's terminal state first. */
-export type TerminalVia = 'reply' | 'stream' | 'poll' | 'push' | 'resubscribe' | 'recovery';
+export type TerminalVia =
+  'reply' | 'stream' | 'poll' | 'push' | 'resubscribe' | 'recovery' | 'timeout';
 
 /** The durable record of one task the gateway follows. */
 export interface TaskRecord {

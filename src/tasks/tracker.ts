@@ -1,0 +1,255 @@
+import type { Task } from '@a2a-js/sdk';
+import { Task as TaskCodec } from '@a2a-js/sdk';
+import { FleetgateError } from '../errors/index.js';
+import type { NormalizedStreamEvent, TaskStateName } from '../protocol/index.js';
+import { isInterruptedState, isTerminalState, normalizeTaskState } from '../protocol/index.js';
+import type { PollResult, PollSchedulerOptions } from './poll-scheduler.js';
+import { PollScheduler } from './poll-scheduler.js';
+import type { PushRequest, PushResponse } from './push-receiver.js';
+import { createPushReceiver, hashPushToken } from './push-receiver.js';
+import type { TaskRecord, TaskRecordStore, TerminalVia } from './task-records.js';
+
+/** What the tracker needs of the fleet client. */
+export interface TrackerFleet {
+  /** The single terminal seam: runs the call's `after` hooks once. */
+  onTerminal(task: Task): Promise<unknown>;
+  /** Gives up on a call: its `after` hooks run with `{ ok: false, error }`. */
+  abandon(taskId: string, error: FleetgateError): Promise<unknown>;
+  agentClient(agent: string): Promise<{
+    client: {
+      getTask(params: {
+        tenant: string;
+        id: string;
+        historyLength: number | undefined;
+      }): Promise<Task>;
+      cancelTask(params: { tenant: string; id: string; metadata: undefined }): Promise<Task>;
+    };
+  }>;
+}
+
+/** Options of {@link TaskTracker}. */
+export interface TaskTrackerOptions {
+  records: TaskRecordStore;
+  fleet: TrackerFleet;
+  /** Poll timing and per-agent limits. */
+  polling?: Omit<PollSchedulerOptions, 'poll' | 'onError' | 'now'>;
+  /** After this long a task is canceled at the agent and its call fails (default 1 hour). */
+  maxTrackingTimeMs?: number;
+  /**
+   * A task waits on its caller (`input-required`, `auth-required`): handed to the policy gate,
+   * never reported as success or failure. Called once per state it enters.
+   */
+  onInterrupted?(record: TaskRecord, state: TaskStateName): Promise<void>;
+  /** Receives failures of polls and hooks (the composition root publishes them on `system.error`). */
+  onError?(error: unknown, context: { agent: string; taskId: string; where: string }): void;
+  now?: () => number;
+}
+
+/** A task to follow. */
+export interface TrackInput {
+  agent: string;
+  skill: string;
+  correlationId: string;
+  taskId: string;
+  state: TaskStateName;
+  /** The per-task push secret, when a push config was registered with the agent. */
+  pushToken?: string;
+}
+
+interface Tracked {
+  skill: string;
+  createdAt: number;
+  state: TaskStateName;
+  /** A push said the task finished: the poll it triggers counts as the push path. */
+  pushed: boolean;
+}
+
+const keyOf = (agent: string, taskId: string): string => `${agent}\u0000${taskId}`;
+
+/**
+ * Follows non-terminal tasks until they end: polls with `GetTask` on one heap-scheduled timer,
+ * receives push notifications, and claims each task terminal exactly once across every path
+ * (durable compare-and-set on the task record) before the call's `after` hooks run. In-memory
+ * state is one small entry per task in flight; finished tasks leave memory.
+ */
+export class TaskTracker {
+  readonly #o: TaskTrackerOptions & { maxTrackingTimeMs: number; now: () => number };
+  readonly #tracked = new Map<string, Tracked>();
+  readonly #scheduler: PollScheduler;
+  readonly #claims: Record<TerminalVia, number> & { lost: number } = {
+    reply: 0,
+    stream: 0,
+    poll: 0,
+    push: 0,
+    resubscribe: 0,
+    recovery: 0,
+    timeout: 0,
+    lost: 0,
+  };
+
+  constructor(options: TaskTrackerOptions) {
+    this.#o = { maxTrackingTimeMs: 3_600_000, now: Date.now, ...options };
+    this.#scheduler = new PollScheduler({
+      ...options.polling,
+      now: this.#o.now,
+      poll: (agent, taskId) => this.#poll(agent, taskId),
+      onError: (agent, taskId, error) => this.#o.onError?.(error, { agent, taskId, where: 'poll' }),
+    });
+  }
+
+  /** Tasks in flight. */
+  get size(): number {
+    return this.#tracked.size;
+  }
+
+  /** How many tasks each path claimed, and how many claims lost to another path. */
+  claims(): Readonly<Record<TerminalVia | 'lost', number>> {
+    return { ...this.#claims };
+  }
+
+  /** Starts following a non-terminal task: a durable record, then polls (and pushes, if any). */
+  async track(input: TrackInput): Promise<void> {
+    const now = this.#o.now();
+    await this.#o.records.create({
+      agent: input.agent,
+      taskId: input.taskId,
+      skill: input.skill,
+      correlationId: input.correlationId,
+      state: input.state,
+      pushTokenHash: input.pushToken === undefined ? null : hashPushToken(input.pushToken),
+      createdAt: now,
+      updatedAt: now,
+    });
+    this.#tracked.set(keyOf(input.agent, input.taskId), {
+      skill: input.skill,
+      createdAt: now,
+      state: input.state,
+      pushed: false,
+    });
+    this.#scheduler.add(input.agent, input.taskId);
+  }
+
+  /**
+   * Hands a terminal task to the call that started it — once. Claims the task record; the path
+   * that wins runs the `after` hooks, every other path is a counted no-op.
+   */
+  async finish(agent: string, task: Task, via: TerminalVia): Promise<boolean> {
+    const state = normalizeTaskState(task.status?.state);
+    if (!isTerminalState(state)) return false;
+    const won = await this.#o.records.claim(agent, task.id, { via, state, at: this.#o.now() });
+    this.#forget(agent, task.id);
+    if (!won) {
+      this.#claims.lost += 1;
+      return false;
+    }
+    this.#claims[via] += 1;
+    await this.#o.fleet.onTerminal(task);
+    return true;
+  }
+
+  /** The `POST /callbacks/a2a/:taskId` handler (mount it in any HTTP framework). */
+  pushReceiver(): (request: PushRequest) => Promise<PushResponse> {
+    return createPushReceiver({
+      records: this.#o.records,
+      onEvent: (record, event, body) => this.#onPush(record, event, body),
+    });
+  }
+
+  /** Polls a task as soon as its agent has a free slot. */
+  pollNow(agent: string, taskId: string): void {
+    this.#scheduler.pollNow(agent, taskId);
+  }
+
+  /** Stops polling; tasks stay in the store for the next start. */
+  stop(): void {
+    this.#scheduler.stop();
+  }
+
+  async #onPush(record: TaskRecord, event: NormalizedStreamEvent, body: unknown): Promise<void> {
+    const key = keyOf(record.agent, record.taskId);
+    const tracked = this.#tracked.get(key);
+    const state =
+      event.type === 'task'
+        ? event.task.state
+        : event.type === 'statusUpdate'
+          ? event.state
+          : undefined;
+    if (state === undefined || record.terminalAt !== null) return;
+    if (isTerminalState(state)) {
+      const raw =
+        typeof body === 'object' && body !== null && 'task' in body ? body.task : undefined;
+      if (event.type === 'task' && raw !== undefined) {
+        // A v1.0 body carries the whole task, artifacts included: finish from it directly.
+        await this.finish(record.agent, TaskCodec.fromJSON(raw), 'push');
+        return;
+      }
+      // A status-only (or v0.3) push: fetch the task with its artifacts at once.
+      if (tracked !== undefined) tracked.pushed = true;
+      this.#scheduler.pollNow(record.agent, record.taskId);
+      return;
+    }
+    await this.#noteState(record.agent, record.taskId, state);
+  }
+
+  async #poll(agent: string, taskId: string): Promise<PollResult> {
+    const tracked = this.#tracked.get(keyOf(agent, taskId));
+    if (tracked === undefined) return 'terminal';
+    const { client } = await this.#o.fleet.agentClient(agent);
+    if (this.#o.now() - tracked.createdAt > this.#o.maxTrackingTimeMs) {
+      await this.#timeOut(agent, taskId, client);
+      return 'terminal';
+    }
+    const task = await client.getTask({ tenant: '', id: taskId, historyLength: 0 });
+    const state = normalizeTaskState(task.status?.state);
+    if (isTerminalState(state)) {
+      await this.finish(agent, task, tracked.pushed ? 'push' : 'poll');
+      return 'terminal';
+    }
+    await this.#noteState(agent, taskId, state);
+    return 'pending';
+  }
+
+  async #noteState(agent: string, taskId: string, state: TaskStateName): Promise<void> {
+    const tracked = this.#tracked.get(keyOf(agent, taskId));
+    if (tracked === undefined || tracked.state === state) return;
+    tracked.state = state;
+    await this.#o.records.noteState(agent, taskId, state, this.#o.now());
+    if (isInterruptedState(state) && this.#o.onInterrupted !== undefined) {
+      const record = await this.#o.records.get(agent, taskId);
+      if (record !== undefined) await this.#o.onInterrupted(record, state);
+    }
+  }
+
+  async #timeOut(
+    agent: string,
+    taskId: string,
+    client: Awaited<ReturnType<TrackerFleet['agentClient']>>['client'],
+  ): Promise<void> {
+    try {
+      await client.cancelTask({ tenant: '', id: taskId, metadata: undefined });
+    } catch (error) {
+      this.#o.onError?.(error, { agent, taskId, where: 'cancel' });
+    }
+    const won = await this.#o.records.claim(agent, taskId, {
+      via: 'timeout',
+      state: 'canceled',
+      at: this.#o.now(),
+    });
+    this.#forget(agent, taskId);
+    if (!won) return;
+    this.#claims.timeout += 1;
+    await this.#o.fleet.abandon(
+      taskId,
+      new FleetgateError(
+        'FLEETGATE_TASK_TIMEOUT',
+        `Task ${taskId} of ${agent} did not finish within ${this.#o.maxTrackingTimeMs} ms and was canceled.`,
+        { details: { agent, taskId } },
+      ),
+    );
+  }
+
+  #forget(agent: string, taskId: string): void {
+    this.#tracked.delete(keyOf(agent, taskId));
+    this.#scheduler.remove(agent, taskId);
+  }
+}

@@ -1,0 +1,259 @@
+/**
+ * The task tracker against a real slow @a2a-js/sdk agent (working, then completed with deltas)
+ * and a real SQLite file: poll only, push only (bodies produced by the SDK's own sender), and push
+ * racing poll — one world.state.delta per task every time.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Task } from '@a2a-js/sdk';
+import {
+  DefaultPushNotificationSender,
+  InMemoryPushNotificationStore,
+  ServerCallContext,
+} from '@a2a-js/sdk/server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningAgent } from '../examples/agents/harness.js';
+import { opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
+import type { EventEnvelope, OpenTopics } from '../src/bus/index.js';
+import { createInMemoryEventBus } from '../src/bus/index.js';
+import type { FleetClient } from '../src/dispatch/index.js';
+import { createFleetClient } from '../src/dispatch/index.js';
+import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';
+import { BlastRegistry } from '../src/fleet/index.js';
+import type { Store } from '../src/store/index.js';
+import { openStore } from '../src/store/index.js';
+import type { TaskTrackerOptions } from '../src/tasks/index.js';
+import { createPushToken, createStoreTaskRecords, TaskTracker } from '../src/tasks/index.js';
+
+interface World {
+  agent: RunningAgent;
+  fleet: FleetClient;
+  deltas: EventEnvelope[];
+  store: Store;
+  dir: string;
+  close: () => Promise<void>;
+}
+
+async function world(delayMs: number): Promise<World> {
+  const agent = await startOpsAgent({
+    behaviour: async (call) => ({ ...(await opsBehaviour(call)), delayMs }),
+  });
+  const bus = createInMemoryEventBus<OpenTopics>();
+  const deltas: EventEnvelope[] = [];
+  await bus.subscribe('world.state.delta', (e) => void deltas.push(e as EventEnvelope), {
+    name: 'deltas',
+  });
+  const blast = new BlastRegistry();
+  const registry = registerStandardExtensions(new ExtensionRegistry(), { bus, blast });
+  const fleet = createFleetClient({
+    registry,
+    bus,
+    blast,
+    cards: new Map([['ops', { url: agent.url, card: await agent.fetchCard() }]]),
+  });
+  const dir = mkdtempSync(join(tmpdir(), 'fleetgate-tracker-'));
+  const store = await openStore(`sqlite:${join(dir, 'tasks.db')}`);
+  return {
+    agent,
+    fleet,
+    deltas,
+    store,
+    dir,
+    close: async () => {
+      await bus.close();
+      await store.close();
+      await agent.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function tracker(w: World, options: Partial<TaskTrackerOptions> = {}): TaskTracker {
+  return new TaskTracker({
+    records: createStoreTaskRecords(w.store.db),
+    fleet: w.fleet,
+    ...options,
+  });
+}
+
+/** Starts a call that returns at once with a working task, and hands it to the tracker. */
+async function startTask(w: World, t: TaskTracker, pushToken?: string): Promise<string> {
+  const result = await w.fleet.call('ops', 'pr_review', 'go', { mode: 'return-immediately' });
+  expect(result.terminal).toBe(false);
+  const taskId = result.task!.id;
+  await t.track({
+    agent: 'ops',
+    skill: 'pr_review',
+    correlationId: result.correlationId,
+    taskId,
+    state: result.state === 'message' ? 'unknown' : result.state,
+    ...(pushToken === undefined ? {} : { pushToken }),
+  });
+  return taskId;
+}
+
+async function until(check: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** A real HTTP server mounting the tracker's push receiver. */
+async function mountReceiver(
+  t: TaskTracker,
+): Promise<{ url: (id: string) => string; close: () => Promise<void> }> {
+  const receive = t.pushReceiver();
+  const server: Server = createServer((req, res) => {
+    const taskId = decodeURIComponent((req.url ?? '').replace(/^\/callbacks\/a2a\//, ''));
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      void receive({ taskId, headers: req.headers, body: Buffer.concat(chunks) }).then((a) =>
+        res.writeHead(a.status, { 'content-type': 'application/json' }).end(JSON.stringify(a.body)),
+      );
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: (id) => `http://127.0.0.1:${port}/callbacks/a2a/${encodeURIComponent(id)}`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** Pushes the agent's task the way an @a2a-js/sdk agent does. */
+async function sdkPush(url: string, task: Task, token: string): Promise<void> {
+  const store = new InMemoryPushNotificationStore();
+  const context = new ServerCallContext({ requestedVersion: '1.0' });
+  await store.save(task.id, context, {
+    tenant: '',
+    id: 'c',
+    taskId: task.id,
+    url,
+    token,
+    authentication: undefined,
+  });
+  await new DefaultPushNotificationSender(store).send(
+    { payload: { $case: 'task', value: task } },
+    context,
+    task,
+  );
+}
+
+const deltasOf = (w: World, taskId: string): EventEnvelope[] =>
+  w.deltas.filter((e) => (e.payload as { taskId: string }).taskId === taskId);
+
+describe('task tracker', () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await world(40);
+  });
+  afterAll(() => w.close());
+
+  it('finishes a slow task via poll, with one world.state.delta', async () => {
+    const t = tracker(w, { polling: { intervalMs: 15 } });
+    const taskId = await startTask(w, t);
+    await until(() => deltasOf(w, taskId).length > 0);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(deltasOf(w, taskId)).toHaveLength(1);
+    expect(await createStoreTaskRecords(w.store.db).get('ops', taskId)).toMatchObject({
+      state: 'completed',
+      terminalVia: 'poll',
+    });
+    expect(t.size).toBe(0);
+    t.stop();
+  });
+
+  it('finishes a slow task via push (the SDK sender’s body), with one world.state.delta', async () => {
+    const t = tracker(w, { polling: { intervalMs: 60_000 } });
+    const receiver = await mountReceiver(t);
+    try {
+      const token = createPushToken();
+      const taskId = await startTask(w, t, token);
+      const { client } = await w.fleet.agentClient('ops');
+      await until(() => w.agent.received.length > 0);
+      await new Promise((r) => setTimeout(r, 80));
+      const done = await client.getTask({ tenant: '', id: taskId, historyLength: 0 });
+      await sdkPush(receiver.url(taskId), done, token);
+      await sdkPush(receiver.url(taskId), done, token); // the agent retries: still one event
+      await until(() => deltasOf(w, taskId).length > 0);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(deltasOf(w, taskId)).toHaveLength(1);
+      expect(t.claims()).toMatchObject({ push: 1, poll: 0 });
+    } finally {
+      await receiver.close();
+      t.stop();
+    }
+  });
+
+  it('publishes exactly one world.state.delta per task when push and poll race, 200 times', async () => {
+    const t = tracker(w, { polling: { intervalMs: 60_000, perAgentConcurrency: 64 } });
+    const receiver = await mountReceiver(t);
+    const { client } = await w.fleet.agentClient('ops');
+    try {
+      const ids: string[] = [];
+      for (let batch = 0; batch < 10; batch += 1) {
+        const tokens = Array.from({ length: 20 }, () => createPushToken());
+        const started = await Promise.all(
+          tokens.map(async (token) => ({ token, id: await startTask(w, t, token) })),
+        );
+        await new Promise((r) => setTimeout(r, 80));
+        const finished = await Promise.all(
+          started.map(async (s) => ({
+            ...s,
+            task: await client.getTask({ tenant: '', id: s.id, historyLength: 0 }),
+          })),
+        );
+        // Push and poll for every task in the same tick, in random order.
+        await Promise.all(
+          finished.flatMap((f) => {
+            const paths = [
+              () => sdkPush(receiver.url(f.id), f.task, f.token),
+              () => Promise.resolve(t.pollNow('ops', f.id)),
+            ];
+            if (Math.random() < 0.5) paths.reverse();
+            return paths.map((p) => p());
+          }),
+        );
+        ids.push(...started.map((s) => s.id));
+      }
+      await until(() => ids.every((id) => deltasOf(w, id).length > 0), 20_000);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(ids.map((id) => deltasOf(w, id).length)).toEqual(ids.map(() => 1));
+      const claims = t.claims();
+      expect(claims.push + claims.poll).toBe(200);
+      expect(t.size).toBe(0);
+    } finally {
+      await receiver.close();
+      t.stop();
+    }
+  });
+});
+
+describe('task tracker limits', () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await world(5_000);
+  });
+  afterAll(() => w.close());
+
+  it('cancels a task at the agent after the tracking time and fails its call', async () => {
+    const t = tracker(w, { polling: { intervalMs: 20 }, maxTrackingTimeMs: 100 });
+    const taskId = await startTask(w, t);
+    await until(() => t.claims().timeout === 1);
+    expect(await createStoreTaskRecords(w.store.db).get('ops', taskId)).toMatchObject({
+      state: 'canceled',
+      terminalVia: 'timeout',
+    });
+    const { client } = await w.fleet.agentClient('ops');
+    const remote = await client.getTask({ tenant: '', id: taskId, historyLength: 0 });
+    expect(remote.status?.state).toBe(5); // TASK_STATE_CANCELED at the agent
+    expect(deltasOf(w, taskId)).toHaveLength(0);
+    t.stop();
+  });
+});
