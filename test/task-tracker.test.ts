@@ -43,7 +43,7 @@ async function world(delayMs: number): Promise<World> {
   });
   const bus = createInMemoryEventBus<OpenTopics>();
   const deltas: EventEnvelope[] = [];
-  await bus.subscribe('world.state.delta', (e) => void deltas.push(e as EventEnvelope), {
+  await bus.subscribe('world.state.delta', (e) => void deltas.push(e), {
     name: 'deltas',
   });
   const blast = new BlastRegistry();
