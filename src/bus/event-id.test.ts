@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Deque } from './deque.js';
 import { DuplicateWindow } from './duplicate-window.js';
 import { createClock, createEventIdGenerator, deterministicEventId } from './event-id.js';
@@ -21,6 +21,8 @@ describe('deterministicEventId', () => {
   });
 });
 
+afterEach(() => vi.restoreAllMocks());
+
 describe('helpers', () => {
   it('generates unique ids', () => {
     const next = createEventIdGenerator();
@@ -31,6 +33,18 @@ describe('helpers', () => {
 
   it('formats RFC 3339 times', () => {
     expect(Number.isNaN(Date.parse(createClock()()))).toBe(false);
+  });
+
+  it('formats every millisecond as toISOString does, across seconds, years and clock steps back', () => {
+    const clock = createClock();
+    const times = [0, 999, 1000, 1_700_000_000_999, 1_700_000_001_000, 1_700_000_000_500];
+    for (let t = -2_500; t < 2_500; t += 7) times.push(1_700_000_000_000 + t, t);
+    times.push(253_402_300_799_999, 253_402_300_800_000, 1_700_000_000_001);
+    const now = vi.spyOn(Date, 'now');
+    for (const t of times) {
+      now.mockReturnValue(t);
+      expect(clock(), String(t)).toBe(new Date(t).toISOString());
+    }
   });
 
   it('Deque keeps FIFO order across growth and wrap-around', () => {

@@ -9,7 +9,7 @@ import { isLegacyAgentCard, parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3
 
 import { FleetgateError } from '../errors/index.js';
 import { readDeclarations, type Declarations } from '../protocol/index.js';
-import { readEchoedExtensions } from './headers.js';
+import { createEchoedExtensionsReader } from './headers.js';
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -139,6 +139,7 @@ export async function createAgentClient(options: CreateAgentClientOptions): Prom
   const sdkCard = pinCard(toSdkAgentCard(agent.card, name), agent.url);
   const declarations = readDeclarations(agent.card);
 
+  const readEchoedExtensions = createEchoedExtensionsReader();
   const fetchImpl: typeof fetch = (input, init) => {
     const headers = init?.headers;
     if (headers === undefined || headers instanceof Headers || Array.isArray(headers)) {

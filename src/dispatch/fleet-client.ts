@@ -80,6 +80,8 @@ export interface FleetClient {
 interface CachedClient {
   source: unknown;
   promise: Promise<AgentClient>;
+  /** The built client once `promise` resolved: a call then starts without waiting a turn. */
+  resolved?: AgentClient;
   extensions?: { version: number; list: RegisteredExtension[]; uris: string[] };
   headers?: { activated: readonly string[]; value: Readonly<Record<string, string>> };
 }
@@ -126,10 +128,23 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
     });
     const entry: CachedClient = { source: agent.card, promise };
     clients.set(name, entry);
-    promise.catch(() => {
-      if (clients.get(name) === entry) clients.delete(name);
-    });
+    promise.then(
+      (built) => {
+        entry.resolved = built;
+      },
+      () => {
+        if (clients.get(name) === entry) clients.delete(name);
+      },
+    );
     return promise;
+  }
+
+  /** The cached client of `name` when it is built and still matches the agent's card. */
+  function builtClient(name: string): AgentClient | undefined {
+    const cached = clients.get(name);
+    if (cached?.resolved === undefined) return undefined;
+    const agent = cards.get(name);
+    return agent !== undefined && agent.card === cached.source ? cached.resolved : undefined;
   }
 
   function activeExtensions(
@@ -167,7 +182,7 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
   ): Promise<CallResult> {
     const startedAt = Date.now();
     const t0 = performance.now();
-    const built = await agentClient(agent);
+    const built = builtClient(agent) ?? (await agentClient(agent));
     const active = activeExtensions(agent, built);
     const correlationId = callOptions.correlationId ?? randomUUID();
 
@@ -283,10 +298,11 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
       state = normalizeTaskState(task.status?.state);
       terminalState = isTerminalState(state);
       ok = state === 'completed';
-      terminal.track(task.id, chain);
       if (terminalState) {
-        const done = await terminal.onTerminal(task);
+        const done = await terminal.finish(task, chain);
         if (done.ran && done.failure !== undefined) throw done.failure;
+      } else {
+        terminal.track(task.id, chain);
       }
     } else if (message !== undefined) {
       terminalState = true;

@@ -1,7 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
-import { mergeExtensionHeader, readEchoedExtensions } from './headers.js';
+import {
+  createEchoedExtensionsReader,
+  mergeExtensionHeader,
+  readEchoedExtensions,
+} from './headers.js';
 
 describe('mergeExtensionHeader', () => {
   it('merges caller header, caller URIs and active URIs into one A2A-Extensions entry', () => {
@@ -46,5 +50,18 @@ describe('readEchoedExtensions', () => {
     ]);
     expect(readEchoedExtensions(new Headers({ 'X-A2A-Extensions': 'urn:a' }))).toEqual(['urn:a']);
     expect(readEchoedExtensions(new Headers())).toBeUndefined();
+  });
+});
+
+describe('createEchoedExtensionsReader', () => {
+  it('reads like readEchoedExtensions and hands each call its own list', () => {
+    const read = createEchoedExtensionsReader();
+    const headers = new Headers({ 'A2A-Extensions': 'urn:a, urn:b' });
+    const first = read(headers);
+    expect(first).toEqual(['urn:a', 'urn:b']);
+    first?.push('urn:mutated');
+    expect(read(headers)).toEqual(['urn:a', 'urn:b']);
+    expect(read(new Headers({ 'X-A2A-Extensions': 'urn:c' }))).toEqual(['urn:c']);
+    expect(read(new Headers())).toBeUndefined();
   });
 });

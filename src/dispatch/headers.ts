@@ -51,3 +51,21 @@ export function readEchoedExtensions(headers: Headers): string[] | undefined {
   const value = headers.get(HTTP_EXTENSION_HEADER) ?? headers.get(LEGACY_HTTP_EXTENSION_HEADER);
   return value === null ? undefined : Extensions.parseServiceParameter(value);
 }
+
+/**
+ * {@link readEchoedExtensions} that remembers the last header value it parsed: an agent echoes the
+ * same list on every call, so the per-call work is one lookup and a copy.
+ */
+export function createEchoedExtensionsReader(): (headers: Headers) => string[] | undefined {
+  let lastValue: string | undefined;
+  let lastUris: readonly string[] = [];
+  return (headers) => {
+    const value = headers.get(HTTP_EXTENSION_HEADER) ?? headers.get(LEGACY_HTTP_EXTENSION_HEADER);
+    if (value === null) return undefined;
+    if (value !== lastValue) {
+      lastUris = Extensions.parseServiceParameter(value);
+      lastValue = value;
+    }
+    return [...lastUris];
+  };
+}

@@ -111,4 +111,41 @@ describe('TerminalRouter', () => {
     }
     expect(outcomeForTask(task(TaskState.TASK_STATE_COMPLETED)).ok).toBe(true);
   });
+
+  it('finishes a task terminal on arrival once, replacing an older pending entry of it', async () => {
+    const older: CallOutcome[] = [];
+    const outcomes: CallOutcome[] = [];
+    const router = new TerminalRouter();
+    const stale = chain(older);
+    await stale.runBefore();
+    router.track('task-1', stale);
+    const c = chain(outcomes);
+    await c.runBefore();
+    const first = await router.finish(task(TaskState.TASK_STATE_FAILED), c);
+    expect(first.ran).toBe(true);
+    expect(outcomes.map((o) => o.ok)).toEqual([false]);
+    expect(router.pending()).toEqual([]);
+    expect(await router.onTerminal(task(TaskState.TASK_STATE_FAILED))).toEqual({
+      ran: false,
+      reason: 'not-pending',
+    });
+    expect(older).toEqual([]);
+  });
+
+  it('finishes nothing a durable claim gave to another path, and tracks a task not yet terminal', async () => {
+    const outcomes: CallOutcome[] = [];
+    const router = new TerminalRouter({ claim: () => Promise.resolve(false) });
+    const c = chain(outcomes);
+    await c.runBefore();
+    expect(await router.finish(task(TaskState.TASK_STATE_COMPLETED), c)).toEqual({
+      ran: false,
+      reason: 'claimed',
+    });
+    expect(outcomes).toEqual([]);
+    expect(await router.finish(task(TaskState.TASK_STATE_WORKING), c)).toEqual({
+      ran: false,
+      reason: 'not-terminal',
+    });
+    expect(router.pending().map((p) => p.taskId)).toEqual(['task-1']);
+  });
 });

@@ -106,6 +106,26 @@ export class TerminalRouter {
   }
 
   /**
+   * The reply path of a call whose task was already terminal when the agent answered: the same as
+   * {@link track} then {@link onTerminal}, without storing an entry no other path could see in
+   * between (both steps would run in one synchronous stretch). Any older pending entry of the task
+   * is dropped, as `track` would have replaced it.
+   */
+  async finish(task: Task, chain: SkillCallChain): Promise<TerminalResult> {
+    if (!isTerminalState(normalizeTaskState(task.status?.state))) {
+      this.track(task.id, chain);
+      return { ran: false, reason: 'not-terminal' };
+    }
+    this.#pending.delete(task.id);
+    if (this.#claim !== undefined && !(await this.#claim(chain.ctx.agent, task.id))) {
+      return { ran: false, reason: 'claimed' };
+    }
+    const outcome = outcomeForTask(task);
+    const failure = await chain.runAfter(outcome);
+    return failure === undefined ? { ran: true, outcome } : { ran: true, outcome, failure };
+  }
+
+  /**
    * Gives up on a pending call (the tracker could not reach the agent, the caller canceled): its
    * `after` hooks run with `{ ok: false, error }`.
    */

@@ -62,6 +62,9 @@ export function checkDeltaPath(path: string): string | undefined {
   return undefined;
 }
 
+/** What a delta domain may look like besides its length: no whitespace, no dots. */
+const DOMAIN_PATTERN = /^[^\s.]+$/;
+
 /** zod schema of one {@link WorldStateDeltaEntry}, enforcing every rule and limit. */
 export const worldStateDeltaEntrySchema = z
   .object({
@@ -69,7 +72,7 @@ export const worldStateDeltaEntrySchema = z
       .string({ error: 'must be a string' })
       .min(1, 'must not be empty')
       .max(LIMITS.nameLength, `must be at most ${LIMITS.nameLength} characters`)
-      .regex(/^[^\s.]+$/, 'must not contain whitespace or dots'),
+      .regex(DOMAIN_PATTERN, 'must not contain whitespace or dots'),
     path: z.string({ error: 'must be a string' }).superRefine((path, ctx) => {
       const problem = checkDeltaPath(path);
       if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
@@ -114,8 +117,53 @@ function reasonOf(error: z.ZodError): string {
 export type DeltaEntryVerdict =
   { ok: true; entry: WorldStateDeltaEntry } | { ok: false; reason: string };
 
+/** A plain JSON object: reading its keys reads its own properties (no getters, no class). */
+function isPlainRecord(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
+/** True for a value whose JSON is a few bytes whatever it is (a number, boolean or null). */
+function smallByType(value: unknown): boolean {
+  return typeof value === 'number' || typeof value === 'boolean' || value === null;
+}
+
+/**
+ * The entry when it passes every rule of {@link worldStateDeltaEntrySchema}, checked by hand;
+ * `undefined` when it does not, or when it is not a plain JSON object — then the schema decides and
+ * words the reason, so the rules and their messages stay defined once. It accepts only what the
+ * schema accepts and returns what the schema returns (`delta-cost.property.test.ts` holds them
+ * together). Why: every entry of every skill call passes here, and the schema costs several times
+ * these checks on the client's critical path.
+ */
+function acceptDeltaEntry(candidate: unknown): WorldStateDeltaEntry | undefined {
+  if (!isPlainRecord(candidate)) return undefined;
+  const { domain, path, op, value } = candidate;
+  if (
+    typeof domain !== 'string' ||
+    domain.length === 0 ||
+    domain.length > LIMITS.nameLength ||
+    !DOMAIN_PATTERN.test(domain)
+  ) {
+    return undefined;
+  }
+  if (typeof path !== 'string' || checkDeltaPath(path) !== undefined) return undefined;
+  if (op === 'inc') {
+    if (typeof value !== 'number' || !Number.isFinite(value)) return undefined;
+  } else if (op === 'set' || op === 'push') {
+    if (value === undefined) return undefined;
+    if (!smallByType(value) && jsonBytes(value) > LIMITS.deltaValueBytes) return undefined;
+  } else {
+    return undefined;
+  }
+  return { domain, path, op, value };
+}
+
 /** Validates one candidate entry; never throws. */
 export function parseDeltaEntry(candidate: unknown): DeltaEntryVerdict {
+  const accepted = acceptDeltaEntry(candidate);
+  if (accepted !== undefined) return { ok: true, entry: accepted };
   if (!isRecord(candidate)) {
     return { ok: false, reason: `entry must be an object (got ${preview(candidate)})` };
   }
@@ -154,22 +202,31 @@ export function parseDeltaPayload(
     out.consumed = 1;
     return out;
   }
-  payload.deltas.forEach((candidate: unknown, i) => {
-    const index = start + i;
-    const location = `${where}.deltas[${i}]`;
+  const deltas: unknown[] = payload.deltas;
+  for (let i = 0; i < deltas.length; i += 1) {
+    // A hole of a sparse array is skipped, as `forEach` does (JSON arrays have none).
+    if (!(i in deltas)) continue;
+    const candidate = deltas[i];
     if (i >= budget) {
       out.rejected.push({
-        index,
+        index: start + i,
         entry: candidate,
         reason: `too many entries: a task may report at most ${LIMITS.deltasPerTask}`,
-        location,
+        location: `${where}.deltas[${i}]`,
       });
-      return;
+      continue;
     }
     const verdict = parseDeltaEntry(candidate);
     if (verdict.ok) out.entries.push(verdict.entry);
-    else out.rejected.push({ index, entry: candidate, reason: verdict.reason, location });
-  });
-  out.consumed = payload.deltas.length;
+    else {
+      out.rejected.push({
+        index: start + i,
+        entry: candidate,
+        reason: verdict.reason,
+        location: `${where}.deltas[${i}]`,
+      });
+    }
+  }
+  out.consumed = deltas.length;
   return out;
 }

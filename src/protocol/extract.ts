@@ -48,11 +48,17 @@ export function extractWorldStateDeltas(task: unknown): DeltaExtraction {
   const normalized = toNormalized(task);
   const out: DeltaExtraction = { entries: [], rejected: [], parts: 0, warnings: [] };
   let seen = 0;
-  normalized.artifacts.forEach((artifact, a) => {
-    artifact.parts.forEach((part, p) => {
-      if (part.type !== 'data') return;
+  // Index loops that skip holes, as `forEach` would: this runs on every skill call.
+  const artifacts = normalized.artifacts;
+  for (let a = 0; a < artifacts.length; a += 1) {
+    if (!(a in artifacts)) continue;
+    const parts = artifacts[a]!.parts;
+    for (let p = 0; p < parts.length; p += 1) {
+      if (!(p in parts)) continue;
+      const part = parts[p]!;
+      if (part.type !== 'data') continue;
       const match = partMimeMatch(part, WORLDSTATE_DELTA_MIME);
-      if (match === 'none') return;
+      if (match === 'none') continue;
       const location = `artifacts[${a}].parts[${p}].data`;
       if (match === 'mediaType') {
         out.warnings.push(
@@ -65,11 +71,11 @@ export function extractWorldStateDeltas(task: unknown): DeltaExtraction {
         budget: Math.max(0, LIMITS.deltasPerTask - seen),
         location,
       });
-      out.entries.push(...verdicts.entries);
-      out.rejected.push(...verdicts.rejected);
+      for (const entry of verdicts.entries) out.entries.push(entry);
+      for (const rejected of verdicts.rejected) out.rejected.push(rejected);
       seen += verdicts.consumed;
-    });
-  });
+    }
+  }
   return out;
 }
 
@@ -89,13 +95,18 @@ export interface CostExtraction {
 export function extractCost(task: unknown): CostExtraction {
   const normalized = toNormalized(task);
   const out: CostExtraction = { problems: [] };
-  normalized.artifacts.forEach((artifact, a) => {
-    artifact.parts.forEach((part, p) => {
-      if (part.type !== 'data' || partMimeMatch(part, COST_MIME) === 'none') return;
+  const artifacts = normalized.artifacts;
+  for (let a = 0; a < artifacts.length; a += 1) {
+    if (!(a in artifacts)) continue;
+    const parts = artifacts[a]!.parts;
+    for (let p = 0; p < parts.length; p += 1) {
+      if (!(p in parts)) continue;
+      const part = parts[p]!;
+      if (part.type !== 'data' || partMimeMatch(part, COST_MIME) === 'none') continue;
       const verdict = parseCostPayload(part.data);
       if (!verdict.ok) out.problems.push(`artifacts[${a}].parts[${p}].data: ${verdict.reason}`);
       else out.payload ??= verdict.payload;
-    });
-  });
+    }
+  }
   return out;
 }

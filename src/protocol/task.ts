@@ -91,12 +91,15 @@ export function readArtifact(value: unknown): NormalizedArtifact | undefined {
   if (!isRecord(value)) return undefined;
   const parts: NormalizedPart[] = [];
   const problems: NormalizedArtifact['problems'] = [];
-  const rawParts = Array.isArray(value.parts) ? value.parts : [];
-  rawParts.slice(0, LIMITS.partsPerArtifact).forEach((raw: unknown, partIndex) => {
-    const verdict = readPart(raw);
+  const rawParts: unknown[] = Array.isArray(value.parts) ? value.parts : [];
+  const read = Math.min(rawParts.length, LIMITS.partsPerArtifact);
+  for (let partIndex = 0; partIndex < read; partIndex += 1) {
+    // A hole of a sparse array is skipped (JSON arrays have none).
+    if (!(partIndex in rawParts)) continue;
+    const verdict = readPart(rawParts[partIndex]);
     if (verdict.ok) parts.push(verdict.part);
     else problems.push({ partIndex, reason: verdict.reason });
-  });
+  }
   if (rawParts.length > LIMITS.partsPerArtifact) {
     problems.push({
       partIndex: LIMITS.partsPerArtifact,
@@ -148,10 +151,11 @@ export function readTask(value: unknown): NormalizedTask {
   if (!isRecord(raw.status)) {
     throw new FleetgateError('FLEETGATE_TASK_INVALID', `task ${raw.id}: status must be an object`);
   }
-  const rawArtifacts = Array.isArray(raw.artifacts) ? raw.artifacts : [];
+  const rawArtifacts: unknown[] = Array.isArray(raw.artifacts) ? raw.artifacts : [];
   const artifacts: NormalizedArtifact[] = [];
-  for (const a of rawArtifacts.slice(0, LIMITS.taskArtifacts)) {
-    const artifact = readArtifact(a);
+  const read = Math.min(rawArtifacts.length, LIMITS.taskArtifacts);
+  for (let i = 0; i < read; i += 1) {
+    const artifact = readArtifact(rawArtifacts[i]);
     if (artifact !== undefined) artifacts.push(artifact);
   }
   const task: NormalizedTask = {
