@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Task } from '@a2a-js/sdk';
+import { TaskState } from '@a2a-js/sdk';
 import {
   DefaultPushNotificationSender,
   InMemoryPushNotificationStore,
@@ -17,8 +18,8 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningAgent } from '../examples/agents/harness.js';
 import { opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
-import type { EventEnvelope, OpenTopics } from '../src/bus/index.js';
-import { createInMemoryEventBus } from '../src/bus/index.js';
+import type { EventBus, EventEnvelope, OpenTopics } from '../src/bus/index.js';
+import { createInMemoryEventBus, createOutboxRelay, EventCollector } from '../src/bus/index.js';
 import type { FleetClient } from '../src/dispatch/index.js';
 import { createFleetClient } from '../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';
@@ -26,14 +27,19 @@ import { BlastRegistry } from '../src/fleet/index.js';
 import type { Store } from '../src/store/index.js';
 import { openStore } from '../src/store/index.js';
 import type { TaskTrackerOptions } from '../src/tasks/index.js';
-import { createPushToken, createStoreTaskRecords, TaskTracker } from '../src/tasks/index.js';
+import {
+  createPushToken,
+  createStoreTaskRecords,
+  createTerminalCommit,
+  TaskTracker,
+} from '../src/tasks/index.js';
 
 interface World {
   agent: RunningAgent;
-  fleet: FleetClient;
+  bus: EventBus<OpenTopics>;
   deltas: EventEnvelope[];
   store: Store;
-  dir: string;
+  card: unknown;
   close: () => Promise<void>;
 }
 
@@ -43,25 +49,15 @@ async function world(delayMs: number): Promise<World> {
   });
   const bus = createInMemoryEventBus<OpenTopics>();
   const deltas: EventEnvelope[] = [];
-  await bus.subscribe('world.state.delta', (e) => void deltas.push(e), {
-    name: 'deltas',
-  });
-  const blast = new BlastRegistry();
-  const registry = registerStandardExtensions(new ExtensionRegistry(), { bus, blast });
-  const fleet = createFleetClient({
-    registry,
-    bus,
-    blast,
-    cards: new Map([['ops', { url: agent.url, card: await agent.fetchCard() }]]),
-  });
+  await bus.subscribe('world.state.delta', (e) => void deltas.push(e), { name: 'deltas' });
   const dir = mkdtempSync(join(tmpdir(), 'fleetgate-tracker-'));
   const store = await openStore(`sqlite:${join(dir, 'tasks.db')}`);
   return {
     agent,
-    fleet,
+    bus,
     deltas,
     store,
-    dir,
+    card: await agent.fetchCard(),
     close: async () => {
       await bus.close();
       await store.close();
@@ -71,17 +67,45 @@ async function world(delayMs: number): Promise<World> {
   };
 }
 
-function tracker(w: World, options: Partial<TaskTrackerOptions> = {}): TaskTracker {
-  return new TaskTracker({
-    records: createStoreTaskRecords(w.store.db),
-    fleet: w.fleet,
-    ...options,
+/** One gateway process: a fleet client with the durable terminal commit, a relay, a tracker. */
+interface Gateway {
+  fleet: FleetClient;
+  tracker: TaskTracker;
+  stop: () => Promise<void>;
+}
+
+function gateway(w: World, options: Partial<TaskTrackerOptions> = {}): Gateway {
+  const records = createStoreTaskRecords(w.store.db);
+  const relay = createOutboxRelay({ db: w.store.db, bus: w.bus, pollIntervalMs: 10 });
+  relay.start();
+  const collector = new EventCollector(w.bus);
+  const blast = new BlastRegistry();
+  const registry = registerStandardExtensions(new ExtensionRegistry(), { bus: collector, blast });
+  const fleet = createFleetClient({
+    registry,
+    bus: collector,
+    blast,
+    cards: new Map([['ops', { url: w.agent.url, card: w.card }]]),
+    durable: {
+      collector,
+      commit: createTerminalCommit({ records, onCommitted: () => relay.notify() }),
+    },
   });
+  const tracker = new TaskTracker({ records, fleet, ...options });
+  return {
+    fleet,
+    tracker,
+    stop: async () => {
+      tracker.stop();
+      await relay.stop();
+    },
+  };
 }
 
 /** Starts a call that returns at once with a working task, and hands it to the tracker. */
-async function startTask(w: World, t: TaskTracker, pushToken?: string): Promise<string> {
-  const result = await w.fleet.call('ops', 'pr_review', 'go', { mode: 'return-immediately' });
+async function startTask(g: Gateway, pushToken?: string): Promise<string> {
+  const t = g.tracker;
+  const result = await g.fleet.call('ops', 'pr_review', 'go', { mode: 'return-immediately' });
   expect(result.terminal).toBe(false);
   const taskId = result.task!.id;
   await t.track({
@@ -156,27 +180,29 @@ describe('task tracker', () => {
   afterAll(() => w.close());
 
   it('finishes a slow task via poll, with one world.state.delta', async () => {
-    const t = tracker(w, { polling: { intervalMs: 15 } });
-    const taskId = await startTask(w, t);
-    await until(() => deltasOf(w, taskId).length > 0);
-    await new Promise((r) => setTimeout(r, 100));
-    expect(deltasOf(w, taskId)).toHaveLength(1);
-    expect(await createStoreTaskRecords(w.store.db).get('ops', taskId)).toMatchObject({
-      state: 'completed',
-      terminalVia: 'poll',
-    });
-    expect(t.size).toBe(0);
-    t.stop();
+    const g = gateway(w, { polling: { intervalMs: 15 } });
+    try {
+      const taskId = await startTask(g);
+      await until(() => deltasOf(w, taskId).length > 0);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(deltasOf(w, taskId)).toHaveLength(1);
+      expect(await createStoreTaskRecords(w.store.db).get('ops', taskId)).toMatchObject({
+        state: 'completed',
+        terminalVia: 'poll',
+      });
+      expect(g.tracker.size).toBe(0);
+    } finally {
+      await g.stop();
+    }
   });
 
   it('finishes a slow task via push (the SDK sender’s body), with one world.state.delta', async () => {
-    const t = tracker(w, { polling: { intervalMs: 60_000 } });
-    const receiver = await mountReceiver(t);
+    const g = gateway(w, { polling: { intervalMs: 60_000 } });
+    const receiver = await mountReceiver(g.tracker);
     try {
       const token = createPushToken();
-      const taskId = await startTask(w, t, token);
-      const { client } = await w.fleet.agentClient('ops');
-      await until(() => w.agent.received.length > 0);
+      const taskId = await startTask(g, token);
+      const { client } = await g.fleet.agentClient('ops');
       await new Promise((r) => setTimeout(r, 80));
       const done = await client.getTask({ tenant: '', id: taskId, historyLength: 0 });
       await sdkPush(receiver.url(taskId), done, token);
@@ -184,23 +210,43 @@ describe('task tracker', () => {
       await until(() => deltasOf(w, taskId).length > 0);
       await new Promise((r) => setTimeout(r, 50));
       expect(deltasOf(w, taskId)).toHaveLength(1);
-      expect(t.claims()).toMatchObject({ push: 1, poll: 0 });
+      expect(g.tracker.claims()).toMatchObject({ push: 1, poll: 0 });
     } finally {
       await receiver.close();
-      t.stop();
+      await g.stop();
+    }
+  });
+
+  it('records a terminal reply durably, so a later push or poll of the task is a no-op', async () => {
+    const g = gateway(w);
+    try {
+      const result = await g.fleet.call('ops', 'pr_review', 'go');
+      expect(result.terminal).toBe(true);
+      const taskId = result.task!.id;
+      await until(() => deltasOf(w, taskId).length > 0);
+      expect(await createStoreTaskRecords(w.store.db).get('ops', taskId)).toMatchObject({
+        state: 'completed',
+        terminalVia: 'reply',
+        skill: 'pr_review',
+      });
+      expect(await g.tracker.finish('ops', result.task!, 'push')).toBe(false);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(deltasOf(w, taskId)).toHaveLength(1);
+    } finally {
+      await g.stop();
     }
   });
 
   it('publishes exactly one world.state.delta per task when push and poll race, 200 times', async () => {
-    const t = tracker(w, { polling: { intervalMs: 60_000, perAgentConcurrency: 64 } });
-    const receiver = await mountReceiver(t);
-    const { client } = await w.fleet.agentClient('ops');
+    const g = gateway(w, { polling: { intervalMs: 60_000, perAgentConcurrency: 64 } });
+    const receiver = await mountReceiver(g.tracker);
+    const { client } = await g.fleet.agentClient('ops');
     try {
       const ids: string[] = [];
       for (let batch = 0; batch < 10; batch += 1) {
         const tokens = Array.from({ length: 20 }, () => createPushToken());
         const started = await Promise.all(
-          tokens.map(async (token) => ({ token, id: await startTask(w, t, token) })),
+          tokens.map(async (token) => ({ token, id: await startTask(g, token) })),
         );
         await new Promise((r) => setTimeout(r, 80));
         const finished = await Promise.all(
@@ -214,7 +260,7 @@ describe('task tracker', () => {
           finished.flatMap((f) => {
             const paths = [
               () => sdkPush(receiver.url(f.id), f.task, f.token),
-              () => Promise.resolve(t.pollNow('ops', f.id)),
+              () => Promise.resolve(g.tracker.pollNow('ops', f.id)),
             ];
             if (Math.random() < 0.5) paths.reverse();
             return paths.map((p) => p());
@@ -225,12 +271,41 @@ describe('task tracker', () => {
       await until(() => ids.every((id) => deltasOf(w, id).length > 0), 20_000);
       await new Promise((r) => setTimeout(r, 100));
       expect(ids.map((id) => deltasOf(w, id).length)).toEqual(ids.map(() => 1));
-      const claims = t.claims();
+      const claims = g.tracker.claims();
       expect(claims.push + claims.poll).toBe(200);
-      expect(t.size).toBe(0);
+      expect(g.tracker.size).toBe(0);
     } finally {
       await receiver.close();
-      t.stop();
+      await g.stop();
+    }
+  });
+
+  it('completes a task on recovery after the gateway that started it went away, once', async () => {
+    // Gateway A starts the task, then stops before it ever sees the end (polls far in the future).
+    const a = gateway(w, { polling: { intervalMs: 60_000 } });
+    const taskId = await startTask(a);
+    await a.stop();
+    await new Promise((r) => setTimeout(r, 80)); // the agent finishes meanwhile
+    expect(deltasOf(w, taskId)).toHaveLength(0);
+
+    // Gateway B starts on the same store: the task is reloaded and completed, once.
+    const b = gateway(w, { polling: { intervalMs: 15 } });
+    try {
+      expect(await b.tracker.recover()).toBeGreaterThanOrEqual(1);
+      await until(() => deltasOf(w, taskId).length > 0);
+      expect(await createStoreTaskRecords(w.store.db).get('ops', taskId)).toMatchObject({
+        terminalVia: 'recovery',
+      });
+      // Gateway A comes back to life and sees the same terminal task: a no-op.
+      const { client } = await a.fleet.agentClient('ops');
+      const done = await client.getTask({ tenant: '', id: taskId, historyLength: 0 });
+      const result = await a.fleet.onTerminal(done, 'poll');
+      expect(result).toEqual({ ran: false, reason: 'claimed' });
+      await new Promise((r) => setTimeout(r, 100));
+      expect(deltasOf(w, taskId)).toHaveLength(1);
+      expect((deltasOf(w, taskId)[0]!.payload as { skill: string }).skill).toBe('pr_review');
+    } finally {
+      await b.stop();
     }
   });
 });
@@ -243,17 +318,19 @@ describe('task tracker limits', () => {
   afterAll(() => w.close());
 
   it('cancels a task at the agent after the tracking time and fails its call', async () => {
-    const t = tracker(w, { polling: { intervalMs: 20 }, maxTrackingTimeMs: 100 });
-    const taskId = await startTask(w, t);
-    await until(() => t.claims().timeout === 1);
-    expect(await createStoreTaskRecords(w.store.db).get('ops', taskId)).toMatchObject({
-      state: 'canceled',
-      terminalVia: 'timeout',
-    });
-    const { client } = await w.fleet.agentClient('ops');
-    const remote = await client.getTask({ tenant: '', id: taskId, historyLength: 0 });
-    expect(remote.status?.state).toBe(5); // TASK_STATE_CANCELED at the agent
-    expect(deltasOf(w, taskId)).toHaveLength(0);
-    t.stop();
+    const g = gateway(w, { polling: { intervalMs: 20 }, maxTrackingTimeMs: 100 });
+    try {
+      const taskId = await startTask(g);
+      await until(() => g.tracker.claims().timeout === 1);
+      expect(await createStoreTaskRecords(w.store.db).get('ops', taskId)).toMatchObject({
+        state: 'canceled',
+        terminalVia: 'timeout',
+      });
+      const { client } = await g.fleet.agentClient('ops');
+      const remote = await client.getTask({ tenant: '', id: taskId, historyLength: 0 });
+      expect(remote.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    } finally {
+      await g.stop();
+    }
   });
 });

@@ -26,9 +26,24 @@ import type { CallInput, CallOptions, CallResult } from './call-types.js';
 import { mergeExtensionHeader } from './headers.js';
 import { NEVER_ABORTED, buildMessage, callError } from './request.js';
 import { TaskAccumulator, readReply } from './task-accumulator.js';
-import { TerminalRouter, type PendingCall, type TerminalResult } from './terminal.js';
+import {
+  TerminalRouter,
+  type PendingCall,
+  type TerminalPath,
+  type TerminalResult,
+  type TerminalRouterOptions,
+} from './terminal.js';
 
 /** Options of {@link createFleetClient}. */
+/** What a task record keeps of the call that started a task. */
+export interface ResumedCall {
+  agent: string;
+  skill: string;
+  correlationId: string;
+  /** Epoch milliseconds the call started. */
+  startedAt: number;
+}
+
 export interface FleetClientOptions {
   registry: ExtensionRegistry;
   bus: ExtensionEventBus;
@@ -47,8 +62,13 @@ export interface FleetClientOptions {
   timeoutMs?: number;
   /** Where optional-hook failures go (default: counted and published on `system.error`). */
   hookFailures?: HookFailureSink;
-  /** The terminal seam (default: one in-memory router per client). */
+  /** The terminal seam (default: one router per client, durable when `durable` is given). */
   terminal?: TerminalRouter;
+  /**
+   * Exactly-once finishing across paths, restarts and replicas (see `TerminalRouterOptions`): the
+   * standard extensions must publish through `durable.collector`.
+   */
+  durable?: TerminalRouterOptions['durable'];
 }
 
 /** A Fleetgate client: skill calls to a fleet of A2A agents, wrapped in the extension chain. */
@@ -63,7 +83,13 @@ export interface FleetClient {
    */
   call(agent: string, skill: string, input: CallInput, options?: CallOptions): Promise<CallResult>;
   /** The single terminal seam: every path that sees a terminal task calls this. */
-  onTerminal(task: Task): Promise<TerminalResult>;
+  onTerminal(task: Task, via?: TerminalPath): Promise<TerminalResult>;
+  /**
+   * Finishes a task whose call started in another process (restart recovery, another replica):
+   * rebuilds the call's chain from what the task record kept and runs its `after` hooks. A
+   * pending call of this process for the task is used instead when there is one.
+   */
+  resume(task: Task, call: ResumedCall, via: TerminalPath): Promise<TerminalResult>;
   /** Calls whose `after` hooks wait for their terminal task. */
   pending(): PendingCall[];
   /** Gives up on a pending call: its `after` hooks run with `{ ok: false, error }`. */
@@ -105,7 +131,9 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
   const baseFetch = options.fetch ?? ((input, init) => fetch(input, init));
   const defaultSink = createHookFailureLog({ bus });
   const sink = options.hookFailures ?? defaultSink;
-  const terminal = options.terminal ?? new TerminalRouter();
+  const terminal =
+    options.terminal ??
+    new TerminalRouter(options.durable === undefined ? {} : { durable: options.durable });
   const wire = new Map<string, WireRecord>();
   const clients = new Map<string, CachedClient>();
   let callSeq = 0;
@@ -205,6 +233,7 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
       metadata: callOptions.metadata,
       signal,
       declarations: built.declarations,
+      startedAt,
     });
     const chain = new SkillCallChain(active.list, ctx, sink);
     const activated = active.uris;
@@ -351,7 +380,20 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
 
   return {
     call,
-    onTerminal: (task) => terminal.onTerminal(task),
+    onTerminal: (task, via) => terminal.onTerminal(task, via),
+    async resume(task, resumed, via) {
+      const built = builtClient(resumed.agent) ?? (await agentClient(resumed.agent));
+      const ctx = createSkillCallContext({
+        agent: resumed.agent,
+        skill: resumed.skill,
+        correlationId: resumed.correlationId,
+        signal: NEVER_ABORTED,
+        declarations: built.declarations,
+        startedAt: resumed.startedAt,
+      });
+      const chain = new SkillCallChain(activeExtensions(resumed.agent, built).list, ctx, sink);
+      return terminal.resume(task, chain.resumeAfterBefore(), via);
+    },
     pending: () => terminal.pending(),
     abandon: (taskId, error) => terminal.abandon(taskId, error),
     agentClient,

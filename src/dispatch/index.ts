@@ -2,7 +2,12 @@
  * Dispatch: the fleet client (per-agent SDK clients, the extension chain around every call) and
  * the single terminal seam, `onTerminal`.
  */
-export { createFleetClient, type FleetClient, type FleetClientOptions } from './fleet-client.js';
+export {
+  createFleetClient,
+  type FleetClient,
+  type FleetClientOptions,
+  type ResumedCall,
+} from './fleet-client.js';
 export type { CallInput, CallMode, CallOptions, CallResult, CallTiming } from './call-types.js';
 export {
   createAgentClient,
@@ -19,6 +24,9 @@ export {
   TerminalRouter,
   outcomeForTask,
   type PendingCall,
+  type TerminalClaim,
+  type TerminalCommit,
+  type TerminalPath,
   type TerminalResult,
   type TerminalRouterOptions,
 } from './terminal.js';

@@ -1,5 +1,6 @@
 import type { Task } from '@a2a-js/sdk';
 
+import type { CollectedEvent, EventCollector } from '../bus/index.js';
 import { FleetgateError } from '../errors/index.js';
 import type { CallOutcome, SkillCallChain } from '../extensions/index.js';
 import { isTerminalState, normalizeTaskState } from '../protocol/index.js';
@@ -37,8 +38,36 @@ export type TerminalResult =
   /** Nothing to do: not terminal, unknown here, or another path claimed it first. */
   | { readonly ran: false; readonly reason: 'not-terminal' | 'not-pending' | 'claimed' };
 
+/** Which path saw a task's terminal state. */
+export type TerminalPath =
+  'reply' | 'stream' | 'poll' | 'push' | 'resubscribe' | 'recovery' | 'timeout';
+
+/** What a path claims when it finishes a task. */
+export interface TerminalClaim {
+  agent: string;
+  skill: string;
+  correlationId: string;
+  taskId: string;
+  state: ReturnType<typeof normalizeTaskState>;
+  via: TerminalPath;
+  /** Epoch milliseconds the call started. */
+  startedAt: number;
+}
+
+/**
+ * Claims a task terminal durably and, in the same transaction, keeps the events its `after` hooks
+ * produced (the outbox). Resolves true for the one path, process or replica that wins.
+ */
+export type TerminalCommit = (claim: TerminalClaim, events: CollectedEvent[]) => Promise<boolean>;
+
 /** Options of {@link TerminalRouter}. */
 export interface TerminalRouterOptions {
+  /**
+   * Exactly-once across paths, restarts and replicas: the `after` hooks run with their events
+   * collected (the extensions publish through `collector`), then `commit` claims the task and
+   * writes those events in one transaction; a path that loses the claim drops them.
+   */
+  durable?: { collector: EventCollector; commit: TerminalCommit };
   /**
    * Claims the right to finish one task, first caller wins. The default claims in memory (enough
    * for one process); the task tracker issue passes a durable compare-and-set so restarts and
@@ -61,9 +90,11 @@ interface Entry {
 export class TerminalRouter {
   readonly #pending = new Map<string, Entry>();
   readonly #claim: ((agent: string, taskId: string) => Promise<boolean>) | undefined;
+  readonly #durable: TerminalRouterOptions['durable'];
 
   constructor(options: TerminalRouterOptions = {}) {
     this.#claim = options.claim;
+    this.#durable = options.durable;
   }
 
   /** Registers the chain of a call whose task `taskId` has not finished yet. */
@@ -89,7 +120,7 @@ export class TerminalRouter {
    * the `after` hooks (reverse order) with {@link outcomeForTask}. Safe to call from several
    * paths and several times.
    */
-  async onTerminal(task: Task): Promise<TerminalResult> {
+  async onTerminal(task: Task, via: TerminalPath = 'poll'): Promise<TerminalResult> {
     if (!isTerminalState(normalizeTaskState(task.status?.state))) {
       return { ran: false, reason: 'not-terminal' };
     }
@@ -97,11 +128,47 @@ export class TerminalRouter {
     if (entry === undefined) return { ran: false, reason: 'not-pending' };
     // Synchronous delete before any await: a second path in this process sees `not-pending`.
     this.#pending.delete(task.id);
-    if (this.#claim !== undefined && !(await this.#claim(entry.info.agent, task.id))) {
+    return this.#complete(task, entry.chain, via);
+  }
+
+  /**
+   * Finishes a task whose call started in another process (restart recovery, another replica):
+   * `chain` was rebuilt with {@link SkillCallChain.resumeAfterBefore}. Exactly once only with a
+   * durable commit.
+   */
+  resume(task: Task, chain: SkillCallChain, via: TerminalPath): Promise<TerminalResult> {
+    if (!isTerminalState(normalizeTaskState(task.status?.state))) {
+      return Promise.resolve({ ran: false, reason: 'not-terminal' });
+    }
+    if (this.#pending.has(task.id)) return this.onTerminal(task, via);
+    return this.#complete(task, chain, via);
+  }
+
+  async #complete(task: Task, chain: SkillCallChain, via: TerminalPath): Promise<TerminalResult> {
+    const outcome = outcomeForTask(task);
+    if (this.#durable !== undefined) {
+      const { collector, commit } = this.#durable;
+      const { value: failure, events } = await collector.collect(() => chain.runAfter(outcome));
+      const ctx = chain.ctx;
+      const won = await commit(
+        {
+          agent: ctx.agent,
+          skill: ctx.skill,
+          correlationId: ctx.correlationId,
+          taskId: task.id,
+          state: normalizeTaskState(task.status?.state),
+          via,
+          startedAt: ctx.startedAt,
+        },
+        events,
+      );
+      if (!won) return { ran: false, reason: 'claimed' };
+      return failure === undefined ? { ran: true, outcome } : { ran: true, outcome, failure };
+    }
+    if (this.#claim !== undefined && !(await this.#claim(chain.ctx.agent, task.id))) {
       return { ran: false, reason: 'claimed' };
     }
-    const outcome = outcomeForTask(task);
-    const failure = await entry.chain.runAfter(outcome);
+    const failure = await chain.runAfter(outcome);
     return failure === undefined ? { ran: true, outcome } : { ran: true, outcome, failure };
   }
 
@@ -111,18 +178,17 @@ export class TerminalRouter {
    * between (both steps would run in one synchronous stretch). Any older pending entry of the task
    * is dropped, as `track` would have replaced it.
    */
-  async finish(task: Task, chain: SkillCallChain): Promise<TerminalResult> {
+  async finish(
+    task: Task,
+    chain: SkillCallChain,
+    via: TerminalPath = 'reply',
+  ): Promise<TerminalResult> {
     if (!isTerminalState(normalizeTaskState(task.status?.state))) {
       this.track(task.id, chain);
       return { ran: false, reason: 'not-terminal' };
     }
     this.#pending.delete(task.id);
-    if (this.#claim !== undefined && !(await this.#claim(chain.ctx.agent, task.id))) {
-      return { ran: false, reason: 'claimed' };
-    }
-    const outcome = outcomeForTask(task);
-    const failure = await chain.runAfter(outcome);
-    return failure === undefined ? { ran: true, outcome } : { ran: true, outcome, failure };
+    return this.#complete(task, chain, via);
   }
 
   /**

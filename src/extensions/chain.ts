@@ -34,6 +34,8 @@ export interface SkillCallContextInit {
   metadata?: Readonly<Record<string, unknown>> | undefined;
   signal: AbortSignal;
   declarations: Declarations;
+  /** Epoch milliseconds the call started (default now); a resumed chain passes the original. */
+  startedAt?: number;
 }
 
 /** A {@link SkillCallContext} plus what the chain needs to drive it. */
@@ -53,6 +55,7 @@ class CallContext implements ChainContext {
   readonly metadata: Readonly<Record<string, unknown>>;
   readonly signal: AbortSignal;
   readonly declarations: Declarations;
+  readonly startedAt: number;
   readonly state: CallState = createCallState();
   readonly stamps: Stamps = {};
   /** Stamp key → the extension that set it. */
@@ -68,6 +71,7 @@ class CallContext implements ChainContext {
     this.metadata = init.metadata ?? {};
     this.signal = init.signal;
     this.declarations = init.declarations;
+    this.startedAt = init.startedAt ?? Date.now();
   }
 
   stamp(key: string, value: string): void {
@@ -189,6 +193,18 @@ export class SkillCallChain {
       ctx.owner = NO_OWNER;
       ctx.sealed = true;
     }
+  }
+
+  /**
+   * Marks every `before` hook as having run: the chain of a call that started in another
+   * process (restart recovery, another replica), rebuilt to run its `after` hooks. Per-call state
+   * handed from `before` to `after` is absent in such a chain; hooks fall back on the context
+   * (`startedAt`).
+   */
+  resumeAfterBefore(): this {
+    (this.ctx as CallContext).sealed = true;
+    this.#ran.splice(0, this.#ran.length, ...this.#extensions);
+    return this;
   }
 
   /**

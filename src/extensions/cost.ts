@@ -53,7 +53,8 @@ export function createCostExtension(options: CostExtensionOptions): Extension {
     },
     after(ctx, outcome) {
       const started = ctx.state.get(STARTED);
-      const wallMs = started === undefined ? 0 : Math.max(0, now() - started);
+      // A resumed call (restart, another replica) has no before-state: measure from its start.
+      const wallMs = Math.max(0, started === undefined ? Date.now() - ctx.startedAt : now() - started);
       const task = outcome.task;
       const view = task === undefined ? undefined : normalizedTask(task);
       const reported = view === undefined ? undefined : extractCost(view).payload;

@@ -48,6 +48,8 @@ export interface SkillCallContext {
   readonly signal: AbortSignal;
   /** What the agent's card declares for the extensions (blast, hitl-mode, effect-domain …). */
   readonly declarations: Declarations;
+  /** Epoch milliseconds the call started (for a resumed call: when it started originally). */
+  readonly startedAt: number;
   /** Typed per-call state a `before` hook hands to `after` (see {@link createStateKey}). */
   readonly state: CallState;
   /**

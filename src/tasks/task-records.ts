@@ -66,7 +66,13 @@ export interface TaskRecordStore {
   claim(
     agent: string,
     taskId: string,
-    claim: { via: TerminalVia; state: TaskStateName; at: number },
+    claim: {
+      via: TerminalVia;
+      state: TaskStateName;
+      at: number;
+      /** With these, a task never recorded (a terminal reply) is recorded terminal by the claim. */
+      call?: { skill: string; correlationId: string; startedAt: number };
+    },
     alsoWrite?: (trx: Transaction<ClaimDatabase>) => Promise<void>,
   ): Promise<boolean>;
 }
@@ -149,7 +155,7 @@ export function createStoreTaskRecords<DB extends ClaimDatabase>(
     },
     async claim(agent, taskId, claim, alsoWrite) {
       return db.transaction().execute(async (trx) => {
-        const result = await trx
+        const updated = await trx
           .updateTable('fleetgate_task')
           .set({
             state: claim.state,
@@ -161,7 +167,28 @@ export function createStoreTaskRecords<DB extends ClaimDatabase>(
           .where('task_id', '=', taskId)
           .where('terminal_at', 'is', null)
           .executeTakeFirst();
-        if (Number(result.numUpdatedRows) !== 1) return false;
+        let won = Number(updated.numUpdatedRows) === 1;
+        if (!won && claim.call !== undefined) {
+          // Never tracked (the reply was terminal): record it terminal now, unless a record exists.
+          const inserted = await trx
+            .insertInto('fleetgate_task')
+            .values({
+              agent,
+              task_id: taskId,
+              skill: claim.call.skill,
+              correlation_id: claim.call.correlationId,
+              state: claim.state,
+              push_token_hash: null,
+              created_at: claim.call.startedAt,
+              updated_at: claim.at,
+              terminal_at: claim.at,
+              terminal_via: claim.via,
+            })
+            .onConflict((oc) => oc.columns(['agent', 'task_id']).doNothing())
+            .executeTakeFirst();
+          won = Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1;
+        }
+        if (!won) return false;
         await alsoWrite?.(trx);
         return true;
       });

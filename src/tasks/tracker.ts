@@ -1,6 +1,6 @@
 import type { Task } from '@a2a-js/sdk';
-import { Task as TaskCodec } from '@a2a-js/sdk';
-import { FleetgateError } from '../errors/index.js';
+import { Task as TaskCodec, TaskState } from '@a2a-js/sdk';
+import type { ResumedCall, TerminalResult } from '../dispatch/index.js';
 import type { NormalizedStreamEvent, TaskStateName } from '../protocol/index.js';
 import { isInterruptedState, isTerminalState, normalizeTaskState } from '../protocol/index.js';
 import type { PollResult, PollSchedulerOptions } from './poll-scheduler.js';
@@ -9,12 +9,12 @@ import type { PushRequest, PushResponse } from './push-receiver.js';
 import { createPushReceiver, hashPushToken } from './push-receiver.js';
 import type { TaskRecord, TaskRecordStore, TerminalVia } from './task-records.js';
 
-/** What the tracker needs of the fleet client. */
+/** What the tracker needs of the fleet client (created with a durable terminal commit). */
 export interface TrackerFleet {
-  /** The single terminal seam: runs the call's `after` hooks once. */
-  onTerminal(task: Task): Promise<unknown>;
-  /** Gives up on a call: its `after` hooks run with `{ ok: false, error }`. */
-  abandon(taskId: string, error: FleetgateError): Promise<unknown>;
+  /** The single terminal seam: claims the task and runs the call's `after` hooks once. */
+  onTerminal(task: Task, via: TerminalVia): Promise<TerminalResult>;
+  /** The same for a call that started in another process (restart, another replica). */
+  resume(task: Task, call: ResumedCall, via: TerminalVia): Promise<TerminalResult>;
   agentClient(agent: string): Promise<{
     client: {
       getTask(params: {
@@ -58,7 +58,10 @@ export interface TrackInput {
 
 interface Tracked {
   skill: string;
+  correlationId: string;
   createdAt: number;
+  /** Reloaded from the store at start: its first terminal sighting counts as recovery. */
+  recovered: boolean;
   state: TaskStateName;
   /** A push said the task finished: the poll it triggers counts as the push path. */
   pushed: boolean;
@@ -122,7 +125,9 @@ export class TaskTracker {
     });
     this.#tracked.set(keyOf(input.agent, input.taskId), {
       skill: input.skill,
+      correlationId: input.correlationId,
       createdAt: now,
+      recovered: false,
       state: input.state,
       pushed: false,
     });
@@ -130,21 +135,53 @@ export class TaskTracker {
   }
 
   /**
-   * Hands a terminal task to the call that started it — once. Claims the task record; the path
-   * that wins runs the `after` hooks, every other path is a counted no-op.
+   * Hands a terminal task to the call that started it — once, across paths, restarts and
+   * replicas: the fleet client's durable commit claims the task record and writes the events of
+   * the `after` hooks to the outbox in one transaction. A call that started in another process is
+   * resumed from what the task record kept. Every path but the first is a counted no-op.
    */
   async finish(agent: string, task: Task, via: TerminalVia): Promise<boolean> {
-    const state = normalizeTaskState(task.status?.state);
-    if (!isTerminalState(state)) return false;
-    const won = await this.#o.records.claim(agent, task.id, { via, state, at: this.#o.now() });
+    if (!isTerminalState(normalizeTaskState(task.status?.state))) return false;
+    const key = keyOf(agent, task.id);
+    const tracked = this.#tracked.get(key);
+    const call = tracked ?? (await this.#o.records.get(agent, task.id));
     this.#forget(agent, task.id);
-    if (!won) {
-      this.#claims.lost += 1;
-      return false;
+    let result = await this.#o.fleet.onTerminal(task, via);
+    if (!result.ran && result.reason === 'not-pending' && call !== undefined) {
+      result = await this.#o.fleet.resume(
+        task,
+        { agent, skill: call.skill, correlationId: call.correlationId, startedAt: call.createdAt },
+        via,
+      );
     }
-    this.#claims[via] += 1;
-    await this.#o.fleet.onTerminal(task);
-    return true;
+    if (result.ran) {
+      this.#claims[via] += 1;
+      return true;
+    }
+    if (result.reason === 'claimed') this.#claims.lost += 1;
+    return false;
+  }
+
+  /**
+   * Restart recovery: reloads every task still in flight in the store and polls each at once, so
+   * a task that finished while no gateway was watching completes now, with its events once.
+   */
+  async recover(): Promise<number> {
+    const records = await this.#o.records.inFlight();
+    for (const record of records) {
+      const key = keyOf(record.agent, record.taskId);
+      if (this.#tracked.has(key)) continue;
+      this.#tracked.set(key, {
+        skill: record.skill,
+        correlationId: record.correlationId,
+        createdAt: record.createdAt,
+        recovered: true,
+        state: record.state,
+        pushed: false,
+      });
+      this.#scheduler.add(record.agent, record.taskId, 0);
+    }
+    return records.length;
   }
 
   /** The `POST /callbacks/a2a/:taskId` handler (mount it in any HTTP framework). */
@@ -202,7 +239,11 @@ export class TaskTracker {
     const task = await client.getTask({ tenant: '', id: taskId, historyLength: 0 });
     const state = normalizeTaskState(task.status?.state);
     if (isTerminalState(state)) {
-      await this.finish(agent, task, tracked.pushed ? 'push' : 'poll');
+      await this.finish(
+        agent,
+        task,
+        tracked.pushed ? 'push' : tracked.recovered ? 'recovery' : 'poll',
+      );
       return 'terminal';
     }
     await this.#noteState(agent, taskId, state);
@@ -225,27 +266,28 @@ export class TaskTracker {
     taskId: string,
     client: Awaited<ReturnType<TrackerFleet['agentClient']>>['client'],
   ): Promise<void> {
+    let task: Task;
     try {
-      await client.cancelTask({ tenant: '', id: taskId, metadata: undefined });
+      task = await client.cancelTask({ tenant: '', id: taskId, metadata: undefined });
     } catch (error) {
       this.#o.onError?.(error, { agent, taskId, where: 'cancel' });
+      task = {
+        id: taskId,
+        contextId: '',
+        status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: undefined },
+        artifacts: [],
+        history: [],
+        metadata: undefined,
+      };
     }
-    const won = await this.#o.records.claim(agent, taskId, {
-      via: 'timeout',
-      state: 'canceled',
-      at: this.#o.now(),
-    });
-    this.#forget(agent, taskId);
-    if (!won) return;
-    this.#claims.timeout += 1;
-    await this.#o.fleet.abandon(
-      taskId,
-      new FleetgateError(
-        'FLEETGATE_TASK_TIMEOUT',
-        `Task ${taskId} of ${agent} did not finish within ${this.#o.maxTrackingTimeMs} ms and was canceled.`,
-        { details: { agent, taskId } },
-      ),
-    );
+    if (!isTerminalState(normalizeTaskState(task.status?.state))) {
+      task = {
+        ...task,
+        status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: undefined },
+      };
+    }
+    // The call fails: its after hooks see the canceled task ({ ok: false }).
+    await this.finish(agent, task, 'timeout');
   }
 
   #forget(agent: string, taskId: string): void {
