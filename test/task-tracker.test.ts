@@ -3,11 +3,8 @@
  * and a real SQLite file: poll only, push only (bodies produced by the SDK's own sender), and push
  * racing poll — one world.state.delta per task every time.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Task } from '@a2a-js/sdk';
 import { TaskState } from '@a2a-js/sdk';
 import {
@@ -16,91 +13,11 @@ import {
   ServerCallContext,
 } from '@a2a-js/sdk/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningAgent } from '../examples/agents/harness.js';
-import { opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
-import type { EventBus, EventEnvelope, OpenTopics } from '../src/bus/index.js';
-import { createInMemoryEventBus, createOutboxRelay, EventCollector } from '../src/bus/index.js';
-import type { FleetClient } from '../src/dispatch/index.js';
-import { createFleetClient } from '../src/dispatch/index.js';
-import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';
-import { BlastRegistry } from '../src/fleet/index.js';
-import type { Store } from '../src/store/index.js';
-import { openStore } from '../src/store/index.js';
-import type { TaskTrackerOptions } from '../src/tasks/index.js';
-import {
-  createPushToken,
-  createStoreTaskRecords,
-  createTerminalCommit,
-  TaskTracker,
-} from '../src/tasks/index.js';
-
-interface World {
-  agent: RunningAgent;
-  bus: EventBus<OpenTopics>;
-  deltas: EventEnvelope[];
-  store: Store;
-  card: unknown;
-  close: () => Promise<void>;
-}
-
-async function world(delayMs: number): Promise<World> {
-  const agent = await startOpsAgent({
-    behaviour: async (call) => ({ ...(await opsBehaviour(call)), delayMs }),
-  });
-  const bus = createInMemoryEventBus<OpenTopics>();
-  const deltas: EventEnvelope[] = [];
-  await bus.subscribe('world.state.delta', (e) => void deltas.push(e), { name: 'deltas' });
-  const dir = mkdtempSync(join(tmpdir(), 'fleetgate-tracker-'));
-  const store = await openStore(`sqlite:${join(dir, 'tasks.db')}`);
-  return {
-    agent,
-    bus,
-    deltas,
-    store,
-    card: await agent.fetchCard(),
-    close: async () => {
-      await bus.close();
-      await store.close();
-      await agent.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-/** One gateway process: a fleet client with the durable terminal commit, a relay, a tracker. */
-interface Gateway {
-  fleet: FleetClient;
-  tracker: TaskTracker;
-  stop: () => Promise<void>;
-}
-
-function gateway(w: World, options: Partial<TaskTrackerOptions> = {}): Gateway {
-  const records = createStoreTaskRecords(w.store.db);
-  const relay = createOutboxRelay({ db: w.store.db, bus: w.bus, pollIntervalMs: 10 });
-  relay.start();
-  const collector = new EventCollector(w.bus);
-  const blast = new BlastRegistry();
-  const registry = registerStandardExtensions(new ExtensionRegistry(), { bus: collector, blast });
-  const fleet = createFleetClient({
-    registry,
-    bus: collector,
-    blast,
-    cards: new Map([['ops', { url: w.agent.url, card: w.card }]]),
-    durable: {
-      collector,
-      commit: createTerminalCommit({ records, onCommitted: () => relay.notify() }),
-    },
-  });
-  const tracker = new TaskTracker({ records, fleet, ...options });
-  return {
-    fleet,
-    tracker,
-    stop: async () => {
-      tracker.stop();
-      await relay.stop();
-    },
-  };
-}
+import type { EventEnvelope } from '../src/bus/index.js';
+import type { Gateway, World } from './support/gateway.js';
+import { gateway, world } from './support/gateway.js';
+import type { TaskTracker } from '../src/tasks/index.js';
+import { createPushToken, createStoreTaskRecords } from '../src/tasks/index.js';
 
 /** Starts a call that returns at once with a working task, and hands it to the tracker. */
 async function startTask(g: Gateway, pushToken?: string): Promise<string> {

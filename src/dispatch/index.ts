@@ -30,3 +30,5 @@ export {
   type TerminalResult,
   type TerminalRouterOptions,
 } from './terminal.js';
+export * from './dispatch-records.js';
+export * from './dispatcher.js';

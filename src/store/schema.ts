@@ -7,7 +7,14 @@ import type { FleetDatabase } from '../fleet/ratchet.js';
 import type { WorldDatabase } from '../world/store-tables.js';
 import type { AlertsDatabase } from '../alerts/store-tables.js';
 import type { TasksDatabase } from '../tasks/task-records.js';
+import type { DispatchDatabase } from '../dispatch/dispatch-records.js';
 
 /** All Fleetgate tables. */
 export interface FleetgateDatabase
-  extends OutboxDatabase, FleetDatabase, WorldDatabase, AlertsDatabase, TasksDatabase {}
+  extends
+    OutboxDatabase,
+    FleetDatabase,
+    WorldDatabase,
+    AlertsDatabase,
+    TasksDatabase,
+    DispatchDatabase {}

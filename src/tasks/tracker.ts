@@ -40,6 +40,13 @@ export interface TaskTrackerOptions {
    * never reported as success or failure. Called once per state it enters.
    */
   onInterrupted?(record: TaskRecord, state: TaskStateName): Promise<void>;
+  /** Told once per task, by the path that finished it (the dispatcher updates its record). */
+  onFinished?(finished: {
+    agent: string;
+    taskId: string;
+    task: Task;
+    via: TerminalVia;
+  }): Promise<void>;
   /** Receives failures of polls and hooks (the composition root publishes them on `system.error`). */
   onError?(error: unknown, context: { agent: string; taskId: string; where: string }): void;
   now?: () => number;
@@ -156,6 +163,7 @@ export class TaskTracker {
     }
     if (result.ran) {
       this.#claims[via] += 1;
+      await this.#o.onFinished?.({ agent, taskId: task.id, task, via });
       return true;
     }
     if (result.reason === 'claimed') this.#claims.lost += 1;

@@ -1,0 +1,131 @@
+import type { Kysely } from 'kysely';
+
+/** Where a dispatch stands (the HTTP API's `status`). */
+export type DispatchStatus =
+  'awaiting-approval' | 'running' | 'completed' | 'failed' | 'rejected' | 'canceled';
+
+/** The summary of how a dispatch ended. */
+export interface DispatchResult {
+  /** The task's final state, when there was a task. */
+  state?: string;
+  /** The agent's text answer, cut to 2,000 characters. */
+  text?: string;
+  error?: { code: string; message: string };
+}
+
+/** The durable record of one dispatch. */
+export interface DispatchRecord {
+  id: string;
+  agent: string;
+  skill: string;
+  correlationId: string;
+  status: DispatchStatus;
+  taskId: string | null;
+  createdAt: number;
+  updatedAt: number;
+  result: DispatchResult | null;
+}
+
+/** The table of {@link createStoreDispatchRecords} (migration `0005_dispatch`). */
+export interface DispatchTable {
+  id: string;
+  agent: string;
+  skill: string;
+  correlation_id: string;
+  status: string;
+  task_id: string | null;
+  created_at: number;
+  updated_at: number;
+  result: string | null;
+}
+
+/** The dispatch records' table. */
+export interface DispatchDatabase {
+  fleetgate_dispatch: DispatchTable;
+}
+
+/** Durable dispatch records. */
+export interface DispatchRecordStore {
+  create(record: DispatchRecord): Promise<void>;
+  get(id: string): Promise<DispatchRecord | undefined>;
+  byTask(agent: string, taskId: string): Promise<DispatchRecord | undefined>;
+  /** Moves a dispatch on; a dispatch that already ended is never changed again. */
+  update(
+    id: string,
+    change: { status: DispatchStatus; taskId?: string; result?: DispatchResult; at: number },
+  ): Promise<DispatchRecord | undefined>;
+}
+
+const ENDED: readonly DispatchStatus[] = ['completed', 'failed', 'rejected', 'canceled'];
+
+function fromRow(row: DispatchTable): DispatchRecord {
+  return {
+    id: row.id,
+    agent: row.agent,
+    skill: row.skill,
+    correlationId: row.correlation_id,
+    status: row.status as DispatchStatus,
+    taskId: row.task_id,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+    result: row.result === null ? null : (JSON.parse(row.result) as DispatchResult),
+  };
+}
+
+/** Dispatch records in the store (SQLite or PostgreSQL). */
+export function createStoreDispatchRecords<DB extends DispatchDatabase>(
+  database: Kysely<DB>,
+): DispatchRecordStore {
+  // kysely's types are invariant in DB; the constraint guarantees the table exists.
+  const db = database as unknown as Kysely<DispatchDatabase>;
+  const get = async (id: string): Promise<DispatchRecord | undefined> => {
+    const row = await db
+      .selectFrom('fleetgate_dispatch')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return row === undefined ? undefined : fromRow(row);
+  };
+  return {
+    async create(record) {
+      await db
+        .insertInto('fleetgate_dispatch')
+        .values({
+          id: record.id,
+          agent: record.agent,
+          skill: record.skill,
+          correlation_id: record.correlationId,
+          status: record.status,
+          task_id: record.taskId,
+          created_at: record.createdAt,
+          updated_at: record.updatedAt,
+          result: record.result === null ? null : JSON.stringify(record.result),
+        })
+        .execute();
+    },
+    get,
+    async byTask(agent, taskId) {
+      const row = await db
+        .selectFrom('fleetgate_dispatch')
+        .selectAll()
+        .where('agent', '=', agent)
+        .where('task_id', '=', taskId)
+        .executeTakeFirst();
+      return row === undefined ? undefined : fromRow(row);
+    },
+    async update(id, change) {
+      await db
+        .updateTable('fleetgate_dispatch')
+        .set({
+          status: change.status,
+          updated_at: change.at,
+          ...(change.taskId === undefined ? {} : { task_id: change.taskId }),
+          ...(change.result === undefined ? {} : { result: JSON.stringify(change.result) }),
+        })
+        .where('id', '=', id)
+        .where('status', 'not in', [...ENDED])
+        .execute();
+      return get(id);
+    },
+  };
+}

@@ -1,0 +1,167 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EventEnvelope } from '../src/bus/index.js';
+import type { DispatchRecordStore, PolicyGate } from '../src/dispatch/index.js';
+import { createStoreDispatchRecords, Dispatcher } from '../src/dispatch/index.js';
+import type { Gateway, World } from './support/gateway.js';
+import { gateway, world } from './support/gateway.js';
+
+async function until(check: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+interface Harness {
+  g: Gateway;
+  dispatcher: Dispatcher;
+  records: DispatchRecordStore;
+  events: EventEnvelope[];
+  stop: () => Promise<void>;
+}
+
+async function harness(
+  w: World,
+  options: { gate?: PolicyGate; mode?: 'blocking' | 'return-immediately' } = {},
+): Promise<Harness> {
+  const records = createStoreDispatchRecords(w.store.db);
+  const events: EventEnvelope[] = [];
+  const sub = await w.bus.subscribe('skill.dispatch.>', (e) => void events.push(e), {
+    name: `dispatch-${Math.random().toString(36).slice(2, 8)}`,
+  });
+  const g = gateway(w, {
+    polling: { intervalMs: 15 },
+    // The dispatcher is created next; the tracker only calls back once tasks finish.
+    onFinished: (finished) => dispatcher.onTaskFinished(finished),
+  });
+  const dispatcher = new Dispatcher({
+    fleet: g.fleet,
+    records,
+    tracker: g.tracker,
+    bus: w.bus,
+    ...(options.gate === undefined ? {} : { gate: options.gate }),
+    ...(options.mode === undefined ? {} : { mode: options.mode }),
+  });
+  return {
+    g,
+    dispatcher,
+    records,
+    events,
+    stop: async () => {
+      await sub.unsubscribe();
+      await g.stop();
+    },
+  };
+}
+
+const topicsFor = (h: Harness, id: string): string[] =>
+  h.events.filter((e) => (e.payload as { id: string }).id === id).map((e) => e.topic);
+
+describe('dispatcher', () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await world(30);
+  });
+  afterAll(() => w.close());
+
+  it('records a dispatch whose reply is terminal as completed, with its events, once', async () => {
+    const h = await harness(w);
+    try {
+      const record = await h.dispatcher.dispatch({ agent: 'ops', skill: 'pr_review', text: 'go' });
+      expect(record).toMatchObject({ status: 'completed', agent: 'ops', skill: 'pr_review' });
+      expect(record.taskId).toEqual(expect.any(String));
+      expect(record.result?.text).toContain('pr_review: 2 change(s)');
+      await until(() => topicsFor(h, record.id).length === 3);
+      expect(topicsFor(h, record.id)).toEqual([
+        'skill.dispatch.requested',
+        'skill.dispatch.started',
+        'skill.dispatch.completed',
+      ]);
+      expect(await h.records.get(record.id)).toEqual(record);
+      await until(() =>
+        w.deltas.some((e) => (e.payload as { taskId: string }).taskId === record.taskId),
+      );
+    } finally {
+      await h.stop();
+    }
+  });
+
+  it('hands a task still running to the tracker and completes the dispatch when it ends', async () => {
+    const h = await harness(w, { mode: 'return-immediately' });
+    try {
+      const record = await h.dispatcher.dispatch({
+        agent: 'ops',
+        skill: 'sitrep',
+        correlationId: 'corr-1',
+      });
+      expect(record).toMatchObject({ status: 'running', correlationId: 'corr-1' });
+      await until(() => topicsFor(h, record.id).includes('skill.dispatch.completed'));
+      expect(await h.records.get(record.id)).toMatchObject({
+        status: 'completed',
+        result: { state: 'completed' },
+      });
+      expect(topicsFor(h, record.id).filter((t) => t === 'skill.dispatch.completed')).toHaveLength(
+        1,
+      );
+    } finally {
+      await h.stop();
+    }
+  });
+
+  it('rejects a call the gate denies without calling the agent', async () => {
+    const deny: PolicyGate = {
+      decide: () => Promise.resolve({ action: 'deny', reason: 'radius public needs approval' }),
+    };
+    const h = await harness(w, { gate: deny });
+    try {
+      const before = w.agent.received.length;
+      const record = await h.dispatcher.dispatch({ agent: 'ops', skill: 'bulk_migration' });
+      expect(record).toMatchObject({
+        status: 'rejected',
+        result: {
+          error: { code: 'FLEETGATE_DISPATCH_DENIED', message: 'radius public needs approval' },
+        },
+      });
+      expect(w.agent.received.length).toBe(before);
+      await until(() => topicsFor(h, record.id).includes('skill.dispatch.rejected'));
+    } finally {
+      await h.stop();
+    }
+  });
+
+  it('fails a dispatch to an unknown agent with the reason', async () => {
+    const h = await harness(w);
+    try {
+      const record = await h.dispatcher.dispatch({ agent: 'nobody', skill: 'x' });
+      expect(record).toMatchObject({
+        status: 'failed',
+        result: { error: { code: 'FLEETGATE_AGENT_UNKNOWN' } },
+      });
+      await until(() => topicsFor(h, record.id).includes('skill.dispatch.failed'));
+    } finally {
+      await h.stop();
+    }
+  });
+});
+
+describe('dispatcher with a failing agent', () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await world(0, { state: 'failed', statusText: 'boom' });
+  });
+  afterAll(() => w.close());
+
+  it('records a task that ended failed as a failed dispatch', async () => {
+    const h = await harness(w);
+    try {
+      const record = await h.dispatcher.dispatch({ agent: 'ops', skill: 'pr_review' });
+      expect(record).toMatchObject({
+        status: 'failed',
+        result: { state: 'failed', error: { code: 'FLEETGATE_TASK_FAILED' } },
+      });
+    } finally {
+      await h.stop();
+    }
+  });
+});

@@ -1,0 +1,94 @@
+/**
+ * A test gateway: a real SDK ops agent, one bus and one SQLite store shared by any number of
+ * gateway "processes", each wired as the composition root will be: records, outbox relay,
+ * EventCollector, the standard extensions publishing through it, a fleet client with the durable
+ * terminal commit, and a task tracker.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { RunningAgent } from '../../examples/agents/harness.js';
+import { opsBehaviour, startOpsAgent } from '../../examples/agents/ops-agent.js';
+import type { AgentPlan } from '../../examples/agents/harness.js';
+import type { EventBus, EventEnvelope, OpenTopics } from '../../src/bus/index.js';
+import { createInMemoryEventBus, createOutboxRelay, EventCollector } from '../../src/bus/index.js';
+import type { FleetClient } from '../../src/dispatch/index.js';
+import { createFleetClient } from '../../src/dispatch/index.js';
+import { ExtensionRegistry, registerStandardExtensions } from '../../src/extensions/index.js';
+import { BlastRegistry } from '../../src/fleet/index.js';
+import type { Store } from '../../src/store/index.js';
+import { openStore } from '../../src/store/index.js';
+import type { TaskTrackerOptions } from '../../src/tasks/index.js';
+import {
+  createStoreTaskRecords,
+  createTerminalCommit,
+  TaskTracker,
+} from '../../src/tasks/index.js';
+
+export interface World {
+  agent: RunningAgent;
+  bus: EventBus<OpenTopics>;
+  deltas: EventEnvelope[];
+  store: Store;
+  card: unknown;
+  close: () => Promise<void>;
+}
+
+export async function world(delayMs: number, plan: Partial<AgentPlan> = {}): Promise<World> {
+  const agent = await startOpsAgent({
+    behaviour: async (call) => ({ ...(await opsBehaviour(call)), delayMs, ...plan }),
+  });
+  const bus = createInMemoryEventBus<OpenTopics>();
+  const deltas: EventEnvelope[] = [];
+  await bus.subscribe('world.state.delta', (e) => void deltas.push(e), { name: 'deltas' });
+  const dir = mkdtempSync(join(tmpdir(), 'fleetgate-tracker-'));
+  const store = await openStore(`sqlite:${join(dir, 'tasks.db')}`);
+  return {
+    agent,
+    bus,
+    deltas,
+    store,
+    card: await agent.fetchCard(),
+    close: async () => {
+      await bus.close();
+      await store.close();
+      await agent.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** One gateway process: a fleet client with the durable terminal commit, a relay, a tracker. */
+export interface Gateway {
+  fleet: FleetClient;
+  tracker: TaskTracker;
+  stop: () => Promise<void>;
+}
+
+export function gateway(w: World, options: Partial<TaskTrackerOptions> = {}): Gateway {
+  const records = createStoreTaskRecords(w.store.db);
+  const relay = createOutboxRelay({ db: w.store.db, bus: w.bus, pollIntervalMs: 10 });
+  relay.start();
+  const collector = new EventCollector(w.bus);
+  const blast = new BlastRegistry();
+  const registry = registerStandardExtensions(new ExtensionRegistry(), { bus: collector, blast });
+  const fleet = createFleetClient({
+    registry,
+    bus: collector,
+    blast,
+    cards: new Map([['ops', { url: w.agent.url, card: w.card }]]),
+    durable: {
+      collector,
+      commit: createTerminalCommit({ records, onCommitted: () => relay.notify() }),
+    },
+  });
+  const tracker = new TaskTracker({ records, fleet, ...options });
+  return {
+    fleet,
+    tracker,
+    stop: async () => {
+      tracker.stop();
+      await relay.stop();
+    },
+  };
+}
