@@ -227,6 +227,66 @@ describe('task tracker', () => {
   });
 });
 
+describe('task tracker crash windows', () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await world(0);
+  });
+  afterAll(() => w.close());
+
+  it('delivers the events of a claim committed just before the process died, once, after restart', async () => {
+    // The gateway claims the terminal reply (events in the outbox) and dies before relaying them.
+    const dying = gateway(w, { relay: false });
+    const result = await dying.fleet.call('ops', 'pr_review', 'go');
+    await dying.stop();
+    await new Promise((r) => setTimeout(r, 50));
+    const taskId = result.task!.id;
+    expect(deltasOf(w, taskId)).toHaveLength(0);
+    // The next start relays what the outbox holds; nothing is published twice.
+    const next = gateway(w);
+    try {
+      await until(() => deltasOf(w, taskId).length > 0);
+      await new Promise((r) => setTimeout(r, 80));
+      expect(deltasOf(w, taskId)).toHaveLength(1);
+    } finally {
+      await next.stop();
+    }
+  });
+});
+
+describe('task tracker and interrupted tasks', () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await world(20, { state: 'input-required', statusText: 'which repo?' });
+  });
+  afterAll(() => w.close());
+
+  it('hands input-required to the gate hook, never reporting it as an end', async () => {
+    const interrupted: string[] = [];
+    const g = gateway(w, {
+      polling: { intervalMs: 10 },
+      onInterrupted: (record, state) => {
+        interrupted.push(`${record.taskId}:${state}`);
+        return Promise.resolve();
+      },
+    });
+    try {
+      const taskId = await startTask(g);
+      await until(() => interrupted.length > 0);
+      await new Promise((r) => setTimeout(r, 60));
+      expect(interrupted).toEqual([`${taskId}:input-required`]);
+      expect(g.tracker.size).toBe(1);
+      expect(deltasOf(w, taskId)).toHaveLength(0);
+      expect(await createStoreTaskRecords(w.store.db).get('ops', taskId)).toMatchObject({
+        state: 'input-required',
+        terminalAt: null,
+      });
+    } finally {
+      await g.stop();
+    }
+  });
+});
+
 describe('task tracker limits', () => {
   let w: World;
   beforeAll(async () => {

@@ -65,10 +65,18 @@ export interface Gateway {
   stop: () => Promise<void>;
 }
 
-export function gateway(w: World, options: Partial<TaskTrackerOptions> = {}): Gateway {
+/**
+ * One gateway process. `relay: false` leaves its outbox relay stopped: the process dies between
+ * committing a claim and publishing its events.
+ */
+export function gateway(
+  w: World,
+  options: Partial<TaskTrackerOptions> & { relay?: boolean } = {},
+): Gateway {
+  const { relay: runRelay = true, ...trackerOptions } = options;
   const records = createStoreTaskRecords(w.store.db);
   const relay = createOutboxRelay({ db: w.store.db, bus: w.bus, pollIntervalMs: 10 });
-  relay.start();
+  if (runRelay) relay.start();
   const collector = new EventCollector(w.bus);
   const blast = new BlastRegistry();
   const registry = registerStandardExtensions(new ExtensionRegistry(), { bus: collector, blast });
@@ -82,7 +90,7 @@ export function gateway(w: World, options: Partial<TaskTrackerOptions> = {}): Ga
       commit: createTerminalCommit({ records, onCommitted: () => relay.notify() }),
     },
   });
-  const tracker = new TaskTracker({ records, fleet, ...options });
+  const tracker = new TaskTracker({ records, fleet, ...trackerOptions });
   return {
     fleet,
     tracker,
