@@ -227,6 +227,54 @@ describe('task tracker', () => {
   });
 });
 
+describe('task tracker with an agent that sends push notifications', () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await world(60, {}, { pushNotifications: true });
+  });
+  afterAll(() => w.close());
+
+  it('registers a push config with a per-task secret and finishes the task from the agent’s pushes', async () => {
+    // The receiver's URL must exist before the tracker; its handler is bound right after.
+    let receive: ReturnType<TaskTracker['pushReceiver']> | undefined;
+    const hits: number[] = [];
+    const server: Server = createServer((req, res) => {
+      const taskId = decodeURIComponent((req.url ?? '').replace(/^\/callbacks\/a2a\//, ''));
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        void receive!({ taskId, headers: req.headers, body: Buffer.concat(chunks) }).then((a) => {
+          hits.push(a.status);
+          res
+            .writeHead(a.status, { 'content-type': 'application/json' })
+            .end(JSON.stringify(a.body));
+        });
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const g = gateway(w, {
+      polling: { intervalMs: 60_000 },
+      pushBaseUrl: `http://127.0.0.1:${port}/`,
+    });
+    receive = g.tracker.pushReceiver();
+    try {
+      const taskId = await startTask(g);
+      const record = await createStoreTaskRecords(w.store.db).get('ops', taskId);
+      expect(record?.pushTokenHash).toMatch(/^[0-9a-f]{64}$/);
+      await until(() => deltasOf(w, taskId).length > 0);
+      await new Promise((r) => setTimeout(r, 80));
+      expect(deltasOf(w, taskId)).toHaveLength(1);
+      expect(g.tracker.claims()).toMatchObject({ push: 1, poll: 0 });
+      expect(hits.length).toBeGreaterThan(0);
+      expect(hits.every((status) => status === 200)).toBe(true);
+    } finally {
+      await g.stop();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
 describe('task tracker crash windows', () => {
   let w: World;
   beforeAll(async () => {

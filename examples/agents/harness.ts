@@ -21,7 +21,9 @@ import {
 } from '@a2a-js/sdk';
 import {
   AgentEvent,
+  DefaultPushNotificationSender,
   DefaultRequestHandler,
+  InMemoryPushNotificationStore,
   InMemoryTaskStore,
   STATE_HEADERS_KEY,
   defaultServerCallContextBuilder,
@@ -99,6 +101,11 @@ export interface StartAgentOptions {
    * `legacyCompat` layer.
    */
   legacy?: boolean;
+  /**
+   * Advertise `capabilities.pushNotifications` and send push notifications with the SDK's
+   * `DefaultPushNotificationSender` to every config a client registers (default false).
+   */
+  pushNotifications?: boolean;
   /** When set, requests without `Authorization: Bearer <token>` are refused with 401. */
   bearerToken?: string;
   /** Most requests kept in `received`, oldest dropped first (default 1,000). */
@@ -313,22 +320,30 @@ export async function startAgent(options: StartAgentOptions): Promise<RunningAge
       { url: `${url}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: version },
       { url: `${url}/a2a/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: version },
     ],
-    capabilities: { streaming: options.streaming ?? false, pushNotifications: false },
+    capabilities: {
+      streaming: options.streaming ?? false,
+      pushNotifications: options.pushNotifications ?? false,
+    },
     defaultInputModes: ['text/plain', 'application/json'],
     defaultOutputModes: ['text/plain', 'application/json'],
   });
   card.capabilities = {
     streaming: options.streaming ?? false,
-    pushNotifications: false,
+    pushNotifications: options.pushNotifications ?? false,
     extensions,
   };
   card.skills = skills;
 
   const received: ReceivedCall[] = [];
+  const pushStore =
+    options.pushNotifications === true ? new InMemoryPushNotificationStore() : undefined;
   const requestHandler = new DefaultRequestHandler(
     card,
     new InMemoryTaskStore(),
     new PlanExecutor(options.behaviour, received, options.maxReceived ?? 1_000),
+    undefined,
+    pushStore,
+    pushStore === undefined ? undefined : new DefaultPushNotificationSender(pushStore),
   );
   // Activating here rather than in the executor keeps the echoed `A2A-Extensions` header on
   // JSON-RPC streams too (a2a-js#710).

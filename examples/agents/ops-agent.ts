@@ -75,6 +75,7 @@ export function startOpsAgent(
     port?: number;
     legacy?: boolean;
     streaming?: boolean;
+    pushNotifications?: boolean;
     behaviour?: AgentBehaviour;
   } = {},
 ): Promise<RunningAgent> {
@@ -85,6 +86,7 @@ export function startOpsAgent(
     ...(options.port === undefined ? {} : { port: options.port }),
     legacy: options.legacy ?? false,
     streaming: options.streaming ?? false,
+    pushNotifications: options.pushNotifications ?? false,
     skills: Object.keys(OPS_SKILLS).map((id) => ({ id })),
     extensions: opsDeclarations(),
     behaviour: options.behaviour ?? opsBehaviour,

@@ -6,7 +6,7 @@ import { isInterruptedState, isTerminalState, normalizeTaskState } from '../prot
 import type { PollResult, PollSchedulerOptions } from './poll-scheduler.js';
 import { PollScheduler } from './poll-scheduler.js';
 import type { PushRequest, PushResponse } from './push-receiver.js';
-import { createPushReceiver, hashPushToken } from './push-receiver.js';
+import { createPushReceiver, createPushToken, hashPushToken } from './push-receiver.js';
 import type { TaskRecord, TaskRecordStore, TerminalVia } from './task-records.js';
 
 /** What the tracker needs of the fleet client (created with a durable terminal commit). */
@@ -23,7 +23,16 @@ export interface TrackerFleet {
         historyLength: number | undefined;
       }): Promise<Task>;
       cancelTask(params: { tenant: string; id: string; metadata: undefined }): Promise<Task>;
+      createTaskPushNotificationConfig(config: {
+        tenant: string;
+        id: string;
+        taskId: string;
+        url: string;
+        token: string;
+        authentication: undefined;
+      }): Promise<unknown>;
     };
+    card: { capabilities?: { pushNotifications?: boolean | undefined } | undefined };
   }>;
 }
 
@@ -33,6 +42,12 @@ export interface TaskTrackerOptions {
   fleet: TrackerFleet;
   /** Poll timing and per-agent limits. */
   polling?: Omit<PollSchedulerOptions, 'poll' | 'onError' | 'now'>;
+  /**
+   * The gateway's public base URL. With it, a task of an agent whose card says
+   * `pushNotifications: true` gets a push config with a per-task secret pointing at
+   * `<base>/callbacks/a2a/<taskId>`; polling goes on alongside, whichever sees the end first wins.
+   */
+  pushBaseUrl?: string;
   /** After this long a task is canceled at the agent and its call fails (default 1 hour). */
   maxTrackingTimeMs?: number;
   /**
@@ -117,16 +132,38 @@ export class TaskTracker {
     return { ...this.#claims };
   }
 
-  /** Starts following a non-terminal task: a durable record, then polls (and pushes, if any). */
+  /**
+   * Starts following a non-terminal task: a durable record, then polls — and push notifications
+   * when the agent supports them and the gateway has a public base URL.
+   */
   async track(input: TrackInput): Promise<void> {
     const now = this.#o.now();
+    let pushToken = input.pushToken;
+    let register: (() => Promise<unknown>) | undefined;
+    if (pushToken === undefined && this.#o.pushBaseUrl !== undefined) {
+      const { client, card } = await this.#o.fleet.agentClient(input.agent);
+      if (card.capabilities?.pushNotifications === true) {
+        const token = createPushToken();
+        const url = `${this.#o.pushBaseUrl.replace(/\/+$/, '')}/callbacks/a2a/${encodeURIComponent(input.taskId)}`;
+        pushToken = token;
+        register = () =>
+          client.createTaskPushNotificationConfig({
+            tenant: '',
+            id: '',
+            taskId: input.taskId,
+            url,
+            token,
+            authentication: undefined,
+          });
+      }
+    }
     await this.#o.records.create({
       agent: input.agent,
       taskId: input.taskId,
       skill: input.skill,
       correlationId: input.correlationId,
       state: input.state,
-      pushTokenHash: input.pushToken === undefined ? null : hashPushToken(input.pushToken),
+      pushTokenHash: pushToken === undefined ? null : hashPushToken(pushToken),
       createdAt: now,
       updatedAt: now,
     });
@@ -139,6 +176,19 @@ export class TaskTracker {
       pushed: false,
     });
     this.#scheduler.add(input.agent, input.taskId);
+    if (register !== undefined) {
+      // The record (with the secret's hash) exists before the agent can push. A failed
+      // registration leaves polling to find the end.
+      try {
+        await register();
+      } catch (error) {
+        this.#o.onError?.(error, {
+          agent: input.agent,
+          taskId: input.taskId,
+          where: 'push-register',
+        });
+      }
+    }
   }
 
   /**

@@ -34,8 +34,13 @@ export interface World {
   close: () => Promise<void>;
 }
 
-export async function world(delayMs: number, plan: Partial<AgentPlan> = {}): Promise<World> {
+export async function world(
+  delayMs: number,
+  plan: Partial<AgentPlan> = {},
+  agentOptions: { pushNotifications?: boolean } = {},
+): Promise<World> {
   const agent = await startOpsAgent({
+    ...agentOptions,
     behaviour: async (call) => ({ ...(await opsBehaviour(call)), delayMs, ...plan }),
   });
   const bus = createInMemoryEventBus<OpenTopics>();
