@@ -236,19 +236,21 @@ describe('task tracker with an agent that sends push notifications', () => {
 
   it('registers a push config with a per-task secret and finishes the task from the agent’s pushes', async () => {
     // The receiver's URL must exist before the tracker; its handler is bound right after.
-    let receive: ReturnType<TaskTracker['pushReceiver']> | undefined;
+    const bound: { receive?: ReturnType<TaskTracker['pushReceiver']> } = {};
     const hits: number[] = [];
     const server: Server = createServer((req, res) => {
       const taskId = decodeURIComponent((req.url ?? '').replace(/^\/callbacks\/a2a\//, ''));
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        void receive!({ taskId, headers: req.headers, body: Buffer.concat(chunks) }).then((a) => {
-          hits.push(a.status);
-          res
-            .writeHead(a.status, { 'content-type': 'application/json' })
-            .end(JSON.stringify(a.body));
-        });
+        void bound.receive!({ taskId, headers: req.headers, body: Buffer.concat(chunks) }).then(
+          (a) => {
+            hits.push(a.status);
+            res
+              .writeHead(a.status, { 'content-type': 'application/json' })
+              .end(JSON.stringify(a.body));
+          },
+        );
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -257,7 +259,7 @@ describe('task tracker with an agent that sends push notifications', () => {
       polling: { intervalMs: 60_000 },
       pushBaseUrl: `http://127.0.0.1:${port}/`,
     });
-    receive = g.tracker.pushReceiver();
+    bound.receive = g.tracker.pushReceiver();
     try {
       const taskId = await startTask(g);
       const record = await createStoreTaskRecords(w.store.db).get('ops', taskId);
