@@ -65,9 +65,10 @@ function arraySize(size: number): AuditSummary {
 
 /**
  * The segments of `path` when it passes `checkDeltaPath` (non-empty segments, bounded length and
- * depth, no prototype-reaching segment), else undefined. One pass: this is the hot path.
+ * depth, no prototype-reaching segment), else undefined. One pass: this is the hot path. The
+ * materialiser keeps the result per path (see `PathCache`); nothing here mutates it.
  */
-function splitPath(path: string): readonly string[] | undefined {
+export function splitPath(path: string): readonly string[] | undefined {
   if (path.length === 0 || path.length > LIMITS.pathLength) return undefined;
   const segments = path.split('.');
   if (segments.length > LIMITS.pathDepth) return undefined;
@@ -146,8 +147,22 @@ export function applyDelta(
   value: unknown,
   options: ApplyOptions = {},
 ): ApplyOutcome {
-  const snapshot = options.snapshot ?? identity;
-  const segments = splitPath(path);
+  return applyDeltaAt(root, path, splitPath(path), op, value, options.snapshot ?? identity);
+}
+
+/**
+ * {@link applyDelta} with the path already split by {@link splitPath} (undefined when it did not
+ * pass): the materialiser splits each distinct path once, not once per entry — splitting and
+ * looking up freshly split keys was the largest cost of applying an entry.
+ */
+export function applyDeltaAt(
+  root: JsonObject,
+  path: string,
+  segments: readonly string[] | undefined,
+  op: DeltaOp,
+  value: unknown,
+  snapshot: (value: unknown) => unknown = identity,
+): ApplyOutcome {
   if (segments === undefined) {
     return { ok: false, reason: `path ${checkDeltaPath(path) ?? 'is invalid'}` };
   }

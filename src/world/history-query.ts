@@ -52,7 +52,10 @@ export function isAtOrBelow(path: string, prefix: string): boolean {
 }
 
 /** True when `record` passes every filter of `query` except domain, order and limit. */
-export function matchesHistory(record: AuditRecord, query: NormalisedHistoryQuery): boolean {
+export function matchesHistory(
+  record: Pick<AuditRecord, 'path' | 'recordedAt' | 'seq' | 'status'>,
+  query: NormalisedHistoryQuery,
+): boolean {
   if (query.path !== undefined && !isAtOrBelow(record.path, query.path)) return false;
   if (query.since !== undefined && record.recordedAt < query.since) return false;
   if (query.afterSeq !== undefined && record.seq <= query.afterSeq) return false;

@@ -37,11 +37,55 @@ export function toJsonValue(
     return { ok: true, value };
   }
   if (typeof value === 'number' && Number.isFinite(value)) return { ok: true, value };
+  const fast = copyPlain(value, 0);
+  if (fast !== NOT_JSON) return { ok: true, value: fast };
+  // Not JSON: copy again, this time tracking where, for the reason.
   const problems: string[] = [];
   const copy = copyJson(value, 'value', 0, problems);
   const problem = problems[0];
   if (problem !== undefined) return { ok: false, reason: problem };
   return { ok: true, value: copy as JsonValue };
+}
+
+/** Returned by {@link copyPlain} for a value {@link copyJson} would report a problem for. */
+const NOT_JSON: unique symbol = Symbol('not JSON');
+
+/**
+ * {@link copyJson} without the bookkeeping of where a problem is: the same checks, in the same
+ * order, but no location text is built per key (that text was most of the cost of a copy).
+ */
+function copyPlain(value: unknown, depth: number): JsonValue | typeof NOT_JSON {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return value;
+    case 'number':
+      return Number.isFinite(value) ? value : NOT_JSON;
+    case 'object': {
+      if (value === null) return null;
+      if (depth >= MAX_VALUE_DEPTH) return NOT_JSON;
+      if (Array.isArray(value)) {
+        const out = new Array<JsonValue>(value.length);
+        for (let i = 0; i < value.length; i++) {
+          const item = copyPlain(value[i], depth + 1);
+          if (item === NOT_JSON) return NOT_JSON;
+          out[i] = item;
+        }
+        return out;
+      }
+      if (!isPlainObject(value)) return NOT_JSON;
+      const out: JsonObject = {};
+      for (const key of Object.keys(value)) {
+        if (FORBIDDEN_PATH_SEGMENTS.has(key)) return NOT_JSON;
+        const item = copyPlain(value[key], depth + 1);
+        if (item === NOT_JSON) return NOT_JSON;
+        out[key] = item;
+      }
+      return out;
+    }
+    default:
+      return NOT_JSON;
+  }
 }
 
 function copyJson(value: unknown, where: string, depth: number, problems: string[]): unknown {
@@ -99,8 +143,8 @@ function copyJson(value: unknown, where: string, depth: number, problems: string
 export function copyJsonValue(value: unknown): JsonValue | undefined {
   if (typeof value === 'string' || typeof value === 'boolean' || value === null) return value;
   if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
-  const copy = toJsonValue(value);
-  return copy.ok ? copy.value : undefined;
+  const copy = copyPlain(value, 0);
+  return copy === NOT_JSON ? undefined : copy;
 }
 
 /** Largest array or object kept whole in an audit record before it is summarised. */

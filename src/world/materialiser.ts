@@ -10,8 +10,9 @@ import { deterministicEventId } from '../bus/index.js';
 import { FleetgateError } from '../errors/index.js';
 import type { RejectedDeltaEntry } from '../protocol/index.js';
 import { FORBIDDEN_PATH_SEGMENTS } from '../protocol/index.js';
-import { applyDelta } from './apply.js';
-import type { RecordBase, WorldStateDeltaEnvelope } from './parse-event.js';
+import { applyDeltaAt } from './apply.js';
+import { PathCache } from './path-cache.js';
+import type { ParsedEvent, RecordBase, WorldStateDeltaEnvelope } from './parse-event.js';
 import { appliedRecord, parseEvent, rejectedRecord, safeSnapshot } from './parse-event.js';
 import { replayRecords } from './replay.js';
 import type { JsonObject } from './json.js';
@@ -20,6 +21,7 @@ import type {
   AuditRecord,
   DomainSnapshot,
   HistoryQuery,
+  LoadedDomain,
   NewAuditRecord,
   PruneResult,
   StoredDomain,
@@ -95,6 +97,15 @@ export interface WorldMaterialiser {
   prune(): Promise<PruneResult>;
 }
 
+/** A domain one event touches: its loaded state, the paths it changed, and its new version. */
+interface DomainTouch {
+  name: string;
+  domain: StoredDomain;
+  paths: string[];
+  /** Set when the first entry for the domain applied. */
+  version?: number;
+}
+
 const DEFAULT_EVENT_ID_MAX_AGE_MS = 7 * 24 * 60 * 60 * 1000;
 const DEFAULT_AUDIT_VALUE_MAX_BYTES = 8 * 1024;
 
@@ -154,6 +165,7 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
   for (const [name, seed] of Object.entries(options.seeds ?? {}))
     seeds.set(name, checkSeed(name, seed));
 
+  const paths = new PathCache();
   let subscription: Subscription | undefined;
   let timer: NodeJS.Timeout | undefined;
 
@@ -190,124 +202,13 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
       const reports: ApplyReport[] = [];
       const seen = new Set<string>();
       for (const e of parsed) {
-        const id = e.envelope.id;
-        const report: ApplyReport = {
-          eventId: id,
-          skipped: false,
-          applied: 0,
-          rejected: [],
-          updated: [],
-        };
+        const report = applyEvent(e, fresh, seen, loaded, at, changed, audit, emissions);
         reports.push(report);
-        if (!fresh.has(id) || seen.has(id)) {
-          report.skipped = true;
-          continue;
-        }
-        seen.add(id);
-        const base: RecordBase = {
-          agent: e.source,
-          skill: e.skill,
-          taskId: e.taskId,
-          eventId: id,
-          time: e.envelope.time,
-          recordedAt: at,
-        };
-        // This event's audit records, put in the order the agent reported the entries at the end.
-        const eventAudit: NewAuditRecord[] = [];
-        for (const r of e.rejected) {
-          // The entry goes out on the bus and into the outbox: a huge one (the usual reason it
-          // was rejected) is summarised, so it can never block the relay or the bus.
-          report.rejected.push({
-            index: r.index,
-            entry: safeSnapshot(r.entry, auditMax),
-            reason: r.reason,
-          });
-          eventAudit.push(
-            rejectedRecord(
-              base,
-              r,
-              safeSnapshot(isPlainObject(r.entry) ? r.entry.value : r.entry, auditMax),
-              r.reason,
-            ),
-          );
-        }
-        // Domains in order of first appearance; each gets one version per event.
-        const byDomain = new Map<string, { paths: string[]; records: NewAuditRecord[] }>();
-        for (const entry of e.entries) {
-          const domain = loaded.get(entry.domain)!.domain;
-          const outcome = applyDelta(domain.state, entry.path, entry.op, entry.value);
-          const group = byDomain.get(entry.domain) ?? { paths: [], records: [] };
-          byDomain.set(entry.domain, group);
-          if (outcome.ok) {
-            report.applied += 1;
-            if (!group.paths.includes(entry.path)) group.paths.push(entry.path);
-            // The audit keeps its own copy of the operand (replay needs it whole). A set's new
-            // value is that same copy and the replaced value has left the tree, so neither needs
-            // another copy; the store summarises large ones when it writes them.
-            const value = copyJsonValue(entry.value) ?? null;
-            const next = entry.op === 'set' ? value : outcome.next;
-            group.records.push(
-              appliedRecord(base, entry, value, { previous: outcome.previous, next }),
-            );
-          } else {
-            report.rejected.push({
-              index: entry.index,
-              entry: {
-                domain: entry.domain,
-                path: entry.path,
-                op: entry.op,
-                value: safeSnapshot(entry.value, auditMax),
-              },
-              reason: outcome.reason,
-            });
-            group.records.push(
-              rejectedRecord(base, entry, safeSnapshot(entry.value, auditMax), outcome.reason),
-            );
-          }
-        }
-        let updatedIdBase: string | undefined;
-        for (const [name, group] of byDomain) {
-          const domain = loaded.get(name)!.domain;
-          let version: number | undefined;
-          if (group.paths.length > 0) {
-            domain.version += 1;
-            domain.updatedAt = at;
-            version = domain.version;
-            changed.add(name);
-            report.updated.push({ domain: name, version, paths: group.paths });
-            emissions.push({
-              topic: 'world.state.updated',
-              payload: { domain: name, version, paths: group.paths },
-              // One hash per event, the domain appended: deterministic, unique, and cheap.
-              id: `${(updatedIdBase ??= deterministicEventId('world.state.updated', id))}.${name}`,
-              correlationId: e.envelope.correlationId,
-            });
-          }
-          for (const record of group.records) {
-            if (version !== undefined && record.status === 'applied') record.version = version;
-            eventAudit.push(record);
-          }
-        }
-        eventAudit.sort((a, b) => a.index - b.index);
-        for (const record of eventAudit) audit.push(record);
-        if (report.rejected.length > 0) {
-          report.rejected.sort((a, b) => a.index - b.index);
-          emissions.push({
-            topic: 'world.state.delta.rejected',
-            payload: {
-              source: e.source,
-              skill: e.skill,
-              taskId: e.taskId,
-              rejected: report.rejected,
-            },
-            id: deterministicEventId('world.state.delta.rejected', 'materialiser', id),
-            correlationId: e.envelope.correlationId,
-          });
-        }
       }
       await uow.save([...changed].map((name) => loaded.get(name)!.domain));
-      const unused = [...loaded].filter(([name, l]) => l.created && !changed.has(name));
-      await uow.discard(unused.map(([name]) => name));
+      const unused: string[] = [];
+      for (const [name, l] of loaded) if (l.created && !changed.has(name)) unused.push(name);
+      await uow.discard(unused);
       // Audit rows in the order the entries were reported within each event.
       await uow.audit(audit);
       await uow.emit(emissions);
@@ -317,6 +218,149 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
       await publishEmission(emission);
     }
     return result;
+  }
+
+  /**
+   * Applies one parsed event to the loaded domains; appends its audit records (in entry order) to
+   * `audit`, its emissions to `emissions`, and the domains it changed to `changed`.
+   */
+  function applyEvent(
+    e: ParsedEvent,
+    fresh: ReadonlySet<string>,
+    seen: Set<string>,
+    loaded: ReadonlyMap<string, LoadedDomain>,
+    at: number,
+    changed: Set<string>,
+    audit: NewAuditRecord[],
+    emissions: WorldEmission[],
+  ): ApplyReport {
+    const id = e.envelope.id;
+    const report: ApplyReport = {
+      eventId: id,
+      skipped: false,
+      applied: 0,
+      rejected: [],
+      updated: [],
+    };
+    if (!fresh.has(id) || seen.has(id)) {
+      report.skipped = true;
+      return report;
+    }
+    seen.add(id);
+    const base: RecordBase = {
+      agent: e.source,
+      skill: e.skill,
+      taskId: e.taskId,
+      eventId: id,
+      time: e.envelope.time,
+      recordedAt: at,
+    };
+    // Domains in order of first appearance; each gets one version per event, taken when its first
+    // entry applies (so every applied record is built with its version).
+    const touched: DomainTouch[] = [];
+    const first = audit.length;
+    for (const entry of e.entries) {
+      let touch: DomainTouch | undefined;
+      for (const t of touched) {
+        if (t.name === entry.domain) {
+          touch = t;
+          break;
+        }
+      }
+      if (touch === undefined) {
+        touch = { name: entry.domain, domain: loaded.get(entry.domain)!.domain, paths: [] };
+        touched.push(touch);
+      }
+      const domain = touch.domain;
+      const outcome = applyDeltaAt(
+        domain.state,
+        entry.path,
+        paths.segments(entry.path),
+        entry.op,
+        entry.value,
+      );
+      if (outcome.ok) {
+        report.applied += 1;
+        if (touch.version === undefined) {
+          domain.version += 1;
+          domain.updatedAt = at;
+          touch.version = domain.version;
+          changed.add(touch.name);
+        }
+        if (!touch.paths.includes(entry.path)) touch.paths.push(entry.path);
+        // The audit keeps its own copy of the operand (replay needs it whole). A set's new
+        // value is that same copy and the replaced value has left the tree, so neither needs
+        // another copy; the store summarises large ones when it writes them.
+        const value = copyJsonValue(entry.value) ?? null;
+        const next = entry.op === 'set' ? value : outcome.next;
+        audit.push(appliedRecord(base, entry, value, outcome.previous, next, touch.version));
+      } else {
+        report.rejected.push({
+          index: entry.index,
+          entry: {
+            domain: entry.domain,
+            path: entry.path,
+            op: entry.op,
+            value: safeSnapshot(entry.value, auditMax),
+          },
+          reason: outcome.reason,
+        });
+        audit.push(
+          rejectedRecord(base, entry, safeSnapshot(entry.value, auditMax), outcome.reason),
+        );
+      }
+    }
+    if (e.rejected.length > 0) {
+      for (const r of e.rejected) {
+        // The entry goes out on the bus and into the outbox: a huge one (the usual reason it
+        // was rejected) is summarised, so it can never block the relay or the bus.
+        report.rejected.push({
+          index: r.index,
+          entry: safeSnapshot(r.entry, auditMax),
+          reason: r.reason,
+        });
+        audit.push(
+          rejectedRecord(
+            base,
+            r,
+            safeSnapshot(isPlainObject(r.entry) ? r.entry.value : r.entry, auditMax),
+            r.reason,
+          ),
+        );
+      }
+      // Entries that did not parse interleave with the others: back in reported order. (Without
+      // them the records already are in that order.)
+      const mine = audit.splice(first).sort((a, b) => a.index - b.index);
+      for (const record of mine) audit.push(record);
+    }
+    let updatedIdBase: string | undefined;
+    for (const touch of touched) {
+      const version = touch.version;
+      if (version === undefined) continue;
+      report.updated.push({ domain: touch.name, version, paths: touch.paths });
+      emissions.push({
+        topic: 'world.state.updated',
+        payload: { domain: touch.name, version, paths: touch.paths },
+        // One hash per event, the domain appended: deterministic, unique, and cheap.
+        id: `${(updatedIdBase ??= deterministicEventId('world.state.updated', id))}.${touch.name}`,
+        correlationId: e.envelope.correlationId,
+      });
+    }
+    if (report.rejected.length > 0) {
+      report.rejected.sort((a, b) => a.index - b.index);
+      emissions.push({
+        topic: 'world.state.delta.rejected',
+        payload: {
+          source: e.source,
+          skill: e.skill,
+          taskId: e.taskId,
+          rejected: report.rejected,
+        },
+        id: deterministicEventId('world.state.delta.rejected', 'materialiser', id),
+        correlationId: e.envelope.correlationId,
+      });
+    }
+    return report;
   }
 
   async function publishEmission(emission: WorldEmission): Promise<void> {

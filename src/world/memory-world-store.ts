@@ -24,12 +24,101 @@ function copyDomain(domain: StoredDomain): StoredDomain {
   return { ...domain, state: cloneJsonObject(domain.state), base: cloneJsonObject(domain.base) };
 }
 
+/** The fields every audit record of one event shares, kept once per event. */
+interface EventFields {
+  agent: string;
+  skill: string;
+  taskId: string;
+  eventId: string;
+  time: string;
+  recordedAt: number;
+}
+
+/** A copy of a kept value for a reader: the store's own objects never leave it. */
+function copyOut(value: unknown): unknown {
+  return value !== null && typeof value === 'object' ? structuredClone(value) : value;
+}
+
+/**
+ * An audit record as this store keeps it: the event's fields are shared by its records. The log
+ * is the bulk of the store's memory and every record survives, so its size is what the garbage
+ * collector pays for on every event (the shared fields were a third of a record).
+ */
+class KeptRecord {
+  constructor(
+    readonly seq: number,
+    readonly event: EventFields,
+    readonly domain: string,
+    readonly path: string,
+    readonly op: string,
+    readonly value: unknown,
+    readonly previous: unknown,
+    readonly next: unknown,
+    readonly status: AuditRecord['status'],
+    readonly reason: string | undefined,
+    readonly version: number | undefined,
+    readonly index: number,
+  ) {}
+
+  get recordedAt(): number {
+    return this.event.recordedAt;
+  }
+
+  /** The record as readers see it (the SQL store's field order), its values copied. */
+  toRecord(): AuditRecord {
+    const e = this.event;
+    const record: AuditRecord = {
+      seq: this.seq,
+      domain: this.domain,
+      path: this.path,
+      op: this.op,
+      value: copyOut(this.value),
+      previous: copyOut(this.previous),
+      next: copyOut(this.next),
+      status: this.status,
+      agent: e.agent,
+      skill: e.skill,
+      taskId: e.taskId,
+      eventId: e.eventId,
+      index: this.index,
+      time: e.time,
+      recordedAt: e.recordedAt,
+    };
+    if (this.reason !== undefined) record.reason = this.reason;
+    if (this.version !== undefined) record.version = this.version;
+    return record;
+  }
+}
+
+/** `last` when `record` belongs to the same event (the usual case: records come by event), else new. */
+function eventFields(record: NewAuditRecord, last: EventFields | undefined): EventFields {
+  if (
+    last !== undefined &&
+    last.eventId === record.eventId &&
+    last.recordedAt === record.recordedAt &&
+    last.agent === record.agent &&
+    last.skill === record.skill &&
+    last.taskId === record.taskId &&
+    last.time === record.time
+  ) {
+    return last;
+  }
+  return {
+    agent: record.agent,
+    skill: record.skill,
+    taskId: record.taskId,
+    eventId: record.eventId,
+    time: record.time,
+    recordedAt: record.recordedAt,
+  };
+}
+
 /** A {@link WorldStore} kept in memory. */
 export class MemoryWorldStore implements WorldStore {
   readonly durableEmit = false;
   readonly #domains = new Map<string, StoredDomain>();
   readonly #eventIds = new Map<string, number>();
-  readonly #audit: AuditRecord[] = [];
+  readonly #audit: KeptRecord[] = [];
   #seq = 0;
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -102,12 +191,27 @@ export class MemoryWorldStore implements WorldStore {
     }
     for (const [id, now] of claimed) this.#eventIds.set(id, now);
     for (const [name, domain] of saved) this.#domains.set(name, domain);
-    // The store owns the records it is given (the materialiser builds them fresh for it), so the
-    // sequence number is added in place rather than by copying every record.
-    for (const record of audited) {
-      const numbered = record as AuditRecord;
-      numbered.seq = ++this.#seq;
-      this.#audit.push(numbered);
+    // The store owns the records it is given (the materialiser builds them fresh for it): their
+    // values are kept as they are, not copied again.
+    let event: EventFields | undefined;
+    for (const r of audited) {
+      event = eventFields(r, event);
+      this.#audit.push(
+        new KeptRecord(
+          ++this.#seq,
+          event,
+          r.domain,
+          r.path,
+          r.op,
+          r.value,
+          r.previous,
+          r.next,
+          r.status,
+          r.reason,
+          r.version,
+          r.index,
+        ),
+      );
     }
     return { result, emitted };
   }
@@ -164,7 +268,7 @@ export class MemoryWorldStore implements WorldStore {
       i += step
     ) {
       const record = this.#audit[i]!;
-      if (record.domain === domain && matchesHistory(record, q)) out.push(structuredClone(record));
+      if (record.domain === domain && matchesHistory(record, q)) out.push(record.toRecord());
     }
     return out;
   }
@@ -173,7 +277,7 @@ export class MemoryWorldStore implements WorldStore {
     return Promise.resolve(
       this.#audit
         .filter((r) => r.domain === domain && r.status === 'applied')
-        .map((r) => structuredClone(r)),
+        .map((r) => r.toRecord()),
     );
   }
 
@@ -195,7 +299,10 @@ export class MemoryWorldStore implements WorldStore {
         );
         const domain = this.#domains.get(name);
         if (domain !== undefined && folded.length > 0) {
-          domain.base = options.fold(cloneJsonObject(domain.base), folded);
+          domain.base = options.fold(
+            cloneJsonObject(domain.base),
+            folded.map((r) => r.toRecord()),
+          );
           domain.baseVersion = folded[folded.length - 1]!.version ?? domain.baseVersion;
         }
       }

@@ -43,21 +43,25 @@ export interface RecordBase {
 }
 
 // Audit records are built field by field (not by spreading `base`): this runs once per entry,
-// and spread copies were the single largest cost of the in-memory apply path.
+// and spread copies were the single largest cost of the in-memory apply path. Each is built whole,
+// with its `version`, so no record changes shape after it was made.
 export function appliedRecord(
   base: RecordBase,
   entry: { domain: string; path: string; op: string; index: number },
   value: unknown,
-  outcome: { previous: unknown; next: unknown },
+  previous: unknown,
+  next: unknown,
+  version: number,
 ): NewAuditRecord {
-  return {
+  const record: NewAuditRecord = {
     domain: entry.domain,
     path: entry.path,
     op: entry.op,
     value,
-    previous: outcome.previous,
-    next: outcome.next,
+    previous,
+    next,
     status: 'applied',
+    version,
     agent: base.agent,
     skill: base.skill,
     taskId: base.taskId,
@@ -66,6 +70,7 @@ export function appliedRecord(
     time: base.time,
     recordedAt: base.recordedAt,
   };
+  return record;
 }
 
 export function rejectedRecord(
@@ -74,7 +79,7 @@ export function rejectedRecord(
   value: unknown,
   reason: string,
 ): NewAuditRecord {
-  return {
+  const record: NewAuditRecord = {
     domain: entry.domain,
     path: entry.path,
     op: entry.op,
@@ -91,6 +96,7 @@ export function rejectedRecord(
     time: base.time,
     recordedAt: base.recordedAt,
   };
+  return record;
 }
 
 export interface ParsedEvent {

@@ -4,7 +4,10 @@ import type { JsonObject } from './json.js';
 import type { AuditRecord } from './types.js';
 
 /** Re-applies applied audit records, oldest first, onto `state` (mutated and returned). */
-export function replayRecords(state: JsonObject, records: readonly AuditRecord[]): JsonObject {
+export function replayRecords(
+  state: JsonObject,
+  records: readonly Pick<AuditRecord, 'status' | 'op' | 'path' | 'value'>[],
+): JsonObject {
   for (const record of records) {
     if (record.status !== 'applied') continue;
     const op = record.op;

@@ -8,10 +8,9 @@
 import type { Kysely, Transaction } from 'kysely';
 import { CompiledQuery, sql } from 'kysely';
 import type { OutboxDatabase } from '../bus/index.js';
-import { writeOutboxEvent } from '../bus/index.js';
-import { assertNever } from '../errors/index.js';
 import type { JsonObject } from './json.js';
 import { normaliseHistoryQuery } from './history-query.js';
+import { writeOutboxEvents } from './outbox-batch.js';
 import type { WorldDatabase } from './store-tables.js';
 import {
   INSERT_CHUNK,
@@ -175,20 +174,10 @@ export class SqlWorldStore implements WorldStore {
         }
       },
       emit: async (events) => {
-        for (const event of events) {
-          const options = { id: event.id, correlationId: event.correlationId };
-          switch (event.topic) {
-            case 'world.state.updated':
-              await writeOutboxEvent(trx, event.topic, event.payload, options);
-              break;
-            case 'world.state.delta.rejected':
-              await writeOutboxEvent(trx, event.topic, event.payload, options);
-              break;
-            default:
-              assertNever(event, 'world emission');
-          }
-          onEmit();
-        }
+        if (events.length === 0) return;
+        // One multi-row statement per chunk, not one per event: same rows, same conflict rule.
+        await writeOutboxEvents(trx, this.#kind, events, Date.now());
+        onEmit();
       },
     };
   }
