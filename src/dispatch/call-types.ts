@@ -62,6 +62,11 @@ export interface CallResult {
   state: TaskStateName | 'message';
   /** False when the task was handed to the tracker; its `after` hooks run at `onTerminal`. */
   terminal: boolean;
+  /**
+   * True when a stream broke before the task ended: the task is left to the tracker, which
+   * resumes it with `SubscribeToTask` (and polls meanwhile).
+   */
+  streamDropped?: boolean;
   task?: Task;
   message?: Message;
   /** Text parts of the artifacts (or of the message), joined by newlines; else the status text. */

@@ -306,11 +306,49 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
       }
     } catch (error) {
       wire.delete(callId);
+      const timedOut = timeoutSignal?.aborted ?? false;
+      const aborted = callOptions.signal?.aborted ?? false;
+      const dropped = acc.task;
+      if (
+        mode === 'streaming' &&
+        dropped !== undefined &&
+        !timedOut &&
+        !aborted &&
+        !isTerminalState(normalizeTaskState(dropped.status?.state))
+      ) {
+        // The stream broke but the task lives on at the agent: leave it to the tracker, which
+        // resumes it with SubscribeToTask; the after hooks wait for its terminal state.
+        terminal.track(dropped.id, chain);
+        const reply = readReply(dropped, undefined);
+        return {
+          agent,
+          skill,
+          correlationId,
+          ok: true,
+          state: normalizeTaskState(dropped.status?.state),
+          terminal: false,
+          streamDropped: true,
+          task: dropped,
+          text: reply.text,
+          data: reply.data,
+          activated: [...activated],
+          stamps: { ...ctx.stamps },
+          transport: built.binding,
+          protocolVersion: built.protocolVersion,
+          timing: {
+            startedAt,
+            beforeMs: t1 - t0,
+            transportMs: performance.now() - t1,
+            afterMs: 0,
+            totalMs: performance.now() - t0,
+          },
+        };
+      }
       const failure = callError(error, {
         agent,
         skill,
-        timedOut: timeoutSignal?.aborted ?? false,
-        aborted: callOptions.signal?.aborted ?? false,
+        timedOut,
+        aborted,
         ...(record.status === undefined ? {} : { status: record.status }),
       });
       return failAfterHooks(failure, acc.task);

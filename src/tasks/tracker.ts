@@ -1,6 +1,7 @@
-import type { Task } from '@a2a-js/sdk';
+import type { StreamResponse, Task } from '@a2a-js/sdk';
 import { Task as TaskCodec, TaskState } from '@a2a-js/sdk';
 import type { ResumedCall, TerminalResult } from '../dispatch/index.js';
+import { TaskAccumulator } from '../dispatch/index.js';
 import type { NormalizedStreamEvent, TaskStateName } from '../protocol/index.js';
 import { isInterruptedState, isTerminalState, normalizeTaskState } from '../protocol/index.js';
 import type { PollResult, PollSchedulerOptions } from './poll-scheduler.js';
@@ -31,8 +32,12 @@ export interface TrackerFleet {
         token: string;
         authentication: undefined;
       }): Promise<unknown>;
+      resubscribeTask(params: { tenant: string; id: string }): AsyncIterable<StreamResponse>;
     };
-    card: { capabilities?: { pushNotifications?: boolean | undefined } | undefined };
+    card: {
+      capabilities?:
+        { pushNotifications?: boolean | undefined; streaming?: boolean | undefined } | undefined;
+    };
   }>;
 }
 
@@ -76,6 +81,10 @@ export interface TrackInput {
   state: TaskStateName;
   /** The per-task push secret, when a push config was registered with the agent. */
   pushToken?: string;
+  /** The task's stream broke: resume it with `SubscribeToTask` when the agent streams. */
+  resubscribe?: boolean;
+  /** The task as known when the stream broke (artifacts received so far). */
+  task?: Task;
 }
 
 interface Tracked {
@@ -176,6 +185,10 @@ export class TaskTracker {
       pushed: false,
     });
     this.#scheduler.add(input.agent, input.taskId);
+    if (input.resubscribe === true) {
+      // In the background: polling goes on meanwhile, whichever sees the end first wins.
+      void this.#resubscribe(input.agent, input.taskId, input.task);
+    }
     if (register !== undefined) {
       // The record (with the secret's hash) exists before the agent can push. A failed
       // registration leaves polling to find the end.
@@ -306,6 +319,27 @@ export class TaskTracker {
     }
     await this.#noteState(agent, taskId, state);
     return 'pending';
+  }
+
+  /** Resumes a task's event stream with `SubscribeToTask` and finishes it from there. */
+  async #resubscribe(agent: string, taskId: string, known: Task | undefined): Promise<void> {
+    try {
+      const { client, card } = await this.#o.fleet.agentClient(agent);
+      if (card.capabilities?.streaming !== true) return;
+      const acc = new TaskAccumulator();
+      if (known !== undefined) acc.apply({ payload: { $case: 'task', value: known } });
+      for await (const event of client.resubscribeTask({ tenant: '', id: taskId })) {
+        acc.apply(event);
+        const task = acc.task;
+        if (task !== undefined && isTerminalState(normalizeTaskState(task.status?.state))) {
+          await this.finish(agent, task, 'resubscribe');
+          return;
+        }
+        if (!this.#tracked.has(keyOf(agent, taskId))) return; // finished on another path
+      }
+    } catch (error) {
+      this.#o.onError?.(error, { agent, taskId, where: 'resubscribe' });
+    }
   }
 
   async #noteState(agent: string, taskId: string, state: TaskStateName): Promise<void> {
