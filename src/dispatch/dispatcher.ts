@@ -40,6 +40,8 @@ export interface TaskFollower {
     correlationId: string;
     taskId: string;
     state: TaskStateName;
+    resubscribe?: boolean;
+    task?: Task;
   }): Promise<void>;
 }
 
@@ -63,7 +65,7 @@ export interface DispatcherOptions {
    * How calls are sent (default `blocking`: the agent answers when the task ends or waits on
    * input). `return-immediately` hands every unfinished task to the tracker at once.
    */
-  mode?: 'blocking' | 'return-immediately';
+  mode?: 'blocking' | 'streaming' | 'return-immediately';
   now?: () => number;
 }
 
@@ -167,6 +169,7 @@ export class Dispatcher {
         correlationId: record.correlationId,
         taskId,
         state,
+        ...(result.streamDropped === true ? { resubscribe: true, task: result.task } : {}),
       });
       return (await this.#o.records.get(record.id))!;
     }
