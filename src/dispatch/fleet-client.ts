@@ -92,6 +92,8 @@ export interface FleetClient {
   resume(task: Task, call: ResumedCall, via: TerminalPath): Promise<TerminalResult>;
   /** Calls whose `after` hooks wait for their terminal task. */
   pending(): PendingCall[];
+  /** Drops a pending call whose task another process or replica finished (no hooks run). */
+  discard(taskId: string): boolean;
   /** Gives up on a pending call: its `after` hooks run with `{ ok: false, error }`. */
   abandon(taskId: string, error: FleetgateError): Promise<TerminalResult>;
   /** The cached SDK client of an agent (built from its card on first use). */
@@ -433,6 +435,7 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
       return terminal.resume(task, chain.resumeAfterBefore(), via);
     },
     pending: () => terminal.pending(),
+    discard: (taskId) => terminal.discard(taskId),
     abandon: (taskId, error) => terminal.abandon(taskId, error),
     agentClient,
     forget(agent) {

@@ -192,6 +192,14 @@ export class TerminalRouter {
   }
 
   /**
+   * Drops a pending call without running its hooks: another process or replica finished the task
+   * (its claim won there). Returns whether there was one.
+   */
+  discard(taskId: string): boolean {
+    return this.#pending.delete(taskId);
+  }
+
+  /**
    * Gives up on a pending call (the tracker could not reach the agent, the caller canceled): its
    * `after` hooks run with `{ ok: false, error }`.
    */

@@ -16,6 +16,8 @@ export interface TrackerFleet {
   onTerminal(task: Task, via: TerminalVia): Promise<TerminalResult>;
   /** The same for a call that started in another process (restart, another replica). */
   resume(task: Task, call: ResumedCall, via: TerminalVia): Promise<TerminalResult>;
+  /** Drops the pending call of a task another process finished. */
+  discard?(taskId: string): boolean;
   agentClient(agent: string): Promise<{
     client: {
       getTask(params: {
@@ -109,6 +111,8 @@ const keyOf = (agent: string, taskId: string): string => `${agent}\u0000${taskId
 export class TaskTracker {
   readonly #o: TaskTrackerOptions & { maxTrackingTimeMs: number; now: () => number };
   readonly #tracked = new Map<string, Tracked>();
+  /** Tasks whose finish is under way: `recover` must not pick them up again meanwhile. */
+  readonly #finishing = new Set<string>();
   readonly #scheduler: PollScheduler;
   readonly #claims: Record<TerminalVia, number> & { lost: number } = {
     reply: 0,
@@ -214,15 +218,26 @@ export class TaskTracker {
     if (!isTerminalState(normalizeTaskState(task.status?.state))) return false;
     const key = keyOf(agent, task.id);
     const tracked = this.#tracked.get(key);
-    const call = tracked ?? (await this.#o.records.get(agent, task.id));
-    this.#forget(agent, task.id);
-    let result = await this.#o.fleet.onTerminal(task, via);
-    if (!result.ran && result.reason === 'not-pending' && call !== undefined) {
-      result = await this.#o.fleet.resume(
-        task,
-        { agent, skill: call.skill, correlationId: call.correlationId, startedAt: call.createdAt },
-        via,
-      );
+    this.#finishing.add(key);
+    let result: TerminalResult;
+    try {
+      const call = tracked ?? (await this.#o.records.get(agent, task.id));
+      this.#forget(agent, task.id);
+      result = await this.#o.fleet.onTerminal(task, via);
+      if (!result.ran && result.reason === 'not-pending' && call !== undefined) {
+        result = await this.#o.fleet.resume(
+          task,
+          {
+            agent,
+            skill: call.skill,
+            correlationId: call.correlationId,
+            startedAt: call.createdAt,
+          },
+          via,
+        );
+      }
+    } finally {
+      this.#finishing.delete(key);
     }
     if (result.ran) {
       this.#claims[via] += 1;
@@ -241,7 +256,7 @@ export class TaskTracker {
     const records = await this.#o.records.inFlight();
     for (const record of records) {
       const key = keyOf(record.agent, record.taskId);
-      if (this.#tracked.has(key)) continue;
+      if (this.#tracked.has(key) || this.#finishing.has(key)) continue;
       this.#tracked.set(key, {
         skill: record.skill,
         correlationId: record.correlationId,
@@ -282,7 +297,13 @@ export class TaskTracker {
         : event.type === 'statusUpdate'
           ? event.state
           : undefined;
-    if (state === undefined || record.terminalAt !== null) return;
+    if (record.terminalAt !== null) {
+      // Finished elsewhere (another path, process or replica): let go of it here too.
+      this.#forget(record.agent, record.taskId);
+      this.#o.fleet.discard?.(record.taskId);
+      return;
+    }
+    if (state === undefined) return;
     if (isTerminalState(state)) {
       const raw =
         typeof body === 'object' && body !== null && 'task' in body ? body.task : undefined;
