@@ -54,7 +54,10 @@ export function createCostExtension(options: CostExtensionOptions): Extension {
     after(ctx, outcome) {
       const started = ctx.state.get(STARTED);
       // A resumed call (restart, another replica) has no before-state: measure from its start.
-      const wallMs = Math.max(0, started === undefined ? Date.now() - ctx.startedAt : now() - started);
+      const wallMs = Math.max(
+        0,
+        started === undefined ? Date.now() - ctx.startedAt : now() - started,
+      );
       const task = outcome.task;
       const view = task === undefined ? undefined : normalizedTask(task);
       const reported = view === undefined ? undefined : extractCost(view).payload;
