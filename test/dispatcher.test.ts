@@ -4,6 +4,9 @@ import type { DispatchRecordStore, PolicyGate } from '../src/dispatch/index.js';
 import { createStoreDispatchRecords, Dispatcher } from '../src/dispatch/index.js';
 import type { Gateway, World } from './support/gateway.js';
 import { gateway, world } from './support/gateway.js';
+import type { TaskTracker, TaskTrackerOptions } from '../src/tasks/index.js';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 
 async function until(check: () => boolean, ms = 10_000): Promise<void> {
   const end = Date.now() + ms;
@@ -23,7 +26,11 @@ interface Harness {
 
 async function harness(
   w: World,
-  options: { gate?: PolicyGate; mode?: 'blocking' | 'return-immediately' } = {},
+  options: {
+    gate?: PolicyGate;
+    mode?: 'blocking' | 'return-immediately';
+    tracker?: Partial<TaskTrackerOptions>;
+  } = {},
 ): Promise<Harness> {
   const records = createStoreDispatchRecords(w.store.db);
   const events: EventEnvelope[] = [];
@@ -32,6 +39,7 @@ async function harness(
   });
   const g = gateway(w, {
     polling: { intervalMs: 15 },
+    ...options.tracker,
     // The dispatcher is created next; the tracker only calls back once tasks finish.
     onFinished: (finished) => dispatcher.onTaskFinished(finished),
   });
@@ -159,6 +167,89 @@ describe('dispatcher with a failing agent', () => {
       expect(record).toMatchObject({
         status: 'failed',
         result: { state: 'failed', error: { code: 'FLEETGATE_TASK_FAILED' } },
+      });
+    } finally {
+      await h.stop();
+    }
+  });
+});
+
+describe('dispatcher with a slow agent that pushes', () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await world(30, {}, { pushNotifications: true });
+  });
+  afterAll(() => w.close());
+
+  it('ends each dispatch once — one world.state.delta, one skill.dispatch.completed — with push and poll racing', async () => {
+    const bound: { receive?: ReturnType<TaskTracker['pushReceiver']> } = {};
+    const server: Server = createServer((req, res) => {
+      const taskId = decodeURIComponent((req.url ?? '').replace(/^\/callbacks\/a2a\//, ''));
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        void bound.receive!({ taskId, headers: req.headers, body: Buffer.concat(chunks) }).then(
+          (a) => res.writeHead(a.status).end(JSON.stringify(a.body)),
+        );
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    // Polls every 5 ms while the agent pushes every event: both paths see each end.
+    const h = await harness(w, {
+      mode: 'return-immediately',
+      tracker: { polling: { intervalMs: 5, growth: 1 }, pushBaseUrl: `http://127.0.0.1:${port}` },
+    });
+    bound.receive = h.g.tracker.pushReceiver();
+    try {
+      const records = await Promise.all(
+        Array.from({ length: 40 }, () =>
+          h.dispatcher.dispatch({ agent: 'ops', skill: 'pr_review' }),
+        ),
+      );
+      await until(
+        () => records.every((r) => topicsFor(h, r.id).includes('skill.dispatch.completed')),
+        20_000,
+      );
+      await new Promise((r) => setTimeout(r, 150));
+      for (const record of records) {
+        expect(
+          topicsFor(h, record.id).filter((t) => t === 'skill.dispatch.completed'),
+        ).toHaveLength(1);
+        const done = (await h.records.get(record.id))!;
+        expect(done.status).toBe('completed');
+        expect(
+          w.deltas.filter((e) => (e.payload as { taskId: string }).taskId === done.taskId),
+        ).toHaveLength(1);
+      }
+      const claims = h.g.tracker.claims();
+      expect(claims.push + claims.poll).toBe(40);
+    } finally {
+      await h.stop();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
+describe('dispatcher with an agent that never finishes', () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await world(10_000);
+  });
+  afterAll(() => w.close());
+
+  it('fails the dispatch with FLEETGATE_TASK_TIMEOUT after the tracking time, canceling the task', async () => {
+    const h = await harness(w, {
+      mode: 'return-immediately',
+      tracker: { maxTrackingTimeMs: 100, polling: { intervalMs: 20 } },
+    });
+    try {
+      const record = await h.dispatcher.dispatch({ agent: 'ops', skill: 'bulk_migration' });
+      expect(record.status).toBe('running');
+      await until(() => topicsFor(h, record.id).includes('skill.dispatch.failed'));
+      expect(await h.records.get(record.id)).toMatchObject({
+        status: 'failed',
+        result: { state: 'canceled', error: { code: 'FLEETGATE_TASK_TIMEOUT' } },
       });
     } finally {
       await h.stop();

@@ -178,11 +178,26 @@ export class Dispatcher {
   }
 
   /** The tracker finished a task (once, on the winning path): finish its dispatch. */
-  async onTaskFinished(finished: { agent: string; taskId: string; task: Task }): Promise<void> {
+  async onTaskFinished(finished: {
+    agent: string;
+    taskId: string;
+    task: Task;
+    via?: string;
+  }): Promise<void> {
     const record = await this.#o.records.byTask(finished.agent, finished.taskId);
     if (record === undefined) return;
     const state = normalizeTaskState(finished.task.status?.state);
     const { text } = readReply(finished.task, undefined);
+    if (finished.via === 'timeout') {
+      await this.#end(record.id, 'failed', {
+        state,
+        error: {
+          code: 'FLEETGATE_TASK_TIMEOUT',
+          message: `Task ${finished.taskId} did not finish within the tracking time; it was canceled at the agent.`,
+        },
+      });
+      return;
+    }
     await this.#end(record.id, statusOfState(state), this.#summary(state, text));
   }
 

@@ -36,6 +36,7 @@ export const ERROR_CODES = {
   FLEETGATE_STORE_MIGRATION_FAILED: 'A store migration failed.',
   FLEETGATE_OUTBOX_RELAY_FAILED: 'The outbox relay could not publish or mark an event.',
   FLEETGATE_CONFIG_INVALID: 'The configuration is invalid.',
+  FLEETGATE_TASK_TIMEOUT: 'The task did not finish within the tracking time and was canceled.',
   FLEETGATE_DISPATCH_DENIED: 'The policy gate did not let the call go out.',
   FLEETGATE_PUSH_UNKNOWN_TASK: 'No push notifications are expected for this task.',
   FLEETGATE_PUSH_UNAUTHORIZED: 'The push notification secret is missing or does not match.',
