@@ -3,18 +3,8 @@ import type { EventEnvelope } from '../src/bus/index.js';
 import type { DispatchRecordStore, PolicyGate } from '../src/dispatch/index.js';
 import { createStoreDispatchRecords, Dispatcher } from '../src/dispatch/index.js';
 import type { Gateway, World } from './support/gateway.js';
-import { gateway, world } from './support/gateway.js';
-import type { TaskTracker, TaskTrackerOptions } from '../src/tasks/index.js';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-
-async function until(check: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+import { gateway, startCallbackServer, until, world } from './support/gateway.js';
+import type { TaskTrackerOptions } from '../src/tasks/index.js';
 
 interface Harness {
   g: Gateway;
@@ -182,25 +172,13 @@ describe('dispatcher with a slow agent that pushes', () => {
   afterAll(() => w.close());
 
   it('ends each dispatch once — one world.state.delta, one skill.dispatch.completed — with push and poll racing', async () => {
-    const bound: { receive?: ReturnType<TaskTracker['pushReceiver']> } = {};
-    const server: Server = createServer((req, res) => {
-      const taskId = decodeURIComponent((req.url ?? '').replace(/^\/callbacks\/a2a\//, ''));
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        void bound.receive!({ taskId, headers: req.headers, body: Buffer.concat(chunks) }).then(
-          (a) => res.writeHead(a.status).end(JSON.stringify(a.body)),
-        );
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as AddressInfo;
+    const server = await startCallbackServer();
     // Polls every 5 ms while the agent pushes every event: both paths see each end.
     const h = await harness(w, {
       mode: 'return-immediately',
-      tracker: { polling: { intervalMs: 5, growth: 1 }, pushBaseUrl: `http://127.0.0.1:${port}` },
+      tracker: { polling: { intervalMs: 5, growth: 1 }, pushBaseUrl: server.base },
     });
-    bound.receive = h.g.tracker.pushReceiver();
+    server.bind(h.g.tracker.pushReceiver());
     try {
       const records = await Promise.all(
         Array.from({ length: 40 }, () =>
@@ -226,7 +204,7 @@ describe('dispatcher with a slow agent that pushes', () => {
       expect(claims.push + claims.poll).toBe(40);
     } finally {
       await h.stop();
-      await new Promise((resolve) => server.close(resolve));
+      await server.close();
     }
   });
 });

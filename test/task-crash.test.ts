@@ -10,7 +10,7 @@ import type { EventEnvelope } from '../src/bus/index.js';
 import { openStore } from '../src/store/index.js';
 import { createStoreTaskRecords } from '../src/tasks/index.js';
 import type { World } from './support/gateway.js';
-import { gateway, world } from './support/gateway.js';
+import { gateway, until, world } from './support/gateway.js';
 
 const SCRIPT = fileURLToPath(new URL('support/gateway-process.ts', import.meta.url));
 
@@ -31,14 +31,6 @@ async function runAndKill(
   child.kill('SIGKILL');
   await exited;
   return JSON.parse(line) as { taskId: string };
-}
-
-async function until(check: () => boolean, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 describe('gateway process killed', () => {

@@ -3,8 +3,6 @@
  * and a real SQLite file: poll only, push only (bodies produced by the SDK's own sender), and push
  * racing poll — one world.state.delta per task every time.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Task } from '@a2a-js/sdk';
 import { TaskState } from '@a2a-js/sdk';
 import {
@@ -15,8 +13,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventEnvelope } from '../src/bus/index.js';
 import type { Gateway, World } from './support/gateway.js';
-import { gateway, world } from './support/gateway.js';
-import type { TaskTracker } from '../src/tasks/index.js';
+import { gateway, startCallbackServer, until, world } from './support/gateway.js';
 import { createPushToken, createStoreTaskRecords } from '../src/tasks/index.js';
 
 /** Starts a call that returns at once with a working task, and hands it to the tracker. */
@@ -34,37 +31,6 @@ async function startTask(g: Gateway, pushToken?: string): Promise<string> {
     ...(pushToken === undefined ? {} : { pushToken }),
   });
   return taskId;
-}
-
-async function until(check: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
-/** A real HTTP server mounting the tracker's push receiver. */
-async function mountReceiver(
-  t: TaskTracker,
-): Promise<{ url: (id: string) => string; close: () => Promise<void> }> {
-  const receive = t.pushReceiver();
-  const server: Server = createServer((req, res) => {
-    const taskId = decodeURIComponent((req.url ?? '').replace(/^\/callbacks\/a2a\//, ''));
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      void receive({ taskId, headers: req.headers, body: Buffer.concat(chunks) }).then((a) =>
-        res.writeHead(a.status, { 'content-type': 'application/json' }).end(JSON.stringify(a.body)),
-      );
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: (id) => `http://127.0.0.1:${port}/callbacks/a2a/${encodeURIComponent(id)}`,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
 }
 
 /** Pushes the agent's task the way an @a2a-js/sdk agent does. */
@@ -115,7 +81,7 @@ describe('task tracker', () => {
 
   it('finishes a slow task via push (the SDK sender’s body), with one world.state.delta', async () => {
     const g = gateway(w, { polling: { intervalMs: 60_000 } });
-    const receiver = await mountReceiver(g.tracker);
+    const receiver = await startCallbackServer(g.tracker.pushReceiver());
     try {
       const token = createPushToken();
       const taskId = await startTask(g, token);
@@ -156,7 +122,7 @@ describe('task tracker', () => {
 
   it('publishes exactly one world.state.delta per task when push and poll race, 200 times', async () => {
     const g = gateway(w, { polling: { intervalMs: 60_000, perAgentConcurrency: 64 } });
-    const receiver = await mountReceiver(g.tracker);
+    const receiver = await startCallbackServer(g.tracker.pushReceiver());
     const { client } = await g.fleet.agentClient('ops');
     try {
       const ids: string[] = [];
@@ -236,30 +202,12 @@ describe('task tracker with an agent that sends push notifications', () => {
 
   it('registers a push config with a per-task secret and finishes the task from the agent’s pushes', async () => {
     // The receiver's URL must exist before the tracker; its handler is bound right after.
-    const bound: { receive?: ReturnType<TaskTracker['pushReceiver']> } = {};
-    const hits: number[] = [];
-    const server: Server = createServer((req, res) => {
-      const taskId = decodeURIComponent((req.url ?? '').replace(/^\/callbacks\/a2a\//, ''));
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        void bound.receive!({ taskId, headers: req.headers, body: Buffer.concat(chunks) }).then(
-          (a) => {
-            hits.push(a.status);
-            res
-              .writeHead(a.status, { 'content-type': 'application/json' })
-              .end(JSON.stringify(a.body));
-          },
-        );
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as AddressInfo;
+    const server = await startCallbackServer();
     const g = gateway(w, {
       polling: { intervalMs: 60_000 },
-      pushBaseUrl: `http://127.0.0.1:${port}/`,
+      pushBaseUrl: `${server.base}/`,
     });
-    bound.receive = g.tracker.pushReceiver();
+    server.bind(g.tracker.pushReceiver());
     try {
       const taskId = await startTask(g);
       const record = await createStoreTaskRecords(w.store.db).get('ops', taskId);
@@ -268,11 +216,11 @@ describe('task tracker with an agent that sends push notifications', () => {
       await new Promise((r) => setTimeout(r, 80));
       expect(deltasOf(w, taskId)).toHaveLength(1);
       expect(g.tracker.claims()).toMatchObject({ push: 1, poll: 0 });
-      expect(hits.length).toBeGreaterThan(0);
-      expect(hits.every((status) => status === 200)).toBe(true);
+      expect(server.statuses.length).toBeGreaterThan(0);
+      expect(server.statuses.every((status) => status === 200)).toBe(true);
     } finally {
       await g.stop();
-      await new Promise((resolve) => server.close(resolve));
+      await server.close();
     }
   });
 });

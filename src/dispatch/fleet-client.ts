@@ -294,6 +294,7 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
       signal === NEVER_ABORTED ? { serviceParameters } : { signal, serviceParameters };
 
     const acc = new TaskAccumulator();
+    let streamDropped = false;
     try {
       if (mode === 'streaming') {
         for await (const event of built.client.sendMessageStream(request, requestOptions)) {
@@ -318,42 +319,19 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
         !aborted &&
         !isTerminalState(normalizeTaskState(dropped.status?.state))
       ) {
-        // The stream broke but the task lives on at the agent: leave it to the tracker, which
-        // resumes it with SubscribeToTask; the after hooks wait for its terminal state.
-        terminal.track(dropped.id, chain);
-        const reply = readReply(dropped, undefined);
-        return {
+        // The stream broke but the task lives on at the agent: it goes to the tracker like any
+        // task still running, which resumes it with SubscribeToTask.
+        streamDropped = true;
+      } else {
+        const failure = callError(error, {
           agent,
           skill,
-          correlationId,
-          ok: true,
-          state: normalizeTaskState(dropped.status?.state),
-          terminal: false,
-          streamDropped: true,
-          task: dropped,
-          text: reply.text,
-          data: reply.data,
-          activated: [...activated],
-          stamps: { ...ctx.stamps },
-          transport: built.binding,
-          protocolVersion: built.protocolVersion,
-          timing: {
-            startedAt,
-            beforeMs: t1 - t0,
-            transportMs: performance.now() - t1,
-            afterMs: 0,
-            totalMs: performance.now() - t0,
-          },
-        };
+          timedOut,
+          aborted,
+          ...(record.status === undefined ? {} : { status: record.status }),
+        });
+        return failAfterHooks(failure, acc.task);
       }
-      const failure = callError(error, {
-        agent,
-        skill,
-        timedOut,
-        aborted,
-        ...(record.status === undefined ? {} : { status: record.status }),
-      });
-      return failAfterHooks(failure, acc.task);
     }
     wire.delete(callId);
     const t2 = performance.now();
@@ -415,6 +393,7 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
     if (task !== undefined) result.task = task;
     if (message !== undefined) result.message = message;
     if (record.echoed !== undefined) result.echoedExtensions = record.echoed;
+    if (streamDropped) result.streamDropped = true;
     return result;
   }
 

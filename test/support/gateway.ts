@@ -5,6 +5,8 @@
  * terminal commit, and a task tracker.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningAgent } from '../../examples/agents/harness.js';
@@ -103,5 +105,61 @@ export function gateway(
       tracker.stop();
       await relay.stop();
     },
+  };
+}
+
+/** Waits until `check()` holds, polling every 5 ms; throws after `ms`. */
+export async function until(
+  check: () => boolean,
+  ms = 10_000,
+  what = 'the condition',
+): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** A real HTTP server for `POST /callbacks/a2a/:taskId`, bound to a push receiver. */
+export interface CallbackServer {
+  /** The base URL to give the tracker as `pushBaseUrl`. */
+  base: string;
+  url(taskId: string): string;
+  /** Binds the receiver (when the tracker is built after the server, for `pushBaseUrl`). */
+  bind(receive: ReturnType<TaskTracker['pushReceiver']>): void;
+  /** The HTTP status of every push answered so far. */
+  statuses: number[];
+  close(): Promise<void>;
+}
+
+export async function startCallbackServer(
+  receive?: ReturnType<TaskTracker['pushReceiver']>,
+): Promise<CallbackServer> {
+  let bound = receive;
+  const statuses: number[] = [];
+  const server: Server = createServer((req, res) => {
+    const taskId = decodeURIComponent((req.url ?? '').replace(/^\/callbacks\/a2a\//, ''));
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (bound === undefined) {
+        res.writeHead(503).end();
+        return;
+      }
+      void bound({ taskId, headers: req.headers, body: Buffer.concat(chunks) }).then((a) => {
+        statuses.push(a.status);
+        res.writeHead(a.status, { 'content-type': 'application/json' }).end(JSON.stringify(a.body));
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    base,
+    url: (id) => `${base}/callbacks/a2a/${encodeURIComponent(id)}`,
+    bind: (r) => (bound = r),
+    statuses,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
