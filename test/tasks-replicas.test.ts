@@ -104,7 +104,13 @@ async function replica(
     close: () => bus.close(),
   };
   const records = createStoreTaskRecords(store.db);
-  const relay = createOutboxRelay({ db: store.db, bus: counting, pollIntervalMs: 50 });
+  // Replicas share the outbox: each round locks its rows so no row goes out twice.
+  const relay = createOutboxRelay({
+    db: store.db,
+    bus: counting,
+    pollIntervalMs: 50,
+    lockRows: true,
+  });
   relay.start();
   const collector = new EventCollector(bus);
   const blast = new BlastRegistry();

@@ -143,6 +143,17 @@ export function writeOutboxEvent<T extends TopicOf<FleetgateTopics>>(
   return fleetgateWriter.write(executor, topic, payload, options);
 }
 
+/** A publish of one outbox row failed (internal: carries the row to the failure bookkeeping). */
+class RelayPublishError extends Error {
+  constructor(
+    readonly eventId: string,
+    readonly topic: string,
+    override readonly cause: unknown,
+  ) {
+    super(`publishing ${eventId} failed`);
+  }
+}
+
 /** Options of {@link createOutboxRelay}. */
 export interface OutboxRelayOptions<M extends TopicMap> {
   /** The store's database (any schema that includes the outbox table). */
@@ -156,6 +167,12 @@ export interface OutboxRelayOptions<M extends TopicMap> {
   retryDelayMs?: number;
   /** Receives publish and database failures (default: a process warning). */
   onError?: UnreportedErrorHandler;
+  /**
+   * PostgreSQL: lock the rows of a round (`FOR UPDATE SKIP LOCKED`) so the relays of several
+   * replicas share the outbox instead of each publishing every row. Needs a database with row
+   * locks; leave it off for SQLite (one writer).
+   */
+  lockRows?: boolean;
 }
 
 /** Publishes unsent outbox rows in order and marks them sent after the bus acknowledged them. */
@@ -206,14 +223,16 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
   let loop: Promise<void> | undefined;
   let notified = false;
 
-  async function relayRound(): Promise<number> {
-    const rows = await db
+  /** Publishes the rows of one round through `q`; throws at the first failed publish. */
+  async function publishRows(q: Kysely<OutboxDatabase>, lock: boolean): Promise<number> {
+    let select = q
       .selectFrom('fleetgate_outbox')
       .select(['seq', 'id', 'topic', 'payload', 'correlation_id', 'time'])
       .where('sent_at', 'is', null)
       .orderBy('seq')
-      .limit(batchSize)
-      .execute();
+      .limit(batchSize);
+    if (lock) select = select.forUpdate().skipLocked();
+    const rows = await select.execute();
     let sent = 0;
     for (const row of rows) {
       try {
@@ -223,25 +242,10 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
           time: row.time,
         });
       } catch (error) {
-        await db
-          .updateTable('fleetgate_outbox')
-          .set((eb) => ({
-            attempts: eb('attempts', '+', 1),
-            last_error: errorMessage(error).slice(0, 1000),
-          }))
-          .where('id', '=', row.id)
-          .execute()
-          .catch((dbError: unknown) =>
-            onError(dbError, { source: 'outbox-relay', eventId: row.id }),
-          );
-        throw new FleetgateError(
-          'FLEETGATE_OUTBOX_RELAY_FAILED',
-          `Publishing outbox event ${row.id} (${row.topic}) failed: ${errorMessage(error)}`,
-          { cause: error, details: { eventId: row.id, topic: row.topic } },
-        );
+        throw new RelayPublishError(row.id, row.topic, error);
       }
       // Marked only after the bus acknowledged it; a crash right here re-sends a duplicate.
-      await db
+      await q
         .updateTable('fleetgate_outbox')
         .set({ sent_at: Date.now(), last_error: null })
         .where('id', '=', row.id)
@@ -250,6 +254,33 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
       sent += 1;
     }
     return sent;
+  }
+
+  async function relayRound(): Promise<number> {
+    try {
+      return options.lockRows === true
+        ? await db.transaction().execute((trx) => publishRows(trx, true))
+        : await publishRows(db, false);
+    } catch (error) {
+      if (!(error instanceof RelayPublishError)) throw error;
+      // Outside the round's transaction, so the failure is recorded even when it rolls back.
+      await db
+        .updateTable('fleetgate_outbox')
+        .set((eb) => ({
+          attempts: eb('attempts', '+', 1),
+          last_error: errorMessage(error.cause).slice(0, 1000),
+        }))
+        .where('id', '=', error.eventId)
+        .execute()
+        .catch((dbError: unknown) =>
+          onError(dbError, { source: 'outbox-relay', eventId: error.eventId }),
+        );
+      throw new FleetgateError(
+        'FLEETGATE_OUTBOX_RELAY_FAILED',
+        `Publishing outbox event ${error.eventId} (${error.topic}) failed: ${errorMessage(error.cause)}`,
+        { cause: error.cause, details: { eventId: error.eventId, topic: error.topic } },
+      );
+    }
   }
 
   function relayOnce(): Promise<number> {
