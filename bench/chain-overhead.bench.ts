@@ -8,9 +8,8 @@
  * - `fleet_call_ns_per_call`: the whole `createFleetClient().call` (SDK client, JSON-RPC encoding
  *   and decoding included) with a `fetch` that answers from memory, no socket.
  */
-import { randomUUID } from 'node:crypto';
 
-import { Role, TaskState, type Task } from '@a2a-js/sdk';
+import { TaskState, type Task } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 
 import { createInMemoryEventBus, type OpenTopics } from '../src/bus/index.js';
@@ -30,6 +29,7 @@ import {
 } from '../src/protocol/index.js';
 import { opsDeclarations } from '../examples/agents/ops-agent.js';
 import { note, percentile, report } from './report.js';
+import { rawTextRequest } from './support/sdk-request.js';
 
 const BENCH = 'chain-overhead';
 const AGENT = 'ops';
@@ -160,28 +160,7 @@ const sdk = await new ClientFactory({
 }).createFromAgentCard(toSdkAgentCard(card, AGENT));
 
 async function sdkOnce(): Promise<void> {
-  const reply = await sdk.sendMessage({
-    tenant: '',
-    message: {
-      messageId: randomUUID(),
-      contextId: '',
-      taskId: '',
-      role: Role.ROLE_USER,
-      parts: [
-        {
-          content: { $case: 'text', value: 'go' },
-          metadata: undefined,
-          filename: '',
-          mediaType: '',
-        },
-      ],
-      metadata: undefined,
-      extensions: [],
-      referenceTaskIds: [],
-    },
-    configuration: undefined,
-    metadata: undefined,
-  });
+  const reply = await sdk.sendMessage(rawTextRequest('go'));
   if ('messageId' in reply) throw new Error('unexpected message reply');
 }
 

@@ -10,11 +10,8 @@
  * agent with a fixed answer (a text part, a two-entry worldstate-delta part, a cost part), so both
  * sides receive exactly the same response.
  */
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-import { Role, type SendMessageRequest } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 
 import { createInMemoryEventBus, type OpenTopics } from '../src/bus/index.js';
@@ -23,6 +20,8 @@ import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions
 import { BlastRegistry } from '../src/fleet/index.js';
 import { OPS_DELTAS, opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
 import { note, percentile, report } from './report.js';
+import { startAgentProcess } from './support/agent-process.js';
+import { rawTextRequest } from './support/sdk-request.js';
 
 const BENCH = 'dispatch-vs-sdk';
 const SKILL = 'pr_review';
@@ -57,20 +56,6 @@ function fixedCall() {
   };
 }
 
-async function startAgentProcess(): Promise<{ url: string; stop: () => void }> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', fileURLToPath(import.meta.url), '--agent'],
-    { stdio: ['pipe', 'pipe', 'inherit'] },
-  );
-  const lines = createInterface({ input: child.stdout });
-  const url = await new Promise<string>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`agent process exited with ${code}`)));
-    lines.once('line', (line) => resolve((JSON.parse(line) as { url: string }).url));
-  });
-  return { url, stop: () => child.stdin.end() };
-}
-
 async function timeCalls(
   fn: () => Promise<void>,
   calls: number,
@@ -89,7 +74,7 @@ async function timeCalls(
 }
 
 async function main(): Promise<void> {
-  const agent = await startAgentProcess();
+  const agent = await startAgentProcess(fileURLToPath(import.meta.url));
   try {
     const cardResponse = await fetch(`${agent.url}/.well-known/agent-card.json`, {
       headers: { 'A2A-Version': '1.0' },
@@ -114,29 +99,7 @@ async function main(): Promise<void> {
       if (!result.ok || result.activated.length !== 4) throw new Error('unexpected fleet result');
     };
     const sdkCall = async () => {
-      const request: SendMessageRequest = {
-        tenant: '',
-        message: {
-          messageId: crypto.randomUUID(),
-          contextId: '',
-          taskId: '',
-          role: Role.ROLE_USER,
-          parts: [
-            {
-              content: { $case: 'text', value: 'go' },
-              metadata: undefined,
-              filename: '',
-              mediaType: '',
-            },
-          ],
-          metadata: undefined,
-          extensions: [],
-          referenceTaskIds: [],
-        },
-        configuration: undefined,
-        metadata: undefined,
-      };
-      const reply = await sdk.sendMessage(request);
+      const reply = await sdk.sendMessage(rawTextRequest('go'));
       if ('messageId' in reply) throw new Error('unexpected message reply');
     };
 

@@ -18,11 +18,9 @@
  *   at a time with ~9,000 tasks still tracked (target p99 ≤ 50). Baseline interleaved push by
  *   push: a raw in-memory publish→deliver of the same payload (`bus_publish_to_deliver_p50_ms`).
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
 import type { Task } from '@a2a-js/sdk';
@@ -42,6 +40,7 @@ import {
   TaskTracker,
 } from '../src/tasks/index.js';
 import { note, percentile, report } from './report.js';
+import { startAgentProcess } from './support/agent-process.js';
 
 const BENCH = 'tracker-scale';
 const SKILL = 'pr_review';
@@ -56,20 +55,6 @@ const PUSHES = 1_000;
 const PUSH_WARMUP = 50;
 /** Long enough that the tracker never polls on its own during the run. */
 const QUIET_INTERVAL_MS = 3_600_000;
-
-async function startAgentProcess(): Promise<{ url: string; stop: () => void }> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', fileURLToPath(import.meta.url), '--agent'],
-    { stdio: ['pipe', 'pipe', 'inherit'] },
-  );
-  const lines = createInterface({ input: child.stdout });
-  const url = await new Promise<string>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`agent process exited with ${code}`)));
-    lines.once('line', (line) => resolve((JSON.parse(line) as { url: string }).url));
-  });
-  return { url, stop: () => child.stdin.end() };
-}
 
 const mb = (bytes: number): string => `${(bytes / 1e6).toFixed(1)} MB`;
 
@@ -104,7 +89,7 @@ async function pool(total: number, concurrency: number, fn: (i: number) => Promi
 }
 
 async function main(): Promise<void> {
-  const agent = await startAgentProcess();
+  const agent = await startAgentProcess(fileURLToPath(import.meta.url));
   const dir = mkdtempSync(join(tmpdir(), 'fleetgate-tracker-scale-'));
   const store = await openStore(`sqlite:${join(dir, 'tasks.db')}`);
   try {

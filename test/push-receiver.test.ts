@@ -10,12 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { StreamResponse, Task } from '@a2a-js/sdk';
 import { TaskState } from '@a2a-js/sdk';
-import {
-  DefaultPushNotificationSender,
-  InMemoryPushNotificationStore,
-  ServerCallContext,
-} from '@a2a-js/sdk/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sdkPush } from './support/sdk-push.js';
 import { threeArtifactTask } from './fixtures/wire-fixtures.js';
 import {
   createInMemoryEventBus,
@@ -90,30 +86,6 @@ async function startReceiver(
   };
 }
 
-/** Pushes `responses` for `task` the way an @a2a-js/sdk agent does. */
-async function sdkPush(
-  url: string,
-  task: Task,
-  responses: StreamResponse[],
-  auth: { token?: string; scheme?: string },
-): Promise<void> {
-  const store = new InMemoryPushNotificationStore();
-  const context = new ServerCallContext({ requestedVersion: '1.0' });
-  await store.save(task.id, context, {
-    tenant: '',
-    id: 'cfg-1',
-    taskId: task.id,
-    url,
-    token: auth.scheme === undefined ? (auth.token ?? '') : '',
-    authentication:
-      auth.scheme === undefined
-        ? undefined
-        : { scheme: auth.scheme, credentials: auth.token ?? '' },
-  });
-  const sender = new DefaultPushNotificationSender(store);
-  for (const response of responses) await sender.send(response, context, task);
-}
-
 function working(task: Task): StreamResponse {
   return {
     payload: {
@@ -169,15 +141,10 @@ for (const backend of ['sqlite', 'postgres'] as const) {
           const task = { ...threeArtifactTask(), id: `t-${scheme ?? 'token'}-${backend}` };
           const token = createPushToken();
           await track(task, token);
-          await sdkPush(
-            receiver.url(task.id),
-            task,
-            [working(task), { payload: { $case: 'task', value: task } }],
-            {
-              token,
-              ...(scheme === undefined ? {} : { scheme }),
-            },
-          );
+          await sdkPush(receiver.url(task.id), task, token, {
+            responses: [working(task), { payload: { $case: 'task', value: task } }],
+            ...(scheme === undefined ? {} : { scheme }),
+          });
         }
         expect(receiver.events.map((e) => e.event.type)).toEqual([
           'statusUpdate',
@@ -324,7 +291,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         const token = createPushToken();
         await track(task, token);
         const done: StreamResponse = { payload: { $case: 'task', value: task } };
-        await sdkPush(receiver.url(task.id), task, [done, done], { token });
+        await sdkPush(receiver.url(task.id), task, token, { responses: [done, done] });
         // Twenty more paths racing for the same terminal task: exactly one claim wins.
         const record = (await records.get('ops', task.id))!;
         const normalized = receiver.events.at(-1)!.event;

@@ -3,14 +3,9 @@
  * and a real SQLite file: poll only, push only (bodies produced by the SDK's own sender), and push
  * racing poll — one world.state.delta per task every time.
  */
-import type { Task } from '@a2a-js/sdk';
 import { TaskState } from '@a2a-js/sdk';
-import {
-  DefaultPushNotificationSender,
-  InMemoryPushNotificationStore,
-  ServerCallContext,
-} from '@a2a-js/sdk/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sdkPush } from './support/sdk-push.js';
 import type { EventEnvelope } from '../src/bus/index.js';
 import type { Gateway, World } from './support/gateway.js';
 import { gateway, startCallbackServer, until, world } from './support/gateway.js';
@@ -31,25 +26,6 @@ async function startTask(g: Gateway, pushToken?: string): Promise<string> {
     ...(pushToken === undefined ? {} : { pushToken }),
   });
   return taskId;
-}
-
-/** Pushes the agent's task the way an @a2a-js/sdk agent does. */
-async function sdkPush(url: string, task: Task, token: string): Promise<void> {
-  const store = new InMemoryPushNotificationStore();
-  const context = new ServerCallContext({ requestedVersion: '1.0' });
-  await store.save(task.id, context, {
-    tenant: '',
-    id: 'c',
-    taskId: task.id,
-    url,
-    token,
-    authentication: undefined,
-  });
-  await new DefaultPushNotificationSender(store).send(
-    { payload: { $case: 'task', value: task } },
-    context,
-    task,
-  );
 }
 
 const deltasOf = (w: World, taskId: string): EventEnvelope[] =>

@@ -10,15 +10,10 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import type { Task } from '@a2a-js/sdk';
 import { TaskState } from '@a2a-js/sdk';
-import {
-  DefaultPushNotificationSender,
-  InMemoryPushNotificationStore,
-  ServerCallContext,
-} from '@a2a-js/sdk/server';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { sdkPush } from './support/sdk-push.js';
 import type { RunningAgent } from '../examples/agents/harness.js';
 import { opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
 import type { EventBus, EventEnvelope, OpenTopics, OutboxRelay } from '../src/bus/index.js';
@@ -184,25 +179,6 @@ async function mountReceiver(t: TaskTracker): Promise<{
         server.close(() => resolve());
       }),
   };
-}
-
-/** Pushes the agent's task the way an @a2a-js/sdk agent does (v1.0 `{task}` body). */
-async function sdkPush(url: string, task: Task, token: string): Promise<void> {
-  const store = new InMemoryPushNotificationStore();
-  const context = new ServerCallContext({ requestedVersion: '1.0' });
-  await store.save(task.id, context, {
-    tenant: '',
-    id: 'c',
-    taskId: task.id,
-    url,
-    token,
-    authentication: undefined,
-  });
-  await new DefaultPushNotificationSender(store).send(
-    { payload: { $case: 'task', value: task } },
-    context,
-    task,
-  );
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

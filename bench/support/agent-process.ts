@@ -1,0 +1,21 @@
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+/**
+ * Starts `script --agent` in its own process (a benchmark's loopback agent, so it never shares the
+ * measuring process's event loop) and resolves with the URL it prints as `{"url": …}`. The agent
+ * lives until `stop()` closes its stdin.
+ */
+export async function startAgentProcess(
+  script: string,
+): Promise<{ url: string; stop: () => void }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, '--agent'], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout });
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`agent process exited with ${code}`)));
+    lines.once('line', (line) => resolve((JSON.parse(line) as { url: string }).url));
+  });
+  return { url, stop: () => child.stdin.end() };
+}
