@@ -46,6 +46,7 @@ export const ERROR_CODES = {
   FLEETGATE_WORLD_SEED_INVALID: 'A configured world-state domain seed is invalid.',
   FLEETGATE_WORLD_QUERY_INVALID: 'A world-state history query is invalid.',
   FLEETGATE_FLOOR_WRITE_FAILED: 'A learned operator floor could not be persisted.',
+  FLEETGATE_GATEWAY_CLOSED: 'The gateway is shutting down and accepts no new calls.',
 } as const;
 
 /** A stable, documented error code. */

@@ -96,8 +96,11 @@ export const configSchema = z.strictObject({
     .optional(),
 });
 
-/** A validated configuration. */
+/** A validated configuration (durations in milliseconds, defaults filled in). */
 export type FleetgateConfig = z.infer<typeof configSchema>;
+
+/** A configuration as written: every key optional, durations as `5s` or milliseconds. */
+export type FleetgateConfigInput = z.input<typeof configSchema>;
 
 /**
  * Validates a configuration object.

@@ -1,5 +1,5 @@
 import type { EventBus } from '../bus/index.js';
-import type { FleetRegistries, SecretResolver } from '../fleet/index.js';
+import type { CardSource, FleetRegistries, SecretResolver } from '../fleet/index.js';
 import {
   AgentDirectory,
   BlastRegistry,
@@ -37,6 +37,8 @@ export interface FleetRuntimeOptions {
   bus?: Pick<EventBus, 'publish'>;
   /** An open store to use instead of opening `config.store`. */
   store?: Store;
+  /** Where cards come from (default: HTTP with `config.cards.timeout`). */
+  source?: CardSource;
 }
 
 /** Builds the fleet side of a gateway from a validated configuration. */
@@ -60,7 +62,7 @@ export async function createFleetRuntime(
   });
   const broker = new CardBroker({
     directory,
-    source: new HttpCardSource({ timeoutMs: config.cards.timeout }),
+    source: options.source ?? new HttpCardSource({ timeoutMs: config.cards.timeout }),
     registries,
     ratchet: await DeclarationRatchet.open(createStoreRatchetPersistence(store.db)),
     cache: createStoreCardCache(store.db),

@@ -1,0 +1,281 @@
+/**
+ * `createGateway(config, deps?)`: the one composition root. Every part of a gateway is built here,
+ * once, in the only order that works; tests, benchmarks, the CLI and the service go through it.
+ *
+ * Wiring order (each step needs the ones above it):
+ * 1. store (migrated) and bus — injected through `deps` or opened from the config;
+ * 2. the fleet side: directory, learned floors, card broker (the only writer of the registries);
+ * 3. the outbox relay and the event collector: after hooks publish into the collector, the
+ *    terminal claim writes what they collected to the outbox in its own transaction;
+ * 4. the extension chain, the fleet client (cards and declarations from the broker), the task
+ *    tracker and the dispatcher (with the policy gate seam);
+ * 5. the world-state materialiser and the alerts, subscribed to the bus;
+ * 6. start: cached cards, first refresh, recovery of tasks left in flight.
+ */
+import type { PushRequest, PushResponse, TaskTracker } from '../tasks/index.js';
+import type { EventBus, OpenTopics, OutboxRelay } from '../bus/index.js';
+import {
+  createInMemoryEventBus,
+  createOutboxRelay,
+  EventCollector,
+  InMemoryEventBus,
+  warnUnreportedError,
+} from '../bus/index.js';
+import type {
+  CallInput,
+  CallOptions,
+  CallResult,
+  DispatchRecord,
+  DispatchRequest,
+  FleetClient,
+  PolicyGate,
+} from '../dispatch/index.js';
+import { createFleetClient, createStoreDispatchRecords, Dispatcher } from '../dispatch/index.js';
+import { FleetgateError, isFleetgateError } from '../errors/index.js';
+import { ExtensionRegistry, registerStandardExtensions } from '../extensions/index.js';
+import type { CardSource, SecretResolver } from '../fleet/index.js';
+import type { Store } from '../store/index.js';
+import { openStore } from '../store/index.js';
+import type { CostSummaries, Reconciler } from '../alerts/index.js';
+import {
+  createActionQualityMonitor,
+  createCostSummaries,
+  createReconciler,
+} from '../alerts/index.js';
+import {
+  createStoreTaskRecords,
+  createTerminalCommit,
+  TaskTracker as Tracker,
+} from '../tasks/index.js';
+import type { WorldMaterialiser } from '../world/index.js';
+import { createSqlWorldStore, createWorldMaterialiser } from '../world/index.js';
+import type { FleetgateConfig, FleetgateConfigInput } from './config.js';
+import { parseConfig } from './config.js';
+import type { FleetRuntime } from './fleet-runtime.js';
+import { createFleetRuntime } from './fleet-runtime.js';
+
+/** What tests and embedders may inject instead of what the config names. */
+export interface GatewayDeps {
+  /** An open store; the gateway migrates nothing else and does not close it. */
+  store?: Store;
+  /** A bus; the gateway does not close it. */
+  bus?: EventBus<OpenTopics>;
+  /** Where cards come from (default: HTTP). */
+  cardSource?: CardSource;
+  /** Resolves the environment variables named by `auth` in the agents (default: none). */
+  secrets?: SecretResolver;
+  /** The policy gate of every dispatch (default: every call goes out). */
+  gate?: PolicyGate;
+  /** The gateway's public base URL, for push notifications from agents. */
+  pushBaseUrl?: string;
+  /** `fetch` used for agent calls. */
+  fetch?: typeof fetch;
+  /** Initial world-state values by domain. */
+  seeds?: Readonly<Record<string, unknown>>;
+  /** Clock in epoch milliseconds. */
+  now?: () => number;
+  /** Receives failures of background work (default: published on `system.error`). */
+  onError?: (error: unknown, where: string) => void;
+}
+
+/** A running gateway. */
+export interface Gateway {
+  readonly config: FleetgateConfig;
+  /** Dispatches a skill call through the policy gate, with a durable record. */
+  dispatch(request: DispatchRequest): Promise<DispatchRecord>;
+  /** The durable record of a dispatch. */
+  dispatchRecord(id: string): Promise<DispatchRecord | undefined>;
+  /** Calls a skill directly (no gate, no dispatch record): the library path. */
+  call(agent: string, skill: string, input: CallInput, options?: CallOptions): Promise<CallResult>;
+  /** The fleet: card states, effective declarations, refresh and acknowledgement. */
+  readonly agents: FleetRuntime['broker'];
+  /** The materialised world state (read side). */
+  readonly world: Pick<WorldMaterialiser, 'getWorld' | 'getDomain' | 'history' | 'replay'>;
+  /** Subscribe to bus events (NATS-syntax patterns). */
+  readonly events: Pick<EventBus<OpenTopics>, 'subscribe' | 'publish'>;
+  /** Cost and success summaries per agent and skill. */
+  readonly costs: Pick<CostSummaries, 'summary' | 'summaries'>;
+  /** The `POST /callbacks/a2a/:taskId` handler. */
+  readonly pushReceiver: (request: PushRequest) => Promise<PushResponse>;
+  /** Internals for the service layer and tests (tracker statistics, relay). */
+  readonly internals: {
+    readonly store: Store;
+    readonly bus: EventBus<OpenTopics>;
+    readonly fleet: FleetClient;
+    readonly tracker: TaskTracker;
+    readonly relay: OutboxRelay;
+  };
+  /** Publishes everything committed so far and waits for the bus to deliver it. */
+  settle(): Promise<void>;
+  /**
+   * Graceful shutdown: stops accepting calls, waits for the ones in flight (their claims commit),
+   * flushes the outbox, then closes what the gateway opened. Idempotent.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * Builds and starts a gateway.
+ *
+ * @example
+ * ```ts
+ * const gw = await createGateway({ agents: [{ name: 'ci', url: 'http://127.0.0.1:9101' }] });
+ * const record = await gw.dispatch({ agent: 'ci', skill: 'rerun_checks', text: 'PR 42' });
+ * console.log(record.status, await gw.world.getDomain('ci'));
+ * await gw.close();
+ * ```
+ */
+export async function createGateway(
+  input: FleetgateConfigInput | FleetgateConfig = {},
+  deps: GatewayDeps = {},
+): Promise<Gateway> {
+  const config = parseConfig(input);
+  const store = deps.store ?? (await openStore(config.store));
+  const bus = deps.bus ?? (await openBus(config.bus));
+  const reportError =
+    deps.onError ??
+    ((error: unknown, where: string) => {
+      const code = isFleetgateError(error) ? { code: error.code } : {};
+      const message = error instanceof Error ? error.message : String(error);
+      bus.publish('system.error', { source: where, message, ...code }).catch((e: unknown) => {
+        // The bus itself is failing: the process warning is the last place left to say it.
+        warnUnreportedError(e, { where });
+      });
+    });
+
+  const runtime = await createFleetRuntime(config, {
+    secrets: deps.secrets ?? (() => undefined),
+    bus,
+    store,
+    ...(deps.cardSource === undefined ? {} : { source: deps.cardSource }),
+  });
+  const relay = createOutboxRelay({
+    db: store.db,
+    bus,
+    pollIntervalMs: 250,
+    lockRows: store.kind === 'postgres',
+    onError: (error) => reportError(error, 'outbox-relay'),
+  });
+  const collector = new EventCollector(bus);
+  const registry = registerStandardExtensions(new ExtensionRegistry(), {
+    bus: collector,
+    blast: runtime.registries.blast,
+  });
+  const taskRecords = createStoreTaskRecords(store.db);
+  const fleet = createFleetClient({
+    registry,
+    bus: collector,
+    cards: runtime.broker,
+    blast: runtime.registries.blast,
+    fillBlastFromCards: false,
+    ...(deps.fetch === undefined ? {} : { fetch: deps.fetch }),
+    durable: {
+      collector,
+      commit: createTerminalCommit({ records: taskRecords, onCommitted: () => relay.notify() }),
+    },
+  });
+  const tracker: TaskTracker = new Tracker({
+    records: taskRecords,
+    fleet,
+    ...(deps.pushBaseUrl === undefined ? {} : { pushBaseUrl: deps.pushBaseUrl }),
+    ...(deps.now === undefined ? {} : { now: deps.now }),
+    // Called only after start, when `dispatcher` below exists.
+    onFinished: (finished): Promise<void> => dispatcher.onTaskFinished(finished),
+    onError: (error, where) => reportError(error, `tracker.${where.where}`),
+  });
+  const dispatchRecords = createStoreDispatchRecords(store.db);
+  const dispatcher: Dispatcher = new Dispatcher({
+    fleet,
+    records: dispatchRecords,
+    tracker,
+    bus,
+    ...(deps.gate === undefined ? {} : { gate: deps.gate }),
+    ...(deps.now === undefined ? {} : { now: deps.now }),
+  });
+
+  const world = createWorldMaterialiser({
+    store: createSqlWorldStore({
+      db: store.db,
+      kind: store.kind,
+      onCommitted: () => relay.notify(),
+    }),
+    bus,
+    ...(deps.seeds === undefined ? {} : { seeds: deps.seeds }),
+    ...(deps.now === undefined ? {} : { now: deps.now }),
+  });
+  const reconciler: Reconciler = createReconciler({
+    bus,
+    declarations: runtime.broker,
+    domains: config.domains,
+    learnFloors: true,
+    floorWriter: runtime.floorWriter,
+  });
+  const quality = createActionQualityMonitor({ bus, declarations: runtime.broker });
+  const costs = createCostSummaries();
+
+  // Consumers first, so nothing the relay or the first refresh publishes is missed.
+  await world.start();
+  await reconciler.start();
+  await quality.start();
+  await costs.start(bus);
+  relay.start();
+  await runtime.broker.start();
+  await tracker.recover();
+
+  const inFlight = new Set<Promise<unknown>>();
+  let closing: Promise<void> | undefined;
+  const accept = <T>(work: () => Promise<T>): Promise<T> => {
+    if (closing !== undefined) {
+      return Promise.reject(
+        new FleetgateError('FLEETGATE_GATEWAY_CLOSED', 'The gateway is shutting down.'),
+      );
+    }
+    const promise = work();
+    inFlight.add(promise);
+    const forget = (): void => void inFlight.delete(promise);
+    promise.then(forget, forget);
+    return promise;
+  };
+
+  const settle = async (): Promise<void> => {
+    await relay.drain();
+    if (bus instanceof InMemoryEventBus) await bus.idle();
+  };
+
+  return {
+    config,
+    dispatch: (request) => accept(() => dispatcher.dispatch(request)),
+    dispatchRecord: (id) => dispatchRecords.get(id),
+    call: (agent, skill, callInput, options) =>
+      accept(() => fleet.call(agent, skill, callInput, options)),
+    agents: runtime.broker,
+    world,
+    events: bus,
+    costs,
+    pushReceiver: tracker.pushReceiver(),
+    internals: { store, bus, fleet, tracker, relay },
+    settle,
+    close() {
+      closing ??= (async () => {
+        runtime.broker.stop();
+        await Promise.allSettled([...inFlight]);
+        tracker.stop();
+        await relay.drain().catch((error: unknown) => reportError(error, 'outbox-relay'));
+        await relay.stop();
+        if (bus instanceof InMemoryEventBus) await bus.idle();
+        await Promise.allSettled([world.stop(), reconciler.stop(), quality.stop(), costs.stop()]);
+        await runtime.close();
+        if (deps.bus === undefined) await bus.close();
+        if (deps.store === undefined) await store.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+/** The bus the config names: in-process, or NATS JetStream (the client loads only then). */
+async function openBus(url: string): Promise<EventBus<OpenTopics>> {
+  if (url === 'memory') return createInMemoryEventBus<OpenTopics>();
+  const { createJetStreamEventBus } = await import('../nats.js');
+  return createJetStreamEventBus<OpenTopics>({ servers: url });
+}
