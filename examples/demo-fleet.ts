@@ -1,14 +1,14 @@
 /**
- * The demo fleet: starts the four example agents on 127.0.0.1 and calls each once through a fleet
- * client with the four standard extensions, printing what went over the wire and what was
+ * The demo fleet: starts the four example agents on 127.0.0.1 and calls each once through a
+ * gateway (`createGateway`, SQLite in a temporary folder), printing what went over the wire and what was
  * published. Run with `npx tsx examples/demo-fleet.ts` (add `--serve` to keep the agents running).
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-import { createInMemoryEventBus, type OpenTopics } from '../src/bus/index.js';
-import { createFleetClient, type FleetAgent } from '../src/dispatch/index.js';
-import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';
-import { BlastRegistry } from '../src/fleet/index.js';
+import { createGateway } from '../src/service/index.js';
 import {
   startLegacyAgent,
   startOpsAgent,
@@ -29,20 +29,18 @@ export async function startDemoFleet(): Promise<RunningAgent[]> {
 
 async function main(): Promise<void> {
   const agents = await startDemoFleet();
-  const bus = createInMemoryEventBus<OpenTopics>();
-  await bus.subscribe(
+  const dir = mkdtempSync(join(tmpdir(), 'fleetgate-demo-'));
+  const gateway = await createGateway({
+    store: `sqlite:${join(dir, 'demo.db')}`,
+    agents: agents.map((a) => ({ name: a.name, url: a.url })),
+  });
+  await gateway.events.subscribe(
     '>',
     (event) => {
       process.stdout.write(`  event ${event.topic} ${JSON.stringify(event.payload)}\n`);
     },
     { name: 'demo' },
   );
-  const blast = new BlastRegistry();
-  const registry = registerStandardExtensions(new ExtensionRegistry(), { bus, blast });
-  const cards = new Map<string, FleetAgent>();
-  for (const agent of agents)
-    cards.set(agent.name, { url: agent.url, card: await agent.fetchCard() });
-  const fleet = createFleetClient({ registry, bus, blast, cards, timeoutMs: 10_000 });
 
   const calls: [string, string, 'blocking' | 'streaming'][] = [
     ['ops', 'pr_review', 'blocking'],
@@ -51,22 +49,23 @@ async function main(): Promise<void> {
     ['legacy', 'triage', 'blocking'],
   ];
   for (const [agent, skill, mode] of calls) {
-    const result = await fleet.call(agent, skill, `demo ${skill}`, { mode });
+    const result = await gateway.call(agent, skill, `demo ${skill}`, { mode, timeoutMs: 10_000 });
     const received = agents.find((a) => a.name === agent)?.received.at(-1);
     process.stdout.write(
       `${agent}/${skill} (${mode}, A2A ${result.protocolVersion}): ${result.state} "${result.text}"\n` +
         `  activated ${JSON.stringify(result.activated)}\n` +
         `  agent saw metadata ${JSON.stringify(received?.metadata ?? {})}\n`,
     );
-    await bus.idle();
+    await gateway.settle();
   }
   for (const agent of agents) process.stdout.write(`${agent.name}: ${agent.url}\n`);
   if (process.argv.includes('--serve')) {
     process.stdout.write('Serving; Ctrl-C to stop.\n');
     await new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
   }
-  await bus.close();
+  await gateway.close();
   await Promise.all(agents.map((a) => a.close()));
+  rmSync(dir, { recursive: true, force: true });
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
