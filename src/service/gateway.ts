@@ -13,7 +13,7 @@
  * 6. start: cached cards, first refresh, recovery of tasks left in flight.
  */
 import type { PushRequest, PushResponse, TaskTracker } from '../tasks/index.js';
-import type { EventBus, OpenTopics, OutboxRelay } from '../bus/index.js';
+import type { EventBus, OutboxRelay } from '../bus/index.js';
 import {
   createInMemoryEventBus,
   createOutboxRelay,
@@ -59,7 +59,7 @@ export interface GatewayDeps {
   /** An open store; the gateway migrates nothing else and does not close it. */
   store?: Store;
   /** A bus; the gateway does not close it. */
-  bus?: EventBus<OpenTopics>;
+  bus?: EventBus;
   /** Where cards come from (default: HTTP). */
   cardSource?: CardSource;
   /** Resolves the environment variables named by `auth` in the agents (default: none). */
@@ -92,7 +92,7 @@ export interface Gateway {
   /** The materialised world state (read side). */
   readonly world: Pick<WorldMaterialiser, 'getWorld' | 'getDomain' | 'history' | 'replay'>;
   /** Subscribe to bus events (NATS-syntax patterns). */
-  readonly events: Pick<EventBus<OpenTopics>, 'subscribe' | 'publish'>;
+  readonly events: Pick<EventBus, 'subscribe' | 'publish'>;
   /** Cost and success summaries per agent and skill. */
   readonly costs: Pick<CostSummaries, 'summary' | 'summaries'>;
   /** The `POST /callbacks/a2a/:taskId` handler. */
@@ -100,7 +100,7 @@ export interface Gateway {
   /** Internals for the service layer and tests (tracker statistics, relay). */
   readonly internals: {
     readonly store: Store;
-    readonly bus: EventBus<OpenTopics>;
+    readonly bus: EventBus;
     readonly fleet: FleetClient;
     readonly tracker: TaskTracker;
     readonly relay: OutboxRelay;
@@ -274,8 +274,8 @@ export async function createGateway(
 }
 
 /** The bus the config names: in-process, or NATS JetStream (the client loads only then). */
-async function openBus(url: string): Promise<EventBus<OpenTopics>> {
-  if (url === 'memory') return createInMemoryEventBus<OpenTopics>();
+async function openBus(url: string): Promise<EventBus> {
+  if (url === 'memory') return createInMemoryEventBus();
   const { createJetStreamEventBus } = await import('../nats.js');
-  return createJetStreamEventBus<OpenTopics>({ servers: url });
+  return createJetStreamEventBus({ servers: url });
 }
