@@ -12,7 +12,7 @@
  * 5. the world-state materialiser and the alerts, subscribed to the bus;
  * 6. start: cached cards, first refresh, recovery of tasks left in flight.
  */
-import type { PushRequest, PushResponse, TaskTracker } from '../tasks/index.js';
+import type { PushRequest, PushResponse, TaskTracker, TaskTrackerOptions } from '../tasks/index.js';
 import type { EventBus, OutboxRelay } from '../bus/index.js';
 import {
   createInMemoryEventBus,
@@ -74,6 +74,13 @@ export interface GatewayDeps {
   seeds?: Readonly<Record<string, unknown>>;
   /** Clock in epoch milliseconds. */
   now?: () => number;
+  /** Poll timing and limits of the task tracker. */
+  tracking?: Pick<TaskTrackerOptions, 'polling' | 'maxTrackingTimeMs'>;
+  /**
+   * The outbox relay: its idle poll interval (default 250 ms), or `false` to leave it stopped —
+   * committed events then stay in the outbox until a gateway with a relay runs (crash tests).
+   */
+  relay?: false | { pollIntervalMs?: number };
   /** Receives failures of background work (default: published on `system.error`). */
   onError?: (error: unknown, where: string) => void;
 }
@@ -152,7 +159,7 @@ export async function createGateway(
   const relay = createOutboxRelay({
     db: store.db,
     bus,
-    pollIntervalMs: 250,
+    pollIntervalMs: (deps.relay === false ? undefined : deps.relay?.pollIntervalMs) ?? 250,
     lockRows: store.kind === 'postgres',
     onError: (error) => reportError(error, 'outbox-relay'),
   });
@@ -177,6 +184,7 @@ export async function createGateway(
   const tracker: TaskTracker = new Tracker({
     records: taskRecords,
     fleet,
+    ...deps.tracking,
     ...(deps.pushBaseUrl === undefined ? {} : { pushBaseUrl: deps.pushBaseUrl }),
     ...(deps.now === undefined ? {} : { now: deps.now }),
     // Called only after start, when `dispatcher` below exists.
@@ -218,7 +226,7 @@ export async function createGateway(
   await reconciler.start();
   await quality.start();
   await costs.start(bus);
-  relay.start();
+  if (deps.relay !== false) relay.start();
   await runtime.broker.start();
   await tracker.recover();
 
@@ -260,7 +268,9 @@ export async function createGateway(
         runtime.broker.stop();
         await Promise.allSettled([...inFlight]);
         tracker.stop();
-        await relay.drain().catch((error: unknown) => reportError(error, 'outbox-relay'));
+        if (deps.relay !== false) {
+          await relay.drain().catch((error: unknown) => reportError(error, 'outbox-relay'));
+        }
         await relay.stop();
         if (bus instanceof InMemoryEventBus) await bus.idle();
         await Promise.allSettled([world.stop(), reconciler.stop(), quality.stop(), costs.stop()]);
