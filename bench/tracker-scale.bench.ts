@@ -27,7 +27,7 @@ import type { Task } from '@a2a-js/sdk';
 import { V1PushNotificationSerializer } from '@a2a-js/sdk/server';
 
 import { OPS_DELTAS, opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
-import type { EventEnvelope, OpenTopics } from '../src/bus/index.js';
+import type { EventEnvelope, OpenTopics } from '../src/protocol/index.js';
 import { createInMemoryEventBus, createOutboxRelay, EventCollector } from '../src/bus/index.js';
 import { createFleetClient } from '../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';

@@ -5,7 +5,8 @@
  */
 import { pathToFileURL } from 'node:url';
 
-import { createInMemoryEventBus, type OpenTopics } from '../src/bus/index.js';
+import { createInMemoryEventBus } from '../src/bus/index.js';
+import { type OpenTopics } from '../src/protocol/index.js';
 import { createFleetClient, type FleetAgent } from '../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';
 import { BlastRegistry } from '../src/fleet/index.js';

@@ -3,7 +3,6 @@
  * This module is the library's public door; optional backends live behind subpath exports
  * (`fleetgate/nats` for the JetStream bus).
  */
-export * from './errors/index.js';
 export * from './protocol/index.js';
 export * from './bus/index.js';
 export * from './store/index.js';

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { EventEnvelope } from '../src/bus/index.js';
+import type { EventEnvelope } from '../src/protocol/index.js';
 import { createInMemoryEventBus } from '../src/bus/index.js';
 import type { CardBrokerOptions } from '../src/fleet/index.js';
 import {

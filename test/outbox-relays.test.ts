@@ -1,6 +1,7 @@
 /** Several outbox relays on one PostgreSQL outbox share the rows instead of each sending all. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EventBus, OpenTopics, PublishOptions, PublishResult } from '../src/bus/index.js';
+import type { EventBus, PublishOptions, PublishResult } from '../src/bus/index.js';
+import type { OpenTopics } from '../src/protocol/index.js';
 import { createOutboxRelay, createOutboxWriter } from '../src/bus/index.js';
 import type { Store } from '../src/store/index.js';
 import { openStore } from '../src/store/index.js';

@@ -9,15 +9,12 @@ import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { EventBus, OpenTopics, PublishOptions, PublishResult } from '../src/bus/index.js';
-import {
-  createInMemoryEventBus,
-  createOutboxRelay,
-  createOutboxWriter,
-  deterministicEventId,
-} from '../src/bus/index.js';
+import type { EventBus, PublishOptions, PublishResult } from '../src/bus/index.js';
+import type { OpenTopics } from '../src/protocol/index.js';
+import { createInMemoryEventBus, createOutboxRelay, createOutboxWriter } from '../src/bus/index.js';
+import { deterministicEventId } from '../src/protocol/index.js';
 import type { OutboxDatabase } from '../src/bus/index.js';
-import { isFleetgateError } from '../src/errors/index.js';
+import { isFleetgateError } from '../src/protocol/index.js';
 import { createJetStreamEventBus } from '../src/nats.js';
 import type { Store, StoreMigration } from '../src/store/index.js';
 import { FLEETGATE_MIGRATIONS, openStore } from '../src/store/index.js';

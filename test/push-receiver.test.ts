@@ -13,13 +13,9 @@ import { TaskState } from '@a2a-js/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sdkPush } from './support/sdk-push.js';
 import { threeArtifactTask } from './fixtures/wire-fixtures.js';
-import {
-  createInMemoryEventBus,
-  createOutboxRelay,
-  deterministicEventId,
-  writeOutboxEvent,
-} from '../src/bus/index.js';
-import type { EventEnvelope } from '../src/bus/index.js';
+import { createInMemoryEventBus, createOutboxRelay, writeOutboxEvent } from '../src/bus/index.js';
+import { deterministicEventId } from '../src/protocol/index.js';
+import type { EventEnvelope } from '../src/protocol/index.js';
 import type { NormalizedStreamEvent } from '../src/protocol/index.js';
 import { extractWorldStateDeltas, isTerminalState } from '../src/protocol/index.js';
 import type { Store } from '../src/store/index.js';

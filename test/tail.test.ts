@@ -2,7 +2,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { EventEnvelope, OpenTopics } from '../src/bus/index.js';
+import type { EventEnvelope, OpenTopics } from '../src/protocol/index.js';
 import { createInMemoryEventBus } from '../src/bus/index.js';
 import type { CliIo } from '../src/cli/io.js';
 import { formatEventLine, runTail } from '../src/cli/commands/tail.js';

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EventEnvelope } from '../src/bus/index.js';
+import type { EventEnvelope } from '../src/protocol/index.js';
 import { openStore } from '../src/store/index.js';
 import { createStoreTaskRecords } from '../src/tasks/index.js';
 import type { World } from './support/gateway.js';

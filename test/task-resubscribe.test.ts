@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningAgent } from '../examples/agents/harness.js';
 import { startStreamingAgent, streamingBehaviour } from '../examples/agents/streaming-agent.js';
-import type { EventEnvelope, OpenTopics } from '../src/bus/index.js';
+import type { EventEnvelope, OpenTopics } from '../src/protocol/index.js';
 import { createInMemoryEventBus, createOutboxRelay, EventCollector } from '../src/bus/index.js';
 import { createFleetClient } from '../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';

@@ -10,7 +10,6 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningAgent } from '../examples/agents/index.js';
 import { OPS_DELTAS, startOpsAgent } from '../examples/agents/index.js';
-import type { DeclarationLookup } from '../src/alerts/index.js';
 import {
   createActionQualityMonitor,
   createCostSummaries,
@@ -18,39 +17,33 @@ import {
   createStoreFloorWriter,
   listLearnedFloors,
 } from '../src/alerts/index.js';
-import type {
-  EventEnvelope,
-  InMemoryEventBus,
-  OpsAlertEvent,
-  OutboxRelay,
-} from '../src/bus/index.js';
+import type { InMemoryEventBus, OutboxRelay } from '../src/bus/index.js';
+import type { EventEnvelope, OpsAlertEvent } from '../src/protocol/index.js';
 import { createInMemoryEventBus, createOutboxRelay } from '../src/bus/index.js';
 import type { FleetAgent, FleetClient } from '../src/dispatch/index.js';
 import { createFleetClient } from '../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';
-import type { CardBroker } from '../src/fleet/index.js';
 import { BlastRegistry } from '../src/fleet/index.js';
-import type { BlastRadius, Declarations } from '../src/protocol/index.js';
+import type { BlastRadius, DeclarationLookup, Declarations } from '../src/protocol/index.js';
 import { maxRadius, readDeclarations } from '../src/protocol/index.js';
 import type { Store } from '../src/store/index.js';
 import { openStore } from '../src/store/index.js';
 import type { WorldMaterialiser } from '../src/world/index.js';
 import { createSqlWorldStore, createWorldMaterialiser } from '../src/world/index.js';
 
-/** Compile-time check: the fleet's card broker implements the alerts' `DeclarationLookup` port. */
-const CARD_BROKER_IS_A_DECLARATION_LOOKUP: CardBroker extends DeclarationLookup ? true : never =
-  true;
-void CARD_BROKER_IS_A_DECLARATION_LOOKUP;
-
 /** Declarations read from the agents' real cards, plus learned floors (the fleet directory's job). */
 class CardDeclarations implements DeclarationLookup {
   readonly floors = new Map<string, BlastRadius>();
   constructor(private readonly cards: ReadonlyMap<string, Declarations>) {}
-  effectiveRadius(agent: string, skill: string) {
+  blast(agent: string, skill: string) {
     const declared = this.cards.get(agent)?.blast[skill]?.radius;
     return { radius: maxRadius(declared, this.floors.get(`${agent}/${skill}`)), stale: false };
   }
-  declaredDomains(agent: string, skill: string) {
+  hitlMode(agent: string, skill: string) {
+    const declared = this.cards.get(agent)?.hitlMode[skill];
+    return { mode: declared?.mode, vetoTtlMs: declared?.vetoTtlMs, stale: false };
+  }
+  effectDomains(agent: string, skill: string) {
     return this.cards.get(agent)?.effectDomain[skill]?.domains;
   }
 }
@@ -190,7 +183,7 @@ describe('world state end to end with a real SDK agent', () => {
     expect(await listLearnedFloors(store.db)).toEqual([
       expect.objectContaining({ agent: 'ops', skill: 'sitrep', radius: 'project' }),
     ]);
-    expect(declarations.effectiveRadius('ops', 'sitrep').radius).toBe('project');
+    expect(declarations.blast('ops', 'sitrep').radius).toBe('project');
   });
 
   it('raises a violation by domain minRadius with severity scaled by the observed radius', async () => {

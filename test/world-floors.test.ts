@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import type { EventEnvelope, OpsAlertEvent } from '../src/bus/index.js';
+import type { EventEnvelope, OpsAlertEvent } from '../src/protocol/index.js';
 import { createInMemoryEventBus } from '../src/bus/index.js';
 import {
   createReconciler,
@@ -69,7 +69,7 @@ async function violationsAfterRestart(open: () => Promise<Store>): Promise<void>
     ]);
     expect(floors[0]!.reason).toMatch(/blast violation in task t1/);
     const declarations = await declarationsFrom(store);
-    expect(declarations.effectiveRadius('quinn', 'pr_review').radius).toBe('public');
+    expect(declarations.blast('quinn', 'pr_review').radius).toBe('public');
     bus = createInMemoryEventBus();
     reconciler = createReconciler({
       bus,

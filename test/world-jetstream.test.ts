@@ -6,7 +6,7 @@
  */
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import type { OpenTopics, WorldStateDeltaEvent } from '../src/bus/index.js';
+import type { OpenTopics, WorldStateDeltaEvent } from '../src/protocol/index.js';
 import type { JetStreamEventBus } from '../src/nats.js';
 import { createJetStreamEventBus } from '../src/nats.js';
 import type { Store } from '../src/store/index.js';

@@ -14,26 +14,6 @@ export type {
   UnreportedErrorHandler,
 } from './types.js';
 export { warnUnreportedError } from './types.js';
-export type {
-  AlertSeverity,
-  ApprovalEvent,
-  CostSampleEvent,
-  DeclarationChangedEvent,
-  DispatchEvent,
-  EventEnvelope,
-  EventFor,
-  FleetCardEvent,
-  FleetgateTopics,
-  OpenTopics,
-  OpsAlertEvent,
-  SystemErrorEvent,
-  TopicMap,
-  TopicOf,
-  TopicsMatching,
-  WorldStateDeltaEvent,
-  WorldStateDeltaRejectedEvent,
-  WorldStateUpdatedEvent,
-} from './topics.js';
 export {
   MAX_TOPIC_LENGTH,
   MAX_TOPIC_TOKENS,
@@ -45,7 +25,6 @@ export {
   topicMatches,
 } from './topic-pattern.js';
 export { TopicTrie } from './topic-trie.js';
-export { deterministicEventId } from './event-id.js';
 export { EventCollector } from './collecting-bus.js';
 export type { CollectedEvent, PublishTarget } from './collecting-bus.js';
 export { InMemoryEventBus, createInMemoryEventBus } from './in-memory-bus.js';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 import type { SendMessageRequest, Task } from '@a2a-js/sdk';
 
-import { FleetgateError } from '../errors/index.js';
+import { FleetgateError } from '../protocol/index.js';
 import {
   SkillCallChain,
   createHookFailureLog,

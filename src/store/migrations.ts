@@ -8,7 +8,7 @@
  */
 import type { Kysely, MigrationProvider, Migration } from 'kysely';
 import { Migrator, sql } from 'kysely';
-import { FleetgateError } from '../errors/index.js';
+import { FleetgateError } from '../protocol/index.js';
 
 /** Which database engine a store runs on. */
 export type StoreKind = 'sqlite' | 'postgres';

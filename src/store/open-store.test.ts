@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isFleetgateError } from '../errors/index.js';
+import { isFleetgateError } from '../protocol/index.js';
 import { FLEETGATE_MIGRATIONS, openStore, parseStoreUrl } from './index.js';
 import type { Store } from './index.js';
 

@@ -7,7 +7,7 @@ import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
-import { FleetgateError } from '../errors/index.js';
+import { FleetgateError } from '../protocol/index.js';
 import type { StoreKind, StoreMigration } from './migrations.js';
 import { migrateToLatest } from './migrations.js';
 import type { FleetgateDatabase } from './schema.js';

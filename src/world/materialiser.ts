@@ -6,8 +6,8 @@
  * it, so a redelivered event is applied exactly once even across replicas.
  */
 import type { EventBus, Subscription } from '../bus/index.js';
-import { deterministicEventId } from '../bus/index.js';
-import { FleetgateError } from '../errors/index.js';
+import { deterministicEventId } from '../protocol/index.js';
+import { FleetgateError } from '../protocol/index.js';
 import type { RejectedDeltaEntry } from '../protocol/index.js';
 import { FORBIDDEN_PATH_SEGMENTS } from '../protocol/index.js';
 import { applyDeltaAt } from './apply.js';

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
-import { FleetgateError } from '../../errors/index.js';
+import { FleetgateError } from '../../protocol/index.js';
 import type { AgentCardState, CardBroker, RefreshOutcome } from '../../fleet/index.js';
 import type { FleetgateConfig } from '../../service/config.js';
 import { loadConfigFile } from '../../service/config.js';

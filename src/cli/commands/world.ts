@@ -4,7 +4,7 @@
  */
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
-import { FleetgateError } from '../../errors/index.js';
+import { FleetgateError } from '../../protocol/index.js';
 import { loadConfigFile } from '../../service/config.js';
 import { openStore, parseStoreUrl } from '../../store/index.js';
 import type { AuditRecord, DomainSnapshot } from '../../world/index.js';
