@@ -51,3 +51,5 @@ export type {
   WorldStore,
   WorldUnitOfWork,
 } from './types.js';
+export type { WorldBus, WorldPublishedTopic, WorldSubscription } from './bus-port.js';
+export type { WorldOutboxDatabase, WorldOutboxRow } from './outbox-batch.js';
