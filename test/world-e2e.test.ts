@@ -26,10 +26,10 @@ import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions
 import { BlastRegistry } from '../src/fleet/index.js';
 import type { BlastRadius, DeclarationLookup, Declarations } from '../src/protocol/index.js';
 import { maxRadius, readDeclarations } from '../src/protocol/index.js';
-import type { Store } from '../src/store/index.js';
-import { openStore } from '../src/store/index.js';
 import type { WorldMaterialiser } from '../src/world/index.js';
 import { createSqlWorldStore, createWorldMaterialiser } from '../src/world/index.js';
+import type { GatewayStore } from '../src/service/index.js';
+import { openGatewayStore } from '../src/service/index.js';
 
 /** Declarations read from the agents' real cards, plus learned floors (the fleet directory's job). */
 class CardDeclarations implements DeclarationLookup {
@@ -51,7 +51,7 @@ class CardDeclarations implements DeclarationLookup {
 describe('world state end to end with a real SDK agent', () => {
   let dir: string;
   let agent: RunningAgent;
-  let store: Store;
+  let store: GatewayStore;
   let bus: InMemoryEventBus;
   let relay: OutboxRelay;
   let fleet: FleetClient;
@@ -70,7 +70,7 @@ describe('world state end to end with a real SDK agent', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'fleetgate-world-e2e-'));
     agent = await startOpsAgent();
-    store = await openStore(`sqlite:${join(dir, 'fleetgate.db')}`);
+    store = await openGatewayStore(`sqlite:${join(dir, 'fleetgate.db')}`);
     bus = createInMemoryEventBus();
     relay = createOutboxRelay({ db: store.db, bus, pollIntervalMs: 50 });
     await bus.subscribe('ops.alert.>', (e) => void alerts.push(e), { name: 'alerts' });

@@ -43,4 +43,4 @@ export {
   type LearnedFloor,
   type StoreFloorWriterOptions,
 } from './floors.js';
-export type { AlertsDatabase, LearnedFloorTable } from './store-tables.js';
+export { ALERTS_MIGRATIONS, type AlertsDatabase, type LearnedFloorTable } from './store-tables.js';

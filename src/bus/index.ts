@@ -30,6 +30,7 @@ export type { CollectedEvent, PublishTarget } from './collecting-bus.js';
 export { InMemoryEventBus, createInMemoryEventBus } from './in-memory-bus.js';
 export type { InMemoryBusStats, InMemoryEventBusOptions } from './in-memory-bus.js';
 export { createOutboxRelay, createOutboxWriter, writeOutboxEvent } from './outbox.js';
+export { OUTBOX_MIGRATIONS } from './outbox-tables.js';
 export type {
   OutboxDatabase,
   OutboxExecutor,

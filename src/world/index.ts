@@ -32,11 +32,12 @@ export {
   type SqlWorldDatabase,
   type SqlWorldStoreOptions,
 } from './sql-world-store.js';
-export type {
-  WorldAuditTable,
-  WorldDatabase,
-  WorldDomainTable,
-  WorldEventTable,
+export {
+  WORLD_MIGRATIONS,
+  type WorldAuditTable,
+  type WorldDatabase,
+  type WorldDomainTable,
+  type WorldEventTable,
 } from './store-tables.js';
 export type {
   AuditRecord,
