@@ -102,13 +102,16 @@ const backends: Backend[] = [
     open: () => {
       const dir = mkdtempSync(join(tmpdir(), 'fleetgate-outbox-'));
       tempDirs.push(dir);
-      return openGatewayStore(`sqlite:${join(dir, 'fleetgate.db')}`, { migrations: TEST_MIGRATIONS });
+      return openGatewayStore(`sqlite:${join(dir, 'fleetgate.db')}`, {
+        migrations: TEST_MIGRATIONS,
+      });
     },
   },
   {
     label: 'PostgreSQL',
     enabled: pgUp,
-    open: () => openGatewayStore(PG_URL, { migrations: TEST_MIGRATIONS, schema: uniqueName('fgob') }),
+    open: () =>
+      openGatewayStore(PG_URL, { migrations: TEST_MIGRATIONS, schema: uniqueName('fgob') }),
   },
 ];
 

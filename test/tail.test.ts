@@ -4,8 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { EventEnvelope, OpenTopics } from '../src/protocol/index.js';
 import { createInMemoryEventBus } from '../src/bus/index.js';
-import type { CliIo } from '../src/cli/io.js';
-import { formatEventLine, runTail } from '../src/cli/commands/tail.js';
+import type { CliIo } from '../src/cli/index.js';
+import { formatEventLine, runTail } from '../src/cli/index.js';
 import { createJetStreamEventBus } from '../src/nats.js';
 import { NATS_URL, deleteNatsStream, requireNats, uniqueName } from './support/services.js';
 

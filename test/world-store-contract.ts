@@ -6,7 +6,12 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { InMemoryEventBus } from '../src/bus/index.js';
-import type { EventEnvelope, WorldStateDeltaEvent, WorldStateDeltaRejectedEvent, WorldStateUpdatedEvent } from '../src/protocol/index.js';
+import type {
+  EventEnvelope,
+  WorldStateDeltaEvent,
+  WorldStateDeltaRejectedEvent,
+  WorldStateUpdatedEvent,
+} from '../src/protocol/index.js';
 import type { WorldStateDeltaEntry } from '../src/protocol/index.js';
 import { LIMITS } from '../src/protocol/index.js';
 import type {

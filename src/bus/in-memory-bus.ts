@@ -9,7 +9,13 @@ import { DuplicateWindow } from './duplicate-window.js';
 import { createClock, createEventIdGenerator } from './event-stamps.js';
 import { parsePattern, parseTopic } from './topic-pattern.js';
 import { TopicTrie } from './topic-trie.js';
-import type { EventEnvelope, EventFor, FleetgateTopics, TopicMap, TopicOf } from '../protocol/index.js';
+import type {
+  EventEnvelope,
+  EventFor,
+  FleetgateTopics,
+  TopicMap,
+  TopicOf,
+} from '../protocol/index.js';
 import type {
   EventBus,
   EventHandler,

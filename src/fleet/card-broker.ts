@@ -1,4 +1,4 @@
-import { scaleSeverity } from '../alerts/severity.js';
+import { scaleSeverity } from '../alerts/index.js';
 import type { EventBus } from '../bus/index.js';
 import { deterministicEventId } from '../protocol/index.js';
 import { FleetgateError, isFleetgateError } from '../protocol/index.js';

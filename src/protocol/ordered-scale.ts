@@ -3,22 +3,25 @@
  * `notification` < …), so every scale compares, takes maxima and parses the same way.
  */
 
-/** Compare, maximum, threshold and parse over one ordered list of names. */
+/**
+ * Compare, maximum, threshold and parse over one ordered list of names. The functions use no
+ * `this`, so they can be passed around detached (`radii.sort(scale.compare)`).
+ */
 export interface OrderedScale<T extends string> {
   /** The names, lowest first. */
   readonly values: readonly T[];
   /** Rank of each name: the first 0, the next 1, … */
   readonly order: Readonly<Record<T, number>>;
   /** True when `value` is a name of this scale (own names only: never `__proto__`, `toString`). */
-  is(value: unknown): value is T;
+  readonly is: (value: unknown) => value is T;
   /** Negative when `a` ranks below `b`, 0 when equal, positive when above (a sort comparator). */
-  compare(a: T, b: T): number;
+  readonly compare: (a: T, b: T) => number;
   /** The highest of the given names, ignoring `undefined`; `undefined` when none is given. */
-  max(...values: readonly (T | undefined)[]): T | undefined;
+  readonly max: (...values: readonly (T | undefined)[]) => T | undefined;
   /** True when `value` ranks at or above `threshold`. */
-  atLeast(value: T, threshold: T): boolean;
+  readonly atLeast: (value: T, threshold: T) => boolean;
   /** `value` when it is a name of this scale, else `undefined` (never throws). */
-  parse(value: unknown): T | undefined;
+  readonly parse: (value: unknown) => T | undefined;
 }
 
 /**
@@ -31,9 +34,7 @@ export interface OrderedScale<T extends string> {
  * radius.atLeast('fleet', 'repo');       // true
  * ```
  */
-export function createOrderedScale<const T extends string>(
-  values: readonly T[],
-): OrderedScale<T> {
+export function createOrderedScale<const T extends string>(values: readonly T[]): OrderedScale<T> {
   const order = Object.freeze(
     Object.fromEntries(values.map((v, i) => [v, i])) as Record<T, number>,
   );
@@ -47,7 +48,7 @@ export function createOrderedScale<const T extends string>(
     order,
     is,
     compare: (a, b) => order[a] - order[b],
-    max(...candidates) {
+    max: (...candidates) => {
       let highest: T | undefined;
       for (const c of candidates) {
         if (c !== undefined && (highest === undefined || order[c] > order[highest])) highest = c;

@@ -30,8 +30,9 @@ export const compareRadius: (a: BlastRadius, b: BlastRadius) => number = RADIUS_
  * maxRadius('self', undefined, 'repo') // 'repo'
  * ```
  */
-export const maxRadius: (...radii: readonly (BlastRadius | undefined)[]) => BlastRadius | undefined =
-  RADIUS_SCALE.max;
+export const maxRadius: (
+  ...radii: readonly (BlastRadius | undefined)[]
+) => BlastRadius | undefined = RADIUS_SCALE.max;
 
 /** True when `radius` is as wide as `threshold` or wider (`radiusAtLeast('fleet', 'repo')`). */
 export const radiusAtLeast: (radius: BlastRadius, threshold: BlastRadius) => boolean =

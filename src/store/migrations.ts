@@ -7,7 +7,7 @@
  * where a dialect needs its own spelling (auto-increment keys) the migration receives the kind.
  */
 import type { Kysely, MigrationProvider, Migration } from 'kysely';
-import { Migrator, sql } from 'kysely';
+import { Migrator } from 'kysely';
 import { FleetgateError } from '../protocol/index.js';
 
 /** Which database engine a store runs on. */

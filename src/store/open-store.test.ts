@@ -90,7 +90,10 @@ describe('openStore on a SQLite file', () => {
     });
     stores.push(second);
     expect(second.migrated).toEqual([]);
-    await second.db.insertInto('note').values({ text: 'a', created_at: 1_800_000_000_000 }).execute();
+    await second.db
+      .insertInto('note')
+      .values({ text: 'a', created_at: 1_800_000_000_000 })
+      .execute();
     const row = await second.db.selectFrom('note').selectAll().executeTakeFirstOrThrow();
     expect(row).toMatchObject({ seq: 1, text: 'a', created_at: 1_800_000_000_000 });
   });
@@ -131,8 +134,6 @@ describe('openStore on a SQLite file', () => {
   it('refuses a schema for SQLite', async () => {
     await expect(
       openStore('sqlite::memory:', { migrations: NOTE_MIGRATIONS, schema: 'x' }),
-    ).rejects.toSatisfy((e) =>
-      isFleetgateError(e, 'FLEETGATE_STORE_URL_INVALID'),
-    );
+    ).rejects.toSatisfy((e) => isFleetgateError(e, 'FLEETGATE_STORE_URL_INVALID'));
   });
 });

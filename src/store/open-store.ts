@@ -179,10 +179,7 @@ export async function openStore<DB = unknown>(
  * `error` on the pool when a connection that sits idle fails, and an `error` event without a
  * listener would throw from the event emitter and end the process.
  */
-async function openPool(
-  config: PoolConfig,
-  onIdleError: (error: Error) => void,
-): Promise<Pool> {
+async function openPool(config: PoolConfig, onIdleError: (error: Error) => void): Promise<Pool> {
   const pg = (await import('pg')).default;
   // PostgreSQL returns BIGINT (int8) as a string by default; our bigint columns hold epoch ms and
   // sequence numbers, far below 2^53, so numbers are the honest type.

@@ -31,7 +31,13 @@ import { DuplicateWindow } from '../duplicate-window.js';
 import { createClock, createEventIdGenerator } from '../event-stamps.js';
 import { checkSubscriptionName, errorMessage } from '../subscription-name.js';
 import { parsePattern, parseTopic } from '../topic-pattern.js';
-import type { EventEnvelope, EventFor, FleetgateTopics, TopicMap, TopicOf } from '../../protocol/index.js';
+import type {
+  EventEnvelope,
+  EventFor,
+  FleetgateTopics,
+  TopicMap,
+  TopicOf,
+} from '../../protocol/index.js';
 import type {
   EventBus,
   EventHandler,

@@ -10,7 +10,7 @@ import type { EventEnvelope, OpenTopics } from '../../protocol/index.js';
 import { TopicTrie, parsePattern } from '../../bus/index.js';
 import { FleetgateError } from '../../protocol/index.js';
 import { isBlastRadius } from '../../protocol/index.js';
-import { createJetStreamEventBus } from '../../nats.js';
+import { createJetStreamEventBus } from '../../bus/jetstream/index.js';
 import type { CliIo } from '../io.js';
 import { createStyle } from '../style.js';
 

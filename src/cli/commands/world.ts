@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { FleetgateError } from '../../protocol/index.js';
-import { loadConfigFile } from '../../service/config.js';
+import { loadConfigFile } from '../../service/index.js';
 import { parseStoreUrl } from '../../store/index.js';
 import type { AuditRecord, DomainSnapshot } from '../../world/index.js';
 import { createSqlWorldStore } from '../../world/index.js';
