@@ -13,7 +13,7 @@ import {
   LearnedFloors,
 } from '../fleet/index.js';
 import type { FloorWriter } from '../alerts/index.js';
-import { createStoreFloorWriter } from '../alerts/index.js';
+import { createStoreFloorWriter, listLearnedFloors } from '../alerts/index.js';
 import type { FleetgateConfig } from './config.js';
 import type { GatewayStore } from './migrations.js';
 import { openGatewayStore } from './migrations.js';
@@ -52,7 +52,7 @@ export async function createFleetRuntime(
     hitlMode: new HitlModeRegistry(),
     effectDomain: new EffectDomainRegistry(),
   };
-  const learnedFloors = await LearnedFloors.load(store.db);
+  const learnedFloors = LearnedFloors.from(await listLearnedFloors(store.db));
   const floorWriter = createStoreFloorWriter({
     db: store.db,
     kind: store.kind,
