@@ -1,6 +1,102 @@
 // @ts-check
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+
+/*
+ * House rules (docs/architecture.md): every folder of src/ is entered only through its index.ts
+ * (a sub-folder's index.ts is a door too: `bus/jetstream/index.js`), imports run one way, and only
+ * service/ and cli/ read the environment.
+ */
+
+/** The folders of src/. */
+const FOLDERS = readdirSync(join(import.meta.dirname, 'src'), { withFileTypes: true })
+  .filter((d) => d.isDirectory())
+  .map((d) => d.name);
+
+/** Which other folders of src/ a folder may import (absent: any, through their doors). */
+const MAY_IMPORT = {
+  // The contracts and the coded error table import nothing from the rest.
+  protocol: [],
+  // The ground floor: the store knows no domain (the error table beside protocol only).
+  store: ['protocol'],
+  extensions: ['protocol'],
+  bus: ['protocol'],
+  world: ['protocol'],
+  policy: ['protocol'],
+};
+
+/** Folders a folder must not import, where it may import the rest. */
+const MAY_NOT_IMPORT = {
+  // The radius_widened alert subscribes to fleet.declaration.changed; the fleet knows no alerts.
+  fleet: ['alerts'],
+};
+
+/** Negative lookahead: anything but a folder's (or sub-folder's) `index.js`. */
+const DOOR = '(?!(?:[a-z-]+/)?index\\.js$)';
+
+/** `../` repeated `n` times, as a regex. */
+const up = (n) => '\\.\\./'.repeat(n);
+
+/** no-restricted-imports patterns for a source file `depth` folders below src/ in `folder`. */
+function sourcePatterns(folder, depth, { direction }) {
+  const patterns = [
+    {
+      regex: `^${up(depth)}(?!${folder}/)[a-z-]+/${DOOR}`,
+      message: 'Enter a folder of src/ only through its index.ts (house rules).',
+    },
+    {
+      regex: `^${up(depth)}[a-z-]+\\.js$`,
+      message: 'A folder of src/ never imports the package doors (src/index.ts, src/nats.ts).',
+    },
+  ];
+  const allowed = MAY_IMPORT[folder];
+  if (direction && allowed !== undefined) {
+    const others = [folder, ...allowed].join('|');
+    patterns.push({
+      regex: `^${up(depth)}(?!(?:${others})/)[a-z-]+/`,
+      message:
+        allowed.length === 0
+          ? `src/${folder} imports nothing from the rest of src/ (house rules).`
+          : `src/${folder} may import only ${allowed.join(', ')} (house rules).`,
+    });
+  }
+  for (const denied of direction ? (MAY_NOT_IMPORT[folder] ?? []) : []) {
+    patterns.push({
+      regex: `^${up(depth)}${denied}/`,
+      message: `src/${folder} must not import src/${denied} (house rules).`,
+    });
+  }
+  return patterns;
+}
+
+const houseRules = FOLDERS.flatMap((folder) =>
+  [1, 2, 3].flatMap((depth) => {
+    const dir = `src/${folder}/${'*/'.repeat(depth - 1)}`;
+    return [
+      {
+        files: [`${dir}*.ts`],
+        rules: {
+          'no-restricted-imports': [
+            'error',
+            { patterns: sourcePatterns(folder, depth, { direction: true }) },
+          ],
+        },
+      },
+      // Tests beside the code wire real neighbours (a bus, a store), through their doors.
+      {
+        files: [`${dir}*.test.ts`],
+        rules: {
+          'no-restricted-imports': [
+            'error',
+            { patterns: sourcePatterns(folder, depth, { direction: false }) },
+          ],
+        },
+      },
+    ];
+  }),
+);
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'dashboard/dist/**', 'bin/**'] },
@@ -30,6 +126,37 @@ export default tseslint.config(
       '@typescript-eslint/no-unsafe-member-access': 'off',
       '@typescript-eslint/no-unsafe-argument': 'off',
       '@typescript-eslint/no-non-null-assertion': 'off',
+    },
+  },
+  ...houseRules,
+  {
+    files: ['test/**/*.ts', 'bench/**/*.ts', 'examples/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: `^(?:\\.\\./)+src/[a-z-]+/${DOOR}`,
+              message: 'Tests and benchmarks enter src/ folders through their index.ts too.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/service/**', 'src/cli/**'],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        {
+          object: 'process',
+          property: 'env',
+          message: 'Only src/service and src/cli read the environment; take an option instead.',
+        },
+      ],
     },
   },
   { files: ['eslint.config.js'], ...tseslint.configs.disableTypeChecked },

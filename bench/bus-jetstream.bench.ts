@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import type { OpenTopics, WorldStateDeltaEvent } from '../src/bus/index.js';
+import type { OpenTopics, WorldStateDeltaEvent } from '../src/protocol/index.js';
 import { createJetStreamEventBus } from '../src/nats.js';
 import { note, report } from './report.js';
 

@@ -11,7 +11,8 @@
  * An event counts once every matching handler has run (`idle()` after each burst).
  */
 import { createInMemoryEventBus } from '../src/bus/index.js';
-import type { InMemoryEventBus, OpenTopics } from '../src/bus/index.js';
+import type { InMemoryEventBus } from '../src/bus/index.js';
+import type { OpenTopics } from '../src/protocol/index.js';
 import { note, report } from './report.js';
 
 const BENCH = 'bus-memory';

@@ -12,7 +12,8 @@
 import { TaskState, type Task } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 
-import { createInMemoryEventBus, type OpenTopics } from '../src/bus/index.js';
+import { createInMemoryEventBus } from '../src/bus/index.js';
+import { type OpenTopics } from '../src/protocol/index.js';
 import { createFleetClient, outcomeForTask, toSdkAgentCard } from '../src/dispatch/index.js';
 import {
   ExtensionRegistry,

@@ -14,7 +14,8 @@ import { fileURLToPath } from 'node:url';
 
 import { ClientFactory, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 
-import { createInMemoryEventBus, type OpenTopics } from '../src/bus/index.js';
+import { createInMemoryEventBus } from '../src/bus/index.js';
+import { type OpenTopics } from '../src/protocol/index.js';
 import { createFleetClient, toSdkAgentCard } from '../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';
 import { BlastRegistry } from '../src/fleet/index.js';

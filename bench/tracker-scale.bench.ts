@@ -27,12 +27,11 @@ import type { Task } from '@a2a-js/sdk';
 import { V1PushNotificationSerializer } from '@a2a-js/sdk/server';
 
 import { OPS_DELTAS, opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
-import type { EventEnvelope, OpenTopics } from '../src/bus/index.js';
+import type { EventEnvelope, OpenTopics } from '../src/protocol/index.js';
 import { createInMemoryEventBus, createOutboxRelay, EventCollector } from '../src/bus/index.js';
 import { createFleetClient } from '../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';
 import { BlastRegistry } from '../src/fleet/index.js';
-import { openStore } from '../src/store/index.js';
 import {
   createPushToken,
   createStoreTaskRecords,
@@ -41,6 +40,7 @@ import {
 } from '../src/tasks/index.js';
 import { note, percentile, report } from './report.js';
 import { startAgentProcess } from './support/agent-process.js';
+import { openGatewayStore } from '../src/service/index.js';
 
 const BENCH = 'tracker-scale';
 const SKILL = 'pr_review';
@@ -91,7 +91,7 @@ async function pool(total: number, concurrency: number, fn: (i: number) => Promi
 async function main(): Promise<void> {
   const agent = await startAgentProcess(fileURLToPath(import.meta.url));
   const dir = mkdtempSync(join(tmpdir(), 'fleetgate-tracker-scale-'));
-  const store = await openStore(`sqlite:${join(dir, 'tasks.db')}`);
+  const store = await openGatewayStore(`sqlite:${join(dir, 'tasks.db')}`);
   try {
     const cardResponse = await fetch(`${agent.url}/.well-known/agent-card.json`, {
       headers: { 'A2A-Version': '1.0' },

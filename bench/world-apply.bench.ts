@@ -18,8 +18,6 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { createInMemoryEventBus } from '../src/bus/index.js';
 import type { WorldStateDeltaEntry } from '../src/protocol/index.js';
-import type { Store } from '../src/store/index.js';
-import { openStore } from '../src/store/index.js';
 import type { WorldStateDeltaEnvelope, WorldStore } from '../src/world/index.js';
 import {
   createMemoryWorldStore,
@@ -27,6 +25,8 @@ import {
   createWorldMaterialiser,
 } from '../src/world/index.js';
 import { note, report } from './report.js';
+import type { GatewayStore } from '../src/service/index.js';
+import { openGatewayStore } from '../src/service/index.js';
 
 const BENCH = 'world-apply';
 const ENTRIES_PER_EVENT = 10;
@@ -145,7 +145,7 @@ report({
 
 const dir = mkdtempSync(join(tmpdir(), 'fleetgate-bench-world-'));
 try {
-  const store = await openStore(`sqlite:${join(dir, 'world.db')}`);
+  const store = await openGatewayStore(`sqlite:${join(dir, 'world.db')}`);
   try {
     const world = createSqlWorldStore({ db: store.db, kind: store.kind });
     note(
@@ -168,9 +168,9 @@ try {
 
 const pgUrl = process.env.FLEETGATE_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const schema = `bench_world_${process.pid}`;
-let pg: Store | undefined;
+let pg: GatewayStore | undefined;
 try {
-  pg = await openStore(pgUrl, { schema });
+  pg = await openGatewayStore(pgUrl, { schema });
 } catch (error) {
   note(`PostgreSQL at ${pgUrl} unavailable, postgres_deltas_per_s skipped: ${String(error)}`);
 }

@@ -51,8 +51,8 @@ export {
 export { ExtensionRegistry, registerStandardExtensions } from './extensions/index.js';
 export type { Extension, SkillCallContext, CallOutcome } from './extensions/index.js';
 export { createInMemoryEventBus } from './bus/index.js';
+export type { EventBus } from './bus/index.js';
 export type {
-  EventBus,
   EventEnvelope,
   FleetgateTopics,
   OpsAlertEvent,
@@ -65,8 +65,8 @@ export type {
   DispatchEvent,
   FleetCardEvent,
   ApprovalEvent,
-} from './bus/index.js';
-export { ERROR_CODES, FleetgateError, isFleetgateError, type ErrorCode } from './errors/index.js';
+} from './protocol/index.js';
+export { ERROR_CODES, FleetgateError, isFleetgateError, type ErrorCode } from './protocol/index.js';
 export {
   BLAST_ORDER,
   BLAST_RADII,

@@ -1,6 +1,6 @@
 /** Runs the EventBus contract against the in-memory bus and against JetStream on a real server. */
 import { createInMemoryEventBus } from '../src/bus/index.js';
-import type { OpenTopics } from '../src/bus/index.js';
+import type { OpenTopics } from '../src/protocol/index.js';
 import { createJetStreamEventBus } from '../src/nats.js';
 import { eventBusContract } from './support/event-bus-contract.js';
 import { NATS_URL, deleteNatsStream, requireNats, uniqueName } from './support/services.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EventEnvelope } from '../src/bus/index.js';
+import type { EventEnvelope } from '../src/protocol/index.js';
 import type { DispatchRecordStore, PolicyGate } from '../src/dispatch/index.js';
 import { createStoreDispatchRecords, Dispatcher } from '../src/dispatch/index.js';
 import type { Gateway, World } from './support/gateway.js';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ERROR_CODES } from '../src/errors/index.js';
+import { ERROR_CODES } from '../src/protocol/index.js';
 
 describe('docs/errors.md', () => {
   it('documents every error code, and no code that does not exist', () => {

@@ -7,7 +7,7 @@ import {
   type AgentPlan,
   type RunningAgent,
 } from '../examples/agents/index.js';
-import { deterministicEventId, type EventEnvelope } from '../src/bus/index.js';
+import { deterministicEventId, type EventEnvelope } from '../src/protocol/index.js';
 import {
   EFFECT_DOMAIN_V1_URI,
   WORLDSTATE_DELTA_MIME,

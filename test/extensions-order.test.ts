@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { startAgent, type RunningAgent } from '../examples/agents/index.js';
-import { isFleetgateError } from '../src/errors/index.js';
+import { isFleetgateError } from '../src/protocol/index.js';
 import type { CallOutcome, Extension } from '../src/extensions/index.js';
 import { createTestFleet } from './extensions-support.js';
 

@@ -1,11 +1,6 @@
 /** Shared set-up of the extension-runtime suites: a recording bus, a registry and a fleet client. */
-import {
-  createInMemoryEventBus,
-  type EventBus,
-  type EventEnvelope,
-  type InMemoryEventBus,
-  type OpenTopics,
-} from '../src/bus/index.js';
+import { createInMemoryEventBus, type EventBus, type InMemoryEventBus } from '../src/bus/index.js';
+import { type EventEnvelope, type OpenTopics } from '../src/protocol/index.js';
 import { createFleetClient, type FleetAgent, type FleetClient } from '../src/dispatch/index.js';
 import {
   ExtensionRegistry,

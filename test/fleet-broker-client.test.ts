@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOpsAgent } from '../examples/agents/ops-agent.js';
 import type { RunningAgent } from '../examples/agents/harness.js';
-import { createInMemoryEventBus, type OpenTopics } from '../src/bus/index.js';
+import { createInMemoryEventBus } from '../src/bus/index.js';
+import { type OpenTopics } from '../src/protocol/index.js';
 import { createFleetClient } from '../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';
 import {

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { EventEnvelope } from '../src/bus/index.js';
+import type { EventEnvelope } from '../src/protocol/index.js';
 import { createInMemoryEventBus } from '../src/bus/index.js';
 import type { CardBrokerOptions } from '../src/fleet/index.js';
 import {
@@ -19,9 +19,9 @@ import {
 } from '../src/fleet/index.js';
 import type { BlastRadius } from '../src/protocol/index.js';
 import { LIMITS } from '../src/protocol/index.js';
-import { openStore } from '../src/store/index.js';
 import type { CardServer } from './support/card-server.js';
 import { cardWith, startCardServer } from './support/card-server.js';
+import { openGatewayStore } from '../src/service/index.js';
 
 interface Harness {
   broker: CardBroker;
@@ -281,7 +281,7 @@ describe('card broker', () => {
         type: 'card',
         card: cardWith('q', { s: 'repo' }, { hitl: { s: { mode: 'gated' } } }),
       });
-      let store = await openStore(url);
+      let store = await openGatewayStore(url);
       let h = await harness(server, ['q'], {
         ratchet: await DeclarationRatchet.open(createStoreRatchetPersistence(store.db)),
       });
@@ -343,7 +343,7 @@ describe('card broker', () => {
       // Restart before acknowledging: the narrowing is still held.
       h.broker.stop();
       await store.close();
-      store = await openStore(url);
+      store = await openGatewayStore(url);
       h = await harness(server, ['q'], {
         ratchet: await DeclarationRatchet.open(createStoreRatchetPersistence(store.db)),
       });
@@ -363,7 +363,7 @@ describe('card broker', () => {
       // Restart after acknowledging: the acknowledgement survives.
       h.broker.stop();
       await store.close();
-      store = await openStore(url);
+      store = await openGatewayStore(url);
       h = await harness(server, ['q'], {
         ratchet: await DeclarationRatchet.open(createStoreRatchetPersistence(store.db)),
       });
@@ -425,7 +425,7 @@ describe('card broker with a card cache', () => {
     try {
       server.set('a', { type: 'card', card: cardWith('a', { s: 'fleet' }) });
       const boot = async (): Promise<{ h: Harness; close: () => Promise<void> }> => {
-        const store = await openStore(url);
+        const store = await openGatewayStore(url);
         const h = await harness(server, ['a'], {
           ratchet: await DeclarationRatchet.open(createStoreRatchetPersistence(store.db)),
           cache: createStoreCardCache(store.db),

@@ -7,7 +7,7 @@ import {
   startPlainAgent,
   type RunningAgent,
 } from '../examples/agents/index.js';
-import { isFleetgateError } from '../src/errors/index.js';
+import { isFleetgateError } from '../src/protocol/index.js';
 import {
   BLAST_V1_URI,
   COST_V1_URI,

@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../src/service/config.js';
-import { createFleetRuntime } from '../src/service/fleet-runtime.js';
+import { parseConfig } from '../src/service/index.js';
+import { createFleetRuntime } from '../src/service/index.js';
 import type { CardServer } from './support/card-server.js';
 import { cardWith, startCardServer } from './support/card-server.js';
 

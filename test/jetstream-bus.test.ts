@@ -1,8 +1,8 @@
 /** JetStream-only guarantees, against the real NATS server: dedupe, durable resume, dead letters. */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { EventEnvelope, OpenTopics, SystemErrorEvent } from '../src/bus/index.js';
-import { deterministicEventId } from '../src/bus/index.js';
-import { isFleetgateError } from '../src/errors/index.js';
+import type { EventEnvelope, OpenTopics, SystemErrorEvent } from '../src/protocol/index.js';
+import { deterministicEventId } from '../src/protocol/index.js';
+import { isFleetgateError } from '../src/protocol/index.js';
 import type { DeadLetter, JetStreamEventBus, JetStreamEventBusOptions } from '../src/nats.js';
 import { createJetStreamEventBus } from '../src/nats.js';
 import { Collector } from './support/event-bus-contract.js';

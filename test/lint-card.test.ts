@@ -8,7 +8,7 @@ import { DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LintReport } from '../src/cli/commands/lint-card.js';
+import type { LintReport } from '../src/cli/index.js';
 import { runCli } from './support/cli.js';
 
 const SEED = 'test/fixtures/cards/seed-blast.json';

@@ -1,10 +1,11 @@
 /** Several outbox relays on one PostgreSQL outbox share the rows instead of each sending all. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EventBus, OpenTopics, PublishOptions, PublishResult } from '../src/bus/index.js';
+import type { EventBus, PublishOptions, PublishResult } from '../src/bus/index.js';
+import type { OpenTopics } from '../src/protocol/index.js';
 import { createOutboxRelay, createOutboxWriter } from '../src/bus/index.js';
-import type { Store } from '../src/store/index.js';
-import { openStore } from '../src/store/index.js';
 import { PG_URL, requirePostgres, uniqueName } from './support/services.js';
+import type { GatewayStore } from '../src/service/index.js';
+import { openGatewayStore } from '../src/service/index.js';
 
 const pgUp = await requirePostgres();
 
@@ -30,9 +31,9 @@ function countingBus(): { bus: EventBus<OpenTopics>; counts: Map<string, number>
 
 describe.skipIf(!pgUp)('outbox relays on PostgreSQL', () => {
   const schema = uniqueName('relays');
-  let store: Store;
+  let store: GatewayStore;
   beforeAll(async () => {
-    store = await openStore(PG_URL, { schema });
+    store = await openGatewayStore(PG_URL, { schema });
   });
   afterAll(async () => {
     await store.db.schema.dropSchema(schema).ifExists().cascade().execute();

@@ -9,18 +9,14 @@ import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { EventBus, OpenTopics, PublishOptions, PublishResult } from '../src/bus/index.js';
-import {
-  createInMemoryEventBus,
-  createOutboxRelay,
-  createOutboxWriter,
-  deterministicEventId,
-} from '../src/bus/index.js';
+import type { EventBus, PublishOptions, PublishResult } from '../src/bus/index.js';
+import type { OpenTopics } from '../src/protocol/index.js';
+import { createInMemoryEventBus, createOutboxRelay, createOutboxWriter } from '../src/bus/index.js';
+import { deterministicEventId } from '../src/protocol/index.js';
 import type { OutboxDatabase } from '../src/bus/index.js';
-import { isFleetgateError } from '../src/errors/index.js';
+import { isFleetgateError } from '../src/protocol/index.js';
 import { createJetStreamEventBus } from '../src/nats.js';
-import type { Store, StoreMigration } from '../src/store/index.js';
-import { FLEETGATE_MIGRATIONS, openStore } from '../src/store/index.js';
+import type { StoreMigration } from '../src/store/index.js';
 import { Collector } from './support/event-bus-contract.js';
 import {
   NATS_URL,
@@ -30,6 +26,8 @@ import {
   requirePostgres,
   uniqueName,
 } from './support/services.js';
+import type { GatewayStore } from '../src/service/index.js';
+import { GATEWAY_MIGRATIONS, openGatewayStore } from '../src/service/index.js';
 
 const natsUp = await requireNats();
 const pgUp = await requirePostgres();
@@ -40,7 +38,7 @@ interface TestDatabase extends OutboxDatabase {
 
 /** The state change the events describe, in a table of the test's own. */
 const TEST_MIGRATIONS: Record<string, StoreMigration> = {
-  ...FLEETGATE_MIGRATIONS,
+  ...GATEWAY_MIGRATIONS,
   '9000_test_account': {
     async up(db) {
       await db.schema
@@ -94,7 +92,7 @@ async function credit(db: Kysely<TestDatabase>, account: string, amount: number,
   });
 }
 
-type Backend = { label: string; enabled: boolean; open: () => Promise<Store> };
+type Backend = { label: string; enabled: boolean; open: () => Promise<GatewayStore> };
 
 const tempDirs: string[] = [];
 const backends: Backend[] = [
@@ -104,19 +102,22 @@ const backends: Backend[] = [
     open: () => {
       const dir = mkdtempSync(join(tmpdir(), 'fleetgate-outbox-'));
       tempDirs.push(dir);
-      return openStore(`sqlite:${join(dir, 'fleetgate.db')}`, { migrations: TEST_MIGRATIONS });
+      return openGatewayStore(`sqlite:${join(dir, 'fleetgate.db')}`, {
+        migrations: TEST_MIGRATIONS,
+      });
     },
   },
   {
     label: 'PostgreSQL',
     enabled: pgUp,
-    open: () => openStore(PG_URL, { migrations: TEST_MIGRATIONS, schema: uniqueName('fgob') }),
+    open: () =>
+      openGatewayStore(PG_URL, { migrations: TEST_MIGRATIONS, schema: uniqueName('fgob') }),
   },
 ];
 
 for (const backend of backends) {
   describe.skipIf(!backend.enabled)(`outbox on ${backend.label}`, () => {
-    let store: Store | undefined;
+    let store: GatewayStore | undefined;
     const cleanups: (() => Promise<void>)[] = [];
 
     afterEach(async () => {

@@ -13,17 +13,11 @@ import { TaskState } from '@a2a-js/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sdkPush } from './support/sdk-push.js';
 import { threeArtifactTask } from './fixtures/wire-fixtures.js';
-import {
-  createInMemoryEventBus,
-  createOutboxRelay,
-  deterministicEventId,
-  writeOutboxEvent,
-} from '../src/bus/index.js';
-import type { EventEnvelope } from '../src/bus/index.js';
+import { createInMemoryEventBus, createOutboxRelay, writeOutboxEvent } from '../src/bus/index.js';
+import { deterministicEventId } from '../src/protocol/index.js';
+import type { EventEnvelope } from '../src/protocol/index.js';
 import type { NormalizedStreamEvent } from '../src/protocol/index.js';
 import { extractWorldStateDeltas, isTerminalState } from '../src/protocol/index.js';
-import type { Store } from '../src/store/index.js';
-import { openStore } from '../src/store/index.js';
 import type { TaskRecord, TaskRecordStore } from '../src/tasks/index.js';
 import {
   createPushReceiver,
@@ -32,6 +26,8 @@ import {
   hashPushToken,
 } from '../src/tasks/index.js';
 import { PG_URL, requirePostgres, uniqueName } from './support/services.js';
+import type { GatewayStore } from '../src/service/index.js';
+import { openGatewayStore } from '../src/service/index.js';
 
 const pgUp = await requirePostgres();
 
@@ -102,7 +98,7 @@ function working(task: Task): StreamResponse {
 
 for (const backend of ['sqlite', 'postgres'] as const) {
   describe.skipIf(backend === 'postgres' && !pgUp)(`push receiver on ${backend}`, () => {
-    let store: Store;
+    let store: GatewayStore;
     let records: TaskRecordStore;
     let dir: string | undefined;
     const schema = uniqueName('push');
@@ -110,8 +106,8 @@ for (const backend of ['sqlite', 'postgres'] as const) {
     beforeAll(async () => {
       if (backend === 'sqlite') {
         dir = mkdtempSync(join(tmpdir(), 'fleetgate-push-'));
-        store = await openStore(`sqlite:${join(dir, 'tasks.db')}`);
-      } else store = await openStore(PG_URL, { schema });
+        store = await openGatewayStore(`sqlite:${join(dir, 'tasks.db')}`);
+      } else store = await openGatewayStore(PG_URL, { schema });
       records = createStoreTaskRecords(store.db);
     });
     afterAll(async () => {

@@ -1,19 +1,19 @@
 /** The store on the real PostgreSQL server: schema isolation, migrations once, BIGINT as number. */
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { FLEETGATE_MIGRATIONS, openStore } from '../src/store/index.js';
 import { PG_URL, requirePostgres, uniqueName } from './support/services.js';
+import { GATEWAY_MIGRATIONS, openGatewayStore } from '../src/service/index.js';
 
 const pgUp = await requirePostgres();
 
 describe.skipIf(!pgUp)('openStore on PostgreSQL', () => {
   it('migrates a fresh schema once and reads BIGINT columns as numbers', async () => {
     const schema = uniqueName('fgst');
-    const first = await openStore(PG_URL, { schema });
+    const first = await openGatewayStore(PG_URL, { schema });
     try {
       expect(first.kind).toBe('postgres');
-      expect(first.migrated).toEqual(Object.keys(FLEETGATE_MIGRATIONS));
-      const second = await openStore(PG_URL, { schema });
+      expect(first.migrated).toEqual(Object.keys(GATEWAY_MIGRATIONS));
+      const second = await openGatewayStore(PG_URL, { schema });
       try {
         expect(second.migrated).toEqual([]);
       } finally {

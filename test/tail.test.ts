@@ -2,10 +2,10 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { EventEnvelope, OpenTopics } from '../src/bus/index.js';
+import type { EventEnvelope, OpenTopics } from '../src/protocol/index.js';
 import { createInMemoryEventBus } from '../src/bus/index.js';
-import type { CliIo } from '../src/cli/io.js';
-import { formatEventLine, runTail } from '../src/cli/commands/tail.js';
+import type { CliIo } from '../src/cli/index.js';
+import { formatEventLine, runTail } from '../src/cli/index.js';
 import { createJetStreamEventBus } from '../src/nats.js';
 import { NATS_URL, deleteNatsStream, requireNats, uniqueName } from './support/services.js';
 

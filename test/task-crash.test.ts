@@ -6,11 +6,11 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EventEnvelope } from '../src/bus/index.js';
-import { openStore } from '../src/store/index.js';
+import type { EventEnvelope } from '../src/protocol/index.js';
 import { createStoreTaskRecords } from '../src/tasks/index.js';
 import type { World } from './support/gateway.js';
 import { gateway, until, world } from './support/gateway.js';
+import { openGatewayStore } from '../src/service/index.js';
 
 const SCRIPT = fileURLToPath(new URL('support/gateway-process.ts', import.meta.url));
 
@@ -66,7 +66,7 @@ describe('gateway process killed', () => {
   it('between the claim and the bus publish: the outbox relay delivers the event after restart, once', async () => {
     const { taskId } = await runAndKill(w.agent.url, file, 'committed');
     // The claim and the events were committed by the dead process.
-    const store = await openStore(`sqlite:${file}`);
+    const store = await openGatewayStore(`sqlite:${file}`);
     try {
       expect(await createStoreTaskRecords(store.db).get('ops', taskId)).toMatchObject({
         terminalVia: 'reply',

@@ -10,14 +10,14 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningAgent } from '../examples/agents/harness.js';
 import { startStreamingAgent, streamingBehaviour } from '../examples/agents/streaming-agent.js';
-import type { EventEnvelope, OpenTopics } from '../src/bus/index.js';
+import type { EventEnvelope, OpenTopics } from '../src/protocol/index.js';
 import { createInMemoryEventBus, createOutboxRelay, EventCollector } from '../src/bus/index.js';
 import { createFleetClient } from '../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';
 import { BlastRegistry } from '../src/fleet/index.js';
-import type { Store } from '../src/store/index.js';
-import { openStore } from '../src/store/index.js';
 import { createStoreTaskRecords, createTerminalCommit, TaskTracker } from '../src/tasks/index.js';
+import type { GatewayStore } from '../src/service/index.js';
+import { openGatewayStore } from '../src/service/index.js';
 
 /** Forwards to the agent; the first SendStreamingMessage response is cut after its first chunk. */
 async function startDroppingProxy(
@@ -67,12 +67,12 @@ async function startDroppingProxy(
 
 describe('resubscribe', () => {
   let agent: RunningAgent;
-  let store: Store;
+  let store: GatewayStore;
   let dir: string;
   beforeAll(async () => {
     agent = await startStreamingAgent({ behaviour: streamingBehaviour(150) });
     dir = mkdtempSync(join(tmpdir(), 'fleetgate-resub-'));
-    store = await openStore(`sqlite:${join(dir, 'tasks.db')}`);
+    store = await openGatewayStore(`sqlite:${join(dir, 'tasks.db')}`);
   });
   afterAll(async () => {
     await store.close();

@@ -6,7 +6,7 @@
 import { TaskState } from '@a2a-js/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sdkPush } from './support/sdk-push.js';
-import type { EventEnvelope } from '../src/bus/index.js';
+import type { EventEnvelope } from '../src/protocol/index.js';
 import type { Gateway, World } from './support/gateway.js';
 import { gateway, startCallbackServer, until, world } from './support/gateway.js';
 import { createPushToken, createStoreTaskRecords } from '../src/tasks/index.js';

@@ -16,7 +16,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sdkPush } from './support/sdk-push.js';
 import type { RunningAgent } from '../examples/agents/harness.js';
 import { opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
-import type { EventBus, EventEnvelope, OpenTopics, OutboxRelay } from '../src/bus/index.js';
+import type { EventBus, OutboxRelay } from '../src/bus/index.js';
+import type { EventEnvelope, OpenTopics } from '../src/protocol/index.js';
 import { createOutboxRelay, EventCollector } from '../src/bus/index.js';
 import type { FleetClient } from '../src/dispatch/index.js';
 import { createFleetClient } from '../src/dispatch/index.js';
@@ -24,8 +25,6 @@ import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions
 import { BlastRegistry } from '../src/fleet/index.js';
 import type { JetStreamEventBus } from '../src/nats.js';
 import { createJetStreamEventBus } from '../src/nats.js';
-import type { Store } from '../src/store/index.js';
-import { openStore } from '../src/store/index.js';
 import type { TaskTrackerOptions } from '../src/tasks/index.js';
 import {
   createPushToken,
@@ -41,6 +40,8 @@ import {
   requirePostgres,
   uniqueName,
 } from './support/services.js';
+import type { GatewayStore } from '../src/service/index.js';
+import { openGatewayStore } from '../src/service/index.js';
 
 const pgUp = await requirePostgres();
 const natsUp = await requireNats();
@@ -54,7 +55,7 @@ const PUSH_JITTER_MS = 200;
 
 /** One gateway replica: every object its own, only the database schema and the stream shared. */
 interface Replica {
-  store: Store;
+  store: GatewayStore;
   bus: JetStreamEventBus<OpenTopics>;
   relay: OutboxRelay;
   fleet: FleetClient;
@@ -79,7 +80,7 @@ async function replica(
   name: string,
   polling: NonNullable<TaskTrackerOptions['polling']>,
 ): Promise<Replica> {
-  const store = await openStore(PG_URL, { schema: s.schema, poolSize: 6 });
+  const store = await openGatewayStore(PG_URL, { schema: s.schema, poolSize: 6 });
   const bus = await createJetStreamEventBus<OpenTopics>({
     servers: NATS_URL,
     stream: s.stream,

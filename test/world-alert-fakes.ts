@@ -1,7 +1,12 @@
 /** In-test implementations of the alerts ports (fakes implementing the interfaces). */
-import type { BlastRadius } from '../src/protocol/index.js';
+import type {
+  BlastRadius,
+  DeclarationLookup,
+  EffectiveBlast,
+  EffectiveHitl,
+} from '../src/protocol/index.js';
 import { maxRadius } from '../src/protocol/index.js';
-import type { DeclarationLookup, FloorWriter } from '../src/alerts/index.js';
+import type { FloorWriter } from '../src/alerts/index.js';
 
 /** One skill's declarations in a {@link FakeDeclarations}. */
 export interface FakeSkill {
@@ -16,16 +21,17 @@ export class FakeDeclarations implements DeclarationLookup {
 
   constructor(private readonly skills: Record<string, FakeSkill>) {}
 
-  effectiveRadius(
-    agent: string,
-    skill: string,
-  ): { radius: BlastRadius | undefined; stale: boolean } {
+  blast(agent: string, skill: string): EffectiveBlast {
     const s = this.skills[`${agent}/${skill}`];
     const floor = this.floors.get(`${agent}/${skill}`);
     return { radius: maxRadius(s?.radius, floor), stale: s?.stale ?? false };
   }
 
-  declaredDomains(agent: string, skill: string): readonly string[] | undefined {
+  hitlMode(): EffectiveHitl {
+    return { mode: undefined, vetoTtlMs: undefined, stale: false };
+  }
+
+  effectDomains(agent: string, skill: string): readonly string[] | undefined {
     return this.skills[`${agent}/${skill}`]?.domains;
   }
 }

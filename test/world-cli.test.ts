@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createInMemoryEventBus } from '../src/bus/index.js';
-import { main } from '../src/cli/main.js';
-import type { CliIo } from '../src/cli/io.js';
-import { openStore } from '../src/store/index.js';
+import { main } from '../src/cli/index.js';
+import type { CliIo } from '../src/cli/index.js';
 import { createSqlWorldStore, createWorldMaterialiser } from '../src/world/index.js';
 import { deltaEvent } from './world-store-contract.js';
+import { openGatewayStore } from '../src/service/index.js';
 
 function capture(): CliIo & { stdout: string; stderr: string } {
   const io = {
@@ -33,7 +33,7 @@ describe('fleetgate world', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'fleetgate-world-cli-'));
     url = `sqlite:${join(dir, 'fleetgate.db')}`;
-    const store = await openStore(url);
+    const store = await openGatewayStore(url);
     const bus = createInMemoryEventBus();
     const world = createWorldMaterialiser({
       store: createSqlWorldStore({ db: store.db, kind: store.kind }),

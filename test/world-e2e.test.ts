@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningAgent } from '../examples/agents/index.js';
 import { OPS_DELTAS, startOpsAgent } from '../examples/agents/index.js';
 import { listLearnedFloors } from '../src/alerts/index.js';
-import type { EventEnvelope, OpsAlertEvent } from '../src/bus/index.js';
+import type { EventEnvelope, OpsAlertEvent } from '../src/protocol/index.js';
 import type { Gateway } from '../src/service/index.js';
 import { createGateway } from '../src/service/index.js';
 

@@ -8,22 +8,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import type { EventEnvelope, OpsAlertEvent } from '../src/bus/index.js';
+import type { EventEnvelope, OpsAlertEvent } from '../src/protocol/index.js';
 import { createInMemoryEventBus } from '../src/bus/index.js';
 import {
   createReconciler,
   createStoreFloorWriter,
   listLearnedFloors,
 } from '../src/alerts/index.js';
-import type { Store } from '../src/store/index.js';
-import { openStore } from '../src/store/index.js';
 import { PG_URL, requirePostgres, uniqueName } from './support/services.js';
 import { FakeDeclarations } from './world-alert-fakes.js';
+import type { GatewayStore } from '../src/service/index.js';
+import { openGatewayStore } from '../src/service/index.js';
 
 const pgUp = await requirePostgres();
 
 /** The fleet directory's view after a (re)start: declarations plus the learned floors in the store. */
-async function declarationsFrom(store: Store): Promise<FakeDeclarations> {
+async function declarationsFrom(store: GatewayStore): Promise<FakeDeclarations> {
   const declarations = new FakeDeclarations({
     'quinn/pr_review': { radius: 'repo', domains: ['deploy'] },
   });
@@ -33,7 +33,7 @@ async function declarationsFrom(store: Store): Promise<FakeDeclarations> {
   return declarations;
 }
 
-async function violationsAfterRestart(open: () => Promise<Store>): Promise<void> {
+async function violationsAfterRestart(open: () => Promise<GatewayStore>): Promise<void> {
   const deltas = [{ domain: 'deploy', path: 'data.frozen', op: 'set' as const, value: true }];
   // First life: the violation teaches the floor.
   let store = await open();
@@ -69,7 +69,7 @@ async function violationsAfterRestart(open: () => Promise<Store>): Promise<void>
     ]);
     expect(floors[0]!.reason).toMatch(/blast violation in task t1/);
     const declarations = await declarationsFrom(store);
-    expect(declarations.effectiveRadius('quinn', 'pr_review').radius).toBe('public');
+    expect(declarations.blast('quinn', 'pr_review').radius).toBe('public');
     bus = createInMemoryEventBus();
     reconciler = createReconciler({
       bus,
@@ -97,7 +97,7 @@ describe('learned floors', () => {
   it('persist across a restart in a SQLite file', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'fleetgate-floors-'));
     try {
-      await violationsAfterRestart(() => openStore(`sqlite:${join(dir, 'fleet.db')}`));
+      await violationsAfterRestart(() => openGatewayStore(`sqlite:${join(dir, 'fleet.db')}`));
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -107,7 +107,7 @@ describe('learned floors', () => {
     'persist across a restart in PostgreSQL, and concurrent raises keep the widest',
     async () => {
       const schema = uniqueName('fgfloors');
-      const open = () => openStore(PG_URL, { schema, poolSize: 4 });
+      const open = () => openGatewayStore(PG_URL, { schema, poolSize: 4 });
       try {
         await violationsAfterRestart(open);
         const a = await open();
@@ -127,7 +127,7 @@ describe('learned floors', () => {
           await a.close();
         }
       } finally {
-        const admin = await openStore(PG_URL, { migrate: false });
+        const admin = await openGatewayStore(PG_URL, { migrate: false });
         await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(admin.db);
         await admin.close();
       }

@@ -6,11 +6,9 @@
  */
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import type { OpenTopics, WorldStateDeltaEvent } from '../src/bus/index.js';
+import type { OpenTopics, WorldStateDeltaEvent } from '../src/protocol/index.js';
 import type { JetStreamEventBus } from '../src/nats.js';
 import { createJetStreamEventBus } from '../src/nats.js';
-import type { Store } from '../src/store/index.js';
-import { openStore } from '../src/store/index.js';
 import type { WorldMaterialiser, WorldStore } from '../src/world/index.js';
 import { createSqlWorldStore, createWorldMaterialiser } from '../src/world/index.js';
 import {
@@ -21,6 +19,8 @@ import {
   requirePostgres,
   uniqueName,
 } from './support/services.js';
+import type { GatewayStore } from '../src/service/index.js';
+import { openGatewayStore } from '../src/service/index.js';
 
 const natsUp = await requireNats();
 const pgUp = await requirePostgres();
@@ -51,7 +51,7 @@ describe.skipIf(!natsUp || !pgUp)('world state on JetStream + PostgreSQL, two re
   const name = uniqueName('fgworldjs');
   const stream = name.toUpperCase();
   const buses: JetStreamEventBus<OpenTopics>[] = [];
-  const stores: Store[] = [];
+  const stores: GatewayStore[] = [];
   const worlds: WorldMaterialiser[] = [];
 
   afterAll(async () => {
@@ -74,7 +74,7 @@ describe.skipIf(!natsUp || !pgUp)('world state on JetStream + PostgreSQL, two re
           redeliveryDelayMs: 20,
         }),
       );
-      stores.push(await openStore(PG_URL, { schema: name, poolSize: 4 }));
+      stores.push(await openGatewayStore(PG_URL, { schema: name, poolSize: 4 }));
     }
     const flaky = new FailingOnceStore(
       createSqlWorldStore({ db: stores[0]!.db, kind: 'postgres' }),

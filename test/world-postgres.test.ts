@@ -6,22 +6,22 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createInMemoryEventBus } from '../src/bus/index.js';
-import type { Store } from '../src/store/index.js';
-import { openStore } from '../src/store/index.js';
 import { createSqlWorldStore, createWorldMaterialiser } from '../src/world/index.js';
 import { PG_URL, requirePostgres, uniqueName } from './support/services.js';
 import { deltaEvent } from './world-store-contract.js';
+import type { GatewayStore } from '../src/service/index.js';
+import { openGatewayStore } from '../src/service/index.js';
 
 const pgUp = await requirePostgres();
 
 describe.skipIf(!pgUp)('world state on PostgreSQL with two replicas', () => {
   const schema = uniqueName('fgworldrep');
-  let a: Store;
-  let b: Store;
+  let a: GatewayStore;
+  let b: GatewayStore;
 
   beforeAll(async () => {
-    a = await openStore(PG_URL, { schema, poolSize: 4 });
-    b = await openStore(PG_URL, { schema, poolSize: 4 });
+    a = await openGatewayStore(PG_URL, { schema, poolSize: 4 });
+    b = await openGatewayStore(PG_URL, { schema, poolSize: 4 });
   });
 
   afterAll(async () => {

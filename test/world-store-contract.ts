@@ -5,13 +5,13 @@
  * PostgreSQL.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { InMemoryEventBus } from '../src/bus/index.js';
 import type {
   EventEnvelope,
-  InMemoryEventBus,
   WorldStateDeltaEvent,
   WorldStateDeltaRejectedEvent,
   WorldStateUpdatedEvent,
-} from '../src/bus/index.js';
+} from '../src/protocol/index.js';
 import type { WorldStateDeltaEntry } from '../src/protocol/index.js';
 import { LIMITS } from '../src/protocol/index.js';
 import type {

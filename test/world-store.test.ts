@@ -5,8 +5,6 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { createInMemoryEventBus, createOutboxRelay } from '../src/bus/index.js';
-import type { Store } from '../src/store/index.js';
-import { openStore } from '../src/store/index.js';
 import {
   createMemoryWorldStore,
   createSqlWorldStore,
@@ -15,6 +13,8 @@ import {
 import { PG_URL, requirePostgres, uniqueName } from './support/services.js';
 import type { WorldHarness } from './world-store-contract.js';
 import { deltaEvent, worldStoreContract } from './world-store-contract.js';
+import type { GatewayStore } from '../src/service/index.js';
+import { openGatewayStore } from '../src/service/index.js';
 
 const pgUp = await requirePostgres();
 
@@ -32,11 +32,11 @@ worldStoreContract('in-memory', () => {
 
 /** A harness over a store opened by `open`; `reopen` opens a second connection to the same data. */
 async function sqlHarness(
-  open: () => Promise<Store>,
+  open: () => Promise<GatewayStore>,
   cleanup: () => Promise<void>,
 ): Promise<WorldHarness> {
   const bus = createInMemoryEventBus();
-  const stores: Store[] = [await open()];
+  const stores: GatewayStore[] = [await open()];
   const first = stores[0]!;
   const relay = createOutboxRelay({ db: first.db, bus });
   return {
@@ -64,7 +64,7 @@ worldStoreContract('SQLite file', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'fleetgate-world-'));
   const file = join(dir, 'world.db');
   return sqlHarness(
-    () => openStore(`sqlite:${file}`),
+    () => openGatewayStore(`sqlite:${file}`),
     () => {
       rmSync(dir, { recursive: true, force: true });
       return Promise.resolve();
@@ -75,10 +75,10 @@ worldStoreContract('SQLite file', async () => {
 if (pgUp) {
   worldStoreContract('PostgreSQL', async () => {
     const schema = uniqueName('fgworld');
-    let admin: Store | undefined;
+    let admin: GatewayStore | undefined;
     return sqlHarness(
       async () => {
-        const s = await openStore(PG_URL, { schema, poolSize: 4 });
+        const s = await openGatewayStore(PG_URL, { schema, poolSize: 4 });
         admin ??= s;
         return s;
       },
@@ -92,7 +92,7 @@ if (pgUp) {
 describe('SQL audit values', () => {
   it('writes previous and next over auditValueMaxBytes as a summary, the operand whole', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'fleetgate-world-audit-'));
-    const store = await openStore(`sqlite:${join(dir, 'w.db')}`);
+    const store = await openGatewayStore(`sqlite:${join(dir, 'w.db')}`);
     const bus = createInMemoryEventBus();
     try {
       const world = createWorldMaterialiser({

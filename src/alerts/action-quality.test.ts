@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { EventEnvelope, InMemoryEventBus, OpsAlertEvent } from '../bus/index.js';
+import type { InMemoryEventBus } from '../bus/index.js';
+import type { EventEnvelope, OpsAlertEvent } from '../protocol/index.js';
 import { createInMemoryEventBus } from '../bus/index.js';
 import { FakeDeclarations } from '../../test/world-alert-fakes.js';
 import { createActionQualityMonitor } from './action-quality.js';
@@ -57,8 +58,12 @@ describe('action quality alerts', () => {
       id: 'd1',
       agent: 'quinn',
       skill: 'pr_review',
+      correlationId: 'c1',
+      status: 'failed',
       taskId: 't1',
-      error: { message: 'tests red' },
+      createdAt: 1,
+      updatedAt: 2,
+      result: { state: 'failed', error: { code: 'FLEETGATE_TASK_FAILED', message: 'tests red' } },
     });
     const sample = {
       agent: 'quinn',

@@ -3,7 +3,8 @@
  * says `success: false`, with severity scaled by the skill's effective radius. A failure seen on
  * both topics for the same task raises one alert: the id is derived from agent + task.
  */
-import type { EventEnvelope, Subscription } from '../bus/index.js';
+import type { Subscription } from '../bus/index.js';
+import type { EventEnvelope } from '../protocol/index.js';
 import type { OpsAlert } from './alert.js';
 import { alertEventId, publishAlert } from './alert.js';
 import type { AlertRaiserOptions } from './reconciler.js';
@@ -57,13 +58,15 @@ export function createActionQualityMonitor(options: AlertRaiserOptions): ActionQ
       if (payload.success !== false) return undefined;
       message = `${agent}/${skill} reported success: false in its cost sample${taskId === undefined ? '' : ` (task ${taskId})`}`;
     } else if (event.topic === 'skill.dispatch.failed') {
+      // A dispatch record carries its end in `result` (`error.message`, else the task state).
+      const result = record(payload.result);
       const reason =
-        text(payload.error) ?? text(record(payload.error).message) ?? text(payload.state);
+        text(payload.reason) ?? text(record(result.error).message) ?? text(result.state);
       message = `${agent}/${skill} failed${taskId === undefined ? '' : ` (task ${taskId})`}${reason === undefined ? '' : `: ${reason}`}`;
     } else {
       return undefined;
     }
-    const { radius: effective, stale } = declarations.effectiveRadius(agent, skill);
+    const { radius: effective, stale } = declarations.blast(agent, skill);
     const radius = stale || effective === undefined ? 'unknown' : effective;
     const alert: OpsAlert = {
       kind: 'action_quality',

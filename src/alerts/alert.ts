@@ -1,6 +1,7 @@
 /** The `ops.alert.<kind>` record and how it is published (deterministic id, one place). */
-import type { EventBus, OpsAlertEvent } from '../bus/index.js';
-import { deterministicEventId } from '../bus/index.js';
+import type { EventBus } from '../bus/index.js';
+import type { OpsAlertEvent } from '../protocol/index.js';
+import { deterministicEventId } from '../protocol/index.js';
 import type { BlastRadius } from '../protocol/index.js';
 import type { AlertKind, Severity } from './severity.js';
 

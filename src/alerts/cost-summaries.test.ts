@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createInMemoryEventBus } from '../bus/index.js';
-import type { CostSampleEvent } from '../bus/index.js';
+import type { CostSampleEvent } from '../protocol/index.js';
 import { createCostSummaries } from './cost-summaries.js';
 
 function sample(over: Partial<CostSampleEvent> = {}): CostSampleEvent {

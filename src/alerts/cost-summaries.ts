@@ -3,7 +3,8 @@
  * rate, p50/p95 wall time, tokens and cost. Kept in memory per process (a dashboard view, not a
  * ledger); each replica summarises the samples its subscription receives.
  */
-import type { CostSampleEvent, EventBus, Subscription } from '../bus/index.js';
+import type { EventBus, Subscription } from '../bus/index.js';
+import type { CostSampleEvent } from '../protocol/index.js';
 
 /** Default subscription name of the cost summaries. */
 export const COST_SUMMARIES_SUBSCRIPTION = 'alerts-cost-summaries';

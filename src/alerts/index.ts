@@ -2,9 +2,9 @@
  * Alerts: severity scaled by blast radius, declared-vs-observed reconciliation of world-state
  * deltas (`ops.alert.undeclared_effect`, `ops.alert.blast_violation`, learned floors), action
  * quality (`ops.alert.action_quality`) and rolling cost summaries. Reads declarations only
- * through the {@link DeclarationLookup} port.
+ * through the protocol's `DeclarationLookup` port.
  */
-export type { DeclarationLookup, FloorWriter } from './ports.js';
+export type { FloorWriter } from './ports.js';
 export {
   ALERT_BASE_SEVERITY,
   ALERT_KINDS,
@@ -43,4 +43,4 @@ export {
   type LearnedFloor,
   type StoreFloorWriterOptions,
 } from './floors.js';
-export type { AlertsDatabase, LearnedFloorTable } from './store-tables.js';
+export { ALERTS_MIGRATIONS, type AlertsDatabase, type LearnedFloorTable } from './store-tables.js';

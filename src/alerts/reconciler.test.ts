@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { EventEnvelope, InMemoryEventBus, OpsAlertEvent } from '../bus/index.js';
+import type { InMemoryEventBus } from '../bus/index.js';
+import type { EventEnvelope, OpsAlertEvent } from '../protocol/index.js';
 import { createInMemoryEventBus } from '../bus/index.js';
 import type { WorldStateDeltaEntry } from '../protocol/index.js';
 import { FakeDeclarations, FakeFloorWriter } from '../../test/world-alert-fakes.js';
@@ -153,7 +154,7 @@ describe('reconciliation', () => {
     expect(floorWriter.calls[0]!.reason).toMatch(/blast violation in task task-\d+/);
     expect(alerts[0]!.payload.message).toMatch(/operator floor raised to fleet/);
     expect(alerts[0]!.payload.evidence).toMatchObject({ floorRaised: 'fleet' });
-    expect(declarations.effectiveRadius('quinn', 'pr_review').radius).toBe('fleet');
+    expect(declarations.blast('quinn', 'pr_review').radius).toBe('fleet');
     await publishDeltas('quinn', 'pr_review', [delta('deploy')]);
     expect(alerts).toHaveLength(1);
   });

@@ -6,12 +6,13 @@
  * next call is gated accordingly.
  */
 import type { EventBus, Subscription } from '../bus/index.js';
-import { FleetgateError } from '../errors/index.js';
+import { FleetgateError } from '../protocol/index.js';
 import type { BlastRadius } from '../protocol/index.js';
 import { BLAST_ORDER, maxRadius } from '../protocol/index.js';
 import type { OpsAlert } from './alert.js';
 import { alertEventId, publishAlert } from './alert.js';
-import type { DeclarationLookup, FloorWriter } from './ports.js';
+import type { DeclarationLookup } from '../protocol/index.js';
+import type { FloorWriter } from './ports.js';
 import type { AlertKind, Severity, SeverityOptions } from './severity.js';
 import { ALERT_BASE_SEVERITY, scaleSeverity } from './severity.js';
 
@@ -118,8 +119,8 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
     }
     if (touched.length === 0) return [];
 
-    const { radius: effective, stale } = declarations.effectiveRadius(agent, skill);
-    const declared = declarations.declaredDomains(agent, skill);
+    const { radius: effective, stale } = declarations.blast(agent, skill);
+    const declared = declarations.effectDomains(agent, skill);
     const domainFloors = touched
       .map((domain) => ({ domain, minRadius: minRadiusOf(domain) }))
       .filter((d): d is { domain: string; minRadius: BlastRadius } => d.minRadius !== undefined);

@@ -3,7 +3,7 @@
  * the radius of the skill to the severity the alert carries. The same failure on a `public` skill
  * is a much bigger signal than on a `self` skill.
  */
-import type { AlertSeverity } from '../bus/index.js';
+import type { AlertSeverity } from '../protocol/index.js';
 import type { BlastRadius } from '../protocol/index.js';
 import { BLAST_ORDER } from '../protocol/index.js';
 

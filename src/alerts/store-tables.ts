@@ -1,7 +1,8 @@
 /**
- * Row types of the alerts tables (created by the store's `0003_world` migration). The store's
- * `FleetgateDatabase` includes {@link AlertsDatabase}.
+ * The alerts' table (learned floors): row type and migration. The composition root hands
+ * {@link ALERTS_MIGRATIONS} to the store after the world's (migration names are permanent).
  */
+import type { StoreMigration } from '../store/index.js';
 
 /**
  * `fleetgate_learned_floors`: operator floors learned from blast violations (`learnFloors: true`),
@@ -21,3 +22,26 @@ export interface LearnedFloorTable {
 export interface AlertsDatabase {
   fleetgate_learned_floors: LearnedFloorTable;
 }
+
+/** The alerts' migrations (`fleetgate_learned_floors`), by name. */
+export const ALERTS_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
+  // Created inside `0003_world` when that migration shipped; the name stays so an already
+  // migrated store runs nothing. The store runs the parts of one name in the order given.
+  '0003_world': {
+    async up(db) {
+      // Operator floors learned from blast violations.
+      await db.schema
+        .createTable('fleetgate_learned_floors')
+        .addColumn('agent', 'text', (col) => col.notNull())
+        .addColumn('skill', 'text', (col) => col.notNull())
+        .addColumn('radius', 'text', (col) => col.notNull())
+        .addColumn('reason', 'text', (col) => col.notNull())
+        .addColumn('updated_at', 'bigint', (col) => col.notNull())
+        .addPrimaryKeyConstraint('fleetgate_learned_floors_pk', ['agent', 'skill'])
+        .execute();
+    },
+    async down(db) {
+      await db.schema.dropTable('fleetgate_learned_floors').execute();
+    },
+  },
+};

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { EventCollector } from './collecting-bus.js';
 import { createInMemoryEventBus } from './in-memory-bus.js';
-import type { OpenTopics } from './topics.js';
+import type { OpenTopics } from '../protocol/index.js';
 
 describe('EventCollector', () => {
   it('keeps events published inside a scope, publishes the others, and never mixes concurrent scopes', async () => {

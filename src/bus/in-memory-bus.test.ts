@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, expectTypeOf, it, vi } from 'vitest';
-import { isFleetgateError } from '../errors/index.js';
+import { isFleetgateError } from '../protocol/index.js';
 import { createInMemoryEventBus } from './in-memory-bus.js';
 import { topicMatches } from './topic-pattern.js';
 import type {
@@ -9,7 +9,7 @@ import type {
   OpenTopics,
   SystemErrorEvent,
   WorldStateDeltaEvent,
-} from './topics.js';
+} from '../protocol/index.js';
 import type { UnreportedErrorHandler } from './types.js';
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {

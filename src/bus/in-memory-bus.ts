@@ -3,13 +3,19 @@
  * each subscription has its own bounded FIFO queue drained by one asynchronous loop, so handlers
  * are awaited one event at a time, in publish order, and a slow subscription never delays another.
  */
-import { FleetgateError } from '../errors/index.js';
+import { FleetgateError } from '../protocol/index.js';
 import { Deque } from './deque.js';
 import { DuplicateWindow } from './duplicate-window.js';
-import { createClock, createEventIdGenerator } from './event-id.js';
+import { createClock, createEventIdGenerator } from './event-stamps.js';
 import { parsePattern, parseTopic } from './topic-pattern.js';
 import { TopicTrie } from './topic-trie.js';
-import type { EventEnvelope, EventFor, FleetgateTopics, TopicMap, TopicOf } from './topics.js';
+import type {
+  EventEnvelope,
+  EventFor,
+  FleetgateTopics,
+  TopicMap,
+  TopicOf,
+} from '../protocol/index.js';
 import type {
   EventBus,
   EventHandler,

@@ -14,26 +14,6 @@ export type {
   UnreportedErrorHandler,
 } from './types.js';
 export { warnUnreportedError } from './types.js';
-export type {
-  AlertSeverity,
-  ApprovalEvent,
-  CostSampleEvent,
-  DeclarationChangedEvent,
-  DispatchEvent,
-  EventEnvelope,
-  EventFor,
-  FleetCardEvent,
-  FleetgateTopics,
-  OpenTopics,
-  OpsAlertEvent,
-  SystemErrorEvent,
-  TopicMap,
-  TopicOf,
-  TopicsMatching,
-  WorldStateDeltaEvent,
-  WorldStateDeltaRejectedEvent,
-  WorldStateUpdatedEvent,
-} from './topics.js';
 export {
   MAX_TOPIC_LENGTH,
   MAX_TOPIC_TOKENS,
@@ -45,12 +25,12 @@ export {
   topicMatches,
 } from './topic-pattern.js';
 export { TopicTrie } from './topic-trie.js';
-export { deterministicEventId } from './event-id.js';
 export { EventCollector } from './collecting-bus.js';
 export type { CollectedEvent, PublishTarget } from './collecting-bus.js';
 export { InMemoryEventBus, createInMemoryEventBus } from './in-memory-bus.js';
 export type { InMemoryBusStats, InMemoryEventBusOptions } from './in-memory-bus.js';
 export { createOutboxRelay, createOutboxWriter, writeOutboxEvent } from './outbox.js';
+export { OUTBOX_MIGRATIONS } from './outbox-tables.js';
 export type {
   OutboxDatabase,
   OutboxExecutor,

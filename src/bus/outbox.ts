@@ -12,9 +12,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Generated, Kysely } from 'kysely';
-import { FleetgateError } from '../errors/index.js';
+import { FleetgateError } from '../protocol/index.js';
 import { parseTopic } from './topic-pattern.js';
-import type { FleetgateTopics, TopicMap, TopicOf } from './topics.js';
+import type { FleetgateTopics, TopicMap, TopicOf } from '../protocol/index.js';
 import type { EventBus, UnreportedErrorHandler } from './types.js';
 import { warnUnreportedError } from './types.js';
 import { errorMessage } from './subscription-name.js';

@@ -1,4 +1,4 @@
-import { FleetgateError } from '../errors/index.js';
+import { FleetgateError } from '../protocol/index.js';
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/u;
 

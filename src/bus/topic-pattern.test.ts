@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isFleetgateError } from '../errors/index.js';
+import { isFleetgateError } from '../protocol/index.js';
 import {
   MAX_TOPIC_TOKENS,
   isValidPattern,

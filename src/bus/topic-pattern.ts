@@ -7,7 +7,7 @@
  * which hid typos for weeks. Every invalid topic or pattern throws `FLEETGATE_TOPIC_INVALID` at
  * the call that passed it.
  */
-import { FleetgateError } from '../errors/index.js';
+import { FleetgateError } from '../protocol/index.js';
 
 /** Longest topic or pattern accepted, in characters. */
 export const MAX_TOPIC_LENGTH = 256;

@@ -1,5 +1,11 @@
 /** The `EventBus` role interface every backend implements (in-memory, NATS JetStream). */
-import type { EventEnvelope, EventFor, FleetgateTopics, TopicMap, TopicOf } from './topics.js';
+import type {
+  EventEnvelope,
+  EventFor,
+  FleetgateTopics,
+  TopicMap,
+  TopicOf,
+} from '../protocol/index.js';
 
 /** Options of {@link EventBus.publish}. */
 export interface PublishOptions {

@@ -4,7 +4,7 @@
  * driven in-process by tests and always flushes its output.
  */
 import { Command, CommanderError } from 'commander';
-import { isFleetgateError } from '../errors/index.js';
+import { isFleetgateError } from '../protocol/index.js';
 import { registerAgents } from './commands/agents.js';
 import { registerLintCard } from './commands/lint-card.js';
 import { registerTail } from './commands/tail.js';

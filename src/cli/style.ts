@@ -1,17 +1,6 @@
 import pc from 'picocolors';
 import type { BlastRadius } from '../protocol/index.js';
-
-/**
- * Radius colours, shared by every table the CLI prints (and mirrored by the dashboard):
- * self grey, project blue, repo yellow, fleet orange, public red.
- */
-export const RADIUS_COLORS: Readonly<Record<BlastRadius, string>> = {
-  self: '#8a8f98',
-  project: '#3b82f6',
-  repo: '#eab308',
-  fleet: '#f97316',
-  public: '#ef4444',
-};
+import { RADIUS_PALETTE } from '../protocol/index.js';
 
 /** Colour helpers that do nothing when colour is off. */
 export interface Style {
@@ -23,20 +12,13 @@ export interface Style {
   green(text: string): string;
 }
 
-function hexToAnsi256(hex: string): number {
-  const n = Number.parseInt(hex.slice(1), 16);
-  const [r, g, b] = [(n >> 16) & 255, (n >> 8) & 255, n & 255].map((c) =>
-    Math.round((c / 255) * 5),
-  );
-  return 16 + 36 * (r ?? 0) + 6 * (g ?? 0) + (b ?? 0);
-}
-
 /** A {@link Style} for a terminal that does or does not want colour. */
 export function createStyle(color: boolean): Style {
   const c = pc.createColors(color);
   return {
+    // The palette's terminal colour, so tables colour radii the way the dashboard does.
     radius: (radius, text = radius) =>
-      color ? `\x1b[38;5;${hexToAnsi256(RADIUS_COLORS[radius])}m${text}\x1b[39m` : text,
+      color ? `\x1b[38;5;${RADIUS_PALETTE[radius].ansi}m${text}\x1b[39m` : text,
     dim: c.dim,
     bold: c.bold,
     red: c.red,

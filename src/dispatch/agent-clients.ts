@@ -7,7 +7,7 @@ import {
 } from '@a2a-js/sdk/client';
 import { isLegacyAgentCard, parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
 
-import { FleetgateError } from '../errors/index.js';
+import { FleetgateError } from '../protocol/index.js';
 import { readDeclarations, type Declarations } from '../protocol/index.js';
 import { createEchoedExtensionsReader } from './headers.js';
 

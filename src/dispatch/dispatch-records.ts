@@ -1,17 +1,7 @@
 import type { Kysely } from 'kysely';
+import type { DispatchResult, DispatchStatus } from '../protocol/index.js';
 
-/** Where a dispatch stands (the HTTP API's `status`). */
-export type DispatchStatus =
-  'awaiting-approval' | 'running' | 'completed' | 'failed' | 'rejected' | 'canceled';
-
-/** The summary of how a dispatch ended. */
-export interface DispatchResult {
-  /** The task's final state, when there was a task. */
-  state?: string;
-  /** The agent's text answer, cut to 2,000 characters. */
-  text?: string;
-  error?: { code: string; message: string };
-}
+export type { DispatchResult, DispatchStatus } from '../protocol/index.js';
 
 /** The durable record of one dispatch. */
 export interface DispatchRecord {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Task } from '@a2a-js/sdk';
 import type { EventBus } from '../bus/index.js';
-import { isFleetgateError } from '../errors/index.js';
+import { isFleetgateError } from '../protocol/index.js';
 import type { TaskStateName } from '../protocol/index.js';
 import { isInterruptedState, normalizeTaskState } from '../protocol/index.js';
 import type {

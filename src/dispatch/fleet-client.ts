@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 import type { SendMessageRequest, Task } from '@a2a-js/sdk';
 
-import { FleetgateError } from '../errors/index.js';
+import { FleetgateError } from '../protocol/index.js';
 import {
   SkillCallChain,
   createHookFailureLog,
@@ -13,7 +13,7 @@ import {
   type HookFailureSink,
   type RegisteredExtension,
 } from '../extensions/index.js';
-import { BlastRegistry } from '../fleet/blast-registry.js';
+import { BlastRegistry } from '../fleet/index.js';
 import { isTerminalState, normalizeTaskState, type TaskStateName } from '../protocol/index.js';
 import {
   CALL_ID_HEADER,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 import { Role, type Message, type Part } from '@a2a-js/sdk';
 
-import { FleetgateError, isFleetgateError } from '../errors/index.js';
+import { FleetgateError, isFleetgateError } from '../protocol/index.js';
 import type { CallInput, CallOptions } from './call-types.js';
 
 /** The signal of a call nobody can abort (never passed to fetch). */

@@ -1,6 +1,6 @@
 import type { Artifact, Message, Part, StreamResponse, Task } from '@a2a-js/sdk';
 
-import { assertNever } from '../errors/index.js';
+import { assertNever } from '../protocol/index.js';
 import { PART_MIME_METADATA_KEY } from '../protocol/index.js';
 
 /**

@@ -1,7 +1,7 @@
 import { TaskState, type Task } from '@a2a-js/sdk';
 import { describe, expect, it } from 'vitest';
 
-import { FleetgateError } from '../errors/index.js';
+import { FleetgateError } from '../protocol/index.js';
 import { SkillCallChain, createSkillCallContext, type CallOutcome } from '../extensions/index.js';
 import { readDeclarations } from '../protocol/index.js';
 import { TerminalRouter, outcomeForTask } from './terminal.js';

@@ -1,7 +1,7 @@
 import type { Task } from '@a2a-js/sdk';
 
 import type { CollectedEvent, EventCollector } from '../bus/index.js';
-import { FleetgateError } from '../errors/index.js';
+import { FleetgateError } from '../protocol/index.js';
 import type { CallOutcome, SkillCallChain } from '../extensions/index.js';
 import { isTerminalState, normalizeTaskState } from '../protocol/index.js';
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
-import { FleetgateError, isFleetgateError } from '../errors/index.js';
+import { FleetgateError, isFleetgateError } from '../protocol/index.js';
 import { readDeclarations } from '../protocol/index.js';
 import {
   SkillCallChain,

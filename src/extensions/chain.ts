@@ -1,4 +1,4 @@
-import { FleetgateError, isFleetgateError } from '../errors/index.js';
+import { FleetgateError, isFleetgateError } from '../protocol/index.js';
 import type { Declarations } from '../protocol/index.js';
 import { createCallState, type CallState } from './state.js';
 import type {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { isFleetgateError } from '../errors/index.js';
+import { isFleetgateError } from '../protocol/index.js';
 import {
   BLAST_V1_URI,
   EFFECT_DOMAIN_V1_URI,

@@ -1,4 +1,4 @@
-import { FleetgateError } from '../errors/index.js';
+import { FleetgateError } from '../protocol/index.js';
 import { canonicalExtensionUri, readDeclarations, type Declarations } from '../protocol/index.js';
 import type { Extension, RegisterOptions, RegisteredExtension } from './types.js';
 

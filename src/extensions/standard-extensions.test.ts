@@ -2,8 +2,8 @@ import type { Task } from '@a2a-js/sdk';
 import { TaskState } from '@a2a-js/sdk';
 import { describe, expect, it } from 'vitest';
 
-import { deterministicEventId } from '../bus/index.js';
-import { FleetgateError } from '../errors/index.js';
+import { deterministicEventId } from '../protocol/index.js';
+import { FleetgateError } from '../protocol/index.js';
 import {
   STAMPS,
   WORLDSTATE_DELTA_MIME,

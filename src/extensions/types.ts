@@ -4,7 +4,7 @@
  */
 import type { Message, Task } from '@a2a-js/sdk';
 
-import type { FleetgateError } from '../errors/index.js';
+import type { FleetgateError } from '../protocol/index.js';
 import type { Declarations } from '../protocol/index.js';
 import type { CallState } from './state.js';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { FleetgateError } from '../errors/index.js';
+import { FleetgateError } from '../protocol/index.js';
 import type { BlastRadius } from '../protocol/index.js';
 import { blastRadiusSchema, LIMITS } from '../protocol/index.js';
 

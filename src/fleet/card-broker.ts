@@ -1,7 +1,7 @@
-import { scaleSeverity } from '../alerts/severity.js';
+import { scaleSeverity } from '../alerts/index.js';
 import type { EventBus } from '../bus/index.js';
-import { deterministicEventId } from '../bus/index.js';
-import { FleetgateError, isFleetgateError } from '../errors/index.js';
+import { deterministicEventId } from '../protocol/index.js';
+import { FleetgateError, isFleetgateError } from '../protocol/index.js';
 import type { BlastRadius, Declarations, Diagnostic, HitlMode } from '../protocol/index.js';
 import {
   BLAST_V1_URI,

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { FleetgateError } from '../errors/index.js';
+import { FleetgateError } from '../protocol/index.js';
 import { AGENT_CARD_PATHS, LIMITS } from '../protocol/index.js';
 
 /** What a card source needs to know about an agent to fetch its card. */

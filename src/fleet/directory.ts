@@ -1,4 +1,4 @@
-import { FleetgateError } from '../errors/index.js';
+import { FleetgateError } from '../protocol/index.js';
 import type { AgentEntry, SecretResolver } from './agent-config.js';
 import { parseAgentConfig } from './agent-config.js';
 

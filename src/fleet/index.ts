@@ -8,3 +8,5 @@ export * from './ratchet.js';
 export { createSemaphore } from './semaphore.js';
 export * from './card-cache.js';
 export * from './learned-floors.js';
+export * from './declaration-lookup.js';
+export * from './store-tables.js';

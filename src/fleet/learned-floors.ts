@@ -1,9 +1,13 @@
-import type { Kysely } from 'kysely';
-import type { AlertsDatabase, LearnedFloor } from '../alerts/index.js';
-import { listLearnedFloors } from '../alerts/index.js';
 import type { BlastRadius } from '../protocol/index.js';
 import { compareRadius } from '../protocol/index.js';
 import type { FloorSource } from './card-broker.js';
+
+/** One learned floor, as the alerts' floor writer stores and reports it. */
+export interface LearnedFloorEntry {
+  agent: string;
+  skill: string;
+  radius: BlastRadius;
+}
 
 /**
  * The floors reconciliation learned from observed violations (`learnFloors: true`), kept in the
@@ -12,7 +16,7 @@ import type { FloorSource } from './card-broker.js';
  *
  * @example
  * ```ts
- * const learned = await LearnedFloors.load(store.db);
+ * const learned = LearnedFloors.from(await listLearnedFloors(store.db));
  * const writer = createStoreFloorWriter({ db: store.db, kind: store.kind, onRaised: (f) => learned.raise(f) });
  * new CardBroker({ ..., floors: learned });
  * ```
@@ -25,11 +29,14 @@ export class LearnedFloors implements FloorSource {
     return this.#version;
   }
 
-  /** Loads every learned floor of the store. */
-  static async load<DB extends AlertsDatabase>(db: Kysely<DB>): Promise<LearnedFloors> {
-    const floors = new LearnedFloors();
-    for (const floor of await listLearnedFloors(db)) floors.raise(floor);
-    return floors;
+  /**
+   * Starts from the floors learned so far (the alerts' `listLearnedFloors(db)`; the composition
+   * root reads them, so the fleet needs nothing of the alerts).
+   */
+  static from(floors: Iterable<LearnedFloorEntry>): LearnedFloors {
+    const learned = new LearnedFloors();
+    for (const floor of floors) learned.raise(floor);
+    return learned;
   }
 
   floor(agent: string, skill: string): BlastRadius | undefined {
@@ -37,7 +44,7 @@ export class LearnedFloors implements FloorSource {
   }
 
   /** Applies a learned floor; a floor only ever widens. */
-  raise(floor: Pick<LearnedFloor, 'agent' | 'skill' | 'radius'>): void {
+  raise(floor: LearnedFloorEntry): void {
     let skills = this.#floors.get(floor.agent);
     if (skills === undefined) {
       skills = new Map();

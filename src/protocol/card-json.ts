@@ -1,4 +1,4 @@
-import { FleetgateError } from '../errors/index.js';
+import { FleetgateError } from './errors.js';
 import { LIMITS } from './limits.js';
 
 /**

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isFleetgateError } from '../errors/index.js';
+import { isFleetgateError } from './errors.js';
 import type { WorldStateDeltaEntry } from './index.js';
 import {
   BLAST_V1_URI,

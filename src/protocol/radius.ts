@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { createOrderedScale } from './ordered-scale.js';
 
 /** Blast radii, narrowest to widest. */
 export const BLAST_RADII = ['self', 'project', 'repo', 'fleet', 'public'] as const;
@@ -6,27 +7,20 @@ export const BLAST_RADII = ['self', 'project', 'repo', 'fleet', 'public'] as con
 /** How wide a skill's effect can be. */
 export type BlastRadius = (typeof BLAST_RADII)[number];
 
+/** The blast radii as an ordered scale: compare, max, at-least and parse in one place. */
+export const RADIUS_SCALE = createOrderedScale(BLAST_RADII);
+
 /** Rank of each radius: `self` 0 … `public` 4. */
-export const BLAST_ORDER: Readonly<Record<BlastRadius, number>> = {
-  self: 0,
-  project: 1,
-  repo: 2,
-  fleet: 3,
-  public: 4,
-};
+export const BLAST_ORDER: Readonly<Record<BlastRadius, number>> = RADIUS_SCALE.order;
 
 /** zod schema of a {@link BlastRadius}. */
 export const blastRadiusSchema = z.enum(BLAST_RADII);
 
 /** True when `value` is one of {@link BLAST_RADII}. */
-export function isBlastRadius(value: unknown): value is BlastRadius {
-  return typeof value === 'string' && Object.hasOwn(BLAST_ORDER, value);
-}
+export const isBlastRadius: (value: unknown) => value is BlastRadius = RADIUS_SCALE.is;
 
 /** Negative when `a` is narrower than `b`, 0 when equal, positive when wider (a sort comparator). */
-export function compareRadius(a: BlastRadius, b: BlastRadius): number {
-  return BLAST_ORDER[a] - BLAST_ORDER[b];
-}
+export const compareRadius: (a: BlastRadius, b: BlastRadius) => number = RADIUS_SCALE.compare;
 
 /**
  * The widest of the given radii, ignoring `undefined`; `undefined` when none is given.
@@ -36,11 +30,13 @@ export function compareRadius(a: BlastRadius, b: BlastRadius): number {
  * maxRadius('self', undefined, 'repo') // 'repo'
  * ```
  */
-export function maxRadius(...radii: readonly (BlastRadius | undefined)[]): BlastRadius | undefined {
-  let widest: BlastRadius | undefined;
-  for (const r of radii) {
-    if (r !== undefined && (widest === undefined || BLAST_ORDER[r] > BLAST_ORDER[widest]))
-      widest = r;
-  }
-  return widest;
-}
+export const maxRadius: (
+  ...radii: readonly (BlastRadius | undefined)[]
+) => BlastRadius | undefined = RADIUS_SCALE.max;
+
+/** True when `radius` is as wide as `threshold` or wider (`radiusAtLeast('fleet', 'repo')`). */
+export const radiusAtLeast: (radius: BlastRadius, threshold: BlastRadius) => boolean =
+  RADIUS_SCALE.atLeast;
+
+/** `value` when it is a blast radius, else `undefined`. */
+export const parseRadius: (value: unknown) => BlastRadius | undefined = RADIUS_SCALE.parse;

@@ -1,5 +1,5 @@
 import { TaskState } from '@a2a-js/sdk';
-import { FleetgateError } from '../errors/index.js';
+import { FleetgateError } from './errors.js';
 import { isRecord } from './json-path.js';
 import { LIMITS } from './limits.js';
 import type { NormalizedPart } from './parts.js';

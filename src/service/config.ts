@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
-import { FleetgateError } from '../errors/index.js';
+import { FleetgateError } from '../protocol/index.js';
 import { formatIssues } from '../fleet/index.js';
 import { blastRadiusSchema } from '../protocol/index.js';
 

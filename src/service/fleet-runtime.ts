@@ -13,14 +13,14 @@ import {
   LearnedFloors,
 } from '../fleet/index.js';
 import type { FloorWriter } from '../alerts/index.js';
-import { createStoreFloorWriter } from '../alerts/index.js';
-import type { Store } from '../store/index.js';
-import { openStore } from '../store/index.js';
+import { createStoreFloorWriter, listLearnedFloors } from '../alerts/index.js';
 import type { FleetgateConfig } from './config.js';
+import type { GatewayStore } from './migrations.js';
+import { openGatewayStore } from './migrations.js';
 
 /** The fleet side of a gateway: directory, registries, ratchet and card broker on one store. */
 export interface FleetRuntime {
-  store: Store;
+  store: GatewayStore;
   directory: AgentDirectory;
   registries: FleetRegistries;
   broker: CardBroker;
@@ -36,7 +36,7 @@ export interface FleetRuntimeOptions {
   secrets: SecretResolver;
   bus?: Pick<EventBus, 'publish'>;
   /** An open store to use instead of opening `config.store`. */
-  store?: Store;
+  store?: GatewayStore;
   /** Where cards come from (default: HTTP with `config.cards.timeout`). */
   source?: CardSource;
 }
@@ -48,13 +48,13 @@ export async function createFleetRuntime(
 ): Promise<FleetRuntime> {
   const directory = new AgentDirectory({ secrets: options.secrets });
   directory.load(config.agents);
-  const store = options.store ?? (await openStore(config.store));
+  const store = options.store ?? (await openGatewayStore(config.store));
   const registries: FleetRegistries = {
     blast: new BlastRegistry(),
     hitlMode: new HitlModeRegistry(),
     effectDomain: new EffectDomainRegistry(),
   };
-  const learnedFloors = await LearnedFloors.load(store.db);
+  const learnedFloors = LearnedFloors.from(await listLearnedFloors(store.db));
   const floorWriter = createStoreFloorWriter({
     db: store.db,
     kind: store.kind,

@@ -31,11 +31,10 @@ import type {
   PolicyGate,
 } from '../dispatch/index.js';
 import { createFleetClient, createStoreDispatchRecords, Dispatcher } from '../dispatch/index.js';
-import { FleetgateError, isFleetgateError } from '../errors/index.js';
+import { FleetgateError, isFleetgateError } from '../protocol/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../extensions/index.js';
 import type { CardSource, SecretResolver } from '../fleet/index.js';
-import type { Store } from '../store/index.js';
-import { openStore } from '../store/index.js';
+import { declarationLookupOf } from '../fleet/index.js';
 import type { CostSummaries, Reconciler } from '../alerts/index.js';
 import {
   createActionQualityMonitor,
@@ -53,11 +52,13 @@ import type { FleetgateConfig, FleetgateConfigInput } from './config.js';
 import { parseConfig } from './config.js';
 import type { FleetRuntime } from './fleet-runtime.js';
 import { createFleetRuntime } from './fleet-runtime.js';
+import type { GatewayStore } from './migrations.js';
+import { openGatewayStore } from './migrations.js';
 
 /** What tests and embedders may inject instead of what the config names. */
 export interface GatewayDeps {
   /** An open store; the gateway migrates nothing else and does not close it. */
-  store?: Store;
+  store?: GatewayStore;
   /** A bus; the gateway does not close it. */
   bus?: EventBus;
   /** Where cards come from (default: HTTP). */
@@ -106,7 +107,7 @@ export interface Gateway {
   readonly pushReceiver: (request: PushRequest) => Promise<PushResponse>;
   /** Internals for the service layer and tests (tracker statistics, relay). */
   readonly internals: {
-    readonly store: Store;
+    readonly store: GatewayStore;
     readonly bus: EventBus;
     readonly fleet: FleetClient;
     readonly tracker: TaskTracker;
@@ -137,7 +138,7 @@ export async function createGateway(
   deps: GatewayDeps = {},
 ): Promise<Gateway> {
   const config = parseConfig(input);
-  const store = deps.store ?? (await openStore(config.store));
+  const store = deps.store ?? (await openGatewayStore(config.store));
   const bus = deps.bus ?? (await openBus(config.bus));
   const reportError =
     deps.onError ??
@@ -211,14 +212,15 @@ export async function createGateway(
     ...(deps.seeds === undefined ? {} : { seeds: deps.seeds }),
     ...(deps.now === undefined ? {} : { now: deps.now }),
   });
+  const declarations = declarationLookupOf(runtime.broker);
   const reconciler: Reconciler = createReconciler({
     bus,
-    declarations: runtime.broker,
+    declarations,
     domains: config.domains,
     learnFloors: true,
     floorWriter: runtime.floorWriter,
   });
-  const quality = createActionQualityMonitor({ bus, declarations: runtime.broker });
+  const quality = createActionQualityMonitor({ bus, declarations });
   const costs = createCostSummaries();
 
   // Consumers first, so nothing the relay or the first refresh publishes is missed.

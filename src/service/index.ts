@@ -1,5 +1,6 @@
 /**
- * The service room: the composition root and the configuration it reads. `fleetgate/gateway`.
+ * The service room: the composition root, the configuration it reads and the gateway's store
+ * (every room's migrations). `fleetgate/gateway`.
  */
 export { createGateway, type Gateway, type GatewayDeps } from './gateway.js';
 export {
@@ -10,3 +11,5 @@ export {
   type FleetgateConfig,
   type FleetgateConfigInput,
 } from './config.js';
+export * from './migrations.js';
+export * from './fleet-runtime.js';

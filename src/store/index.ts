@@ -1,9 +1,9 @@
 /**
  * The store: kysely over SQLite (better-sqlite3, embedded default) or PostgreSQL (pg), selected by
- * URL, with versioned in-code migrations run at start.
+ * URL, each driver loaded only when named, with the versioned in-code migrations its caller hands
+ * in. The ground floor: it knows no domain's tables.
  */
 export { openStore, parseStoreUrl } from './open-store.js';
 export type { Store, StoreLocation, StoreOptions } from './open-store.js';
-export { FLEETGATE_MIGRATIONS, migrateToLatest, serialKeyType } from './migrations.js';
-export type { MigrateOptions, StoreKind, StoreMigration } from './migrations.js';
-export type { FleetgateDatabase } from './schema.js';
+export { composeMigrations, migrateToLatest, serialKeyType } from './migrations.js';
+export type { MigrateOptions, StoreKind, StoreMigration, StoreMigrations } from './migrations.js';

@@ -1,11 +1,30 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import type { Generated } from 'kysely';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isFleetgateError } from '../errors/index.js';
-import { FLEETGATE_MIGRATIONS, openStore, parseStoreUrl } from './index.js';
-import type { Store } from './index.js';
+import { isFleetgateError } from '../protocol/index.js';
+import { composeMigrations, openStore, parseStoreUrl } from './index.js';
+import type { Store, StoreMigrations } from './index.js';
+
+interface NoteDatabase {
+  note: { seq: Generated<number>; text: string; created_at: number };
+}
+
+/** A store test's own table: the store knows no domain's tables. */
+const NOTE_MIGRATIONS: StoreMigrations = {
+  '0001_note': {
+    async up(db, kind) {
+      await db.schema
+        .createTable('note')
+        .addColumn('seq', kind === 'postgres' ? 'bigserial' : 'integer', (c) => c.primaryKey())
+        .addColumn('text', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+    },
+  },
+};
 
 describe('parseStoreUrl', () => {
   it('selects SQLite for sqlite: URLs and PostgreSQL for postgres:// URLs', () => {
@@ -42,7 +61,7 @@ describe('parseStoreUrl', () => {
 
 describe('openStore on a SQLite file', () => {
   const dirs: string[] = [];
-  const stores: Store[] = [];
+  const stores: Store<NoteDatabase>[] = [];
   afterEach(async () => {
     for (const s of stores.splice(0)) await s.close();
     for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
@@ -56,43 +75,51 @@ describe('openStore on a SQLite file', () => {
 
   it('creates the file in WAL mode and runs each migration once', async () => {
     const file = tempFile();
-    const first = await openStore(`sqlite:${file}`);
+    const first = await openStore<NoteDatabase>(`sqlite:${file}`, { migrations: NOTE_MIGRATIONS });
     stores.push(first);
     expect(first.kind).toBe('sqlite');
-    expect(first.migrated).toEqual(Object.keys(FLEETGATE_MIGRATIONS));
+    expect(first.migrated).toEqual(['0001_note']);
     expect(existsSync(file)).toBe(true);
     const mode = await sql<{ journal_mode: string }>`pragma journal_mode`.execute(first.db);
     expect(mode.rows[0]?.journal_mode).toBe('wal');
     await first.close();
     await first.close();
 
-    const second = await openStore(`sqlite:${file}`);
+    const second = await openStore<NoteDatabase>(`sqlite:${file}`, {
+      migrations: NOTE_MIGRATIONS,
+    });
     stores.push(second);
     expect(second.migrated).toEqual([]);
     await second.db
-      .insertInto('fleetgate_outbox')
-      .values({
-        id: 'e1',
-        topic: 't',
-        payload: '{}',
-        correlation_id: 'e1',
-        time: new Date(0).toISOString(),
-        created_at: 1_800_000_000_000,
-        sent_at: null,
-        last_error: null,
-      })
+      .insertInto('note')
+      .values({ text: 'a', created_at: 1_800_000_000_000 })
       .execute();
-    const row = await second.db
-      .selectFrom('fleetgate_outbox')
-      .selectAll()
-      .executeTakeFirstOrThrow();
-    expect(row).toMatchObject({ seq: 1, attempts: 0, created_at: 1_800_000_000_000 });
+    const row = await second.db.selectFrom('note').selectAll().executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ seq: 1, text: 'a', created_at: 1_800_000_000_000 });
+  });
+
+  it('runs the parts two lists give one migration name in order, as one migration', async () => {
+    const ran: string[] = [];
+    const part = (label: string): StoreMigrations => ({
+      '0002_shared': {
+        up() {
+          ran.push(label);
+          return Promise.resolve();
+        },
+      },
+    });
+    const migrations = composeMigrations(part('first'), NOTE_MIGRATIONS, part('second'));
+    expect(Object.keys(migrations)).toEqual(['0001_note', '0002_shared']);
+    const store = await openStore(`sqlite:${tempFile()}`, { migrations });
+    stores.push(store as Store<NoteDatabase>);
+    expect(store.migrated).toEqual(['0001_note', '0002_shared']);
+    expect(ran).toEqual(['first', 'second']);
   });
 
   it('reports a failing migration with FLEETGATE_STORE_MIGRATION_FAILED and its name', async () => {
     const error = await openStore(`sqlite:${tempFile()}`, {
       migrations: {
-        ...FLEETGATE_MIGRATIONS,
+        ...NOTE_MIGRATIONS,
         '0002_broken': {
           async up(db) {
             await sql`create table nope (`.execute(db);
@@ -105,8 +132,8 @@ describe('openStore on a SQLite file', () => {
   });
 
   it('refuses a schema for SQLite', async () => {
-    await expect(openStore('sqlite::memory:', { schema: 'x' })).rejects.toSatisfy((e) =>
-      isFleetgateError(e, 'FLEETGATE_STORE_URL_INVALID'),
-    );
+    await expect(
+      openStore('sqlite::memory:', { migrations: NOTE_MIGRATIONS, schema: 'x' }),
+    ).rejects.toSatisfy((e) => isFleetgateError(e, 'FLEETGATE_STORE_URL_INVALID'));
   });
 });

@@ -1,23 +1,27 @@
 /**
  * Opens the store selected by URL: SQLite through better-sqlite3 (a file in WAL mode, the
- * embedded default) or PostgreSQL through pg, both behind kysely, and runs pending migrations.
+ * embedded default) or PostgreSQL through pg, both behind kysely, and runs the migrations the
+ * caller hands in. Each driver is loaded only when a URL names it: importing the store costs
+ * neither.
  */
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
-import pg from 'pg';
-import { FleetgateError } from '../errors/index.js';
-import type { StoreKind, StoreMigration } from './migrations.js';
+import type { Pool, PoolConfig } from 'pg';
+import { FleetgateError } from '../protocol/index.js';
+import type { StoreKind, StoreMigrations } from './migrations.js';
 import { migrateToLatest } from './migrations.js';
-import type { FleetgateDatabase } from './schema.js';
 
 /** Options of {@link openStore}. */
 export interface StoreOptions {
   /** Run pending migrations on open (default true). */
   migrate?: boolean;
-  /** Migrations to run (default every Fleetgate migration). */
-  migrations?: Readonly<Record<string, StoreMigration>>;
+  /**
+   * Migrations to run, by name: every domain's, composed by the caller (the gateway passes
+   * `GATEWAY_MIGRATIONS`). The store knows no table of its own.
+   */
+  migrations: StoreMigrations;
   /**
    * PostgreSQL only: the schema every table lives in, created when missing (default: the
    * server's `search_path`, normally `public`). Lets several gateways or test runs share a database.
@@ -25,17 +29,34 @@ export interface StoreOptions {
   schema?: string;
   /** PostgreSQL only: most pooled connections (default 10). */
   poolSize?: number;
+  /**
+   * PostgreSQL only: `application_name` of the pooled connections (default `fleetgate`), so an
+   * operator can tell them apart in `pg_stat_activity`.
+   */
+  applicationName?: string;
+  /**
+   * PostgreSQL only: called when an idle pooled connection fails (the server restarted, a proxy
+   * or an operator dropped it). The pool discards that connection and the next query opens a new
+   * one; without a listener the error would end the process. Default: count it
+   * ({@link Store.idleErrors}) and go on.
+   */
+  onError?: (error: Error) => void;
 }
 
-/** An open store. */
-export interface Store {
+/**
+ * An open store over the tables of `DB` (the caller's composed database type: each domain
+ * declares its own tables).
+ */
+export interface Store<DB = unknown> {
   /** The kysely instance; use `db.transaction()` for atomic writes. */
-  readonly db: Kysely<FleetgateDatabase>;
+  readonly db: Kysely<DB>;
   readonly kind: StoreKind;
   /** The URL without password. */
   readonly url: string;
   /** Names of the migrations this open ran. */
   readonly migrated: readonly string[];
+  /** Errors of idle pooled connections so far (PostgreSQL; always 0 on SQLite). */
+  readonly idleErrors: number;
   /** Closes the database or the pool. Idempotent. */
   close(): Promise<void>;
 }
@@ -45,8 +66,6 @@ export type StoreLocation =
   { kind: 'sqlite'; file: string } | { kind: 'postgres'; connectionString: string };
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/u;
-// PostgreSQL returns BIGINT (int8) as a string by default; our bigint columns hold epoch ms and
-// sequence numbers, far below 2^53, so numbers are the honest type.
 const INT8_OID = 20;
 
 /**
@@ -85,35 +104,43 @@ function redact(url: string): string {
 }
 
 /**
- * Opens (and by default migrates) the store at `url`.
+ * Opens (and by default migrates) the store at `url`, loading only the driver the URL names.
  *
  * @example
  * ```ts
- * const store = await openStore('sqlite:./data/fleetgate.db');
- * const store = await openStore('postgres://fleetgate@db:5432/fleetgate', { schema: 'gw' });
+ * const store = await openStore<AppDatabase>('sqlite:./data/fleetgate.db', { migrations });
+ * const store = await openStore('postgres://fleetgate@db:5432/fleetgate', { migrations, schema: 'gw' });
  * ```
  */
-export async function openStore(url: string, options: StoreOptions = {}): Promise<Store> {
+export async function openStore<DB = unknown>(
+  url: string,
+  options: StoreOptions,
+): Promise<Store<DB>> {
   const location = parseStoreUrl(url);
   const schema = options.schema;
   if (schema !== undefined && (location.kind !== 'postgres' || !SCHEMA_NAME.test(schema))) {
     throw invalidUrl(url, `schema ${JSON.stringify(schema)} needs postgres and [a-z0-9_]`);
   }
-  const db =
+  let idleErrors = 0;
+  const onError = options.onError;
+  const dialect =
     location.kind === 'sqlite'
-      ? new Kysely<FleetgateDatabase>({
-          dialect: new SqliteDialect({ database: openSqlite(location.file) }),
-        })
-      : new Kysely<FleetgateDatabase>({
-          dialect: new PostgresDialect({
-            pool: new pg.Pool({
+      ? new SqliteDialect({ database: await openSqlite(location.file) })
+      : new PostgresDialect({
+          pool: await openPool(
+            {
               connectionString: location.connectionString,
               max: options.poolSize ?? 10,
+              application_name: options.applicationName ?? 'fleetgate',
               ...(schema === undefined ? {} : { options: `-c search_path=${schema}` }),
-              types: { getTypeParser: int8AsNumber },
-            }),
-          }),
+            },
+            (error) => {
+              idleErrors += 1;
+              onError?.(error);
+            },
+          ),
         });
+  const db = new Kysely<DB>({ dialect });
   let closed = false;
   const close = async (): Promise<void> => {
     if (closed) return;
@@ -128,25 +155,47 @@ export async function openStore(url: string, options: StoreOptions = {}): Promis
       options.migrate === false
         ? []
         : await migrateToLatest(db as unknown as Kysely<unknown>, location.kind, {
-            ...(options.migrations === undefined ? {} : { migrations: options.migrations }),
+            migrations: options.migrations,
             ...(schema === undefined ? {} : { schema }),
           });
-    return { db, kind: location.kind, url: redact(url), migrated, close };
+    return {
+      db,
+      kind: location.kind,
+      url: redact(url),
+      migrated,
+      get idleErrors() {
+        return idleErrors;
+      },
+      close,
+    };
   } catch (error) {
     await close().catch(() => undefined);
     throw error;
   }
 }
 
-/** pg's type parser lookup, with BIGINT (int8) parsed as a number. */
-const int8AsNumber = ((oid: number, format?: 'text' | 'binary') => {
-  if (oid === INT8_OID) return (value: string) => Number(value);
-  const parser: unknown =
-    format === 'binary' ? pg.types.getTypeParser(oid, 'binary') : pg.types.getTypeParser(oid);
-  return parser;
-}) as typeof pg.types.getTypeParser;
+/**
+ * A pg pool (pg loaded on first use) whose idle-connection errors go to `onIdleError`: pg emits
+ * `error` on the pool when a connection that sits idle fails, and an `error` event without a
+ * listener would throw from the event emitter and end the process.
+ */
+async function openPool(config: PoolConfig, onIdleError: (error: Error) => void): Promise<Pool> {
+  const pg = (await import('pg')).default;
+  // PostgreSQL returns BIGINT (int8) as a string by default; our bigint columns hold epoch ms and
+  // sequence numbers, far below 2^53, so numbers are the honest type.
+  const getTypeParser = ((oid: number, format?: 'text' | 'binary') => {
+    if (oid === INT8_OID) return (value: string) => Number(value);
+    const parser: unknown =
+      format === 'binary' ? pg.types.getTypeParser(oid, 'binary') : pg.types.getTypeParser(oid);
+    return parser;
+  }) as typeof pg.types.getTypeParser;
+  const pool = new pg.Pool({ ...config, types: { getTypeParser } });
+  pool.on('error', onIdleError);
+  return pool;
+}
 
-function openSqlite(file: string): Database.Database {
+async function openSqlite(file: string): Promise<BetterSqlite3.Database> {
+  const Database = (await import('better-sqlite3')).default;
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
   const database = new Database(file);
   // WAL lets readers run beside the single writer; NORMAL sync is durable across process crashes

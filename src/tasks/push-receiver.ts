@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { ErrorCode } from '../errors/index.js';
-import { isFleetgateError } from '../errors/index.js';
+import type { ErrorCode } from '../protocol/index.js';
+import { isFleetgateError } from '../protocol/index.js';
 import type { NormalizedStreamEvent } from '../protocol/index.js';
 import { readStreamEvent } from '../protocol/index.js';
 import type { TaskRecord, TaskRecordStore } from './task-records.js';

@@ -1,4 +1,5 @@
-import type { CollectedEvent, OpenTopics } from '../bus/index.js';
+import type { CollectedEvent } from '../bus/index.js';
+import type { OpenTopics } from '../protocol/index.js';
 import { createOutboxWriter } from '../bus/index.js';
 import type { TerminalClaim, TerminalCommit } from '../dispatch/index.js';
 import type { TaskRecordStore } from './task-records.js';

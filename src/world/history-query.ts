@@ -1,5 +1,5 @@
 /** Normalises and evaluates {@link HistoryQuery} the same way in every store. */
-import { FleetgateError } from '../errors/index.js';
+import { FleetgateError } from '../protocol/index.js';
 import type { AuditRecord, HistoryQuery } from './types.js';
 
 /** Default and largest `limit` of a history query. */

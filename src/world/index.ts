@@ -32,11 +32,12 @@ export {
   type SqlWorldDatabase,
   type SqlWorldStoreOptions,
 } from './sql-world-store.js';
-export type {
-  WorldAuditTable,
-  WorldDatabase,
-  WorldDomainTable,
-  WorldEventTable,
+export {
+  WORLD_MIGRATIONS,
+  type WorldAuditTable,
+  type WorldDatabase,
+  type WorldDomainTable,
+  type WorldEventTable,
 } from './store-tables.js';
 export type {
   AuditRecord,
@@ -51,3 +52,5 @@ export type {
   WorldStore,
   WorldUnitOfWork,
 } from './types.js';
+export type { WorldBus, WorldPublishedTopic, WorldSubscription } from './bus-port.js';
+export type { WorldOutboxDatabase, WorldOutboxRow } from './outbox-batch.js';

@@ -5,9 +5,9 @@
  * not apply — all in one unit of work of the {@link WorldStore}, deduplicated by event id inside
  * it, so a redelivered event is applied exactly once even across replicas.
  */
-import type { EventBus, Subscription } from '../bus/index.js';
-import { deterministicEventId } from '../bus/index.js';
-import { FleetgateError } from '../errors/index.js';
+import type { WorldBus, WorldSubscription } from './bus-port.js';
+import { deterministicEventId } from '../protocol/index.js';
+import { FleetgateError } from '../protocol/index.js';
 import type { RejectedDeltaEntry } from '../protocol/index.js';
 import { FORBIDDEN_PATH_SEGMENTS } from '../protocol/index.js';
 import { applyDeltaAt } from './apply.js';
@@ -49,7 +49,7 @@ export interface WorldRetention {
 export interface WorldMaterialiserOptions {
   store: WorldStore;
   /** The bus it subscribes to; also publishes emissions when the store has no outbox. */
-  bus: EventBus;
+  bus: WorldBus;
   /** Initial state of domains, from configuration; each must be a JSON object. */
   seeds?: Readonly<Record<string, unknown>>;
   retention?: WorldRetention;
@@ -166,7 +166,7 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
     seeds.set(name, checkSeed(name, seed));
 
   const paths = new PathCache();
-  let subscription: Subscription | undefined;
+  let subscription: WorldSubscription | undefined;
   let timer: NodeJS.Timeout | undefined;
 
   function initDomain(at: number): (name: string) => StoredDomain {

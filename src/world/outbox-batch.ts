@@ -16,6 +16,26 @@ export interface OutboxBatchExecutor {
   executeQuery(query: CompiledQuery): Promise<unknown>;
 }
 
+/**
+ * The columns of the bus's `fleetgate_outbox` table this module writes: the world's own view of
+ * the outbox (a port), so `world` does not import `bus`. The bus's table has these and more.
+ */
+export interface WorldOutboxRow {
+  id: string;
+  topic: string;
+  payload: string;
+  correlation_id: string;
+  time: string;
+  created_at: number;
+  sent_at: number | null;
+  last_error: string | null;
+}
+
+/** A database that has the outbox table. */
+export interface WorldOutboxDatabase {
+  fleetgate_outbox: WorldOutboxRow;
+}
+
 /** Rows per statement: 9 parameters each, far below SQLite's and PostgreSQL's limits. */
 const OUTBOX_CHUNK = 500;
 

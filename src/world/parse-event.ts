@@ -2,8 +2,8 @@
  * The pure steps of applying one `world.state.delta` event: checking the envelope, splitting its
  * entries into the parseable and the rejected, and building audit records. No I/O.
  */
-import type { EventEnvelope, WorldStateDeltaEvent } from '../bus/index.js';
-import { FleetgateError } from '../errors/index.js';
+import type { EventEnvelope, WorldStateDeltaEvent } from '../protocol/index.js';
+import { FleetgateError } from '../protocol/index.js';
 import type { DeltaOp, RejectedDeltaEntry } from '../protocol/index.js';
 import { FORBIDDEN_PATH_SEGMENTS, LIMITS, parseDeltaEntry } from '../protocol/index.js';
 import { acceptDeltaEntry } from './accept.js';

@@ -10,7 +10,6 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createInMemoryEventBus } from '../bus/index.js';
 import type { WorldStateDeltaEntry } from '../protocol/index.js';
-import { openStore } from '../store/index.js';
 import { applyDelta } from './apply.js';
 import type { JsonObject } from './json.js';
 import type { WorldStateDeltaEnvelope } from './materialiser.js';
@@ -18,6 +17,7 @@ import { createWorldMaterialiser } from './materialiser.js';
 import { createMemoryWorldStore } from './memory-world-store.js';
 import { createSqlWorldStore } from './sql-world-store.js';
 import type { WorldStore } from './types.js';
+import { openGatewayStore } from '../service/index.js';
 
 const segment = fc.constantFrom('a', 'b', 'items', '0', '1', '2', 'n');
 const path = fc
@@ -107,7 +107,7 @@ describe('world-state properties', () => {
       await fc.assert(
         fc.asyncProperty(events, async (batches) => {
           run += 1;
-          const store = await openStore(`sqlite:${join(dir, `w${run}.db`)}`);
+          const store = await openGatewayStore(`sqlite:${join(dir, `w${run}.db`)}`);
           try {
             const sqlWorld = await materialise(
               createSqlWorldStore({ db: store.db, kind: store.kind }),

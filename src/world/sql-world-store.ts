@@ -7,9 +7,9 @@
  */
 import type { Kysely, Transaction } from 'kysely';
 import { CompiledQuery, sql } from 'kysely';
-import type { OutboxDatabase } from '../bus/index.js';
 import type { JsonObject } from './json.js';
 import { normaliseHistoryQuery } from './history-query.js';
+import type { WorldOutboxDatabase } from './outbox-batch.js';
 import { writeOutboxEvents } from './outbox-batch.js';
 import type { WorldDatabase } from './store-tables.js';
 import {
@@ -33,7 +33,7 @@ import type {
 } from './types.js';
 
 /** The tables the SQL world store reads and writes. */
-export type SqlWorldDatabase = WorldDatabase & OutboxDatabase;
+export type SqlWorldDatabase = WorldDatabase & WorldOutboxDatabase;
 
 /** Options of {@link createSqlWorldStore}. */
 export interface SqlWorldStoreOptions<DB extends SqlWorldDatabase = SqlWorldDatabase> {

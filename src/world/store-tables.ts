@@ -1,8 +1,9 @@
 /**
- * Row types of the world-state tables (created by the store's `0003_world` migration). The
- * store's `FleetgateDatabase` includes {@link WorldDatabase}.
+ * The world-state tables: row types and the `0003_world` migration that creates them. The
+ * composition root hands {@link WORLD_MIGRATIONS} to the store (migration names are permanent).
  */
-import type { Generated } from 'kysely';
+import type { Generated, Kysely } from 'kysely';
+import { sql } from 'kysely';
 
 /** `fleetgate_world_domains`: one row per domain. */
 export interface WorldDomainTable {
@@ -57,3 +58,83 @@ export interface WorldDatabase {
   fleetgate_world_events: WorldEventTable;
   fleetgate_world_audit: WorldAuditTable;
 }
+
+/**
+ * A migration as the store runs it (kysely's Migrator, in name order). Declared here rather than
+ * imported, so this folder depends on no other; the store's `StoreMigration` has the same shape.
+ */
+interface WorldMigration {
+  up(db: Kysely<unknown>, kind: 'sqlite' | 'postgres'): Promise<void>;
+  down?(db: Kysely<unknown>, kind: 'sqlite' | 'postgres'): Promise<void>;
+}
+
+/** The world-state migrations (`fleetgate_world_domains`, `_events`, `_audit`), by name. */
+export const WORLD_MIGRATIONS: Readonly<Record<string, WorldMigration>> = {
+  '0003_world': {
+    async up(db, kind) {
+      // World state: domains, applied event ids, the audit log.
+      await db.schema
+        .createTable('fleetgate_world_domains')
+        .addColumn('name', 'text', (col) => col.primaryKey())
+        .addColumn('version', 'bigint', (col) => col.notNull())
+        .addColumn('state', 'text', (col) => col.notNull())
+        .addColumn('base_state', 'text', (col) => col.notNull())
+        .addColumn('base_version', 'bigint', (col) => col.notNull())
+        .addColumn('updated_at', 'bigint', (col) => col.notNull())
+        .execute();
+      await db.schema
+        .createTable('fleetgate_world_events')
+        .addColumn('event_id', 'text', (col) => col.primaryKey())
+        .addColumn('applied_at', 'bigint', (col) => col.notNull())
+        .execute();
+      await db.schema
+        .createIndex('fleetgate_world_events_applied_at')
+        .on('fleetgate_world_events')
+        .column('applied_at')
+        .execute();
+      await db.schema
+        .createTable('fleetgate_world_audit')
+        .addColumn('seq', sql.raw(kind === 'postgres' ? 'bigserial' : 'integer'), (col) => {
+          const pk = col.primaryKey();
+          return kind === 'sqlite' ? pk.autoIncrement() : pk;
+        })
+        .addColumn('domain', 'text', (col) => col.notNull())
+        .addColumn('path', 'text', (col) => col.notNull())
+        .addColumn('op', 'text', (col) => col.notNull())
+        .addColumn('value', 'text')
+        .addColumn('previous', 'text')
+        .addColumn('next', 'text')
+        .addColumn('status', 'text', (col) => col.notNull())
+        .addColumn('reason', 'text')
+        .addColumn('version', 'bigint')
+        .addColumn('agent', 'text', (col) => col.notNull())
+        .addColumn('skill', 'text', (col) => col.notNull())
+        .addColumn('task_id', 'text', (col) => col.notNull())
+        .addColumn('event_id', 'text', (col) => col.notNull())
+        .addColumn('entry_index', 'integer', (col) => col.notNull())
+        .addColumn('time', 'text', (col) => col.notNull())
+        .addColumn('recorded_at', 'bigint', (col) => col.notNull())
+        .execute();
+      await db.schema
+        .createIndex('fleetgate_world_audit_domain_seq')
+        .on('fleetgate_world_audit')
+        .columns(['domain', 'seq'])
+        .execute();
+      await db.schema
+        .createIndex('fleetgate_world_audit_domain_path')
+        .on('fleetgate_world_audit')
+        .columns(['domain', 'path', 'seq'])
+        .execute();
+      await db.schema
+        .createIndex('fleetgate_world_audit_recorded_at')
+        .on('fleetgate_world_audit')
+        .column('recorded_at')
+        .execute();
+    },
+    async down(db) {
+      await db.schema.dropTable('fleetgate_world_audit').execute();
+      await db.schema.dropTable('fleetgate_world_events').execute();
+      await db.schema.dropTable('fleetgate_world_domains').execute();
+    },
+  },
+};

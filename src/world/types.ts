@@ -1,5 +1,5 @@
 /** The world-state model and the `WorldStore` port the materialiser persists through. */
-import type { WorldStateDeltaRejectedEvent, WorldStateUpdatedEvent } from '../bus/index.js';
+import type { WorldStateDeltaRejectedEvent, WorldStateUpdatedEvent } from '../protocol/index.js';
 import type { JsonObject } from './json.js';
 
 /** A domain as readers see it. */

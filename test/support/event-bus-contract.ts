@@ -3,14 +3,10 @@
  * any caller may rely on, whatever the backend. Waits are event-driven with bounded timeouts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { isFleetgateError } from '../../src/errors/index.js';
-import type {
-  EventBus,
-  EventEnvelope,
-  OpenTopics,
-  UnreportedErrorHandler,
-} from '../../src/bus/index.js';
-import { deterministicEventId } from '../../src/bus/index.js';
+import { isFleetgateError } from '../../src/protocol/index.js';
+import type { EventBus, UnreportedErrorHandler } from '../../src/bus/index.js';
+import type { EventEnvelope, OpenTopics } from '../../src/protocol/index.js';
+import { deterministicEventId } from '../../src/protocol/index.js';
 
 /** What a bus factory gets: hooks the contract needs to observe. */
 export interface ContractBusOptions {

@@ -10,12 +10,12 @@ import { createInMemoryEventBus, createOutboxRelay, EventCollector } from '../..
 import { createFleetClient } from '../../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../../src/extensions/index.js';
 import { BlastRegistry } from '../../src/fleet/index.js';
-import { openStore } from '../../src/store/index.js';
 import {
   createStoreTaskRecords,
   createTerminalCommit,
   TaskTracker,
 } from '../../src/tasks/index.js';
+import { openGatewayStore } from '../../src/service/index.js';
 
 const [agentUrl, file, scenario] = process.argv.slice(2);
 if (agentUrl === undefined || file === undefined || scenario === undefined) {
@@ -25,7 +25,7 @@ if (agentUrl === undefined || file === undefined || scenario === undefined) {
 const card: unknown = await (
   await fetch(`${agentUrl}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })
 ).json();
-const store = await openStore(`sqlite:${file}`);
+const store = await openGatewayStore(`sqlite:${file}`);
 const bus = createInMemoryEventBus();
 const records = createStoreTaskRecords(store.db);
 const relay = createOutboxRelay({ db: store.db, bus });

@@ -12,26 +12,27 @@ import { join } from 'node:path';
 import type { RunningAgent } from '../../examples/agents/harness.js';
 import { opsBehaviour, startOpsAgent } from '../../examples/agents/ops-agent.js';
 import type { AgentPlan } from '../../examples/agents/harness.js';
-import type { EventBus, EventEnvelope, OpenTopics } from '../../src/bus/index.js';
+import type { EventBus } from '../../src/bus/index.js';
+import type { EventEnvelope, OpenTopics } from '../../src/protocol/index.js';
 import { createInMemoryEventBus, createOutboxRelay, EventCollector } from '../../src/bus/index.js';
 import type { FleetClient } from '../../src/dispatch/index.js';
 import { createFleetClient } from '../../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../../src/extensions/index.js';
 import { BlastRegistry } from '../../src/fleet/index.js';
-import type { Store } from '../../src/store/index.js';
-import { openStore } from '../../src/store/index.js';
 import type { TaskTrackerOptions } from '../../src/tasks/index.js';
 import {
   createStoreTaskRecords,
   createTerminalCommit,
   TaskTracker,
 } from '../../src/tasks/index.js';
+import type { GatewayStore } from '../../src/service/index.js';
+import { openGatewayStore } from '../../src/service/index.js';
 
 export interface World {
   agent: RunningAgent;
   bus: EventBus<OpenTopics>;
   deltas: EventEnvelope[];
-  store: Store;
+  store: GatewayStore;
   card: unknown;
   close: () => Promise<void>;
 }
@@ -49,7 +50,7 @@ export async function world(
   const deltas: EventEnvelope[] = [];
   await bus.subscribe('world.state.delta', (e) => void deltas.push(e), { name: 'deltas' });
   const dir = mkdtempSync(join(tmpdir(), 'fleetgate-tracker-'));
-  const store = await openStore(`sqlite:${join(dir, 'tasks.db')}`);
+  const store = await openGatewayStore(`sqlite:${join(dir, 'tasks.db')}`);
   return {
     agent,
     bus,

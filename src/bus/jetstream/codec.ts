@@ -1,6 +1,6 @@
 /** Wire format of events on NATS: the JSON envelope as the message body, the id as `Nats-Msg-Id`. */
-import { FleetgateError } from '../../errors/index.js';
-import type { EventEnvelope } from '../topics.js';
+import { FleetgateError } from '../../protocol/index.js';
+import type { EventEnvelope } from '../../protocol/index.js';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();

@@ -26,12 +26,18 @@ import type {
 import { AckPolicy, DeliverPolicy } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { headers, nanos } from '@nats-io/transport-node';
-import { FleetgateError, isFleetgateError } from '../../errors/index.js';
+import { FleetgateError, isFleetgateError } from '../../protocol/index.js';
 import { DuplicateWindow } from '../duplicate-window.js';
-import { createClock, createEventIdGenerator } from '../event-id.js';
+import { createClock, createEventIdGenerator } from '../event-stamps.js';
 import { checkSubscriptionName, errorMessage } from '../subscription-name.js';
 import { parsePattern, parseTopic } from '../topic-pattern.js';
-import type { EventEnvelope, EventFor, FleetgateTopics, TopicMap, TopicOf } from '../topics.js';
+import type {
+  EventEnvelope,
+  EventFor,
+  FleetgateTopics,
+  TopicMap,
+  TopicOf,
+} from '../../protocol/index.js';
 import type {
   EventBus,
   EventHandler,

@@ -1,6 +1,6 @@
 /** Options of the JetStream bus, their defaults and their validation. */
-import { FleetgateError } from '../../errors/index.js';
-import type { EventEnvelope } from '../topics.js';
+import { FleetgateError } from '../../protocol/index.js';
+import type { EventEnvelope } from '../../protocol/index.js';
 import type { UnreportedErrorHandler } from '../types.js';
 import type { NatsConnection } from '@nats-io/transport-node';
 

@@ -1,12 +1,12 @@
 import { existsSync } from 'node:fs';
 import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
-import { FleetgateError } from '../../errors/index.js';
+import { FleetgateError } from '../../protocol/index.js';
 import type { AgentCardState, CardBroker, RefreshOutcome } from '../../fleet/index.js';
-import type { FleetgateConfig } from '../../service/config.js';
-import { loadConfigFile } from '../../service/config.js';
-import type { FleetRuntime } from '../../service/fleet-runtime.js';
-import { createFleetRuntime } from '../../service/fleet-runtime.js';
+import type { FleetgateConfig } from '../../service/index.js';
+import { loadConfigFile } from '../../service/index.js';
+import type { FleetRuntime } from '../../service/index.js';
+import { createFleetRuntime } from '../../service/index.js';
 import type { CliIo } from '../io.js';
 import type { Style } from '../style.js';
 import { createStyle, renderTable } from '../style.js';

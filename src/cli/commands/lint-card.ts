@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { HttpCardSource } from '../../fleet/card-source.js';
+import { HttpCardSource } from '../../fleet/index.js';
 import type { Declarations, Diagnostic } from '../../protocol/index.js';
 import { parseCardJson, readDeclarations } from '../../protocol/index.js';
 import type { CliIo } from '../io.js';

@@ -5,11 +5,12 @@
  */
 import type { Command } from 'commander';
 import pc from 'picocolors';
-import type { EventBus, EventEnvelope, OpenTopics, StartFrom } from '../../bus/index.js';
+import type { EventBus, StartFrom } from '../../bus/index.js';
+import type { EventEnvelope, OpenTopics } from '../../protocol/index.js';
 import { TopicTrie, parsePattern } from '../../bus/index.js';
-import { FleetgateError } from '../../errors/index.js';
+import { FleetgateError } from '../../protocol/index.js';
 import { isBlastRadius } from '../../protocol/index.js';
-import { createJetStreamEventBus } from '../../nats.js';
+import { createJetStreamEventBus } from '../../bus/jetstream/index.js';
 import type { CliIo } from '../io.js';
 import { createStyle } from '../style.js';
 

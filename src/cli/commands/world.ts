@@ -4,14 +4,15 @@
  */
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
-import { FleetgateError } from '../../errors/index.js';
-import { loadConfigFile } from '../../service/config.js';
-import { openStore, parseStoreUrl } from '../../store/index.js';
+import { FleetgateError } from '../../protocol/index.js';
+import { loadConfigFile } from '../../service/index.js';
+import { parseStoreUrl } from '../../store/index.js';
 import type { AuditRecord, DomainSnapshot } from '../../world/index.js';
 import { createSqlWorldStore } from '../../world/index.js';
 import type { CliIo } from '../io.js';
 import type { Style } from '../style.js';
 import { createStyle, renderTable } from '../style.js';
+import { openGatewayStore } from '../../service/index.js';
 
 const DEFAULT_CONFIG = 'fleetgate.yaml';
 const CELL_WIDTH = 40;
@@ -124,7 +125,7 @@ export function registerWorld(program: Command, io: CliIo, setExit: (code: numbe
           `no store at ${location.file}; start the gateway first or pass --store URL`,
         );
       }
-      const store = await openStore(url);
+      const store = await openGatewayStore(url);
       const s = createStyle(io.color);
       try {
         const world = createSqlWorldStore({ db: store.db, kind: store.kind });

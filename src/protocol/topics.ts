@@ -2,11 +2,11 @@
  * The typed topic map: every topic of ARCHITECTURE §4 with its payload, plus the type-level
  * pattern matcher that gives a subscription handler the union of the events its pattern can match.
  *
- * Payloads are typed where the architecture fixes them and kept loose (`Record<string, unknown>`
- * with the known fields) where a later issue owns the record.
+ * Payloads are typed where the architecture fixes them; the approval records keep an index
+ * signature beside their known fields until the approvals inbox fixes the whole record.
  */
-import type { RejectedDeltaEntry, WorldStateDeltaEntry } from '../protocol/delta.js';
-import type { BlastRadius } from '../protocol/radius.js';
+import type { RejectedDeltaEntry, WorldStateDeltaEntry } from './delta.js';
+import type { BlastRadius } from './radius.js';
 
 /** `world.state.delta`: the mutations one terminal task reported (one event per task). */
 export interface WorldStateDeltaEvent {
@@ -55,19 +55,72 @@ export interface DeclarationChangedEvent {
   narrowed: boolean;
 }
 
-/** `skill.dispatch.*`: a dispatch record; the dispatcher issue owns the full shape. */
+/**
+ * Where a dispatch stands (the HTTP API's `status`). `awaiting-input` is a task the agent
+ * interrupted (`input-required`, `auth-required`) until the caller answers.
+ */
+export type DispatchStatus =
+  | 'awaiting-approval'
+  | 'awaiting-input'
+  | 'running'
+  | 'completed'
+  | 'failed'
+  | 'rejected'
+  | 'canceled';
+
+/** The summary of how a dispatch ended. */
+export interface DispatchResult {
+  /** The task's final state, when there was a task. */
+  state?: string;
+  /** The agent's text answer, cut to 2,000 characters. */
+  text?: string;
+  error?: { code: string; message: string };
+}
+
+/** `skill.dispatch.*`: the dispatch record as it stands when the event is published. */
 export interface DispatchEvent {
   id: string;
   agent: string;
   skill: string;
-  [key: string]: unknown;
+  correlationId: string;
+  status: DispatchStatus;
+  taskId: string | null;
+  /** Epoch milliseconds. */
+  createdAt: number;
+  /** Epoch milliseconds. */
+  updatedAt: number;
+  result: DispatchResult | null;
+  /** Why the dispatch moved (a gate decision, a rejection, an error), when there is one. */
+  reason?: string;
 }
 
-/** `hitl.approval.requested` / `hitl.approval.decided`: an approval record with its reasons. */
+/**
+ * `hitl.approval.requested` / `.decided` / `.expired`: an approval record with its reasons. The
+ * approvals inbox owns the full record; these are the fields every consumer may rely on.
+ */
 export interface ApprovalEvent {
+  /** The approval id. */
   id: string;
   agent: string;
   skill: string;
+  /** Why the call needs (or got) a decision: radius, mode, policy rule. */
+  reasons: string[];
+  /** The dispatch the approval belongs to, when there is one. */
+  dispatchId?: string;
+  /** `approved` / `rejected` on `decided`; `expired` on `expired`. */
+  decision?: 'approved' | 'rejected' | 'expired';
+  /** Who decided (`decided` only). */
+  decidedBy?: string;
+  [key: string]: unknown;
+}
+
+/** `hitl.notification`: a call that ran under the `notification` mode, for humans to see. */
+export interface HitlNotificationEvent {
+  agent: string;
+  skill: string;
+  /** The approval id, when the call also went through the approvals inbox. */
+  approvalId?: string;
+  dispatchId?: string;
   reasons: string[];
   [key: string]: unknown;
 }
@@ -127,6 +180,8 @@ export type FleetgateTopics = {
   'skill.dispatch.rejected': DispatchEvent;
   'hitl.approval.requested': ApprovalEvent;
   'hitl.approval.decided': ApprovalEvent;
+  'hitl.approval.expired': ApprovalEvent;
+  'hitl.notification': HitlNotificationEvent;
   'cost.sample': CostSampleEvent;
   'system.error': SystemErrorEvent;
 } & { [K in `ops.alert.${string}`]: OpsAlertEvent };

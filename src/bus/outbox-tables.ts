@@ -1,0 +1,50 @@
+/**
+ * The outbox's migration. The bus owns its table; the composition root hands this to the store
+ * with every other domain's (migration names are permanent: never rename one that shipped).
+ */
+import type { Kysely } from 'kysely';
+import { sql } from 'kysely';
+
+/**
+ * A migration as the store runs it (kysely's Migrator, in name order). Declared here rather than
+ * imported, so this folder depends on no other; the store's `StoreMigration` has the same shape.
+ */
+interface OutboxMigration {
+  up(db: Kysely<unknown>, kind: 'sqlite' | 'postgres'): Promise<void>;
+  down?(db: Kysely<unknown>, kind: 'sqlite' | 'postgres'): Promise<void>;
+}
+
+/** The outbox's migrations (`fleetgate_outbox`), by name. */
+export const OUTBOX_MIGRATIONS: Readonly<Record<string, OutboxMigration>> = {
+  '0001_outbox': {
+    async up(db, kind) {
+      await db.schema
+        .createTable('fleetgate_outbox')
+        .addColumn('seq', sql.raw(kind === 'postgres' ? 'bigserial' : 'integer'), (col) => {
+          const pk = col.primaryKey();
+          // SQLite: INTEGER PRIMARY KEY AUTOINCREMENT never reuses a key after deletes.
+          return kind === 'sqlite' ? pk.autoIncrement() : pk;
+        })
+        .addColumn('id', 'text', (col) => col.notNull().unique())
+        .addColumn('topic', 'text', (col) => col.notNull())
+        .addColumn('payload', 'text', (col) => col.notNull())
+        .addColumn('correlation_id', 'text', (col) => col.notNull())
+        .addColumn('time', 'text', (col) => col.notNull())
+        .addColumn('created_at', 'bigint', (col) => col.notNull())
+        .addColumn('sent_at', 'bigint')
+        .addColumn('attempts', 'integer', (col) => col.notNull().defaultTo(0))
+        .addColumn('last_error', 'text')
+        .execute();
+      // The relay scans unsent rows in order; a partial index keeps that cheap as sent rows pile up.
+      await db.schema
+        .createIndex('fleetgate_outbox_unsent')
+        .on('fleetgate_outbox')
+        .column('seq')
+        .where(sql.ref('sent_at'), 'is', null)
+        .execute();
+    },
+    async down(db) {
+      await db.schema.dropTable('fleetgate_outbox').execute();
+    },
+  },
+};

@@ -1,0 +1,34 @@
+/**
+ * The dispatch records' migration. The composition root hands it to the store (migration names
+ * are permanent).
+ */
+import type { StoreMigration } from '../store/index.js';
+
+/** The dispatch migrations (`fleetgate_dispatch`), by name. */
+export const DISPATCH_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
+  '0005_dispatch': {
+    async up(db) {
+      // Durable dispatch records.
+      await db.schema
+        .createTable('fleetgate_dispatch')
+        .addColumn('id', 'text', (col) => col.primaryKey())
+        .addColumn('agent', 'text', (col) => col.notNull())
+        .addColumn('skill', 'text', (col) => col.notNull())
+        .addColumn('correlation_id', 'text', (col) => col.notNull())
+        .addColumn('status', 'text', (col) => col.notNull())
+        .addColumn('task_id', 'text')
+        .addColumn('created_at', 'bigint', (col) => col.notNull())
+        .addColumn('updated_at', 'bigint', (col) => col.notNull())
+        .addColumn('result', 'text')
+        .execute();
+      await db.schema
+        .createIndex('fleetgate_dispatch_by_task')
+        .on('fleetgate_dispatch')
+        .columns(['agent', 'task_id'])
+        .execute();
+    },
+    async down(db) {
+      await db.schema.dropTable('fleetgate_dispatch').execute();
+    },
+  },
+};

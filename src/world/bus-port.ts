@@ -1,0 +1,28 @@
+/**
+ * The part of an event bus the materialiser uses, as a port of its own: `world` depends on the
+ * protocol's topic map, not on `bus`. Any `EventBus` (in-memory, JetStream) satisfies it.
+ */
+import type { EventEnvelope, FleetgateTopics, WorldStateDeltaEvent } from '../protocol/index.js';
+
+/** Topics the materialiser publishes. */
+export type WorldPublishedTopic =
+  'world.state.updated' | 'world.state.delta.rejected' | 'system.error';
+
+/** A live subscription of the materialiser. */
+export interface WorldSubscription {
+  unsubscribe(): Promise<void>;
+}
+
+/** What the materialiser needs of a bus: publish its topics, subscribe to `world.state.delta`. */
+export interface WorldBus {
+  publish<T extends WorldPublishedTopic>(
+    topic: T,
+    payload: FleetgateTopics[T],
+    options?: { id?: string; correlationId?: string },
+  ): Promise<unknown>;
+  subscribe(
+    pattern: 'world.state.delta',
+    handler: (event: EventEnvelope<'world.state.delta', WorldStateDeltaEvent>) => Promise<void>,
+    options: { name: string; durable: boolean; from: 'all' },
+  ): Promise<WorldSubscription>;
+}

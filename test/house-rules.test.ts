@@ -1,0 +1,82 @@
+/**
+ * The house rules are enforced by the linter (eslint.config.js); this proves the rules still
+ * fire, so they cannot rot into a configuration that allows everything.
+ */
+import { rmSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { ESLint } from 'eslint';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const probes: string[] = [];
+
+/** Lints `code` as if it were the file `path` (relative to the repository root). */
+async function lintAs(path: string, code: string): Promise<string[]> {
+  const file = `${ROOT}${path}`;
+  // The file must exist: the type-aware rules ask the TypeScript project service for it.
+  writeFileSync(file, code);
+  probes.push(file);
+  const eslint = new ESLint({ cwd: ROOT });
+  const [result] = await eslint.lintFiles([file]);
+  return (result?.messages ?? [])
+    .filter((m) => m.ruleId === 'no-restricted-imports' || m.ruleId === 'no-restricted-properties')
+    .map((m) => m.message);
+}
+
+afterAll(() => {
+  for (const file of probes) rmSync(file, { force: true });
+});
+
+describe('house rules (lint)', () => {
+  it('refuses a world module that enters bus past its door, and bus at all', async () => {
+    const messages = await lintAs(
+      'src/world/house-rules-probe.ts',
+      "export { InMemoryEventBus } from '../bus/in-memory-bus.js';\n",
+    );
+    expect(messages).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining('only through its index.ts'),
+        expect.stringContaining('src/world may import only protocol'),
+      ]),
+    );
+  }, 60_000);
+
+  it('refuses protocol importing the rest, store importing a domain, fleet importing alerts', async () => {
+    const protocol = await lintAs(
+      'src/protocol/house-rules-probe.ts',
+      "export type { EventBus } from '../bus/index.js';\n",
+    );
+    expect(protocol).toEqual([expect.stringContaining('src/protocol imports nothing')]);
+    const store = await lintAs(
+      'src/store/house-rules-probe.ts',
+      "export type { FleetDatabase } from '../fleet/index.js';\n",
+    );
+    expect(store).toEqual([expect.stringContaining('src/store may import only protocol')]);
+    const fleet = await lintAs(
+      'src/fleet/house-rules-probe.ts',
+      "export { scaleSeverity } from '../alerts/index.js';\n",
+    );
+    expect(fleet).toEqual([expect.stringContaining('must not import src/alerts')]);
+  }, 60_000);
+
+  it('refuses process.env outside service and cli, and tests skipping a door', async () => {
+    const env = await lintAs(
+      'src/bus/house-rules-probe.ts',
+      'export const url = process.env.FLEETGATE_NATS_URL;\n',
+    );
+    expect(env).toEqual([expect.stringContaining('Only src/service and src/cli read')]);
+    const test = await lintAs(
+      'test/house-rules-probe.ts',
+      "export { BlastRegistry } from '../src/fleet/blast-registry.js';\n",
+    );
+    expect(test).toEqual([expect.stringContaining('through their index.ts')]);
+  }, 60_000);
+
+  it('lets a folder in through its door', async () => {
+    const messages = await lintAs(
+      'src/world/house-rules-probe-door.ts',
+      "export type { EventEnvelope } from '../protocol/index.js';\n",
+    );
+    expect(messages).toEqual([]);
+  }, 60_000);
+});
