@@ -7,10 +7,11 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import type { CardBroker } from '../src/fleet/index.js';
 import {
   AgentDirectory,
   BlastRegistry,
-  CardBroker,
+  createCardBroker,
   createMemoryRatchetPersistence,
   createSemaphore,
   DeclarationRatchet,
@@ -59,7 +60,7 @@ async function rawFetchAll(): Promise<number> {
 async function brokerRound(): Promise<{ full: number; unchanged: number; broker: CardBroker }> {
   const directory = new AgentDirectory();
   directory.load(Array.from({ length: AGENTS }, (_, i) => ({ name: `agent-${i}`, url: urlOf(i) })));
-  const broker = new CardBroker({
+  const broker = createCardBroker({
     directory,
     source: new HttpCardSource(),
     registries: {

@@ -8,7 +8,6 @@ import { pathToFileURL } from 'node:url';
 import { createInMemoryEventBus, type OpenTopics } from '../src/bus/index.js';
 import { createFleetClient, type FleetAgent } from '../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';
-import { BlastRegistry } from '../src/fleet/index.js';
 import {
   startLegacyAgent,
   startOpsAgent,
@@ -37,12 +36,11 @@ async function main(): Promise<void> {
     },
     { name: 'demo' },
   );
-  const blast = new BlastRegistry();
-  const registry = registerStandardExtensions(new ExtensionRegistry(), { bus, blast });
+  const registry = registerStandardExtensions(new ExtensionRegistry(), { bus });
   const cards = new Map<string, FleetAgent>();
   for (const agent of agents)
     cards.set(agent.name, { url: agent.url, card: await agent.fetchCard() });
-  const fleet = createFleetClient({ registry, bus, blast, cards, timeoutMs: 10_000 });
+  const fleet = createFleetClient({ registry, bus, cards, timeoutMs: 10_000 });
 
   const calls: [string, string, 'blocking' | 'streaming'][] = [
     ['ops', 'pr_review', 'blocking'],

@@ -29,7 +29,6 @@ import type { FleetAgent, FleetClient } from '../src/dispatch/index.js';
 import { createFleetClient } from '../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';
 import type { CardBroker } from '../src/fleet/index.js';
-import { BlastRegistry } from '../src/fleet/index.js';
 import type { BlastRadius, Declarations } from '../src/protocol/index.js';
 import { maxRadius, readDeclarations } from '../src/protocol/index.js';
 import type { Store } from '../src/store/index.js';
@@ -111,10 +110,9 @@ describe('world state end to end with a real SDK agent', () => {
     relay.start();
 
     const registry = new ExtensionRegistry();
-    const blast = new BlastRegistry();
-    registerStandardExtensions(registry, { bus, blast });
+    registerStandardExtensions(registry, { bus });
     const cards = new Map<string, FleetAgent>([['ops', { url: agent.url, card }]]);
-    fleet = createFleetClient({ registry, bus, cards, blast });
+    fleet = createFleetClient({ registry, bus, cards });
   });
 
   afterAll(async () => {
@@ -221,13 +219,11 @@ describe('world state end to end with a real SDK agent', () => {
     try {
       const card = await failing.fetchCard();
       const registry = new ExtensionRegistry();
-      const blast = new BlastRegistry();
-      registerStandardExtensions(registry, { bus, blast });
+      registerStandardExtensions(registry, { bus });
       const client = createFleetClient({
         registry,
         bus,
         cards: new Map<string, FleetAgent>([['ops', { url: failing.url, card }]]),
-        blast,
       });
       const result = await client.call('ops', 'pr_review', 'review #43').catch((e: unknown) => e);
       expect(result).toBeDefined();

@@ -1,20 +1,24 @@
-import type { Kysely } from 'kysely';
-import type { AlertsDatabase, LearnedFloor } from '../alerts/index.js';
-import { listLearnedFloors } from '../alerts/index.js';
 import type { BlastRadius } from '../protocol/index.js';
 import { compareRadius } from '../protocol/index.js';
-import type { FloorSource } from './card-broker.js';
+import type { FloorSource } from './declaration-book.js';
+
+/** One learned floor: the narrowest radius a skill is treated as, learned from what it did. */
+export interface LearnedFloorEntry {
+  agent: string;
+  skill: string;
+  radius: BlastRadius;
+}
 
 /**
  * The floors reconciliation learned from observed violations (`learnFloors: true`), kept in the
- * store and applied by the card broker alongside the configured ones. Pass {@link raise} as the
- * floor writer's `onRaised`, so a raise takes effect on the very next lookup.
+ * store (by the alerts) and applied by the declaration book alongside the configured ones. Pass
+ * {@link raise} as the floor writer's `onRaised`, so a raise takes effect on the very next lookup.
  *
  * @example
  * ```ts
- * const learned = await LearnedFloors.load(store.db);
+ * const learned = LearnedFloors.from(await listLearnedFloors(store.db));
  * const writer = createStoreFloorWriter({ db: store.db, kind: store.kind, onRaised: (f) => learned.raise(f) });
- * new CardBroker({ ..., floors: learned });
+ * createCardBroker({ ..., floors: learned });
  * ```
  */
 export class LearnedFloors implements FloorSource {
@@ -25,10 +29,10 @@ export class LearnedFloors implements FloorSource {
     return this.#version;
   }
 
-  /** Loads every learned floor of the store. */
-  static async load<DB extends AlertsDatabase>(db: Kysely<DB>): Promise<LearnedFloors> {
+  /** Starts from floors learned earlier (the store's, listed by the alerts). */
+  static from(initial: Iterable<LearnedFloorEntry>): LearnedFloors {
     const floors = new LearnedFloors();
-    for (const floor of await listLearnedFloors(db)) floors.raise(floor);
+    for (const floor of initial) floors.raise(floor);
     return floors;
   }
 
@@ -37,7 +41,7 @@ export class LearnedFloors implements FloorSource {
   }
 
   /** Applies a learned floor; a floor only ever widens. */
-  raise(floor: Pick<LearnedFloor, 'agent' | 'skill' | 'radius'>): void {
+  raise(floor: LearnedFloorEntry): void {
     let skills = this.#floors.get(floor.agent);
     if (skills === undefined) {
       skills = new Map();

@@ -1,9 +1,9 @@
 import type { EventBus } from '../bus/index.js';
-import type { FleetRegistries, SecretResolver } from '../fleet/index.js';
+import type { CardBroker, FleetRegistries, SecretResolver } from '../fleet/index.js';
 import {
   AgentDirectory,
   BlastRegistry,
-  CardBroker,
+  createCardBroker,
   createStoreCardCache,
   createStoreRatchetPersistence,
   DeclarationRatchet,
@@ -13,7 +13,7 @@ import {
   LearnedFloors,
 } from '../fleet/index.js';
 import type { FloorWriter } from '../alerts/index.js';
-import { createStoreFloorWriter } from '../alerts/index.js';
+import { createStoreFloorWriter, listLearnedFloors } from '../alerts/index.js';
 import type { Store } from '../store/index.js';
 import { openStore } from '../store/index.js';
 import type { FleetgateConfig } from './config.js';
@@ -52,13 +52,13 @@ export async function createFleetRuntime(
     hitlMode: new HitlModeRegistry(),
     effectDomain: new EffectDomainRegistry(),
   };
-  const learnedFloors = await LearnedFloors.load(store.db);
+  const learnedFloors = LearnedFloors.from(await listLearnedFloors(store.db));
   const floorWriter = createStoreFloorWriter({
     db: store.db,
     kind: store.kind,
     onRaised: (floor) => learnedFloors.raise(floor),
   });
-  const broker = new CardBroker({
+  const broker = createCardBroker({
     directory,
     source: new HttpCardSource({ timeoutMs: config.cards.timeout }),
     registries,
