@@ -128,6 +128,8 @@ export interface DeclarationBook {
   };
 }
 
+const NOTHING: ReadonlyMap<string, never> = new Map<string, never>();
+
 const own = <T>(record: Readonly<Record<string, T>>, key: string): T | undefined =>
   Object.hasOwn(record, key) ? record[key] : undefined;
 
@@ -244,10 +246,11 @@ export function createDeclarationBook(options: DeclarationBookOptions): Declarat
     d: Declarations,
     provenance: Provenance,
   ): Promise<DeclarationChangedEvent[]> {
-    const oldBlast = registries.blast.forAgent(agent);
-    const oldHitl = registries.hitlMode.forAgent(agent);
-    const oldDomains = registries.effectDomain.forAgent(agent);
     const firstCard = !known.has(agent);
+    // A first card has nothing before it: skip copying three empty maps.
+    const oldBlast = firstCard ? NOTHING : registries.blast.forAgent(agent);
+    const oldHitl = firstCard ? NOTHING : registries.hitlMode.forAgent(agent);
+    const oldDomains = firstCard ? NOTHING : registries.effectDomain.forAgent(agent);
     replace(agent, d, provenance);
 
     // Same declaration as before, accepted as is, nothing pending: the ratchet has nothing to do.
