@@ -124,7 +124,12 @@ try {
     unit: 's',
     target: '<=3',
   });
-  report({ bench: BENCH, metric: 'unchanged_refresh_1000_s', value: median(unchangeds), unit: 's' });
+  report({
+    bench: BENCH,
+    metric: 'unchanged_refresh_1000_s',
+    value: median(unchangeds),
+    unit: 's',
+  });
   report({ bench: BENCH, metric: 'raw_fetch_1000_s', value: median(raws), unit: 's' });
   report({
     bench: BENCH,

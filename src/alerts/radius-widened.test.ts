@@ -34,7 +34,11 @@ describe('radius widened alerts', () => {
     await bus.publish('fleet.declaration.changed', change, { id: 'change-1' });
     // A redelivery of the same declaration event gives the same alert id: the bus drops it.
     await bus.publish('fleet.declaration.changed', change, { id: 'change-1' });
-    await bus.publish('fleet.declaration.changed', { ...change, after: 'fleet' }, { id: 'change-2' });
+    await bus.publish(
+      'fleet.declaration.changed',
+      { ...change, after: 'fleet' },
+      { id: 'change-2' },
+    );
     await bus.publish(
       'fleet.declaration.changed',
       { ...change, after: 'self', widened: false, narrowed: true },

@@ -21,7 +21,9 @@ export interface RadiusWidenedAlerts {
   start(): Promise<void>;
   stop(): Promise<void>;
   /** Handles one `fleet.declaration.changed` event; returns the alert it raised, if any. */
-  handle(event: EventEnvelope<'fleet.declaration.changed', DeclarationChangedEvent>): Promise<OpsAlert | undefined>;
+  handle(
+    event: EventEnvelope<'fleet.declaration.changed', DeclarationChangedEvent>,
+  ): Promise<OpsAlert | undefined>;
 }
 
 /**
@@ -36,7 +38,9 @@ export interface RadiusWidenedAlerts {
  * await widened.start();
  * ```
  */
-export function createRadiusWidenedAlerts(options: RadiusWidenedAlertsOptions): RadiusWidenedAlerts {
+export function createRadiusWidenedAlerts(
+  options: RadiusWidenedAlertsOptions,
+): RadiusWidenedAlerts {
   const { bus } = options;
   let subscription: Subscription | undefined;
 

@@ -174,7 +174,8 @@ describe('effect-domain-v1', () => {
 
 describe('blast-v1', () => {
   it('stamps x-blast-radius only when the skill has a radius', async () => {
-    const lookup = (ctx: { skill: string }) => (ctx.skill === 'review' ? ('repo' as const) : undefined);
+    const lookup = (ctx: { skill: string }) =>
+      ctx.skill === 'review' ? ('repo' as const) : undefined;
     const task = taskWith([]);
     const declared = await run(createBlastExtension({ lookup }), { ok: true, task }, 'review');
     const undeclared = await run(createBlastExtension({ lookup }), { ok: true, task }, 'other');

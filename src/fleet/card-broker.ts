@@ -21,8 +21,7 @@ export interface CardBrokerOptions extends Omit<CardRefresherOptions, 'book'> {
  * client rebuild that agent's SDK client — and the alerts' declaration lookup.
  */
 export interface CardBroker
-  extends CardRefresher,
-    Omit<DeclarationBook, 'apply' | 'restore' | 'setStale' | 'clear'> {
+  extends CardRefresher, Omit<DeclarationBook, 'apply' | 'restore' | 'setStale' | 'clear'> {
   readonly book: DeclarationBook;
   readonly refresher: CardRefresher;
   readonly acknowledgements: Acknowledgements;

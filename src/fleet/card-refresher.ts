@@ -153,7 +153,10 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
         ...(context.topic === undefined ? {} : { topic: context.topic }),
       });
       if (report === undefined) warnUnreportedError(error, context);
-      else report.catch((again: unknown) => warnUnreportedError(again, { ...context, error: message }));
+      else
+        report.catch((again: unknown) =>
+          warnUnreportedError(again, { ...context, error: message }),
+        );
     });
   const states = new Map<string, State>();
   const inflight = new Map<string, Promise<RefreshOutcome>>();
@@ -225,7 +228,11 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
   }
 
   /** Runs a side effect whose failure must not fail the refresh: reported, never swallowed. */
-  async function guarded(agent: string, what: string, effect: () => Promise<unknown>): Promise<void> {
+  async function guarded(
+    agent: string,
+    what: string,
+    effect: () => Promise<unknown>,
+  ): Promise<void> {
     try {
       await effect();
     } catch (error) {
@@ -248,7 +255,10 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
   }
 
   /** Fetches and applies one card. Never throws: a failure is an outcome. */
-  async function fetchAndApply(agent: AgentEntry, publications: Publication[]): Promise<RefreshOutcome> {
+  async function fetchAndApply(
+    agent: AgentEntry,
+    publications: Publication[],
+  ): Promise<RefreshOutcome> {
     const state = track(agent.name);
     const now = o.now();
     state.lastAttemptAt = now;
@@ -266,7 +276,8 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
         // Unchanged: keep the card and its declarations, no re-parse.
         if (fetched.status === 'fetched') state.validators = fetched.validators;
         outcome = { agent: agent.name, result: 'unchanged', digest: state.digest ?? '' };
-        if (cache !== undefined) await guarded(agent.name, 'card-cache', () => cache.touch(agent.name, now));
+        if (cache !== undefined)
+          await guarded(agent.name, 'card-cache', () => cache.touch(agent.name, now));
       } else {
         const card = parseCardJson(fetched.text, fetched.url);
         const d = readDeclarations(card);
@@ -277,14 +288,25 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
         }
         const provenance = { cardDigest: fetched.digest, fetchedAt: now };
         const changes = await book.apply(agent.name, d, provenance);
-        Object.assign(state, { card, declarations: d, digest: fetched.digest, diagnostics: d.diagnostics });
+        Object.assign(state, {
+          card,
+          declarations: d,
+          digest: fetched.digest,
+          diagnostics: d.diagnostics,
+        });
         state.lastChangedAt = now;
         state.validators = fetched.validators;
         for (const change of changes) {
           publications.push({
             topic: 'fleet.declaration.changed',
             payload: { ...change },
-            id: deterministicEventId('fleet.declaration.changed', agent.name, change.skill, change.extension, fetched.digest),
+            id: deterministicEventId(
+              'fleet.declaration.changed',
+              agent.name,
+              change.skill,
+              change.extension,
+              fetched.digest,
+            ),
           });
         }
         if (cache !== undefined) {
@@ -317,7 +339,12 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
       const info = errorInfo(error);
       state.failures += 1;
       state.lastError = info;
-      const payload = { agent: agent.name, digest: state.digest, error: info, failures: state.failures };
+      const payload = {
+        agent: agent.name,
+        digest: state.digest,
+        error: info,
+        failures: state.failures,
+      };
       publications.push({ topic: 'fleet.card.failed', payload });
       if (state.failures >= o.staleAfterFailures && state.status !== 'stale') {
         // Marked before anything is published: a failing bus never keeps an agent fresh.
@@ -336,7 +363,9 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
     if (!running || state === undefined || directory.get(name) === undefined) return;
     const interval = o.refreshIntervalMs;
     const base =
-      state.failures === 0 ? interval : Math.min(interval, o.backoffBaseMs * 2 ** (state.failures - 1));
+      state.failures === 0
+        ? interval
+        : Math.min(interval, o.backoffBaseMs * 2 ** (state.failures - 1));
     const delay = Math.max(0, Math.round(base * (1 + o.jitter * (2 * o.random() - 1))));
     state.nextRefreshAt = o.now() + delay;
     const timer = setTimeout(() => {
@@ -437,7 +466,8 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
     get(name) {
       const agent = directory.get(name);
       const s = states.get(name);
-      if (agent === undefined || s?.card === undefined || s.declarations === undefined) return undefined;
+      if (agent === undefined || s?.card === undefined || s.declarations === undefined)
+        return undefined;
       const loaded: LoadedAgent = {
         url: agent.url,
         card: s.card,
@@ -449,12 +479,23 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
     },
     unavailable(name) {
       const s = states.get(name);
-      if (directory.get(name) === undefined || s === undefined || s.card !== undefined) return undefined;
-      const why = s.lastError === undefined ? 'has not loaded yet' : `could not be loaded: ${s.lastError.message}`;
+      if (directory.get(name) === undefined || s === undefined || s.card !== undefined)
+        return undefined;
+      const why =
+        s.lastError === undefined
+          ? 'has not loaded yet'
+          : `could not be loaded: ${s.lastError.message}`;
       return new FleetgateError(
         'FLEETGATE_AGENT_UNAVAILABLE',
         `Agent ${name} is configured but its card ${why}.`,
-        { details: { agent: name, status: s.status, failures: s.failures, lastError: s.lastError ?? null } },
+        {
+          details: {
+            agent: name,
+            status: s.status,
+            failures: s.failures,
+            lastError: s.lastError ?? null,
+          },
+        },
       );
     },
   };

@@ -24,11 +24,7 @@ import type { DeclarationRatchet, RatchetChange } from './ratchet.js';
  * unknown rule.
  */
 export type EffectiveSource =
-  | 'declared'
-  | 'acknowledged'
-  | 'operator-floor'
-  | 'learned-floor'
-  | 'unknown';
+  'declared' | 'acknowledged' | 'operator-floor' | 'learned-floor' | 'unknown';
 
 /** The effective radius of a skill and what it is made of. */
 export interface EffectiveRadius {
@@ -105,7 +101,11 @@ export interface DeclarationBook {
    * observe each radius and mode, and returns the `fleet.declaration.changed` payloads to publish
    * (nothing is published here).
    */
-  apply(agent: string, declarations: Declarations, provenance: Provenance): Promise<DeclarationChangedEvent[]>;
+  apply(
+    agent: string,
+    declarations: Declarations,
+    provenance: Provenance,
+  ): Promise<DeclarationChangedEvent[]>;
   /** Puts back a cached card's declarations at start-up (no ratchet observation, no events). */
   restore(agent: string, declarations: Declarations, provenance: Provenance): void;
   /** Marks an agent's declarations stale (its card failed repeatedly) or fresh. */
@@ -196,7 +196,12 @@ export function createDeclarationBook(options: DeclarationBookOptions): Declarat
     const held = ratchet.version;
     const dir = directory.version;
     const learned = floors?.version ?? 0;
-    if (versions[0] !== blast || versions[1] !== held || versions[2] !== dir || versions[3] !== learned) {
+    if (
+      versions[0] !== blast ||
+      versions[1] !== held ||
+      versions[2] !== dir ||
+      versions[3] !== learned
+    ) {
       cache.clear();
       versions[0] = blast;
       versions[1] = held;
@@ -254,7 +259,12 @@ export function createDeclarationBook(options: DeclarationBookOptions): Declarat
     replace(agent, d, provenance);
 
     // Same declaration as before, accepted as is, nothing pending: the ratchet has nothing to do.
-    const unchanged = (kind: 'blast' | 'hitl', skill: string, before: string | undefined, now: string): boolean =>
+    const unchanged = (
+      kind: 'blast' | 'hitl',
+      skill: string,
+      before: string | undefined,
+      now: string,
+    ): boolean =>
       before === now &&
       ratchet.accepted(kind, agent, skill) === now &&
       ratchet.pending(kind, agent, skill) === undefined;
@@ -262,7 +272,13 @@ export function createDeclarationBook(options: DeclarationBookOptions): Declarat
     for (const skill of Object.keys(d.blast)) {
       const radius = d.blast[skill]!.radius;
       if (unchanged('blast', skill, oldBlast.get(skill)?.radius, radius)) continue;
-      const change = await ratchet.observe('blast', agent, skill, radius, oldBlast.get(skill)?.radius);
+      const change = await ratchet.observe(
+        'blast',
+        agent,
+        skill,
+        radius,
+        oldBlast.get(skill)?.radius,
+      );
       if (change) ratchetChanges.push(change);
     }
     for (const skill of Object.keys(d.hitlMode)) {
@@ -283,7 +299,15 @@ export function createDeclarationBook(options: DeclarationBookOptions): Declarat
     if (firstCard) return events;
     // Skills whose declaration disappeared are unknown again: say so.
     const gone = (extension: string, skill: string, before: unknown): void => {
-      events.push({ agent, skill, extension, before, after: null, widened: false, narrowed: false });
+      events.push({
+        agent,
+        skill,
+        extension,
+        before,
+        after: null,
+        widened: false,
+        narrowed: false,
+      });
     };
     for (const [skill, decl] of oldBlast) {
       if (!Object.hasOwn(d.blast, skill)) gone(BLAST_V1_URI, skill, decl.radius);
