@@ -376,25 +376,28 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
     timers.set(name, timer);
   }
 
+  async function refreshNow(agent: AgentEntry, loaded: Promise<void>): Promise<RefreshOutcome> {
+    try {
+      await loaded;
+      const publications: Publication[] = [];
+      const outcome = await acquire(() => fetchAndApply(agent, publications));
+      // Published outside the fetch slot, so a slow bus never holds up other fetches.
+      await publishAll(agent.name, publications);
+      return outcome;
+    } finally {
+      inflight.delete(agent.name);
+      // Always: whatever happened above, this agent's next refresh is on the schedule.
+      schedule(agent.name);
+    }
+  }
+
   function refresh(name: string): Promise<RefreshOutcome> {
     const agent = directory.get(name);
     if (agent === undefined) return Promise.reject(unknownAgent(name));
     const current = inflight.get(name);
     if (current !== undefined) return current;
     cacheLoaded ??= loadCache();
-    const publications: Publication[] = [];
-    const promise = cacheLoaded
-      // Publishing happens outside the fetch slot, so a slow bus never holds up other fetches.
-      .then(() => acquire(() => fetchAndApply(agent, publications)))
-      .then(async (outcome) => {
-        await publishAll(name, publications);
-        return outcome;
-      })
-      .finally(() => {
-        inflight.delete(name);
-        // Always: whatever happened above, this agent's next refresh is on the schedule.
-        schedule(name);
-      });
+    const promise = refreshNow(agent, cacheLoaded);
     inflight.set(name, promise);
     return promise;
   }
