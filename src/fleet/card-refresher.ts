@@ -1,54 +1,23 @@
 import type { EventBus } from '../bus/index.js';
 import { deterministicEventId, warnUnreportedError } from '../bus/index.js';
 import { FleetgateError, isFleetgateError } from '../errors/index.js';
-import type { Declarations, Diagnostic } from '../protocol/index.js';
 import { parseCardJson, readDeclarations } from '../protocol/index.js';
 import type { AgentEntry } from './agent-config.js';
 import type { CardCache } from './card-cache.js';
-import type { CardSource, CardValidators } from './card-source.js';
+import type { CardSource } from './card-source.js';
 import type { DeclarationBook } from './declaration-book.js';
 import type { AgentDirectory, DirectoryChange } from './directory.js';
 import { unknownAgent } from './directory.js';
+import type { AgentCardState, LoadedAgent, RefreshOutcome } from './card-state.js';
+import {
+  errorInfo,
+  loadedAgent,
+  newCardState,
+  publicCardState,
+  unavailableError,
+  type CardState,
+} from './card-state.js';
 import { createSemaphore } from './semaphore.js';
-
-/** Card status of an agent. */
-export type CardStatus = 'pending' | 'fresh' | 'failed' | 'stale';
-
-/** What the refresher knows about one agent's card. */
-export interface AgentCardState {
-  name: string;
-  status: CardStatus;
-  /** The last good card (parsed JSON); a new object each time the card changes. */
-  card: unknown;
-  digest: string | undefined;
-  lastFetchedAt: number | undefined;
-  lastChangedAt: number | undefined;
-  lastAttemptAt: number | undefined;
-  nextRefreshAt: number | undefined;
-  /** Consecutive failed refreshes. */
-  failures: number;
-  /** Diagnostics of the last card that was parsed. */
-  diagnostics: Diagnostic[];
-  /** The error of the last failed refresh. */
-  lastError: { code: string; message: string } | undefined;
-}
-
-/** The outcome of one refresh. */
-export type RefreshOutcome =
-  | { agent: string; result: 'changed' | 'unchanged'; digest: string }
-  | { agent: string; result: 'failed'; error: { code: string; message: string } };
-
-/**
- * An agent as the fleet client needs it: the configured URL, the last good card, and the
- * declarations read from that very card (read once, here).
- */
-export interface LoadedAgent {
-  url: string;
-  card: unknown;
-  declarations: Declarations;
-  headers: Readonly<Record<string, string>>;
-  transport?: 'JSONRPC' | 'HTTP+JSON';
-}
 
 /** Options of {@link createCardRefresher}. */
 export interface CardRefresherOptions {
@@ -106,22 +75,9 @@ export interface CardRefresher {
   unavailable(name: string): FleetgateError | undefined;
 }
 
-interface State extends AgentCardState {
-  validators: CardValidators;
-  declarations: Declarations | undefined;
-}
-
 type Publication = { topic: string; payload: Record<string, unknown>; id?: string };
 
 const DEFAULT_INTERVAL_MS = 10 * 60 * 1000;
-
-function errorInfo(error: unknown): { code: string; message: string } {
-  if (isFleetgateError(error)) return { code: error.code, message: error.message };
-  return {
-    code: 'FLEETGATE_CARD_FETCH_FAILED',
-    message: error instanceof Error ? error.message : String(error),
-  };
-}
 
 /**
  * Creates the card refresher: every agent's card is fetched on start and every
@@ -158,7 +114,7 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
           warnUnreportedError(again, { ...context, error: message }),
         );
     });
-  const states = new Map<string, State>();
+  const states = new Map<string, CardState>();
   const inflight = new Map<string, Promise<RefreshOutcome>>();
   const timers = new Map<string, ReturnType<typeof setTimeout>>();
   const acquire = createSemaphore(o.concurrency);
@@ -166,24 +122,10 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
   let cacheLoaded: Promise<void> | undefined;
   let unsubscribe: (() => void) | undefined;
 
-  function track(name: string): State {
+  function track(name: string): CardState {
     let state = states.get(name);
     if (state === undefined) {
-      state = {
-        name,
-        status: 'pending',
-        card: undefined,
-        digest: undefined,
-        lastFetchedAt: undefined,
-        lastChangedAt: undefined,
-        lastAttemptAt: undefined,
-        nextRefreshAt: undefined,
-        failures: 0,
-        diagnostics: [],
-        lastError: undefined,
-        validators: {},
-        declarations: undefined,
-      };
+      state = newCardState(name);
       states.set(name, state);
     }
     return state;
@@ -429,9 +371,7 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
 
   function state(name: string): AgentCardState | undefined {
     const s = states.get(name);
-    if (s === undefined) return undefined;
-    const { validators: _v, declarations: _d, ...rest } = s;
-    return { ...rest, diagnostics: [...rest.diagnostics] };
+    return s === undefined ? undefined : publicCardState(s);
   }
 
   return {
@@ -469,37 +409,12 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
     get(name) {
       const agent = directory.get(name);
       const s = states.get(name);
-      if (agent === undefined || s?.card === undefined || s.declarations === undefined)
-        return undefined;
-      const loaded: LoadedAgent = {
-        url: agent.url,
-        card: s.card,
-        declarations: s.declarations,
-        headers: agent.headers,
-      };
-      if (agent.transport !== undefined) loaded.transport = agent.transport;
-      return loaded;
+      return agent === undefined || s === undefined ? undefined : loadedAgent(agent, s);
     },
     unavailable(name) {
       const s = states.get(name);
-      if (directory.get(name) === undefined || s === undefined || s.card !== undefined)
-        return undefined;
-      const why =
-        s.lastError === undefined
-          ? 'has not loaded yet'
-          : `could not be loaded: ${s.lastError.message}`;
-      return new FleetgateError(
-        'FLEETGATE_AGENT_UNAVAILABLE',
-        `Agent ${name} is configured but its card ${why}.`,
-        {
-          details: {
-            agent: name,
-            status: s.status,
-            failures: s.failures,
-            lastError: s.lastError ?? null,
-          },
-        },
-      );
+      if (directory.get(name) === undefined || s === undefined) return undefined;
+      return unavailableError(s);
     },
   };
 }

@@ -8,6 +8,7 @@ export * from './directory.js';
 export * from './card-source.js';
 export * from './card-broker.js';
 export * from './card-refresher.js';
+export type { AgentCardState, CardStatus, LoadedAgent, RefreshOutcome } from './card-state.js';
 export * from './declaration-book.js';
 export * from './acknowledgements.js';
 export * from './ratchet.js';
