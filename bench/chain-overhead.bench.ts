@@ -22,7 +22,6 @@ import {
   createHookFailureLog,
   registerStandardExtensions,
 } from '../src/extensions/index.js';
-import { BlastRegistry } from '../src/fleet/index.js';
 import {
   createCostPart,
   createWorldStateDeltaPart,
@@ -75,10 +74,8 @@ function taskFor(id: string): Task {
 }
 
 const bus = createInMemoryEventBus<OpenTopics>();
-const blast = new BlastRegistry();
-const registry = registerStandardExtensions(new ExtensionRegistry(), { bus, blast });
+const registry = registerStandardExtensions(new ExtensionRegistry(), { bus });
 const declarations = readDeclarations(card);
-blast.declareFromCard(AGENT, declarations);
 const extensions = registry.forDeclarations(declarations);
 if (extensions.length !== 4)
   throw new Error(`expected 4 active extensions, got ${extensions.length}`);
@@ -151,7 +148,6 @@ const noopFetch: typeof fetch = async (_input, init) => {
 const fleet = createFleetClient({
   registry,
   bus,
-  blast,
   cards: new Map([[AGENT, { url, card }]]),
   fetch: noopFetch,
 });

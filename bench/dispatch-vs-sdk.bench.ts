@@ -18,7 +18,6 @@ import { createInMemoryEventBus } from '../src/bus/index.js';
 import { type OpenTopics } from '../src/protocol/index.js';
 import { createFleetClient, toSdkAgentCard } from '../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';
-import { BlastRegistry } from '../src/fleet/index.js';
 import { OPS_DELTAS, opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
 import { note, percentile, report } from './report.js';
 import { startAgentProcess } from './support/agent-process.js';
@@ -83,12 +82,10 @@ async function main(): Promise<void> {
     const card: unknown = await cardResponse.json();
 
     const bus = createInMemoryEventBus<OpenTopics>();
-    const blast = new BlastRegistry();
-    const registry = registerStandardExtensions(new ExtensionRegistry(), { bus, blast });
+    const registry = registerStandardExtensions(new ExtensionRegistry(), { bus });
     const fleet = createFleetClient({
       registry,
       bus,
-      blast,
       cards: new Map([['ops', { url: agent.url, card }]]),
     });
     const sdk = await new ClientFactory({

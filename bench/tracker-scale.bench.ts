@@ -31,7 +31,6 @@ import type { EventEnvelope, OpenTopics } from '../src/protocol/index.js';
 import { createInMemoryEventBus, createOutboxRelay, EventCollector } from '../src/bus/index.js';
 import { createFleetClient } from '../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';
-import { BlastRegistry } from '../src/fleet/index.js';
 import {
   createPushToken,
   createStoreTaskRecords,
@@ -104,8 +103,7 @@ async function main(): Promise<void> {
     const relay = createOutboxRelay({ db: store.db, bus });
     relay.start();
     const collector = new EventCollector(bus);
-    const blast = new BlastRegistry();
-    const registry = registerStandardExtensions(new ExtensionRegistry(), { bus: collector, blast });
+    const registry = registerStandardExtensions(new ExtensionRegistry(), { bus: collector });
     // Counts completed GetTask requests of this gateway (tracker polls and the raw baseline alike).
     let polls = 0;
     const GET_TASK = /"method":\s*"(GetTask|tasks\/get)"/;
@@ -118,7 +116,6 @@ async function main(): Promise<void> {
       fetch: countingFetch,
       registry,
       bus: collector,
-      blast,
       cards: new Map([['ops', { url: agent.url, card }]]),
       durable: {
         collector,

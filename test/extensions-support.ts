@@ -8,7 +8,6 @@ import {
   type Extension,
   type ExtensionEventBus,
 } from '../src/extensions/index.js';
-import { BlastRegistry } from '../src/fleet/index.js';
 import type { RunningAgent } from '../examples/agents/index.js';
 
 /** A fleet client wired to a recording in-memory bus. */
@@ -16,7 +15,6 @@ export interface TestFleet {
   bus: InMemoryEventBus<OpenTopics>;
   fleet: FleetClient;
   registry: ExtensionRegistry;
-  blast: BlastRegistry;
   cards: Map<string, FleetAgent>;
   /** Every event published, in order. */
   events: EventEnvelope[];
@@ -47,9 +45,8 @@ export async function createTestFleet(
     },
     { name: 'recorder' },
   );
-  const blast = new BlastRegistry();
   const registry = new ExtensionRegistry();
-  if (options.extensions === undefined) registerStandardExtensions(registry, { bus, blast });
+  if (options.extensions === undefined) registerStandardExtensions(registry, { bus });
   else {
     for (const { extension, required } of options.extensions) {
       registry.register(extension, { required: required ?? false });
@@ -63,14 +60,12 @@ export async function createTestFleet(
     registry,
     bus,
     cards,
-    blast,
     ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
   });
   return {
     bus,
     fleet,
     registry,
-    blast,
     cards,
     events,
     async on(topic) {

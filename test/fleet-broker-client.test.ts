@@ -8,7 +8,7 @@ import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions
 import {
   AgentDirectory,
   BlastRegistry,
-  CardBroker,
+  createCardBroker,
   createMemoryRatchetPersistence,
   DeclarationRatchet,
   EffectDomainRegistry,
@@ -51,7 +51,7 @@ describe('fleet client on the card broker', () => {
       hitlMode: new HitlModeRegistry(),
       effectDomain: new EffectDomainRegistry(),
     };
-    const broker = new CardBroker({
+    const broker = createCardBroker({
       directory,
       source: new HttpCardSource({ fetch: cardFetch }),
       registries,
@@ -61,15 +61,9 @@ describe('fleet client on the card broker', () => {
     await broker.start();
     const registry = registerStandardExtensions(new ExtensionRegistry(), {
       bus,
-      blast: registries.blast,
+      declarations: broker.stamps,
     });
-    const fleet = createFleetClient({
-      registry,
-      bus,
-      cards: broker,
-      blast: registries.blast,
-      fillBlastFromCards: false,
-    });
+    const fleet = createFleetClient({ registry, bus, cards: broker });
 
     for (let i = 0; i < 3; i += 1)
       expect((await fleet.call('ops', 'pr_review', 'go')).ok).toBe(true);
@@ -87,6 +81,80 @@ describe('fleet client on the card broker', () => {
     await fleet.call('ops', 'pr_review', 'go');
     expect(await fleet.agentClient('ops')).toBe(rebuilt);
     expect(cardFetches).toBe(2);
+
+    broker.stop();
+    await bus.close();
+  });
+
+  it('stamps the effective radius and mode while a narrowing waits for acknowledgement, the declared ones after ack', async () => {
+    let narrow = false;
+    // The agent redeploys with pr_review narrowed: radius repo → self, mode veto → autonomous.
+    const cardFetch: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      if (!narrow || response.status !== 200) return response;
+      const card = (await response.json()) as {
+        capabilities: { extensions: { params?: { skills?: Record<string, unknown> } }[] };
+      };
+      card.capabilities.extensions[0]!.params!.skills!['pr_review'] = { radius: 'self' };
+      card.capabilities.extensions[1]!.params!.skills!['pr_review'] = { mode: 'autonomous' };
+      return new Response(JSON.stringify(card), {
+        status: 200,
+        headers: { 'content-type': 'application/json' },
+      });
+    };
+    const bus = createInMemoryEventBus<OpenTopics>();
+    const directory = new AgentDirectory();
+    directory.add({ name: 'ops', url: agent.url });
+    const broker = createCardBroker({
+      directory,
+      source: new HttpCardSource({ fetch: cardFetch }),
+      registries: {
+        blast: new BlastRegistry(),
+        hitlMode: new HitlModeRegistry(),
+        effectDomain: new EffectDomainRegistry(),
+      },
+      ratchet: await DeclarationRatchet.open(createMemoryRatchetPersistence()),
+      bus,
+    });
+    await broker.start();
+    const registry = registerStandardExtensions(new ExtensionRegistry(), {
+      bus,
+      declarations: broker.stamps,
+    });
+    const fleet = createFleetClient({ registry, bus, cards: broker });
+    const stampsOfLastCall = (): Record<string, unknown> => {
+      const m = agent.received.at(-1)!.metadata;
+      return {
+        radius: m[STAMPS.blastRadius],
+        mode: m[STAMPS.hitlMode],
+        ttl: m[STAMPS.hitlVetoTtlMs],
+      };
+    };
+
+    await fleet.call('ops', 'pr_review', 'go');
+    expect(stampsOfLastCall()).toEqual({ radius: 'repo', mode: 'veto', ttl: '60000' });
+
+    narrow = true;
+    expect(await broker.refresh('ops')).toMatchObject({ result: 'changed' });
+    expect(broker.effectiveRadius('ops', 'pr_review')).toMatchObject({
+      radius: 'repo',
+      declared: 'self',
+      pending: 'self',
+      source: 'acknowledged',
+    });
+    await fleet.call('ops', 'pr_review', 'go');
+    expect((await fleet.agentClient('ops')).declarations.blast['pr_review']).toEqual({
+      radius: 'self',
+    });
+    // The card now says self/autonomous, but the gate still applies repo/veto: so does the stamp.
+    expect(stampsOfLastCall()).toEqual({ radius: 'repo', mode: 'veto', ttl: undefined });
+
+    expect(await broker.acknowledge('ops', 'pr_review', 'alice')).toEqual({
+      radius: 'self',
+      mode: 'autonomous',
+    });
+    await fleet.call('ops', 'pr_review', 'go');
+    expect(stampsOfLastCall()).toEqual({ radius: 'self', mode: 'autonomous', ttl: undefined });
 
     broker.stop();
     await bus.close();

@@ -3,12 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { EventEnvelope } from '../src/protocol/index.js';
+import { createRadiusWidenedAlerts } from '../src/alerts/index.js';
 import { createInMemoryEventBus } from '../src/bus/index.js';
 import type { CardBrokerOptions } from '../src/fleet/index.js';
+import type { CardBroker } from '../src/fleet/index.js';
 import {
   AgentDirectory,
   BlastRegistry,
-  CardBroker,
+  createCardBroker,
   createMemoryRatchetPersistence,
   createStoreCardCache,
   createStoreRatchetPersistence,
@@ -43,6 +45,8 @@ async function harness(
   const bus = createInMemoryEventBus();
   const events: EventEnvelope[] = [];
   await bus.subscribe('>', (e) => void events.push(e as EventEnvelope), { name: 'recorder' });
+  // The composition root wires the radius-widened alert beside the broker; so does the harness.
+  await createRadiusWidenedAlerts({ bus }).start();
   const directory = new AgentDirectory();
   directory.load(agents.map((name) => ({ name, url: server.urlOf(name) })));
   const registries = {
@@ -50,7 +54,7 @@ async function harness(
     hitlMode: new HitlModeRegistry(),
     effectDomain: new EffectDomainRegistry(),
   };
-  const broker = new CardBroker({
+  const broker = createCardBroker({
     directory,
     source: new HttpCardSource({ timeoutMs: options.timeoutMs ?? 2000 }),
     registries,

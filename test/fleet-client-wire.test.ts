@@ -213,11 +213,12 @@ describe('clients', () => {
     expect(urls.every((u) => u.endsWith('/a2a/jsonrpc'))).toBe(true);
   });
 
-  it('rebuilds the client when the card object changes and fills the blast registry from it', async () => {
+  it('rebuilds the client when the card object changes and reads its declarations from it once', async () => {
     const t = await createTestFleet([twoExt]);
     await t.fleet.call('two', 'pr_review', 'x');
-    expect(t.blast.get('two', 'pr_review')).toEqual({ radius: 'repo' });
+    expect(twoExt.received.at(-1)!.metadata[STAMPS.blastRadius]).toBe('repo');
     const first = await t.fleet.agentClient('two');
+    expect(first.declarations.blast['pr_review']).toEqual({ radius: 'repo' });
     const card = structuredClone(await twoExt.fetchCard()) as {
       capabilities: { extensions: { uri: string; params?: unknown }[] };
     };
@@ -226,8 +227,10 @@ describe('clients', () => {
     );
     t.cards.set('two', { url: twoExt.url, card });
     await t.fleet.call('two', 'pr_review', 'x');
-    expect(await t.fleet.agentClient('two')).not.toBe(first);
-    expect(t.blast.get('two', 'pr_review')).toBeUndefined();
+    const rebuilt = await t.fleet.agentClient('two');
+    expect(rebuilt).not.toBe(first);
+    expect(rebuilt.declarations.blast['pr_review']).toBeUndefined();
+    expect(twoExt.received.at(-1)!.metadata[STAMPS.blastRadius]).toBeUndefined();
     expect(twoExt.received.at(-1)!.headers['a2a-extensions']).toBe(EFFECT_DOMAIN_V1_URI);
   });
 

@@ -14,7 +14,6 @@ import type { EventEnvelope, OpenTopics } from '../src/protocol/index.js';
 import { createInMemoryEventBus, createOutboxRelay, EventCollector } from '../src/bus/index.js';
 import { createFleetClient } from '../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';
-import { BlastRegistry } from '../src/fleet/index.js';
 import { createStoreTaskRecords, createTerminalCommit, TaskTracker } from '../src/tasks/index.js';
 import type { GatewayStore } from '../src/service/index.js';
 import { openGatewayStore } from '../src/service/index.js';
@@ -91,7 +90,6 @@ describe('resubscribe', () => {
     const collector = new EventCollector(bus);
     const registry = registerStandardExtensions(new ExtensionRegistry(), {
       bus: collector,
-      blast: new BlastRegistry(),
     });
     const fleet = createFleetClient({
       registry,

@@ -22,7 +22,6 @@ import { createOutboxRelay, EventCollector } from '../src/bus/index.js';
 import type { FleetClient } from '../src/dispatch/index.js';
 import { createFleetClient } from '../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';
-import { BlastRegistry } from '../src/fleet/index.js';
 import type { JetStreamEventBus } from '../src/nats.js';
 import { createJetStreamEventBus } from '../src/nats.js';
 import type { TaskTrackerOptions } from '../src/tasks/index.js';
@@ -109,12 +108,10 @@ async function replica(
   });
   relay.start();
   const collector = new EventCollector(bus);
-  const blast = new BlastRegistry();
-  const registry = registerStandardExtensions(new ExtensionRegistry(), { bus: collector, blast });
+  const registry = registerStandardExtensions(new ExtensionRegistry(), { bus: collector });
   const fleet = createFleetClient({
     registry,
     bus: collector,
-    blast,
     cards: new Map([['ops', { url: s.agent.url, card: s.card }]]),
     durable: {
       collector,

@@ -1,8 +1,8 @@
 /**
  * Alerts: severity scaled by blast radius, declared-vs-observed reconciliation of world-state
  * deltas (`ops.alert.undeclared_effect`, `ops.alert.blast_violation`, learned floors), action
- * quality (`ops.alert.action_quality`) and rolling cost summaries. Reads declarations only
- * through the protocol's `DeclarationLookup` port.
+ * quality (`ops.alert.action_quality`), widened radii (`ops.alert.radius_widened`) and rolling cost summaries. Reads declarations only
+ * through the {@link DeclarationLookup} port.
  */
 export type { FloorWriter } from './ports.js';
 export {
@@ -25,6 +25,12 @@ export {
   type Reconciler,
   type ReconcilerOptions,
 } from './reconciler.js';
+export {
+  createRadiusWidenedAlerts,
+  RADIUS_WIDENED_SUBSCRIPTION,
+  type RadiusWidenedAlerts,
+  type RadiusWidenedAlertsOptions,
+} from './radius-widened.js';
 export {
   createActionQualityMonitor,
   ACTION_QUALITY_SUBSCRIPTION,

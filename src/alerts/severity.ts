@@ -19,7 +19,12 @@ export const ALERT_SEVERITIES = [
 export type Severity = AlertSeverity;
 
 /** The alert kinds Fleetgate raises, published on `ops.alert.<kind>`. */
-export const ALERT_KINDS = ['undeclared_effect', 'blast_violation', 'action_quality'] as const;
+export const ALERT_KINDS = [
+  'undeclared_effect',
+  'blast_violation',
+  'action_quality',
+  'radius_widened',
+] as const;
 
 /** One of {@link ALERT_KINDS}. */
 export type AlertKind = (typeof ALERT_KINDS)[number];
@@ -29,6 +34,7 @@ export const ALERT_BASE_SEVERITY: Readonly<Record<AlertKind, Severity>> = {
   undeclared_effect: 'warning',
   blast_violation: 'error',
   action_quality: 'warning',
+  radius_widened: 'warning',
 };
 
 /** Steps each radius moves a base severity: down one for `self`, up one for `fleet`, up two for `public`. */

@@ -28,11 +28,21 @@ export interface FleetAgent {
   headers?: Readonly<Record<string, string>>;
   /** Preferred transport binding when the card offers several (default: the card's order). */
   transport?: TransportBinding;
+  /**
+   * The declarations read from `card` by whoever loaded it (the fleet's card refresher), so the
+   * card is parsed once. Without them the client reads them from the card once, when it is built.
+   */
+  declarations?: Declarations;
 }
 
 /** Where the fleet client finds agents by name; a `Map<string, FleetAgent>` is one. */
 export interface FleetAgentSource {
   get(name: string): FleetAgent | undefined;
+  /**
+   * Why `get` has nothing for a name it knows (e.g. `FLEETGATE_AGENT_UNAVAILABLE`: configured,
+   * card not loaded); undefined when the name is simply unknown.
+   */
+  unavailable?(name: string): Error | undefined;
 }
 
 /** The private header that ties a request to its call; stripped before the request leaves. */
@@ -137,7 +147,7 @@ export async function createAgentClient(options: CreateAgentClientOptions): Prom
   const { name, agent, wire } = options;
   const baseFetch = options.fetch;
   const sdkCard = pinCard(toSdkAgentCard(agent.card, name), agent.url);
-  const declarations = readDeclarations(agent.card);
+  const declarations = agent.declarations ?? readDeclarations(agent.card);
 
   const readEchoedExtensions = createEchoedExtensionsReader();
   const fetchImpl: typeof fetch = (input, init) => {

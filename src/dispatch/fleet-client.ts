@@ -13,7 +13,6 @@ import {
   type HookFailureSink,
   type RegisteredExtension,
 } from '../extensions/index.js';
-import { BlastRegistry } from '../fleet/index.js';
 import { isTerminalState, normalizeTaskState, type TaskStateName } from '../protocol/index.js';
 import {
   CALL_ID_HEADER,
@@ -47,15 +46,12 @@ export interface ResumedCall {
 export interface FleetClientOptions {
   registry: ExtensionRegistry;
   bus: ExtensionEventBus;
-  /** The agents by name with the cards they last served (a `Map` works). */
-  cards: FleetAgentSource;
-  /** The blast registry the blast-v1 extension reads. */
-  blast?: BlastRegistry;
   /**
-   * Fill `blast` from each card when its client is built (default true). Pass false when a card
-   * broker owns the registry (it keeps provenance and stale marks the client would overwrite).
+   * The agents by name with the cards they last served, and the declarations read from them (the
+   * fleet's card broker); a `Map` of `{ url, card }` works too (declarations are then read from
+   * each card once, when its client is built).
    */
-  fillBlastFromCards?: boolean;
+  cards: FleetAgentSource;
   /** `fetch` used for every request (default: global `fetch`). */
   fetch?: typeof fetch;
   /** Default per-call timeout in milliseconds (none by default). */
@@ -77,7 +73,7 @@ export interface FleetClient {
    * Calls `skill` on `agent`. Resolves with the terminal task (or the non-terminal one handed to
    * the tracker); a task that ended `failed`/`canceled`/`rejected` resolves with `ok: false`.
    *
-   * @throws FleetgateError `FLEETGATE_AGENT_UNKNOWN`, `FLEETGATE_CALL_FAILED`,
+   * @throws FleetgateError `FLEETGATE_AGENT_UNKNOWN`, `FLEETGATE_AGENT_UNAVAILABLE`, `FLEETGATE_CALL_FAILED`,
    * `FLEETGATE_CALL_TIMEOUT`, `FLEETGATE_CALL_ABORTED`, `FLEETGATE_HOOK_FAILED`,
    * `FLEETGATE_STAMP_CONFLICT` — in every case after the `after` hooks ran with `{ ok: false }`.
    */
@@ -102,7 +98,6 @@ export interface FleetClient {
   forget(agent: string): void;
   /** Optional-hook failures so far, keyed `"<uri> <hook>"` (default sink only). */
   hookFailures(): Record<string, number>;
-  readonly blast: BlastRegistry;
 }
 
 interface CachedClient {
@@ -121,15 +116,13 @@ interface CachedClient {
  *
  * @example
  * ```ts
- * const blast = new BlastRegistry();
- * const registry = registerStandardExtensions(new ExtensionRegistry(), { bus, blast });
- * const fleet = createFleetClient({ registry, bus, blast, cards: new Map([['quinn', { url, card }]]) });
+ * const registry = registerStandardExtensions(new ExtensionRegistry(), { bus });
+ * const fleet = createFleetClient({ registry, bus, cards: new Map([['quinn', { url, card }]]) });
  * const result = await fleet.call('quinn', 'pr_review', 'review #42');
  * ```
  */
 export function createFleetClient(options: FleetClientOptions): FleetClient {
   const { registry, bus, cards } = options;
-  const blast = options.blast ?? new BlastRegistry();
   const baseFetch = options.fetch ?? ((input, init) => fetch(input, init));
   const defaultSink = createHookFailureLog({ bus });
   const sink = options.hookFailures ?? defaultSink;
@@ -144,18 +137,16 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
     const agent = cards.get(name);
     if (agent === undefined) {
       return Promise.reject(
-        new FleetgateError('FLEETGATE_AGENT_UNKNOWN', `No agent named ${name} is known.`, {
-          details: { agent: name },
-        }),
+        cards.unavailable?.(name) ??
+          new FleetgateError('FLEETGATE_AGENT_UNKNOWN', `No agent named ${name} is known.`, {
+            details: { agent: name },
+          }),
       );
     }
     const cached = clients.get(name);
     // The card broker replaces the card object on refresh; a new object means a new client.
     if (cached !== undefined && cached.source === agent.card) return cached.promise;
-    const promise = createAgentClient({ name, agent, fetch: baseFetch, wire }).then((built) => {
-      if (options.fillBlastFromCards !== false) blast.declareFromCard(name, built.declarations);
-      return built;
-    });
+    const promise = createAgentClient({ name, agent, fetch: baseFetch, wire });
     const entry: CachedClient = { source: agent.card, promise };
     clients.set(name, entry);
     promise.then(
@@ -421,6 +412,5 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
       clients.delete(agent);
     },
     hookFailures: () => defaultSink.counts(),
-    blast,
   };
 }

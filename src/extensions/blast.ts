@@ -1,29 +1,33 @@
-import { BLAST_V1_URI, STAMPS, type BlastDeclaration } from '../protocol/index.js';
-import type { Extension } from './types.js';
-
-/** Where blast-v1 looks up a declaration; the fleet's `BlastRegistry` is one. */
-export interface BlastLookup {
-  get(agent: string, skill: string): BlastDeclaration | undefined;
-}
+import { BLAST_V1_URI, STAMPS, type BlastRadius } from '../protocol/index.js';
+import type { Extension, SkillCallContext } from './types.js';
 
 /** Dependencies of {@link createBlastExtension}. */
 export interface BlastExtensionOptions {
-  /** The blast registry (populated from cards by the card broker). */
-  blast: BlastLookup;
+  /**
+   * The radius to stamp: the *effective* radius (declared, raised by the narrowing ratchet and
+   * floors) — the fleet's declaration book (`broker.stamps.radius`). By default the card's own
+   * declaration (`ctx.declarations.blast[skill]`), for a client with no fleet behind it.
+   */
+  lookup?: (ctx: SkillCallContext) => BlastRadius | undefined;
 }
 
+const declaredRadius = (ctx: SkillCallContext): BlastRadius | undefined =>
+  Object.hasOwn(ctx.declarations.blast, ctx.skill)
+    ? ctx.declarations.blast[ctx.skill]?.radius
+    : undefined;
+
 /**
- * blast-v1. `before` stamps `x-blast-radius` when the agent declared a radius for the skill; an
- * undeclared skill gets no stamp (unknown is the policy's business, not the wire's). No `after`.
+ * blast-v1. `before` stamps `x-blast-radius` with the skill's effective radius; a skill that
+ * declares none gets no stamp (unknown is the policy's business, not the wire's). No `after`.
  */
-export function createBlastExtension(options: BlastExtensionOptions): Extension {
-  const { blast } = options;
+export function createBlastExtension(options: BlastExtensionOptions = {}): Extension {
+  const lookup = options.lookup ?? declaredRadius;
   return {
     uri: BLAST_V1_URI,
-    description: 'Stamps the blast radius the agent declared for the skill.',
+    description: 'Stamps the effective blast radius of the skill.',
     before(ctx) {
-      const declaration = blast.get(ctx.agent, ctx.skill);
-      if (declaration !== undefined) ctx.stamp(STAMPS.blastRadius, declaration.radius);
+      const radius = lookup(ctx);
+      if (radius !== undefined) ctx.stamp(STAMPS.blastRadius, radius);
     },
   };
 }

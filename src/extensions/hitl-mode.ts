@@ -4,14 +4,15 @@ import type { Extension, SkillCallContext } from './types.js';
 /** Dependencies of {@link createHitlModeExtension}. */
 export interface HitlModeExtensionOptions {
   /**
-   * Where the declaration comes from; by default the card's own declarations
-   * (`ctx.declarations.hitlMode[skill]`).
+   * The mode to stamp: the *effective* mode (declared, held by the narrowing ratchet) — the
+   * fleet's declaration book (`broker.stamps.hitlMode`). By default the card's own declaration
+   * (`ctx.declarations.hitlMode[skill]`), for a client with no fleet behind it.
    */
   lookup?: (ctx: SkillCallContext) => HitlModeDeclaration | undefined;
 }
 
 /**
- * hitl-mode-v1. `before` stamps `x-hitl-mode` with the mode the agent declared for the skill and,
+ * hitl-mode-v1. `before` stamps `x-hitl-mode` with the skill's effective mode and,
  * for `veto` only, `x-hitl-veto-ttl-ms` when a veto window is declared. No `after`.
  */
 export function createHitlModeExtension(options: HitlModeExtensionOptions = {}): Extension {
@@ -23,7 +24,7 @@ export function createHitlModeExtension(options: HitlModeExtensionOptions = {}):
         : undefined);
   return {
     uri: HITL_MODE_V1_URI,
-    description: 'Stamps the human-in-the-loop mode the agent declared for the skill.',
+    description: 'Stamps the effective human-in-the-loop mode of the skill.',
     before(ctx) {
       const declaration = lookup(ctx);
       if (declaration === undefined) return;

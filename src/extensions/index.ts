@@ -30,7 +30,7 @@ export {
   WORLD_STATE_DELTA_REJECTED_TOPIC,
   type EffectDomainExtensionOptions,
 } from './effect-domain.js';
-export { createBlastExtension, type BlastExtensionOptions, type BlastLookup } from './blast.js';
+export { createBlastExtension, type BlastExtensionOptions } from './blast.js';
 export { createHitlModeExtension, type HitlModeExtensionOptions } from './hitl-mode.js';
 export {
   createCostExtension,
@@ -38,4 +38,8 @@ export {
   type CostExtensionOptions,
   type CostSample,
 } from './cost.js';
-export { registerStandardExtensions, type StandardExtensionsOptions } from './standard.js';
+export {
+  registerStandardExtensions,
+  type StampLookup,
+  type StandardExtensionsOptions,
+} from './standard.js';

@@ -173,14 +173,12 @@ describe('effect-domain-v1', () => {
 });
 
 describe('blast-v1', () => {
-  it('stamps x-blast-radius only when the skill has a declaration', async () => {
-    const blast = {
-      get: (_a: string, skill: string) =>
-        skill === 'review' ? { radius: 'repo' as const } : undefined,
-    };
+  it('stamps x-blast-radius only when the skill has a radius', async () => {
+    const lookup = (ctx: { skill: string }) =>
+      ctx.skill === 'review' ? ('repo' as const) : undefined;
     const task = taskWith([]);
-    const declared = await run(createBlastExtension({ blast }), { ok: true, task }, 'review');
-    const undeclared = await run(createBlastExtension({ blast }), { ok: true, task }, 'other');
+    const declared = await run(createBlastExtension({ lookup }), { ok: true, task }, 'review');
+    const undeclared = await run(createBlastExtension({ lookup }), { ok: true, task }, 'other');
     expect(declared.stamps).toEqual({ [STAMPS.blastRadius]: 'repo' });
     expect(undeclared.stamps).toEqual({});
   });

@@ -132,8 +132,31 @@ export class HttpCardSource implements CardSource {
     signal: AbortSignal | undefined,
   ): Promise<CardFetchResult | 'not-found'> {
     const origin = new URL(firstUrl).origin;
-    const timeout = AbortSignal.timeout(this.#timeoutMs);
-    const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    // A controller and a timer cleared on the way out: `AbortSignal.timeout` costs ~45 µs per
+    // signal (a weakly held timer), as much as the rest of a loopback card fetch.
+    const controller = new AbortController();
+    const timeout = controller.signal;
+    const timer = setTimeout(() => {
+      controller.abort(new DOMException('card fetch timed out', 'TimeoutError'));
+    }, this.#timeoutMs);
+    timer.unref?.();
+    try {
+      const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+      return await this.#request(firstUrl, origin, combined, timeout, target, previous, signal);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async #request(
+    firstUrl: string,
+    origin: string,
+    combined: AbortSignal,
+    timeout: AbortSignal,
+    target: CardTarget,
+    previous: CardValidators,
+    signal: AbortSignal | undefined,
+  ): Promise<CardFetchResult | 'not-found'> {
     const headers: Record<string, string> = {
       accept: 'application/json',
       'A2A-Version': '1.0',
@@ -213,6 +236,19 @@ export class HttpCardSource implements CardSource {
       throw tooLarge(url, `${declared} bytes`, this.#maxBytes);
     }
     if (response.body === null) return '';
+    // The server said how long the body is, within the limit: the fetch enforces that length, so
+    // read it in one go (much cheaper than pulling chunks through a stream reader).
+    if (Number.isFinite(declared)) {
+      try {
+        return await response.text();
+      } catch (error) {
+        throw failed(
+          url,
+          timeout.aborted ? `timed out after ${this.#timeoutMs} ms` : describeNetworkError(error),
+          error,
+        );
+      }
+    }
     const reader = response.body.getReader();
     const chunks: Uint8Array[] = [];
     let total = 0;

@@ -1,8 +1,8 @@
 import type { BlastRadius } from '../protocol/index.js';
 import { compareRadius } from '../protocol/index.js';
-import type { FloorSource } from './card-broker.js';
+import type { FloorSource } from './declaration-book.js';
 
-/** One learned floor, as the alerts' floor writer stores and reports it. */
+/** One learned floor: the narrowest radius a skill is treated as, learned from what it did. */
 export interface LearnedFloorEntry {
   agent: string;
   skill: string;
@@ -11,14 +11,14 @@ export interface LearnedFloorEntry {
 
 /**
  * The floors reconciliation learned from observed violations (`learnFloors: true`), kept in the
- * store and applied by the card broker alongside the configured ones. Pass {@link raise} as the
- * floor writer's `onRaised`, so a raise takes effect on the very next lookup.
+ * store (by the alerts) and applied by the declaration book alongside the configured ones. Pass
+ * {@link raise} as the floor writer's `onRaised`, so a raise takes effect on the very next lookup.
  *
  * @example
  * ```ts
  * const learned = LearnedFloors.from(await listLearnedFloors(store.db));
  * const writer = createStoreFloorWriter({ db: store.db, kind: store.kind, onRaised: (f) => learned.raise(f) });
- * new CardBroker({ ..., floors: learned });
+ * createCardBroker({ ..., floors: learned });
  * ```
  */
 export class LearnedFloors implements FloorSource {

@@ -17,6 +17,7 @@ export const ERROR_CODES = {
   FLEETGATE_STAMP_CONFLICT: 'Two extensions claimed the same request metadata key.',
   FLEETGATE_HOOK_FAILED: 'A required extension hook failed.',
   FLEETGATE_AGENT_UNKNOWN: 'No agent with this name is known.',
+  FLEETGATE_AGENT_UNAVAILABLE: 'The agent is configured but its card has not loaded.',
   FLEETGATE_NOTHING_TO_ACKNOWLEDGE: 'There is no narrower declaration waiting for acknowledgement.',
   FLEETGATE_CALL_FAILED: 'The call to the agent failed.',
   FLEETGATE_CALL_TIMEOUT: 'The call to the agent timed out.',

@@ -1,9 +1,9 @@
 import type { EventBus } from '../bus/index.js';
-import type { CardSource, FleetRegistries, SecretResolver } from '../fleet/index.js';
+import type { CardBroker, CardSource, FleetRegistries, SecretResolver } from '../fleet/index.js';
 import {
   AgentDirectory,
   BlastRegistry,
-  CardBroker,
+  createCardBroker,
   createStoreCardCache,
   createStoreRatchetPersistence,
   DeclarationRatchet,
@@ -60,7 +60,7 @@ export async function createFleetRuntime(
     kind: store.kind,
     onRaised: (floor) => learnedFloors.raise(floor),
   });
-  const broker = new CardBroker({
+  const broker = createCardBroker({
     directory,
     source: options.source ?? new HttpCardSource({ timeoutMs: config.cards.timeout }),
     registries,

@@ -39,6 +39,7 @@ import type { CostSummaries, Reconciler } from '../alerts/index.js';
 import {
   createActionQualityMonitor,
   createCostSummaries,
+  createRadiusWidenedAlerts,
   createReconciler,
 } from '../alerts/index.js';
 import {
@@ -167,15 +168,13 @@ export async function createGateway(
   const collector = new EventCollector(bus);
   const registry = registerStandardExtensions(new ExtensionRegistry(), {
     bus: collector,
-    blast: runtime.registries.blast,
+    declarations: runtime.broker.stamps,
   });
   const taskRecords = createStoreTaskRecords(store.db);
   const fleet = createFleetClient({
     registry,
     bus: collector,
     cards: runtime.broker,
-    blast: runtime.registries.blast,
-    fillBlastFromCards: false,
     ...(deps.fetch === undefined ? {} : { fetch: deps.fetch }),
     durable: {
       collector,
@@ -222,12 +221,14 @@ export async function createGateway(
   });
   const quality = createActionQualityMonitor({ bus, declarations });
   const costs = createCostSummaries();
+  const widened = createRadiusWidenedAlerts({ bus });
 
   // Consumers first, so nothing the relay or the first refresh publishes is missed.
   await world.start();
   await reconciler.start();
   await quality.start();
   await costs.start(bus);
+  await widened.start();
   if (deps.relay !== false) relay.start();
   await runtime.broker.start();
   await tracker.recover();
@@ -275,7 +276,13 @@ export async function createGateway(
         }
         await relay.stop();
         if (bus instanceof InMemoryEventBus) await bus.idle();
-        await Promise.allSettled([world.stop(), reconciler.stop(), quality.stop(), costs.stop()]);
+        await Promise.allSettled([
+          world.stop(),
+          reconciler.stop(),
+          quality.stop(),
+          costs.stop(),
+          widened.stop(),
+        ]);
         await runtime.close();
         if (deps.bus === undefined) await bus.close();
         if (deps.store === undefined) await store.close();

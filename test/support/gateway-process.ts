@@ -9,7 +9,6 @@
 import { createInMemoryEventBus, createOutboxRelay, EventCollector } from '../../src/bus/index.js';
 import { createFleetClient } from '../../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../../src/extensions/index.js';
-import { BlastRegistry } from '../../src/fleet/index.js';
 import {
   createStoreTaskRecords,
   createTerminalCommit,
@@ -30,12 +29,10 @@ const bus = createInMemoryEventBus();
 const records = createStoreTaskRecords(store.db);
 const relay = createOutboxRelay({ db: store.db, bus });
 const collector = new EventCollector(bus);
-const blast = new BlastRegistry();
-const registry = registerStandardExtensions(new ExtensionRegistry(), { bus: collector, blast });
+const registry = registerStandardExtensions(new ExtensionRegistry(), { bus: collector });
 const fleet = createFleetClient({
   registry,
   bus: collector,
-  blast,
   cards: new Map([['ops', { url: agentUrl, card }]]),
   durable: { collector, commit: createTerminalCommit({ records }) },
 });

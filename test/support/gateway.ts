@@ -18,7 +18,6 @@ import { createInMemoryEventBus, createOutboxRelay, EventCollector } from '../..
 import type { FleetClient } from '../../src/dispatch/index.js';
 import { createFleetClient } from '../../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../../src/extensions/index.js';
-import { BlastRegistry } from '../../src/fleet/index.js';
 import type { TaskTrackerOptions } from '../../src/tasks/index.js';
 import {
   createStoreTaskRecords,
@@ -86,12 +85,10 @@ export function gateway(
   const relay = createOutboxRelay({ db: w.store.db, bus: w.bus, pollIntervalMs: 10 });
   if (runRelay) relay.start();
   const collector = new EventCollector(w.bus);
-  const blast = new BlastRegistry();
-  const registry = registerStandardExtensions(new ExtensionRegistry(), { bus: collector, blast });
+  const registry = registerStandardExtensions(new ExtensionRegistry(), { bus: collector });
   const fleet = createFleetClient({
     registry,
     bus: collector,
-    blast,
     cards: new Map([['ops', { url: w.agent.url, card: w.card }]]),
     durable: {
       collector,

@@ -1,0 +1,88 @@
+/** `ops.alert.radius_widened`: an agent widened a skill's blast radius on its card. */
+import type { EventBus, Subscription } from '../bus/index.js';
+import type { DeclarationChangedEvent, EventEnvelope } from '../protocol/index.js';
+import { BLAST_V1_URI, isBlastRadius } from '../protocol/index.js';
+import type { OpsAlert } from './alert.js';
+import { alertEventId, publishAlert } from './alert.js';
+import { scaleSeverity } from './severity.js';
+
+/** The subscription name of {@link createRadiusWidenedAlerts}. */
+export const RADIUS_WIDENED_SUBSCRIPTION = 'alerts-radius-widened';
+
+/** Options of {@link createRadiusWidenedAlerts}. */
+export interface RadiusWidenedAlertsOptions {
+  bus: EventBus;
+  /** Subscription name (default {@link RADIUS_WIDENED_SUBSCRIPTION}). */
+  subscriptionName?: string;
+}
+
+/** Raises `ops.alert.radius_widened` for every widened blast-v1 declaration. */
+export interface RadiusWidenedAlerts {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Handles one `fleet.declaration.changed` event; returns the alert it raised, if any. */
+  handle(
+    event: EventEnvelope<'fleet.declaration.changed', DeclarationChangedEvent>,
+  ): Promise<OpsAlert | undefined>;
+}
+
+/**
+ * Creates the radius-widened alerts: a subscriber of `fleet.declaration.changed` that alerts when
+ * a skill's declared blast radius widened (it is in effect at once; a narrowing waits for an
+ * acknowledgement instead). Severity is `warning` scaled by the new radius. The alert id derives
+ * from the declaration event's id, so a redelivery never doubles it.
+ *
+ * @example
+ * ```ts
+ * const widened = createRadiusWidenedAlerts({ bus });
+ * await widened.start();
+ * ```
+ */
+export function createRadiusWidenedAlerts(
+  options: RadiusWidenedAlertsOptions,
+): RadiusWidenedAlerts {
+  const { bus } = options;
+  let subscription: Subscription | undefined;
+
+  async function handle(
+    event: EventEnvelope<'fleet.declaration.changed', DeclarationChangedEvent>,
+  ): Promise<OpsAlert | undefined> {
+    const change = event.payload;
+    if (change.extension !== BLAST_V1_URI || !change.widened || !isBlastRadius(change.after))
+      return undefined;
+    const radius = change.after;
+    const alert: OpsAlert = {
+      kind: 'radius_widened',
+      severity: scaleSeverity('warning', radius),
+      agent: change.agent,
+      skill: change.skill,
+      radius,
+      message: `${change.agent}/${change.skill} widened its blast radius from ${String(change.before)} to ${radius}; in effect now`,
+      evidence: { before: change.before, after: radius, declarationEventId: event.id },
+    };
+    await publishAlert(bus, alert, {
+      id: alertEventId('radius_widened', event.id),
+      ...(event.correlationId === undefined ? {} : { correlationId: event.correlationId }),
+    });
+    return alert;
+  }
+
+  return {
+    async start() {
+      if (subscription !== undefined) return;
+      subscription = await bus.subscribe(
+        'fleet.declaration.changed',
+        async (event) => {
+          await handle(event);
+        },
+        { name: options.subscriptionName ?? RADIUS_WIDENED_SUBSCRIPTION, durable: true },
+      );
+    },
+    async stop() {
+      const sub = subscription;
+      subscription = undefined;
+      await sub?.unsubscribe();
+    },
+    handle,
+  };
+}
