@@ -29,16 +29,11 @@ import { V1PushNotificationSerializer } from '@a2a-js/sdk/server';
 import { OPS_DELTAS, opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
 import type { EventEnvelope, OpenTopics } from '../src/bus/index.js';
 import { createInMemoryEventBus, createOutboxRelay, EventCollector } from '../src/bus/index.js';
-import { createFleetClient } from '../src/dispatch/index.js';
+import { createFleetClient, createTaskTerminal } from '../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';
 import { BlastRegistry } from '../src/fleet/index.js';
 import { openStore } from '../src/store/index.js';
-import {
-  createPushToken,
-  createStoreTaskRecords,
-  createTerminalCommit,
-  TaskTracker,
-} from '../src/tasks/index.js';
+import { createPushToken, createStoreTaskRecords, TaskTracker } from '../src/tasks/index.js';
 import { note, percentile, report } from './report.js';
 import { startAgentProcess } from './support/agent-process.js';
 
@@ -120,10 +115,9 @@ async function main(): Promise<void> {
       bus: collector,
       blast,
       cards: new Map([['ops', { url: agent.url, card }]]),
-      durable: {
-        collector,
-        commit: createTerminalCommit({ records, onCommitted: () => relay.notify() }),
-      },
+      terminal: createTaskTerminal({
+        durable: { records, collector, onCommitted: () => relay.notify() },
+      }),
     });
     const errors: unknown[] = [];
     const tracker = new TaskTracker({
@@ -189,7 +183,7 @@ async function main(): Promise<void> {
       });
       trackMs += await pool(TASKS / MEMORY_CHUNKS, 1, async (i) => {
         const s = started[from + i]!;
-        await tracker.track({
+        await tracker.follow({
           agent: 'ops',
           skill: SKILL,
           correlationId: s.correlationId,

@@ -47,7 +47,7 @@ export {
 export { TopicTrie } from './topic-trie.js';
 export { deterministicEventId } from './event-id.js';
 export { EventCollector } from './collecting-bus.js';
-export type { CollectedEvent, PublishTarget } from './collecting-bus.js';
+export type { CollectedEvent, DeferredEffect, PublishTarget } from './collecting-bus.js';
 export { InMemoryEventBus, createInMemoryEventBus } from './in-memory-bus.js';
 export type { InMemoryBusStats, InMemoryEventBusOptions } from './in-memory-bus.js';
 export { createOutboxRelay, createOutboxWriter, writeOutboxEvent } from './outbox.js';

@@ -1,8 +1,17 @@
 import type { Kysely } from 'kysely';
 
-/** Where a dispatch stands (the HTTP API's `status`). */
+/**
+ * Where a dispatch stands (the HTTP API's `status`). `awaiting-input`: the task waits on its caller
+ * (`input-required`, `auth-required`); it is neither running nor ended.
+ */
 export type DispatchStatus =
-  'awaiting-approval' | 'running' | 'completed' | 'failed' | 'rejected' | 'canceled';
+  | 'awaiting-approval'
+  | 'awaiting-input'
+  | 'running'
+  | 'completed'
+  | 'failed'
+  | 'rejected'
+  | 'canceled';
 
 /** The summary of how a dispatch ended. */
 export interface DispatchResult {

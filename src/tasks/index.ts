@@ -3,4 +3,3 @@ export * from './task-records.js';
 export * from './push-receiver.js';
 export * from './poll-scheduler.js';
 export * from './tracker.js';
-export * from './terminal-commit.js';

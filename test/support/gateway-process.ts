@@ -7,15 +7,11 @@
  *   outbox relay never started.
  */
 import { createInMemoryEventBus, createOutboxRelay, EventCollector } from '../../src/bus/index.js';
-import { createFleetClient } from '../../src/dispatch/index.js';
+import { createFleetClient, createTaskTerminal } from '../../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../../src/extensions/index.js';
 import { BlastRegistry } from '../../src/fleet/index.js';
 import { openStore } from '../../src/store/index.js';
-import {
-  createStoreTaskRecords,
-  createTerminalCommit,
-  TaskTracker,
-} from '../../src/tasks/index.js';
+import { createStoreTaskRecords, TaskTracker } from '../../src/tasks/index.js';
 
 const [agentUrl, file, scenario] = process.argv.slice(2);
 if (agentUrl === undefined || file === undefined || scenario === undefined) {
@@ -37,14 +33,14 @@ const fleet = createFleetClient({
   bus: collector,
   blast,
   cards: new Map([['ops', { url: agentUrl, card }]]),
-  durable: { collector, commit: createTerminalCommit({ records }) },
+  terminal: createTaskTerminal({ durable: { records, collector } }),
 });
 const tracker = new TaskTracker({ records, fleet, polling: { intervalMs: 3_600_000 } });
 
 if (scenario === 'tracked') {
   const result = await fleet.call('ops', 'pr_review', 'go', { mode: 'return-immediately' });
   const taskId = result.task!.id;
-  await tracker.track({
+  await tracker.follow({
     agent: 'ops',
     skill: 'pr_review',
     correlationId: result.correlationId,
