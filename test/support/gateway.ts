@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningAgent } from '../../examples/agents/harness.js';
 import { opsBehaviour, startOpsAgent } from '../../examples/agents/ops-agent.js';
-import type { AgentPlan } from '../../examples/agents/harness.js';
+import type { AgentPlan, ReceivedCall } from '../../examples/agents/harness.js';
 import type { EventBus, EventEnvelope, OpenTopics } from '../../src/bus/index.js';
 import { createInMemoryEventBus, createOutboxRelay, EventCollector } from '../../src/bus/index.js';
 import type { FleetClient, SettledTask } from '../../src/dispatch/index.js';
@@ -35,12 +35,16 @@ export interface World {
 
 export async function world(
   delayMs: number,
-  plan: Partial<AgentPlan> = {},
+  plan: Partial<AgentPlan> | ((call: ReceivedCall) => Partial<AgentPlan>) = {},
   agentOptions: { pushNotifications?: boolean } = {},
 ): Promise<World> {
   const agent = await startOpsAgent({
     ...agentOptions,
-    behaviour: async (call) => ({ ...(await opsBehaviour(call)), delayMs, ...plan }),
+    behaviour: async (call) => ({
+      ...(await opsBehaviour(call)),
+      delayMs,
+      ...(typeof plan === 'function' ? plan(call) : plan),
+    }),
   });
   const bus = createInMemoryEventBus<OpenTopics>();
   const deltas: EventEnvelope[] = [];
@@ -79,6 +83,8 @@ export interface GatewayOptions extends Partial<TaskTrackerOptions> {
   onSettled?: (settled: SettledTask) => Promise<void>;
   /** cost-v1's recorder. */
   recordCost?: (sample: CostSample) => void;
+  /** More agents besides `ops`, by name. */
+  agents?: ReadonlyMap<string, { url: string; card: unknown }>;
 }
 
 /**
@@ -92,6 +98,7 @@ export function gateway(w: World, options: GatewayOptions = {}): Gateway {
     records: givenRecords,
     onSettled,
     recordCost,
+    agents,
     ...trackerOptions
   } = options;
   const records = givenRecords ?? createStoreTaskRecords(w.store.db);
@@ -112,7 +119,7 @@ export function gateway(w: World, options: GatewayOptions = {}): Gateway {
     registry,
     bus: collector,
     blast,
-    cards: new Map([['ops', { url: w.agent.url, card: w.card }]]),
+    cards: new Map([['ops', { url: w.agent.url, card: w.card }], ...(agents ?? [])]),
     terminal,
     follow: (task) => tracker.follow(task),
   });
