@@ -211,6 +211,41 @@ describe('task terminal: a caller timeout', () => {
   });
 });
 
+describe('task terminal: a caller timeout with nothing following tasks', () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await world(200, { state: 'input-required', statusText: 'which repo?' });
+  });
+  afterAll(() => w.close());
+
+  it('cancels a task still running at the agent and says so on system.error', async () => {
+    const reported: EventEnvelope[] = [];
+    const sub = await w.bus.subscribe('system.error', (e) => void reported.push(e), {
+      name: `errors-${randomUUID()}`,
+    });
+    const g = gateway(w, { followTimedOut: false, polling: { intervalMs: 60_000 } });
+    try {
+      await expect(g.fleet.call('ops', 'pr_review', 'go', { timeoutMs: 30 })).rejects.toMatchObject(
+        { code: 'FLEETGATE_CALL_TIMEOUT' },
+      );
+      await until(() => reported.length > 0, 5_000, 'the cancel report');
+      const report = reported[0]!.payload as { message: string; taskId: string };
+      expect(report.message).toContain('canceled at the agent');
+      const { client } = await g.fleet.agentClient('ops');
+      const remote = await client.getTask({ tenant: '', id: report.taskId, historyLength: 0 });
+      expect(remote.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+      expect(await createStoreTaskRecords(w.store.db).get('ops', report.taskId)).toMatchObject({
+        state: 'canceled',
+        terminalVia: 'timeout',
+      });
+      expect(g.fleet.terminal.held()).toEqual([]);
+    } finally {
+      await sub.unsubscribe();
+      await g.stop();
+    }
+  });
+});
+
 describe('task terminal: a hostile agent', () => {
   let w: World;
   let evil: RunningAgent;

@@ -14,7 +14,7 @@ import { opsBehaviour, startOpsAgent } from '../../examples/agents/ops-agent.js'
 import type { AgentPlan, ReceivedCall } from '../../examples/agents/harness.js';
 import type { EventBus, EventEnvelope, OpenTopics } from '../../src/bus/index.js';
 import { createInMemoryEventBus, createOutboxRelay, EventCollector } from '../../src/bus/index.js';
-import type { FleetClient, SettledTask } from '../../src/dispatch/index.js';
+import type { FleetClient, FollowRequest, SettledTask } from '../../src/dispatch/index.js';
 import { createFleetClient, createTaskTerminal } from '../../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../../src/extensions/index.js';
 import { BlastRegistry } from '../../src/fleet/index.js';
@@ -83,6 +83,8 @@ export interface GatewayOptions extends Partial<TaskTrackerOptions> {
   onSettled?: (settled: SettledTask) => Promise<void>;
   /** cost-v1's recorder. */
   recordCost?: (sample: CostSample) => void;
+  /** False: nothing follows the tasks of timed-out calls (the fleet client cancels them). */
+  followTimedOut?: boolean;
   /** More agents besides `ops`, by name. */
   agents?: ReadonlyMap<string, { url: string; card: unknown }>;
 }
@@ -99,6 +101,7 @@ export function gateway(w: World, options: GatewayOptions = {}): Gateway {
     onSettled,
     recordCost,
     agents,
+    followTimedOut = true,
     ...trackerOptions
   } = options;
   const records = givenRecords ?? createStoreTaskRecords(w.store.db);
@@ -121,7 +124,7 @@ export function gateway(w: World, options: GatewayOptions = {}): Gateway {
     blast,
     cards: new Map([['ops', { url: w.agent.url, card: w.card }], ...(agents ?? [])]),
     terminal,
-    follow: (task) => tracker.follow(task),
+    ...(followTimedOut ? { follow: (task: FollowRequest) => tracker.follow(task) } : {}),
   });
   const tracker = new TaskTracker({ records, fleet, ...trackerOptions });
   return {
