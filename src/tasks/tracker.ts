@@ -415,6 +415,9 @@ export class TaskTracker implements TaskFollower {
       }
     } catch (error) {
       this.#o.onError?.(error, { agent, taskId, where: 'resubscribe' });
+      // The task may have ended before the stream was resumed: look at once instead of at the
+      // next scheduled poll.
+      this.#scheduler.pollNow(agent, taskId);
     }
   }
 
