@@ -4,9 +4,9 @@
  * a SQLite file, events through the outbox relay onto the in-memory bus.
  *
  * - `bytes_per_task`: heap growth (`heapUsed` after forced `gc()`) per task started with
- *   `fleet.call` and tracked, divided by the tasks (target ≤ 2048), the harness's own list of ids
- *   taken out. Nearly all of it is the call's pending `after` chain the fleet client keeps for the
- *   terminal state; the tracker's own entry is small. Native memory (SQLite) is not on the heap;
+ *   `fleet.call` and followed, divided by the tasks (target ≤ 1024), the harness's own list of ids
+ *   taken out. No `after` chain is kept per task (the terminal rebuilds it at settle time): what is
+ *   left is the tracker's entry and the poll schedule's. Native memory (SQLite) is not on the heap;
  *   `rss_bytes_per_task` is the resident-set growth, noisy, for orientation.
  * - `polls_per_s`: `GetTask` polls the tracker's scheduler completes per second with thousands of
  *   tasks due at once (half the tasks, twice; default per-agent concurrency 4), and
@@ -15,7 +15,7 @@
  * - `push_to_event_p50_ms` / `push_to_event_p99_ms`: from calling the push receiver with an
  *   SDK-serialized v1.0 `{task}` body to the task's `world.state.delta` arriving at a bus
  *   subscriber (claim + outbox in one SQLite transaction, relay woken, publish, deliver), one push
- *   at a time with ~9,000 tasks still tracked (target p99 ≤ 50). Baseline interleaved push by
+ *   at a time with ~9,000 tasks still tracked (target p99 ≤ 10). Baseline interleaved push by
  *   push: a raw in-memory publish→deliver of the same payload (`bus_publish_to_deliver_p50_ms`).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -29,17 +29,12 @@ import { V1PushNotificationSerializer } from '@a2a-js/sdk/server';
 import { OPS_DELTAS, opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
 import type { EventEnvelope, OpenTopics } from '../src/protocol/index.js';
 import { createInMemoryEventBus, createOutboxRelay, EventCollector } from '../src/bus/index.js';
-import { createFleetClient } from '../src/dispatch/index.js';
+import { createFleetClient, createTaskTerminal } from '../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';
-import {
-  createPushToken,
-  createStoreTaskRecords,
-  createTerminalCommit,
-  TaskTracker,
-} from '../src/tasks/index.js';
+import { openGatewayStore } from '../src/service/index.js';
+import { createPushToken, createStoreTaskRecords, TaskTracker } from '../src/tasks/index.js';
 import { note, percentile, report } from './report.js';
 import { startAgentProcess } from './support/agent-process.js';
-import { openGatewayStore } from '../src/service/index.js';
 
 const BENCH = 'tracker-scale';
 const SKILL = 'pr_review';
@@ -117,10 +112,9 @@ async function main(): Promise<void> {
       registry,
       bus: collector,
       cards: new Map([['ops', { url: agent.url, card }]]),
-      durable: {
-        collector,
-        commit: createTerminalCommit({ records, onCommitted: () => relay.notify() }),
-      },
+      terminal: createTaskTerminal({
+        durable: { records, collector, onCommitted: () => relay.notify() },
+      }),
     });
     const errors: unknown[] = [];
     const tracker = new TaskTracker({
@@ -186,7 +180,7 @@ async function main(): Promise<void> {
       });
       trackMs += await pool(TASKS / MEMORY_CHUNKS, 1, async (i) => {
         const s = started[from + i]!;
-        await tracker.track({
+        await tracker.follow({
           agent: 'ops',
           skill: SKILL,
           correlationId: s.correlationId,
@@ -301,7 +295,7 @@ async function main(): Promise<void> {
       metric: 'bytes_per_task',
       value: Math.round(totalBytesPerTask),
       unit: 'B',
-      target: '<=2048',
+      target: '<=1024',
     });
     report({
       bench: BENCH,
@@ -328,7 +322,7 @@ async function main(): Promise<void> {
       metric: 'push_to_event_p99_ms',
       value: percentile(pushLatency, 99),
       unit: 'ms',
-      target: '<=50',
+      target: '<=10',
     });
     report({
       bench: BENCH,

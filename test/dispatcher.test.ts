@@ -30,8 +30,9 @@ async function harness(
   const g = gateway(w, {
     polling: { intervalMs: 15 },
     ...options.tracker,
-    // The dispatcher is created next; the tracker only calls back once tasks finish.
-    onFinished: (finished) => dispatcher.onTaskFinished(finished),
+    // The dispatcher is created next; the terminal and tracker only call back later.
+    onSettled: (settled) => dispatcher.onTaskSettled(settled),
+    onStateChanged: (change) => dispatcher.onTaskState(change),
   });
   const dispatcher = new Dispatcher({
     fleet: g.fleet,

@@ -181,7 +181,7 @@ describe('call modes', () => {
     const result = await t.fleet.call('deltas', 'review', 'x', { mode: 'return-immediately' });
     expect(result.terminal).toBe(false);
     expect(['submitted', 'working']).toContain(result.state);
-    expect(t.fleet.pending().map((p) => p.taskId)).toEqual([result.task!.id]);
+    expect(t.fleet.terminal.held().map((p) => p.taskId)).toEqual([result.task!.id]);
     expect(await t.on('world.state.delta')).toEqual([]);
 
     // What the task tracker (a later issue) will do: observe the terminal task, hand it over.
@@ -191,12 +191,12 @@ describe('call modes', () => {
       await new Promise((resolve) => setTimeout(resolve, 20));
       task = await client.getTask({ tenant: '', id: result.task!.id, historyLength: 0 });
     }
-    const first = await t.fleet.onTerminal(task);
-    const second = await t.fleet.onTerminal(task);
-    expect(first.ran).toBe(true);
-    expect(second).toEqual({ ran: false, reason: 'not-pending' });
+    const first = await t.fleet.terminal.settle('deltas', task);
+    const second = await t.fleet.terminal.settle('deltas', task);
+    expect(first.settled).toBe(true);
+    expect(second).toEqual({ settled: false, reason: 'unknown' });
     expect(await t.on('world.state.delta')).toHaveLength(1);
-    expect(t.fleet.pending()).toEqual([]);
+    expect(t.fleet.terminal.held()).toEqual([]);
   });
 
   it('leaves an input-required task to the tracker without running the after hooks', async () => {

@@ -12,11 +12,11 @@ import type { RunningAgent } from '../examples/agents/harness.js';
 import { startStreamingAgent, streamingBehaviour } from '../examples/agents/streaming-agent.js';
 import type { EventEnvelope, OpenTopics } from '../src/protocol/index.js';
 import { createInMemoryEventBus, createOutboxRelay, EventCollector } from '../src/bus/index.js';
-import { createFleetClient } from '../src/dispatch/index.js';
+import { createFleetClient, createTaskTerminal } from '../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';
-import { createStoreTaskRecords, createTerminalCommit, TaskTracker } from '../src/tasks/index.js';
 import type { GatewayStore } from '../src/service/index.js';
 import { openGatewayStore } from '../src/service/index.js';
+import { createStoreTaskRecords, TaskTracker } from '../src/tasks/index.js';
 
 /** Forwards to the agent; the first SendStreamingMessage response is cut after its first chunk. */
 async function startDroppingProxy(
@@ -95,10 +95,9 @@ describe('resubscribe', () => {
       registry,
       bus: collector,
       cards: new Map([['stream', { url: proxy.url, card: await agent.fetchCard() }]]),
-      durable: {
-        collector,
-        commit: createTerminalCommit({ records, onCommitted: () => relay.notify() }),
-      },
+      terminal: createTaskTerminal({
+        durable: { records, collector, onCommitted: () => relay.notify() },
+      }),
     });
     const errors: unknown[] = [];
     const tracker = new TaskTracker({
@@ -111,7 +110,7 @@ describe('resubscribe', () => {
       const result = await fleet.call('stream', 'build', 'go', { mode: 'streaming' });
       expect(proxy.cut()).toBe(1);
       expect(result).toMatchObject({ terminal: false, streamDropped: true });
-      await tracker.track({
+      await tracker.follow({
         agent: 'stream',
         skill: 'build',
         correlationId: result.correlationId,

@@ -17,7 +17,7 @@ async function startTask(g: Gateway, pushToken?: string): Promise<string> {
   const result = await g.fleet.call('ops', 'pr_review', 'go', { mode: 'return-immediately' });
   expect(result.terminal).toBe(false);
   const taskId = result.task!.id;
-  await t.track({
+  await t.follow({
     agent: 'ops',
     skill: 'pr_review',
     correlationId: result.correlationId,
@@ -88,7 +88,7 @@ describe('task tracker', () => {
         terminalVia: 'reply',
         skill: 'pr_review',
       });
-      expect(await g.tracker.finish('ops', result.task!, 'push')).toBe(false);
+      expect(await g.tracker.observe('ops', result.task!, 'push')).toBe(false);
       await new Promise((r) => setTimeout(r, 50));
       expect(deltasOf(w, taskId)).toHaveLength(1);
     } finally {
@@ -158,8 +158,10 @@ describe('task tracker', () => {
       // Gateway A comes back to life and sees the same terminal task: a no-op.
       const { client } = await a.fleet.agentClient('ops');
       const done = await client.getTask({ tenant: '', id: taskId, historyLength: 0 });
-      const result = await a.fleet.onTerminal(done, 'poll');
-      expect(result).toEqual({ ran: false, reason: 'claimed' });
+      const result = await a.fleet.terminal.settle('ops', done, 'poll', {
+        call: { agent: 'ops', skill: 'pr_review', correlationId: 'c', startedAt: 0 },
+      });
+      expect(result).toEqual({ settled: false, reason: 'claimed' });
       await new Promise((r) => setTimeout(r, 100));
       expect(deltasOf(w, taskId)).toHaveLength(1);
       expect((deltasOf(w, taskId)[0]!.payload as { skill: string }).skill).toBe('pr_review');

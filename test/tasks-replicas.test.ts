@@ -20,17 +20,12 @@ import type { EventBus, OutboxRelay } from '../src/bus/index.js';
 import type { EventEnvelope, OpenTopics } from '../src/protocol/index.js';
 import { createOutboxRelay, EventCollector } from '../src/bus/index.js';
 import type { FleetClient } from '../src/dispatch/index.js';
-import { createFleetClient } from '../src/dispatch/index.js';
+import { createFleetClient, createTaskTerminal } from '../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';
 import type { JetStreamEventBus } from '../src/nats.js';
 import { createJetStreamEventBus } from '../src/nats.js';
 import type { TaskTrackerOptions } from '../src/tasks/index.js';
-import {
-  createPushToken,
-  createStoreTaskRecords,
-  createTerminalCommit,
-  TaskTracker,
-} from '../src/tasks/index.js';
+import { createPushToken, createStoreTaskRecords, TaskTracker } from '../src/tasks/index.js';
 import {
   NATS_URL,
   PG_URL,
@@ -113,10 +108,9 @@ async function replica(
     registry,
     bus: collector,
     cards: new Map([['ops', { url: s.agent.url, card: s.card }]]),
-    durable: {
-      collector,
-      commit: createTerminalCommit({ records, onCommitted: () => relay.notify() }),
-    },
+    terminal: createTaskTerminal({
+      durable: { records, collector, onCommitted: () => relay.notify() },
+    }),
   });
   const tracker = new TaskTracker({
     records,
@@ -290,7 +284,7 @@ describe.skipIf(!pgUp || !natsUp)('two gateway replicas on PostgreSQL + JetStrea
               });
               expect(result.terminal).toBe(false);
               const taskId = result.task!.id;
-              await A.tracker.track({
+              await A.tracker.follow({
                 agent: 'ops',
                 skill: 'pr_review',
                 correlationId: result.correlationId,

@@ -21,6 +21,7 @@ import {
 } from '@a2a-js/sdk';
 import {
   AgentEvent,
+  type A2ARequestHandler,
   DefaultPushNotificationSender,
   DefaultRequestHandler,
   InMemoryPushNotificationStore,
@@ -110,6 +111,11 @@ export interface StartAgentOptions {
   bearerToken?: string;
   /** Most requests kept in `received`, oldest dropped first (default 1,000). */
   maxReceived?: number;
+  /**
+   * Wraps the SDK request handler the transports serve, e.g. to play an agent that misbehaves on
+   * one method (answers `GetTask` about another task).
+   */
+  decorateHandler?: (handler: A2ARequestHandler) => A2ARequestHandler;
 }
 
 /** A running example agent. */
@@ -337,7 +343,7 @@ export async function startAgent(options: StartAgentOptions): Promise<RunningAge
   const received: ReceivedCall[] = [];
   const pushStore =
     options.pushNotifications === true ? new InMemoryPushNotificationStore() : undefined;
-  const requestHandler = new DefaultRequestHandler(
+  const sdkHandler = new DefaultRequestHandler(
     card,
     new InMemoryTaskStore(),
     new PlanExecutor(options.behaviour, received, options.maxReceived ?? 1_000),
@@ -355,6 +361,7 @@ export async function startAgent(options: StartAgentOptions): Promise<RunningAge
     return context;
   };
   const legacyCompat = { enabled: options.legacy === true };
+  const requestHandler = options.decorateHandler?.(sdkHandler) ?? sdkHandler;
 
   if (options.bearerToken !== undefined) {
     const expected = `Bearer ${options.bearerToken}`;

@@ -17,6 +17,7 @@ import {
   type AgentBehaviour,
   type ExampleExtensionDeclaration,
   type RunningAgent,
+  type StartAgentOptions,
 } from './harness.js';
 
 /** Skills of the ops agent with their declarations. */
@@ -77,6 +78,7 @@ export function startOpsAgent(
     streaming?: boolean;
     pushNotifications?: boolean;
     behaviour?: AgentBehaviour;
+    decorateHandler?: StartAgentOptions['decorateHandler'];
   } = {},
 ): Promise<RunningAgent> {
   return startAgent({
@@ -90,5 +92,6 @@ export function startOpsAgent(
     skills: Object.keys(OPS_SKILLS).map((id) => ({ id })),
     extensions: opsDeclarations(),
     behaviour: options.behaviour ?? opsBehaviour,
+    ...(options.decorateHandler === undefined ? {} : { decorateHandler: options.decorateHandler }),
   });
 }

@@ -10,6 +10,14 @@ export interface CollectedEvent {
   correlationId?: string;
 }
 
+/** A side effect beyond the bus (a cost record, a counter) that must happen only if kept. */
+export type DeferredEffect = () => void | Promise<void>;
+
+interface Scope {
+  events: CollectedEvent[];
+  effects: DeferredEffect[];
+}
+
 /** Where the collector publishes outside a collect scope. */
 export interface PublishTarget {
   publish(
@@ -26,7 +34,7 @@ export interface PublishTarget {
  * the async context, so concurrent calls never see each other's events.
  */
 export class EventCollector implements PublishTarget {
-  readonly #scope = new AsyncLocalStorage<CollectedEvent[]>();
+  readonly #scope = new AsyncLocalStorage<Scope>();
   readonly #target: PublishTarget;
 
   constructor(target: PublishTarget) {
@@ -38,19 +46,34 @@ export class EventCollector implements PublishTarget {
     payload: unknown,
     options: { id?: string; correlationId?: string } = {},
   ): Promise<PublishResult> {
-    const events = this.#scope.getStore();
-    if (events === undefined) return this.#target.publish(topic, payload, options);
+    const scope = this.#scope.getStore();
+    if (scope === undefined) return this.#target.publish(topic, payload, options);
     const id = options.id ?? randomUUID();
     const event: CollectedEvent = { topic, payload, id };
     if (options.correlationId !== undefined) event.correlationId = options.correlationId;
-    events.push(event);
+    scope.events.push(event);
     return Promise.resolve({ id, duplicate: false });
   }
 
-  /** Runs `fn`, keeping every event published within it (and what it awaits). */
-  async collect<T>(fn: () => Promise<T>): Promise<{ value: T; events: CollectedEvent[] }> {
-    const events: CollectedEvent[] = [];
-    const value = await this.#scope.run(events, fn);
-    return { value, events };
+  /**
+   * A side effect that belongs with the events: inside a collect scope it is kept and returned
+   * with them (the caller runs it only when it keeps the events, e.g. after winning a task's
+   * terminal claim); outside a scope it runs at once and its result is returned, so the caller
+   * awaits it and sees its failure.
+   */
+  defer(effect: DeferredEffect): void | Promise<void> {
+    const scope = this.#scope.getStore();
+    if (scope === undefined) return effect();
+    scope.effects.push(effect);
+    return undefined;
+  }
+
+  /** Runs `fn`, keeping every event published and every effect deferred within it. */
+  async collect<T>(
+    fn: () => Promise<T>,
+  ): Promise<{ value: T; events: CollectedEvent[]; effects: DeferredEffect[] }> {
+    const scope: Scope = { events: [], effects: [] };
+    const value = await this.#scope.run(scope, fn);
+    return { value, events: scope.events, effects: scope.effects };
   }
 }

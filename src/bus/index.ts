@@ -26,7 +26,7 @@ export {
 } from './topic-pattern.js';
 export { TopicTrie } from './topic-trie.js';
 export { EventCollector } from './collecting-bus.js';
-export type { CollectedEvent, PublishTarget } from './collecting-bus.js';
+export type { CollectedEvent, DeferredEffect, PublishTarget } from './collecting-bus.js';
 export { InMemoryEventBus, createInMemoryEventBus } from './in-memory-bus.js';
 export type { InMemoryBusStats, InMemoryEventBusOptions } from './in-memory-bus.js';
 export { createOutboxRelay, createOutboxWriter, writeOutboxEvent } from './outbox.js';

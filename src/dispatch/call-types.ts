@@ -13,7 +13,7 @@ export type CallInput = string | { text?: string; data?: unknown; parts?: readon
  * - `streaming`: `SendStreamingMessage`; the events are folded into one task, the chain still sees
  *   one terminal outcome (falls back to blocking when the card does not declare streaming);
  * - `return-immediately`: `SendMessage` with `returnImmediately`; the task usually comes back
- *   non-terminal and is left to the task tracker, which calls `onTerminal`.
+ *   non-terminal and is left to the task tracker, which settles it through the task terminal.
  */
 export type CallMode = 'blocking' | 'streaming' | 'return-immediately';
 
@@ -31,7 +31,11 @@ export interface CallOptions {
   /** Extra headers for this call (override the agent's configured headers). */
   serviceParameters?: Readonly<Record<string, string>>;
   signal?: AbortSignal;
-  /** Milliseconds before the request is aborted with `FLEETGATE_CALL_TIMEOUT`. */
+  /**
+   * Milliseconds before the call rejects with `FLEETGATE_CALL_TIMEOUT`. The request is not
+   * aborted: its task is settled when it ends (its events published once), or followed when still
+   * running (canceled at the agent when nothing follows tasks) — never silently lost.
+   */
   timeoutMs?: number;
   /** Continue an existing conversation / task (e.g. after `input-required`). */
   contextId?: string;
@@ -60,7 +64,7 @@ export interface CallResult {
   ok: boolean;
   /** The task's state, or `message` for a message reply. */
   state: TaskStateName | 'message';
-  /** False when the task was handed to the tracker; its `after` hooks run at `onTerminal`. */
+  /** False when the task was left running; its `after` hooks run when the terminal settles it. */
   terminal: boolean;
   /**
    * True when a stream broke before the task ended: the task is left to the tracker, which
@@ -82,4 +86,23 @@ export interface CallResult {
   transport: string;
   protocolVersion: string;
   timing: CallTiming;
+}
+
+/** A task still running, handed to whatever follows tasks until they end (the task tracker). */
+export interface FollowRequest {
+  agent: string;
+  skill: string;
+  correlationId: string;
+  taskId: string;
+  /** The state the task was last seen in. */
+  state: TaskStateName;
+  /** The task's stream broke: resume it with `SubscribeToTask` when the agent streams. */
+  resubscribe?: boolean;
+  /** The task as known so far (artifacts received before a stream broke). */
+  task?: Task;
+}
+
+/** Follows tasks until they end (the task tracker). */
+export interface TaskFollower {
+  follow(request: FollowRequest): Promise<void>;
 }

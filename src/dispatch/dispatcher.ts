@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { Task } from '@a2a-js/sdk';
 import type { EventBus } from '../bus/index.js';
 import { isFleetgateError } from '../protocol/index.js';
 import type { TaskStateName } from '../protocol/index.js';
@@ -10,9 +9,10 @@ import type {
   DispatchResult,
   DispatchStatus,
 } from './dispatch-records.js';
-import type { CallResult } from './call-types.js';
+import type { CallResult, TaskFollower } from './call-types.js';
 import type { FleetClient } from './fleet-client.js';
 import { readReply } from './task-accumulator.js';
+import type { SettledTask } from './terminal.js';
 
 /** What the policy gate says about one call. */
 export type GateDecision =
@@ -32,19 +32,6 @@ export interface PolicyGate {
 /** A gate that allows every call. */
 export const ALLOW_ALL: PolicyGate = { decide: () => Promise.resolve({ action: 'allow' }) };
 
-/** Where the dispatcher hands tasks that did not finish in the reply. */
-export interface TaskFollower {
-  track(input: {
-    agent: string;
-    skill: string;
-    correlationId: string;
-    taskId: string;
-    state: TaskStateName;
-    resubscribe?: boolean;
-    task?: Task;
-  }): Promise<void>;
-}
-
 /** What to dispatch. */
 export interface DispatchRequest {
   agent: string;
@@ -58,6 +45,7 @@ export interface DispatchRequest {
 export interface DispatcherOptions {
   fleet: Pick<FleetClient, 'call'>;
   records: DispatchRecordStore;
+  /** Where tasks that did not end in the reply go (the task tracker). */
   tracker: TaskFollower;
   bus: Pick<EventBus, 'publish'>;
   gate?: PolicyGate;
@@ -70,6 +58,8 @@ export interface DispatcherOptions {
 }
 
 const TEXT_LIMIT = 2000;
+
+const ENDED: ReadonlySet<DispatchStatus> = new Set(['completed', 'failed', 'rejected', 'canceled']);
 
 function statusOfState(state: TaskStateName): DispatchStatus {
   switch (state) {
@@ -84,18 +74,22 @@ function statusOfState(state: TaskStateName): DispatchStatus {
       return 'failed';
     case 'submitted':
     case 'working':
+      return 'running';
     case 'input-required':
     case 'auth-required':
-      return 'running';
+      return 'awaiting-input';
   }
 }
 
 /**
  * Dispatches skill calls: a durable dispatch record for each, the policy gate, then the fleet
- * client. A terminal reply finishes the dispatch at once (the call's `after` hooks already ran
- * through the terminal seam); a task still running is handed to the tracker, whose finishing path
- * calls {@link onTaskFinished}. Publishes `skill.dispatch.requested | rejected | started |
- * completed | failed`.
+ * client. A terminal reply ends the dispatch at once (the call's `after` hooks already ran through
+ * the task terminal); a task still running is handed to the tracker, and whichever path settles it
+ * later — the tracker's, or another call answering the task — ends the dispatch through
+ * {@link onTaskSettled} (wire it to the terminal's `onSettled`). A task waiting on its caller is
+ * `awaiting-input`, never `running` ({@link onTaskState}, wired to the tracker's
+ * `onStateChanged`). Publishes `skill.dispatch.requested | rejected | gated | started |
+ * awaiting-input | resumed | completed | failed`.
  */
 export class Dispatcher {
   readonly #o: DispatcherOptions & { gate: PolicyGate; now: () => number };
@@ -162,8 +156,16 @@ export class Dispatcher {
     const taskId = result.task?.id;
     if (!result.terminal && result.task !== undefined && taskId !== undefined) {
       const state = normalizeTaskState(result.task.status?.state);
-      await this.#o.records.update(record.id, { status: 'running', taskId, at: this.#o.now() });
-      await this.#o.tracker.track({
+      const status = statusOfState(state);
+      const updated = await this.#o.records.update(record.id, {
+        status,
+        taskId,
+        at: this.#o.now(),
+      });
+      if (status === 'awaiting-input') {
+        await this.#publish('skill.dispatch.awaiting-input', updated!, { state });
+      }
+      await this.#o.tracker.follow({
         agent: request.agent,
         skill: request.skill,
         correlationId: record.correlationId,
@@ -177,15 +179,16 @@ export class Dispatcher {
     return this.#end(record.id, statusOfState(state), this.#summary(state, result.text), taskId);
   }
 
-  /** The tracker finished a task (once, on the winning path): finish its dispatch. */
-  async onTaskFinished(finished: {
-    agent: string;
-    taskId: string;
-    task: Task;
-    via?: string;
-  }): Promise<void> {
+  /**
+   * A task settled (once, on whichever path won its claim): end its dispatch. Wire it to the task
+   * terminal's `onSettled`, so a dispatch ends even when a follow-up call answering the task (not
+   * the tracker) settled it.
+   */
+  async onTaskSettled(
+    finished: Pick<SettledTask, 'agent' | 'taskId' | 'task'> & { via?: string },
+  ): Promise<void> {
     const record = await this.#o.records.byTask(finished.agent, finished.taskId);
-    if (record === undefined) return;
+    if (record === undefined || ENDED.has(record.status)) return;
     const state = normalizeTaskState(finished.task.status?.state);
     const { text } = readReply(finished.task, undefined);
     if (finished.via === 'timeout') {
@@ -199,6 +202,29 @@ export class Dispatcher {
       return;
     }
     await this.#end(record.id, statusOfState(state), this.#summary(state, text));
+  }
+
+  /**
+   * A followed task changed state (wire it to the tracker's `onStateChanged`): a task waiting on
+   * its caller makes the dispatch `awaiting-input`, a task working again makes it `running`.
+   */
+  async onTaskState(change: {
+    agent: string;
+    taskId: string;
+    state: TaskStateName;
+  }): Promise<void> {
+    const record = await this.#o.records.byTask(change.agent, change.taskId);
+    if (record === undefined || ENDED.has(record.status)) return;
+    const status = statusOfState(change.state);
+    if (status !== 'running' && status !== 'awaiting-input') return; // ends come through settle
+    if (record.status === status) return;
+    const updated = await this.#o.records.update(record.id, { status, at: this.#o.now() });
+    if (updated === undefined || updated.status !== status) return;
+    await this.#publish(
+      status === 'awaiting-input' ? 'skill.dispatch.awaiting-input' : 'skill.dispatch.resumed',
+      updated,
+      { state: change.state },
+    );
   }
 
   #summary(state: TaskStateName, text: string | undefined): DispatchResult {

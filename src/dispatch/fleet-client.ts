@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 
-import type { SendMessageRequest, Task } from '@a2a-js/sdk';
+import { TaskState, type SendMessageRequest, type Task } from '@a2a-js/sdk';
 
 import { FleetgateError } from '../protocol/index.js';
 import {
@@ -21,28 +21,13 @@ import {
   type FleetAgentSource,
   type WireRecord,
 } from './agent-clients.js';
-import type { CallInput, CallOptions, CallResult } from './call-types.js';
+import type { CallInput, CallOptions, CallResult, FollowRequest } from './call-types.js';
 import { mergeExtensionHeader } from './headers.js';
 import { NEVER_ABORTED, buildMessage, callError } from './request.js';
 import { TaskAccumulator, readReply } from './task-accumulator.js';
-import {
-  TerminalRouter,
-  type PendingCall,
-  type TerminalPath,
-  type TerminalResult,
-  type TerminalRouterOptions,
-} from './terminal.js';
+import { createTaskTerminal, type TaskCall, type TaskTerminal } from './terminal.js';
 
 /** Options of {@link createFleetClient}. */
-/** What a task record keeps of the call that started a task. */
-export interface ResumedCall {
-  agent: string;
-  skill: string;
-  correlationId: string;
-  /** Epoch milliseconds the call started. */
-  startedAt: number;
-}
-
 export interface FleetClientOptions {
   registry: ExtensionRegistry;
   bus: ExtensionEventBus;
@@ -54,17 +39,24 @@ export interface FleetClientOptions {
   cards: FleetAgentSource;
   /** `fetch` used for every request (default: global `fetch`). */
   fetch?: typeof fetch;
-  /** Default per-call timeout in milliseconds (none by default). */
+  /**
+   * Default per-call timeout in milliseconds (none by default). A timed-out call rejects with
+   * `FLEETGATE_CALL_TIMEOUT` but its request goes on: see {@link CallOptions.timeoutMs}.
+   */
   timeoutMs?: number;
   /** Where optional-hook failures go (default: counted and published on `system.error`). */
   hookFailures?: HookFailureSink;
-  /** The terminal seam (default: one router per client, durable when `durable` is given). */
-  terminal?: TerminalRouter;
   /**
-   * Exactly-once finishing across paths, restarts and replicas (see `TerminalRouterOptions`): the
-   * standard extensions must publish through `durable.collector`.
+   * The task terminal every reply settles through (default: an in-memory one). For exactly-once
+   * across paths, restarts and replicas pass a durable one (`createTaskTerminal({ durable })`);
+   * the client binds itself to it as the source of rebuilt `after` chains.
    */
-  durable?: TerminalRouterOptions['durable'];
+  terminal?: TaskTerminal;
+  /**
+   * Follows a task a timed-out call left running (the tracker's `follow`). Without it, such a
+   * task is canceled at the agent, and that is reported on `system.error`.
+   */
+  follow?: (task: FollowRequest) => Promise<void>;
 }
 
 /** A Fleetgate client: skill calls to a fleet of A2A agents, wrapped in the extension chain. */
@@ -78,20 +70,8 @@ export interface FleetClient {
    * `FLEETGATE_STAMP_CONFLICT` — in every case after the `after` hooks ran with `{ ok: false }`.
    */
   call(agent: string, skill: string, input: CallInput, options?: CallOptions): Promise<CallResult>;
-  /** The single terminal seam: every path that sees a terminal task calls this. */
-  onTerminal(task: Task, via?: TerminalPath): Promise<TerminalResult>;
-  /**
-   * Finishes a task whose call started in another process (restart recovery, another replica):
-   * rebuilds the call's chain from what the task record kept and runs its `after` hooks. A
-   * pending call of this process for the task is used instead when there is one.
-   */
-  resume(task: Task, call: ResumedCall, via: TerminalPath): Promise<TerminalResult>;
-  /** Calls whose `after` hooks wait for their terminal task. */
-  pending(): PendingCall[];
-  /** Drops a pending call whose task another process or replica finished (no hooks run). */
-  discard(taskId: string): boolean;
-  /** Gives up on a pending call: its `after` hooks run with `{ ok: false, error }`. */
-  abandon(taskId: string, error: FleetgateError): Promise<TerminalResult>;
+  /** The task terminal this client settles replies through (the tracker settles through it too). */
+  readonly terminal: TaskTerminal;
   /** The cached SDK client of an agent (built from its card on first use). */
   agentClient(agent: string): Promise<AgentClient>;
   /** Drops the cached client of an agent (card refreshed or agent removed). */
@@ -126,9 +106,7 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
   const baseFetch = options.fetch ?? ((input, init) => fetch(input, init));
   const defaultSink = createHookFailureLog({ bus });
   const sink = options.hookFailures ?? defaultSink;
-  const terminal =
-    options.terminal ??
-    new TerminalRouter(options.durable === undefined ? {} : { durable: options.durable });
+  const terminal = options.terminal ?? createTaskTerminal();
   const wire = new Map<string, WireRecord>();
   const clients = new Map<string, CachedClient>();
   let callSeq = 0;
@@ -195,11 +173,141 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
     return value;
   }
 
-  async function call(
+  /**
+   * A call with a timeout: the timeout detaches the caller, never the request. The caller gets
+   * `FLEETGATE_CALL_TIMEOUT` when the time is up; the request goes on and its end is settled like
+   * any reply (a terminal task: the `after` hooks run once and its events are published; a task
+   * still running: followed, or canceled at the agent when nothing follows). Aborting the request
+   * instead would leave a task running at the agent whose deltas nobody ever publishes.
+   */
+  function callWithTimeout(
+    agent: string,
+    skill: string,
+    input: CallInput,
+    callOptions: CallOptions,
+    timeoutMs: number,
+  ): Promise<CallResult> {
+    const timeout = new AbortController();
+    const correlationId = callOptions.correlationId ?? randomUUID();
+    const work = exchange(agent, skill, input, { ...callOptions, correlationId }, timeout.signal);
+    return new Promise<CallResult>((resolve, reject) => {
+      let detached = false;
+      const timer = setTimeout(() => {
+        detached = true;
+        timeout.abort();
+        reject(
+          new FleetgateError(
+            'FLEETGATE_CALL_TIMEOUT',
+            `The call of ${skill} on ${agent} got no answer within ${timeoutMs} ms. The request ` +
+              `goes on: its task is settled when it ends (events published once), or followed ` +
+              `(canceled at the agent when nothing follows tasks) if it is still running then.`,
+            { details: { agent, skill, correlationId, timeoutMs, detached: true } },
+          ),
+        );
+      }, timeoutMs);
+      work.then(
+        (result) => {
+          clearTimeout(timer);
+          if (!detached) resolve(result);
+          else void afterDetached(result).catch((error: unknown) => reportDetached(error, result));
+        },
+        (error: Error) => {
+          clearTimeout(timer);
+          if (!detached) reject(error);
+          else void reportDetached(error, { agent, skill, correlationId });
+        },
+      );
+    });
+  }
+
+  /** The end of a timed-out call's request: a task still running is followed or canceled. */
+  async function afterDetached(result: CallResult): Promise<void> {
+    const task = result.task;
+    if (result.terminal || task === undefined) return; // settled in the exchange
+    const { agent, skill, correlationId } = result;
+    const state = normalizeTaskState(task.status?.state);
+    if (options.follow !== undefined) {
+      await options.follow({
+        agent,
+        skill,
+        correlationId,
+        taskId: task.id,
+        state,
+        ...(result.streamDropped === true ? { resubscribe: true, task } : {}),
+      });
+      return;
+    }
+    const { client } = await agentClient(agent);
+    let canceled: Task = await client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
+    if (!isTerminalState(normalizeTaskState(canceled.status?.state))) {
+      canceled = {
+        ...canceled,
+        status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: undefined },
+      };
+    }
+    await terminal.settle(agent, canceled, 'timeout');
+    await reportDetached(
+      new FleetgateError(
+        'FLEETGATE_CALL_TIMEOUT',
+        `Task ${task.id} of a timed-out call of ${skill} on ${agent} was still ${state} and ` +
+          `nothing follows tasks (no \`follow\`): it was canceled at the agent.`,
+        { details: { agent, skill, correlationId, taskId: task.id, canceled: true } },
+      ),
+      result,
+    );
+  }
+
+  /** A failure nobody awaits any more (the caller timed out): published on `system.error`. */
+  async function reportDetached(
+    error: unknown,
+    call: { agent: string; skill: string; correlationId: string; task?: Task | undefined },
+  ): Promise<void> {
+    try {
+      await bus.publish(
+        'system.error',
+        {
+          source: 'fleet-client',
+          message: error instanceof Error ? error.message : String(error),
+          code: error instanceof FleetgateError ? error.code : 'FLEETGATE_CALL_FAILED',
+          agent: call.agent,
+          skill: call.skill,
+          correlationId: call.correlationId,
+          ...(call.task === undefined ? {} : { taskId: call.task.id }),
+        },
+        { correlationId: call.correlationId },
+      );
+    } catch {
+      // The bus itself failed: the hook-failure log counts what cannot be published either.
+      await sink.report({
+        uri: 'fleet-client',
+        hook: 'after',
+        required: false,
+        error,
+        agent: call.agent,
+        skill: call.skill,
+        correlationId: call.correlationId,
+      });
+    }
+  }
+
+  function call(
     agent: string,
     skill: string,
     input: CallInput,
     callOptions: CallOptions = {},
+  ): Promise<CallResult> {
+    const timeoutMs = callOptions.timeoutMs ?? options.timeoutMs;
+    return timeoutMs === undefined
+      ? exchange(agent, skill, input, callOptions, undefined)
+      : callWithTimeout(agent, skill, input, callOptions, timeoutMs);
+  }
+
+  async function exchange(
+    agent: string,
+    skill: string,
+    input: CallInput,
+    callOptions: CallOptions,
+    timeoutSignal: AbortSignal | undefined,
   ): Promise<CallResult> {
     const startedAt = Date.now();
     const t0 = performance.now();
@@ -207,17 +315,14 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
     const active = activeExtensions(agent, built);
     const correlationId = callOptions.correlationId ?? randomUUID();
 
-    const timeoutMs = callOptions.timeoutMs ?? options.timeoutMs;
-    const timeoutSignal = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
-    const signals = [callOptions.signal, timeoutSignal].filter(
-      (s): s is AbortSignal => s !== undefined,
-    );
+    // Hooks see the call time out; the request itself only stops when the caller aborts it.
+    const transportSignal = callOptions.signal ?? NEVER_ABORTED;
     const signal =
-      signals.length === 0
-        ? NEVER_ABORTED
-        : signals.length === 1
-          ? signals[0]!
-          : AbortSignal.any(signals);
+      timeoutSignal === undefined
+        ? transportSignal
+        : callOptions.signal === undefined
+          ? timeoutSignal
+          : AbortSignal.any([callOptions.signal, timeoutSignal]);
 
     const ctx = createSkillCallContext({
       agent,
@@ -282,7 +387,9 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
     };
     // No signal at all when nobody can abort: an AbortSignal makes fetch register listeners.
     const requestOptions =
-      signal === NEVER_ABORTED ? { serviceParameters } : { signal, serviceParameters };
+      transportSignal === NEVER_ABORTED
+        ? { serviceParameters }
+        : { signal: transportSignal, serviceParameters };
 
     const acc = new TaskAccumulator();
     let streamDropped = false;
@@ -300,13 +407,12 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
       }
     } catch (error) {
       wire.delete(callId);
-      const timedOut = timeoutSignal?.aborted ?? false;
+      // The timeout never aborts the request (it detaches the caller): only the caller's signal.
       const aborted = callOptions.signal?.aborted ?? false;
       const dropped = acc.task;
       if (
         mode === 'streaming' &&
         dropped !== undefined &&
-        !timedOut &&
         !aborted &&
         !isTerminalState(normalizeTaskState(dropped.status?.state))
       ) {
@@ -317,7 +423,7 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
         const failure = callError(error, {
           agent,
           skill,
-          timedOut,
+          timedOut: false,
           aborted,
           ...(record.status === undefined ? {} : { status: record.status }),
         });
@@ -336,11 +442,24 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
       state = normalizeTaskState(task.status?.state);
       terminalState = isTerminalState(state);
       ok = state === 'completed';
+      if (callOptions.taskId !== undefined && task.id !== callOptions.taskId) {
+        // An answer naming another task than the one asked about is never settled: it could be
+        // another caller's task (a forged id).
+        return failAfterHooks(
+          new FleetgateError(
+            'FLEETGATE_CALL_FAILED',
+            `Agent ${agent} answered about task ${task.id}, not the task ${callOptions.taskId} it was asked about.`,
+            { details: { agent, skill, taskId: callOptions.taskId, answeredTaskId: task.id } },
+          ),
+        );
+      }
       if (terminalState) {
-        const done = await terminal.finish(task, chain);
-        if (done.ran && done.failure !== undefined) throw done.failure;
+        const done = await terminal.settle(agent, task, mode === 'streaming' ? 'stream' : 'reply', {
+          chain,
+        });
+        if (done.settled && done.failure !== undefined) throw done.failure;
       } else {
-        terminal.track(task.id, chain);
+        terminal.hold({ agent, skill, correlationId, startedAt }, task.id);
       }
     } else if (message !== undefined) {
       terminalState = true;
@@ -388,25 +507,23 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
     return result;
   }
 
+  // The terminal rebuilds a held call's chain from the four fields it kept, at settle time.
+  terminal.bindChains(async (held: TaskCall) => {
+    const built = builtClient(held.agent) ?? (await agentClient(held.agent));
+    const ctx = createSkillCallContext({
+      agent: held.agent,
+      skill: held.skill,
+      correlationId: held.correlationId,
+      signal: NEVER_ABORTED,
+      declarations: built.declarations,
+      startedAt: held.startedAt,
+    });
+    return new SkillCallChain(activeExtensions(held.agent, built).list, ctx, sink);
+  });
+
   return {
     call,
-    onTerminal: (task, via) => terminal.onTerminal(task, via),
-    async resume(task, resumed, via) {
-      const built = builtClient(resumed.agent) ?? (await agentClient(resumed.agent));
-      const ctx = createSkillCallContext({
-        agent: resumed.agent,
-        skill: resumed.skill,
-        correlationId: resumed.correlationId,
-        signal: NEVER_ABORTED,
-        declarations: built.declarations,
-        startedAt: resumed.startedAt,
-      });
-      const chain = new SkillCallChain(activeExtensions(resumed.agent, built).list, ctx, sink);
-      return terminal.resume(task, chain.resumeAfterBefore(), via);
-    },
-    pending: () => terminal.pending(),
-    discard: (taskId) => terminal.discard(taskId),
-    abandon: (taskId, error) => terminal.abandon(taskId, error),
+    terminal,
     agentClient,
     forget(agent) {
       clients.delete(agent);

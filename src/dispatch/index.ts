@@ -1,14 +1,17 @@
 /**
- * Dispatch: the fleet client (per-agent SDK clients, the extension chain around every call) and
- * the single terminal seam, `onTerminal`.
+ * Dispatch: the fleet client (per-agent SDK clients, the extension chain around every call), the
+ * task terminal every path settles a task through, and the dispatcher.
  */
-export {
-  createFleetClient,
-  type FleetClient,
-  type FleetClientOptions,
-  type ResumedCall,
-} from './fleet-client.js';
-export type { CallInput, CallMode, CallOptions, CallResult, CallTiming } from './call-types.js';
+export { createFleetClient, type FleetClient, type FleetClientOptions } from './fleet-client.js';
+export type {
+  CallInput,
+  CallMode,
+  CallOptions,
+  CallResult,
+  CallTiming,
+  FollowRequest,
+  TaskFollower,
+} from './call-types.js';
 export {
   createAgentClient,
   pinCard,
@@ -21,14 +24,17 @@ export {
 export { mergeExtensionHeader, readEchoedExtensions } from './headers.js';
 export { TaskAccumulator, readReply, type DataPart } from './task-accumulator.js';
 export {
-  TerminalRouter,
+  createTaskTerminal,
   outcomeForTask,
-  type PendingCall,
-  type TerminalClaim,
-  type TerminalCommit,
-  type TerminalPath,
-  type TerminalResult,
-  type TerminalRouterOptions,
+  type ChainSource,
+  type HeldCall,
+  type SettledTask,
+  type SettlePath,
+  type SettleResult,
+  type TaskCall,
+  type TaskTerminal,
+  type TaskTerminalOptions,
+  type TerminalRecords,
 } from './terminal.js';
 export * from './dispatch-records.js';
 export * from './dispatcher.js';

@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { FleetgateError } from '../protocol/index.js';
 import { SkillCallChain, createSkillCallContext, type CallOutcome } from '../extensions/index.js';
 import { readDeclarations } from '../protocol/index.js';
-import { TerminalRouter, outcomeForTask } from './terminal.js';
+import { EventCollector } from '../bus/index.js';
+import { createTaskTerminal, outcomeForTask, type TaskTerminal } from './terminal.js';
 
 function task(state: TaskState): Task {
   return {
@@ -17,7 +18,7 @@ function task(state: TaskState): Task {
   };
 }
 
-function chain(outcomes: CallOutcome[]) {
+function chain(outcomes: CallOutcome[], after?: () => void) {
   const ctx = createSkillCallContext({
     agent: 'a',
     skill: 's',
@@ -32,7 +33,10 @@ function chain(outcomes: CallOutcome[]) {
         extension: {
           uri: 'urn:x',
           description: 'x',
-          after: (_ctx, outcome) => void outcomes.push(outcome),
+          after: (_ctx, outcome) => {
+            outcomes.push(outcome);
+            after?.();
+          },
         },
       },
     ],
@@ -41,58 +45,74 @@ function chain(outcomes: CallOutcome[]) {
   );
 }
 
-describe('TerminalRouter', () => {
-  it('runs the after hooks once when several paths report the terminal task', async () => {
+const CALL = { agent: 'a', skill: 's', correlationId: 'c', startedAt: 1 };
+
+/** A terminal whose rebuilt chains record into `outcomes`. */
+function terminalWith(
+  outcomes: CallOutcome[],
+  options: Parameters<typeof createTaskTerminal>[0] = {},
+) {
+  const terminal = createTaskTerminal(options);
+  terminal.bindChains(() => Promise.resolve(chain(outcomes)));
+  return terminal;
+}
+
+describe('task terminal', () => {
+  it('runs the after hooks once when several paths settle the held task', async () => {
     const outcomes: CallOutcome[] = [];
-    const router = new TerminalRouter();
-    const c = chain(outcomes);
-    await c.runBefore();
-    router.track('task-1', c);
+    const terminal = terminalWith(outcomes);
+    terminal.hold(CALL, 'task-1');
     const results = await Promise.all([
-      router.onTerminal(task(TaskState.TASK_STATE_COMPLETED)),
-      router.onTerminal(task(TaskState.TASK_STATE_COMPLETED)),
+      terminal.settle('a', task(TaskState.TASK_STATE_COMPLETED)),
+      terminal.settle('a', task(TaskState.TASK_STATE_COMPLETED)),
     ]);
-    expect(results.map((r) => r.ran)).toEqual([true, false]);
+    expect(results.map((r) => r.settled)).toEqual([true, false]);
     expect(outcomes).toHaveLength(1);
     expect(outcomes[0]?.ok).toBe(true);
-    expect(router.pending()).toEqual([]);
+    expect(terminal.held()).toEqual([]);
   });
 
-  it('ignores a non-terminal task and keeps the call pending', async () => {
-    const router = new TerminalRouter();
-    const c = chain([]);
-    await c.runBefore();
-    router.track('task-1', c);
-    expect(await router.onTerminal(task(TaskState.TASK_STATE_WORKING))).toEqual({
-      ran: false,
+  it('keeps held calls apart per agent: one agent cannot settle another agent’s task id', async () => {
+    const outcomes: CallOutcome[] = [];
+    const terminal = terminalWith(outcomes);
+    terminal.hold(CALL, 'task-1');
+    expect(await terminal.settle('evil', task(TaskState.TASK_STATE_COMPLETED))).toEqual({
+      settled: false,
+      reason: 'unknown',
+    });
+    expect(outcomes).toEqual([]);
+    expect(terminal.held()).toMatchObject([{ agent: 'a', taskId: 'task-1', skill: 's' }]);
+  });
+
+  it('ignores a non-terminal task and keeps the call held', async () => {
+    const terminal = terminalWith([]);
+    terminal.hold(CALL, 'task-1');
+    expect(await terminal.settle('a', task(TaskState.TASK_STATE_WORKING))).toEqual({
+      settled: false,
       reason: 'not-terminal',
     });
-    expect(await router.onTerminal(task(TaskState.TASK_STATE_INPUT_REQUIRED))).toMatchObject({
-      ran: false,
+    expect(await terminal.settle('a', task(TaskState.TASK_STATE_INPUT_REQUIRED))).toMatchObject({
+      settled: false,
     });
-    expect(router.pending().map((p) => p.taskId)).toEqual(['task-1']);
+    expect(terminal.held().map((p) => p.taskId)).toEqual(['task-1']);
   });
 
   it('honours a claim that another replica already holds', async () => {
     const outcomes: CallOutcome[] = [];
-    const router = new TerminalRouter({ claim: () => Promise.resolve(false) });
-    const c = chain(outcomes);
-    await c.runBefore();
-    router.track('task-1', c);
-    expect(await router.onTerminal(task(TaskState.TASK_STATE_COMPLETED))).toEqual({
-      ran: false,
+    const terminal = terminalWith(outcomes, { claim: () => Promise.resolve(false) });
+    terminal.hold(CALL, 'task-1');
+    expect(await terminal.settle('a', task(TaskState.TASK_STATE_COMPLETED))).toEqual({
+      settled: false,
       reason: 'claimed',
     });
     expect(outcomes).toEqual([]);
   });
 
-  it('abandons a pending call with a failed outcome', async () => {
+  it('abandons a held call with a failed outcome', async () => {
     const outcomes: CallOutcome[] = [];
-    const router = new TerminalRouter();
-    const c = chain(outcomes);
-    await c.runBefore();
-    router.track('task-1', c);
-    await router.abandon('task-1', new FleetgateError('FLEETGATE_CALL_TIMEOUT'));
+    const terminal = terminalWith(outcomes);
+    terminal.hold(CALL, 'task-1');
+    await terminal.abandon('a', 'task-1', new FleetgateError('FLEETGATE_CALL_TIMEOUT'));
     expect(outcomes).toMatchObject([{ ok: false }]);
   });
 
@@ -112,40 +132,97 @@ describe('TerminalRouter', () => {
     expect(outcomeForTask(task(TaskState.TASK_STATE_COMPLETED)).ok).toBe(true);
   });
 
-  it('finishes a task terminal on arrival once, replacing an older pending entry of it', async () => {
+  it('settles a reply with its own chain once, replacing an older held call of the task', async () => {
     const older: CallOutcome[] = [];
     const outcomes: CallOutcome[] = [];
-    const router = new TerminalRouter();
-    const stale = chain(older);
-    await stale.runBefore();
-    router.track('task-1', stale);
+    const terminal = terminalWith(older);
+    terminal.hold(CALL, 'task-1');
     const c = chain(outcomes);
     await c.runBefore();
-    const first = await router.finish(task(TaskState.TASK_STATE_FAILED), c);
-    expect(first.ran).toBe(true);
+    const first = await terminal.settle('a', task(TaskState.TASK_STATE_FAILED), 'reply', {
+      chain: c,
+    });
+    expect(first.settled).toBe(true);
     expect(outcomes.map((o) => o.ok)).toEqual([false]);
-    expect(router.pending()).toEqual([]);
-    expect(await router.onTerminal(task(TaskState.TASK_STATE_FAILED))).toEqual({
-      ran: false,
-      reason: 'not-pending',
+    expect(terminal.held()).toEqual([]);
+    expect(await terminal.settle('a', task(TaskState.TASK_STATE_FAILED))).toEqual({
+      settled: false,
+      reason: 'unknown',
     });
     expect(older).toEqual([]);
   });
 
-  it('finishes nothing a durable claim gave to another path, and tracks a task not yet terminal', async () => {
-    const outcomes: CallOutcome[] = [];
-    const router = new TerminalRouter({ claim: () => Promise.resolve(false) });
-    const c = chain(outcomes);
-    await c.runBefore();
-    expect(await router.finish(task(TaskState.TASK_STATE_COMPLETED), c)).toEqual({
-      ran: false,
-      reason: 'claimed',
+  it('tells onSettled once, on the winning path, with the call', async () => {
+    const settled: string[] = [];
+    const terminal = terminalWith([], {
+      onSettled: (s) => {
+        settled.push(`${s.agent}/${s.taskId}/${s.via}/${s.call.skill}`);
+        return Promise.resolve();
+      },
     });
-    expect(outcomes).toEqual([]);
-    expect(await router.finish(task(TaskState.TASK_STATE_WORKING), c)).toEqual({
-      ran: false,
-      reason: 'not-terminal',
+    terminal.hold(CALL, 'task-1');
+    await terminal.settle('a', task(TaskState.TASK_STATE_COMPLETED), 'push');
+    await terminal.settle('a', task(TaskState.TASK_STATE_COMPLETED), 'poll', { call: CALL });
+    expect(settled).toEqual(['a/task-1/push/s']);
+  });
+});
+
+describe('task terminal, durable', () => {
+  /** Records whose claim answers from `answers` in turn (`throw` throws a database error). */
+  function records(answers: ('win' | 'lose' | 'throw')[]) {
+    const claims: string[] = [];
+    return {
+      claims,
+      claim: (agent: string, taskId: string) => {
+        claims.push(`${agent}/${taskId}`);
+        const answer = answers.shift() ?? 'lose';
+        if (answer === 'throw') return Promise.reject(new Error('database is gone'));
+        return Promise.resolve(answer === 'win');
+      },
+    };
+  }
+
+  function durableTerminal(
+    answers: ('win' | 'lose' | 'throw')[],
+    effects: string[],
+  ): { terminal: TaskTerminal; claims: string[] } {
+    const collector = new EventCollector({
+      publish: () => Promise.reject(new Error('nothing is published outside a claim here')),
     });
-    expect(router.pending().map((p) => p.taskId)).toEqual(['task-1']);
+    const store = records(answers);
+    const terminal = createTaskTerminal({ durable: { records: store, collector } });
+    // The chain's after hook defers a side effect, as cost-v1 defers its record.
+    terminal.bindChains(() =>
+      Promise.resolve(chain([], () => void collector.defer(() => void effects.push('recorded')))),
+    );
+    return { terminal, claims: store.claims };
+  }
+
+  it('runs deferred effects only on the path that won the claim', async () => {
+    const effects: string[] = [];
+    const { terminal } = durableTerminal(['lose', 'win'], effects);
+    expect(
+      await terminal.settle('a', task(TaskState.TASK_STATE_COMPLETED), 'poll', { call: CALL }),
+    ).toEqual({ settled: false, reason: 'claimed' });
+    expect(effects).toEqual([]);
+    const won = await terminal.settle('a', task(TaskState.TASK_STATE_COMPLETED), 'push', {
+      call: CALL,
+    });
+    expect(won.settled).toBe(true);
+    expect(effects).toEqual(['recorded']);
+  });
+
+  it('puts the held call back when the claim throws, so a retry settles it', async () => {
+    const effects: string[] = [];
+    const { terminal, claims } = durableTerminal(['throw', 'win'], effects);
+    terminal.hold(CALL, 'task-1');
+    await expect(terminal.settle('a', task(TaskState.TASK_STATE_COMPLETED))).rejects.toThrow(
+      'database is gone',
+    );
+    expect(terminal.held().map((h) => h.taskId)).toEqual(['task-1']);
+    expect(effects).toEqual([]);
+    expect((await terminal.settle('a', task(TaskState.TASK_STATE_COMPLETED))).settled).toBe(true);
+    expect(claims).toEqual(['a/task-1', 'a/task-1']);
+    expect(effects).toEqual(['recorded']);
   });
 });

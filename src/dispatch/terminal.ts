@@ -1,8 +1,11 @@
 import type { Task } from '@a2a-js/sdk';
 
-import type { CollectedEvent, EventCollector } from '../bus/index.js';
+import type { CollectedEvent, EventCollector, OutboxExecutor } from '../bus/index.js';
+import type { OpenTopics } from '../protocol/index.js';
+import { createOutboxWriter } from '../bus/index.js';
 import { FleetgateError } from '../protocol/index.js';
 import type { CallOutcome, SkillCallChain } from '../extensions/index.js';
+import type { TaskStateName } from '../protocol/index.js';
 import { isTerminalState, normalizeTaskState } from '../protocol/index.js';
 
 /**
@@ -21,194 +24,318 @@ export function outcomeForTask(task: Task): CallOutcome {
   };
 }
 
-/** A call whose task was not terminal when the agent answered; its `after` hooks still wait. */
-export interface PendingCall {
+/** Which path saw a task's terminal state. */
+export type SettlePath =
+  'reply' | 'stream' | 'poll' | 'push' | 'resubscribe' | 'recovery' | 'timeout';
+
+/**
+ * What the terminal keeps of the call that started a task: enough to rebuild the call's `after`
+ * chain when the task ends (the task record keeps the same four fields).
+ */
+export interface TaskCall {
   readonly agent: string;
   readonly skill: string;
   readonly correlationId: string;
+  /** Epoch milliseconds the call started. */
+  readonly startedAt: number;
+}
+
+/** A call whose task was not terminal when the agent answered; its `after` hooks still wait. */
+export interface HeldCall extends TaskCall {
   readonly taskId: string;
-  /** `Date.now()` when the call was handed over. */
+  /** `Date.now()` when the call was held. */
   readonly since: number;
 }
 
-/** What {@link TerminalRouter.onTerminal} did. */
-export type TerminalResult =
-  /** The task's call was pending here and this path claimed it: the `after` hooks ran. */
-  | { readonly ran: true; readonly outcome: CallOutcome; readonly failure?: FleetgateError }
-  /** Nothing to do: not terminal, unknown here, or another path claimed it first. */
-  | { readonly ran: false; readonly reason: 'not-terminal' | 'not-pending' | 'claimed' };
+/** What {@link TaskTerminal.settle} did. */
+export type SettleResult =
+  /** This path won the task's claim: the `after` hooks ran and their events were kept. */
+  | { readonly settled: true; readonly outcome: CallOutcome; readonly failure?: FleetgateError }
+  /**
+   * Nothing to do: not terminal, no call known for the task here (`unknown`), or another path,
+   * process or replica settled it first (`claimed`).
+   */
+  | { readonly settled: false; readonly reason: 'not-terminal' | 'unknown' | 'claimed' };
 
-/** Which path saw a task's terminal state. */
-export type TerminalPath =
-  'reply' | 'stream' | 'poll' | 'push' | 'resubscribe' | 'recovery' | 'timeout';
-
-/** What a path claims when it finishes a task. */
-export interface TerminalClaim {
-  agent: string;
-  skill: string;
-  correlationId: string;
-  taskId: string;
-  state: ReturnType<typeof normalizeTaskState>;
-  via: TerminalPath;
-  /** Epoch milliseconds the call started. */
-  startedAt: number;
+/** Told once per task, by whichever path won its claim (the dispatcher ends its record). */
+export interface SettledTask {
+  readonly agent: string;
+  readonly taskId: string;
+  readonly task: Task;
+  readonly via: SettlePath;
+  readonly call: TaskCall;
 }
 
-/**
- * Claims a task terminal durably and, in the same transaction, keeps the events its `after` hooks
- * produced (the outbox). Resolves true for the one path, process or replica that wins.
- */
-export type TerminalCommit = (claim: TerminalClaim, events: CollectedEvent[]) => Promise<boolean>;
-
-/** Options of {@link TerminalRouter}. */
-export interface TerminalRouterOptions {
+/** The durable claim: the task records (`createStoreTaskRecords` satisfies it). */
+export interface TerminalRecords {
   /**
-   * Exactly-once across paths, restarts and replicas: the `after` hooks run with their events
-   * collected (the extensions publish through `collector`), then `commit` claims the task and
-   * writes those events in one transaction; a path that loses the claim drops them.
+   * Compare-and-set of the task's terminal mark; `alsoWrite` runs in the same transaction. A task
+   * never recorded (a terminal reply) is recorded terminal when `call` is given.
    */
-  durable?: { collector: EventCollector; commit: TerminalCommit };
+  claim(
+    agent: string,
+    taskId: string,
+    claim: {
+      via: SettlePath;
+      state: TaskStateName;
+      at: number;
+      call?: { skill: string; correlationId: string; startedAt: number };
+    },
+    alsoWrite?: (trx: OutboxExecutor) => Promise<void>,
+  ): Promise<boolean>;
+}
+
+/** Rebuilds the `after` chain of a call from what the terminal kept (the fleet client does). */
+export type ChainSource = (call: TaskCall) => Promise<SkillCallChain>;
+
+/** Options of {@link createTaskTerminal}. */
+export interface TaskTerminalOptions {
   /**
-   * Claims the right to finish one task, first caller wins. The default claims in memory (enough
-   * for one process); the task tracker issue passes a durable compare-and-set so restarts and
-   * replicas never finish a task twice.
+   * Exactly-once across paths, restarts and replicas: the `after` hooks run with their events and
+   * deferred effects collected (the extensions publish through `collector`), then the task record
+   * is claimed with the events written to the outbox in the same transaction; the effects run
+   * only for the path that won. Without it, the claim is `claim` (or in memory) and the hooks run
+   * after it.
+   */
+  durable?: {
+    records: TerminalRecords;
+    collector: EventCollector;
+    /** After a winning commit, e.g. `relay.notify()` so the events go out at once. */
+    onCommitted?: (settled: SettledTask, events: readonly CollectedEvent[]) => void;
+  };
+  /**
+   * A claim without the outbox: first caller wins. The default claims in memory, remembering the
+   * last 10,000 settled tasks (enough for one process).
    */
   claim?: (agent: string, taskId: string) => Promise<boolean>;
-}
-
-interface Entry {
-  chain: SkillCallChain;
-  info: PendingCall;
+  /**
+   * Told once per task on the winning path, whichever it is (reply, stream, poll, push, recovery,
+   * another call answering the task): the dispatcher ends its record here.
+   */
+  onSettled?: (settled: SettledTask) => Promise<void>;
+  /** Failures after the claim was won (a deferred effect, `onSettled`); never swallowed. */
+  onError?: (error: unknown, context: { agent: string; taskId: string; where: string }) => void;
+  now?: () => number;
 }
 
 /**
- * The single terminal seam: **every** path that sees a task's terminal state — the blocking reply,
- * the end of a stream, and later the poller, the push receiver and restart recovery — calls
- * {@link onTerminal}. The first call for a task claims it and runs the call's `after` hooks once;
- * every later call is a no-op.
+ * The single terminal of a task: every path that sees a task end — the blocking reply, the end of
+ * a stream, a follow-up call answering it, the tracker's poll, push, resubscribe, recovery and
+ * timeout — calls {@link settle}. The first path claims the task (durably with `durable`) and runs
+ * the call's `after` hooks once; every later path is a no-op.
+ *
+ * Memory: a held call is four small fields; the `after` chain is rebuilt at settle time.
  */
-export class TerminalRouter {
-  readonly #pending = new Map<string, Entry>();
-  readonly #claim: ((agent: string, taskId: string) => Promise<boolean>) | undefined;
-  readonly #durable: TerminalRouterOptions['durable'];
-
-  constructor(options: TerminalRouterOptions = {}) {
-    this.#claim = options.claim;
-    this.#durable = options.durable;
-  }
-
-  /** Registers the chain of a call whose task `taskId` has not finished yet. */
-  track(taskId: string, chain: SkillCallChain): PendingCall {
-    const info: PendingCall = {
-      agent: chain.ctx.agent,
-      skill: chain.ctx.skill,
-      correlationId: chain.ctx.correlationId,
-      taskId,
-      since: Date.now(),
-    };
-    this.#pending.set(taskId, { chain, info });
-    return info;
-  }
-
-  /** The calls still waiting for their terminal task. */
-  pending(): PendingCall[] {
-    return [...this.#pending.values()].map((e) => e.info);
-  }
-
+export interface TaskTerminal {
+  /** Where chains are rebuilt from; the fleet client binds itself when it is created. */
+  bindChains(source: ChainSource): void;
+  /** Keeps the call of a task that has not ended yet (replaces an older one of the same task). */
+  hold(call: TaskCall, taskId: string): HeldCall;
+  /** The calls held, waiting for their task to end. */
+  held(): HeldCall[];
   /**
-   * Hands a task in its terminal state to the call that started it: claims the task, then runs
-   * the `after` hooks (reverse order) with {@link outcomeForTask}. Safe to call from several
-   * paths and several times.
+   * Settles a task at its terminal state: claims it, then runs the `after` hooks (reverse order)
+   * with {@link outcomeForTask}. The call is the held one of `(agent, task.id)`, else
+   * `options.call` (the task record's, for a call that started in another process). A reply path
+   * passes the call's own `chain`, which replaces any held call of the task. Safe to call from
+   * several paths, several times. When the claim itself fails (a database error) the held call is
+   * put back and the error thrown, so the path can retry.
    */
-  async onTerminal(task: Task, via: TerminalPath = 'poll'): Promise<TerminalResult> {
-    if (!isTerminalState(normalizeTaskState(task.status?.state))) {
-      return { ran: false, reason: 'not-terminal' };
-    }
-    const entry = this.#pending.get(task.id);
-    if (entry === undefined) return { ran: false, reason: 'not-pending' };
-    // Synchronous delete before any await: a second path in this process sees `not-pending`.
-    this.#pending.delete(task.id);
-    return this.#complete(task, entry.chain, via);
-  }
+  settle(
+    agent: string,
+    task: Task,
+    via?: SettlePath,
+    options?: { chain?: SkillCallChain; call?: TaskCall },
+  ): Promise<SettleResult>;
+  /** Drops a held call without running hooks: the task settled elsewhere. Returns whether held. */
+  release(agent: string, taskId: string): boolean;
+  /** Gives up on a held call: its `after` hooks run with `{ ok: false, error }`. */
+  abandon(agent: string, taskId: string, error: FleetgateError): Promise<SettleResult>;
+}
 
-  /**
-   * Finishes a task whose call started in another process (restart recovery, another replica):
-   * `chain` was rebuilt with {@link SkillCallChain.resumeAfterBefore}. Exactly once only with a
-   * durable commit.
-   */
-  resume(task: Task, chain: SkillCallChain, via: TerminalPath): Promise<TerminalResult> {
-    if (!isTerminalState(normalizeTaskState(task.status?.state))) {
-      return Promise.resolve({ ran: false, reason: 'not-terminal' });
-    }
-    if (this.#pending.has(task.id)) return this.onTerminal(task, via);
-    return this.#complete(task, chain, via);
-  }
+interface Held {
+  skill: string;
+  correlationId: string;
+  startedAt: number;
+  since: number;
+}
 
-  async #complete(task: Task, chain: SkillCallChain, via: TerminalPath): Promise<TerminalResult> {
-    const outcome = outcomeForTask(task);
-    if (this.#durable !== undefined) {
-      const { collector, commit } = this.#durable;
-      const { value: failure, events } = await collector.collect(() => chain.runAfter(outcome));
-      const ctx = chain.ctx;
-      const won = await commit(
-        {
-          agent: ctx.agent,
-          skill: ctx.skill,
-          correlationId: ctx.correlationId,
-          taskId: task.id,
-          state: normalizeTaskState(task.status?.state),
-          via,
-          startedAt: ctx.startedAt,
-        },
-        events,
+const keyOf = (agent: string, taskId: string): string => `${agent}\u0000${taskId}`;
+
+const outbox = createOutboxWriter<OpenTopics>();
+
+/** The in-memory claim: first caller wins among the last `size` tasks claimed. */
+function memoryClaim(size: number): (agent: string, taskId: string) => Promise<boolean> {
+  const claimed = new Set<string>();
+  return (agent, taskId) => {
+    const key = keyOf(agent, taskId);
+    if (claimed.has(key)) return Promise.resolve(false);
+    claimed.add(key);
+    // A Set iterates in insertion order: the first key is the oldest.
+    if (claimed.size > size) claimed.delete(claimed.values().next().value!);
+    return Promise.resolve(true);
+  };
+}
+
+/**
+ * Creates the task terminal (see {@link TaskTerminal}).
+ *
+ * @example
+ * ```ts
+ * const collector = new EventCollector(bus);
+ * registerStandardExtensions(registry, { bus: collector, blast });
+ * const terminal = createTaskTerminal({
+ *   durable: { records, collector, onCommitted: () => relay.notify() },
+ *   onSettled: (settled) => dispatcher.onTaskSettled(settled),
+ * });
+ * const fleet = createFleetClient({ registry, bus: collector, cards, terminal });
+ * ```
+ */
+export function createTaskTerminal(options: TaskTerminalOptions = {}): TaskTerminal {
+  const now = options.now ?? Date.now;
+  const held = new Map<string, Held>();
+  const claim = options.claim ?? memoryClaim(10_000);
+  let chains: ChainSource | undefined;
+
+  const rebuild = (call: TaskCall): Promise<SkillCallChain> => {
+    if (chains === undefined) {
+      return Promise.reject(
+        new FleetgateError('FLEETGATE_CALL_FAILED', 'The task terminal has no fleet client bound.'),
       );
-      if (!won) return { ran: false, reason: 'claimed' };
-      return failure === undefined ? { ran: true, outcome } : { ran: true, outcome, failure };
     }
-    if (this.#claim !== undefined && !(await this.#claim(chain.ctx.agent, task.id))) {
-      return { ran: false, reason: 'claimed' };
+    return chains(call);
+  };
+
+  const result = (outcome: CallOutcome, failure: FleetgateError | undefined): SettleResult =>
+    failure === undefined ? { settled: true, outcome } : { settled: true, outcome, failure };
+
+  async function afterWin(settled: SettledTask, effects: readonly (() => unknown)[]) {
+    for (const effect of effects) {
+      try {
+        await effect();
+      } catch (error) {
+        options.onError?.(error, { agent: settled.agent, taskId: settled.taskId, where: 'effect' });
+      }
+    }
+    if (options.onSettled === undefined) return;
+    try {
+      await options.onSettled(settled);
+    } catch (error) {
+      options.onError?.(error, { agent: settled.agent, taskId: settled.taskId, where: 'settled' });
+    }
+  }
+
+  async function run(
+    task: Task,
+    via: SettlePath,
+    call: TaskCall,
+    given: SkillCallChain | undefined,
+  ): Promise<SettleResult> {
+    const chain = given ?? (await rebuild(call)).resumeAfterBefore();
+    const outcome = outcomeForTask(task);
+    const state = normalizeTaskState(task.status?.state);
+    const settled: SettledTask = { agent: call.agent, taskId: task.id, task, via, call };
+    const durable = options.durable;
+    if (durable !== undefined) {
+      const collected = await durable.collector.collect(() => chain.runAfter(outcome));
+      const { events } = collected;
+      const won = await durable.records.claim(
+        call.agent,
+        task.id,
+        {
+          via,
+          state,
+          at: now(),
+          call: {
+            skill: call.skill,
+            correlationId: call.correlationId,
+            startedAt: call.startedAt,
+          },
+        },
+        async (trx) => {
+          for (const event of events) {
+            await outbox.write(trx, event.topic, event.payload, {
+              id: event.id,
+              ...(event.correlationId === undefined ? {} : { correlationId: event.correlationId }),
+            });
+          }
+        },
+      );
+      if (!won) return { settled: false, reason: 'claimed' };
+      durable.onCommitted?.(settled, events);
+      await afterWin(settled, collected.effects);
+      return result(outcome, collected.value);
+    }
+    if (!(await claim(call.agent, task.id))) {
+      return { settled: false, reason: 'claimed' };
     }
     const failure = await chain.runAfter(outcome);
-    return failure === undefined ? { ran: true, outcome } : { ran: true, outcome, failure };
+    await afterWin(settled, []);
+    return result(outcome, failure);
   }
 
-  /**
-   * The reply path of a call whose task was already terminal when the agent answered: the same as
-   * {@link track} then {@link onTerminal}, without storing an entry no other path could see in
-   * between (both steps would run in one synchronous stretch). Any older pending entry of the task
-   * is dropped, as `track` would have replaced it.
-   */
-  async finish(
-    task: Task,
-    chain: SkillCallChain,
-    via: TerminalPath = 'reply',
-  ): Promise<TerminalResult> {
-    if (!isTerminalState(normalizeTaskState(task.status?.state))) {
-      this.track(task.id, chain);
-      return { ran: false, reason: 'not-terminal' };
-    }
-    this.#pending.delete(task.id);
-    return this.#complete(task, chain, via);
-  }
-
-  /**
-   * Drops a pending call without running its hooks: another process or replica finished the task
-   * (its claim won there). Returns whether there was one.
-   */
-  discard(taskId: string): boolean {
-    return this.#pending.delete(taskId);
-  }
-
-  /**
-   * Gives up on a pending call (the tracker could not reach the agent, the caller canceled): its
-   * `after` hooks run with `{ ok: false, error }`.
-   */
-  async abandon(taskId: string, error: FleetgateError): Promise<TerminalResult> {
-    const entry = this.#pending.get(taskId);
-    if (entry === undefined) return { ran: false, reason: 'not-pending' };
-    this.#pending.delete(taskId);
-    const outcome: CallOutcome = { ok: false, error };
-    const failure = await entry.chain.runAfter(outcome);
-    return failure === undefined ? { ran: true, outcome } : { ran: true, outcome, failure };
-  }
+  return {
+    bindChains(source) {
+      chains = source;
+    },
+    hold(call, taskId) {
+      const entry: Held = {
+        skill: call.skill,
+        correlationId: call.correlationId,
+        startedAt: call.startedAt,
+        since: now(),
+      };
+      held.set(keyOf(call.agent, taskId), entry);
+      return { agent: call.agent, taskId, ...entry };
+    },
+    held() {
+      return [...held].map(([key, h]) => {
+        const at = key.indexOf('\u0000');
+        return { agent: key.slice(0, at), taskId: key.slice(at + 1), ...h };
+      });
+    },
+    async settle(agent, task, via = 'poll', settleOptions = {}) {
+      if (!isTerminalState(normalizeTaskState(task.status?.state))) {
+        return { settled: false, reason: 'not-terminal' };
+      }
+      const key = keyOf(agent, task.id);
+      const entry = held.get(key);
+      const chain = settleOptions.chain;
+      const call: TaskCall | undefined =
+        chain !== undefined
+          ? {
+              agent,
+              skill: chain.ctx.skill,
+              correlationId: chain.ctx.correlationId,
+              startedAt: chain.ctx.startedAt,
+            }
+          : entry !== undefined
+            ? { agent, ...entry }
+            : settleOptions.call;
+      if (call === undefined) return { settled: false, reason: 'unknown' };
+      // Synchronous delete before any await: a second path in this process sees `unknown` (or,
+      // with the record's call, loses the claim).
+      held.delete(key);
+      try {
+        return await run(task, via, call, chain);
+      } catch (error) {
+        // The claim failed (or the chain could not be rebuilt): the task is not settled. Put the
+        // held call back so the path that retries finds it.
+        if (entry !== undefined && !held.has(key)) held.set(key, entry);
+        throw error;
+      }
+    },
+    release(agent, taskId) {
+      return held.delete(keyOf(agent, taskId));
+    },
+    async abandon(agent, taskId, error) {
+      const key = keyOf(agent, taskId);
+      const entry = held.get(key);
+      if (entry === undefined) return { settled: false, reason: 'unknown' };
+      held.delete(key);
+      const chain = (await rebuild({ agent, ...entry })).resumeAfterBefore();
+      const outcome: CallOutcome = { ok: false, error };
+      return result(outcome, await chain.runAfter(outcome));
+    },
+  };
 }

@@ -133,7 +133,7 @@ function hookError(
  *   whose `before` completed (an extension without a `before` counts as completed), and they run
  *   **always**: on a terminal task, a failed task, a transport error, a timeout, or a required
  *   `before` that failed;
- * - `after` runs at most once per call ({@link runAfter} is idempotent) — the `onTerminal` seam
+ * - `after` runs at most once per call ({@link runAfter} is idempotent) — the task terminal
  *   relies on this when several paths see the same terminal task.
  *
  * A throwing hook of an optional extension goes to the {@link HookFailureSink} and the remaining

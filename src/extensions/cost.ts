@@ -80,7 +80,14 @@ export function createCostExtension(options: CostExtensionOptions): Extension {
         options.bus
           .publish(COST_SAMPLE_TOPIC, sample, { correlationId: ctx.correlationId })
           .then(() => undefined);
-      const recorded = options.record?.(sample);
+      const record = options.record;
+      // The record is a side effect beyond the bus: deferred to the winner of the terminal claim.
+      const recorded =
+        record === undefined
+          ? undefined
+          : options.bus.defer === undefined
+            ? record(sample)
+            : options.bus.defer(() => record(sample));
       return recorded === undefined ? publish() : recorded.then(publish);
     },
   };

@@ -22,6 +22,13 @@ export interface ExtensionEventBus {
     payload: unknown,
     options?: { id?: string; correlationId?: string },
   ): Promise<unknown>;
+  /**
+   * Runs a side effect beyond the bus (a cost record) only if the call's terminal state is kept:
+   * a bus that collects a task's events for its terminal claim keeps the effect with them and runs
+   * it after the claim is won, so a path that loses the claim has no effect. Without `defer`, or
+   * outside a claim, the effect runs at once (its result is returned to be awaited).
+   */
+  defer?(effect: () => void | Promise<void>): void | Promise<void>;
 }
 
 /** Request metadata keys an extension's `before` hook sets, and their values. */
@@ -30,7 +37,7 @@ export type Stamps = Record<string, string>;
 /**
  * What every hook of one skill call sees. One context lives from the first `before` to the last
  * `after`, possibly across processes' worth of time when the task finishes later (the task tracker
- * hands the terminal task to `onTerminal`).
+ * settles the terminal task through the task terminal).
  */
 export interface SkillCallContext {
   /** The agent's configured name. */

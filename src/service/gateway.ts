@@ -30,7 +30,12 @@ import type {
   FleetClient,
   PolicyGate,
 } from '../dispatch/index.js';
-import { createFleetClient, createStoreDispatchRecords, Dispatcher } from '../dispatch/index.js';
+import {
+  createFleetClient,
+  createStoreDispatchRecords,
+  createTaskTerminal,
+  Dispatcher,
+} from '../dispatch/index.js';
 import { FleetgateError, isFleetgateError } from '../protocol/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../extensions/index.js';
 import type { CardSource, SecretResolver } from '../fleet/index.js';
@@ -42,11 +47,7 @@ import {
   createRadiusWidenedAlerts,
   createReconciler,
 } from '../alerts/index.js';
-import {
-  createStoreTaskRecords,
-  createTerminalCommit,
-  TaskTracker as Tracker,
-} from '../tasks/index.js';
+import { createStoreTaskRecords, TaskTracker as Tracker } from '../tasks/index.js';
 import type { WorldMaterialiser } from '../world/index.js';
 import { createSqlWorldStore, createWorldMaterialiser } from '../world/index.js';
 import type { FleetgateConfig, FleetgateConfigInput } from './config.js';
@@ -171,15 +172,20 @@ export async function createGateway(
     declarations: runtime.broker.stamps,
   });
   const taskRecords = createStoreTaskRecords(store.db);
+  // The callbacks below point at the tracker and dispatcher built after them; they run only once
+  // the gateway has started.
+  const terminal = createTaskTerminal({
+    durable: { records: taskRecords, collector, onCommitted: () => relay.notify() },
+    onSettled: (settled) => dispatcher.onTaskSettled(settled),
+    onError: (error, where) => reportError(error, `terminal.${where.where}`),
+  });
   const fleet = createFleetClient({
     registry,
     bus: collector,
     cards: runtime.broker,
+    terminal,
+    follow: (task) => tracker.follow(task),
     ...(deps.fetch === undefined ? {} : { fetch: deps.fetch }),
-    durable: {
-      collector,
-      commit: createTerminalCommit({ records: taskRecords, onCommitted: () => relay.notify() }),
-    },
   });
   const tracker: TaskTracker = new Tracker({
     records: taskRecords,
@@ -187,8 +193,7 @@ export async function createGateway(
     ...deps.tracking,
     ...(deps.pushBaseUrl === undefined ? {} : { pushBaseUrl: deps.pushBaseUrl }),
     ...(deps.now === undefined ? {} : { now: deps.now }),
-    // Called only after start, when `dispatcher` below exists.
-    onFinished: (finished): Promise<void> => dispatcher.onTaskFinished(finished),
+    onStateChanged: (change) => dispatcher.onTaskState(change),
     onError: (error, where) => reportError(error, `tracker.${where.where}`),
   });
   const dispatchRecords = createStoreDispatchRecords(store.db);

@@ -3,5 +3,4 @@ export * from './task-records.js';
 export * from './push-receiver.js';
 export * from './poll-scheduler.js';
 export * from './tracker.js';
-export * from './terminal-commit.js';
 export * from './store-tables.js';

@@ -184,7 +184,8 @@ export class PollScheduler {
   }
 
   #after(entry: Entry, result: PollResult | 'error'): void {
-    if (!this.#entries.has(entry.key)) return; // removed meanwhile
+    // Removed meanwhile (or removed and added again: the new entry schedules itself).
+    if (this.#entries.get(entry.key) !== entry) return;
     if (result === 'terminal') {
       this.#entries.delete(entry.key);
       return;

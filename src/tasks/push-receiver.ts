@@ -38,7 +38,7 @@ export interface PushResponse {
 /** Options of {@link createPushReceiver}. */
 export interface PushReceiverOptions {
   records: Pick<TaskRecordStore, 'byTaskId'>;
-  /** Handles an accepted event (the tracker: a terminal task goes to `onTerminal`, a status-only push triggers a `GetTask`). */
+  /** Handles an accepted event (the tracker: a terminal task is settled through the task terminal, a status-only push triggers a `GetTask`). */
   onEvent(record: TaskRecord, event: NormalizedStreamEvent, body: unknown): Promise<void>;
   /** Largest body accepted, in bytes (default 4 MiB). */
   maxBodyBytes?: number;

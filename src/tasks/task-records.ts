@@ -1,11 +1,8 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { OutboxDatabase } from '../bus/index.js';
+import type { SettlePath } from '../dispatch/index.js';
 import type { TaskStateName } from '../protocol/index.js';
 import { normalizeTaskState } from '../protocol/index.js';
-
-/** Which path saw a task's terminal state first. */
-export type TerminalVia =
-  'reply' | 'stream' | 'poll' | 'push' | 'resubscribe' | 'recovery' | 'timeout';
 
 /** The durable record of one task the gateway follows. */
 export interface TaskRecord {
@@ -21,7 +18,7 @@ export interface TaskRecord {
   updatedAt: number;
   /** When the task was claimed terminal; null while in flight. */
   terminalAt: number | null;
-  terminalVia: TerminalVia | null;
+  terminalVia: SettlePath | null;
 }
 
 /** The table of {@link createStoreTaskRecords} (migration `0004_tasks`). */
@@ -67,7 +64,7 @@ export interface TaskRecordStore {
     agent: string,
     taskId: string,
     claim: {
-      via: TerminalVia;
+      via: SettlePath;
       state: TaskStateName;
       at: number;
       /** With these, a task never recorded (a terminal reply) is recorded terminal by the claim. */
@@ -88,7 +85,7 @@ function fromRow(row: TaskTable): TaskRecord {
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
     terminalAt: row.terminal_at === null ? null : Number(row.terminal_at),
-    terminalVia: row.terminal_via as TerminalVia | null,
+    terminalVia: row.terminal_via as SettlePath | null,
   };
 }
 

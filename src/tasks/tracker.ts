@@ -1,23 +1,27 @@
 import type { StreamResponse, Task } from '@a2a-js/sdk';
 import { Task as TaskCodec, TaskState } from '@a2a-js/sdk';
-import type { ResumedCall, TerminalResult } from '../dispatch/index.js';
+import type {
+  FollowRequest,
+  SettlePath,
+  SettleResult,
+  TaskCall,
+  TaskFollower,
+  TaskTerminal,
+} from '../dispatch/index.js';
 import { TaskAccumulator } from '../dispatch/index.js';
+import { FleetgateError } from '../protocol/index.js';
 import type { NormalizedStreamEvent, TaskStateName } from '../protocol/index.js';
 import { isInterruptedState, isTerminalState, normalizeTaskState } from '../protocol/index.js';
 import type { PollResult, PollSchedulerOptions } from './poll-scheduler.js';
 import { PollScheduler } from './poll-scheduler.js';
 import type { PushRequest, PushResponse } from './push-receiver.js';
 import { createPushReceiver, createPushToken, hashPushToken } from './push-receiver.js';
-import type { TaskRecord, TaskRecordStore, TerminalVia } from './task-records.js';
+import type { TaskRecord, TaskRecordStore } from './task-records.js';
 
-/** What the tracker needs of the fleet client (created with a durable terminal commit). */
+/** What the tracker needs of the fleet client: its task terminal and its per-agent SDK clients. */
 export interface TrackerFleet {
-  /** The single terminal seam: claims the task and runs the call's `after` hooks once. */
-  onTerminal(task: Task, via: TerminalVia): Promise<TerminalResult>;
-  /** The same for a call that started in another process (restart, another replica). */
-  resume(task: Task, call: ResumedCall, via: TerminalVia): Promise<TerminalResult>;
-  /** Drops the pending call of a task another process finished. */
-  discard?(taskId: string): boolean;
+  /** Where every path settles a task (durable: claim + outbox in one transaction). */
+  readonly terminal: TaskTerminal;
   agentClient(agent: string): Promise<{
     client: {
       getTask(params: {
@@ -59,34 +63,25 @@ export interface TaskTrackerOptions {
   maxTrackingTimeMs?: number;
   /**
    * A task waits on its caller (`input-required`, `auth-required`): handed to the policy gate,
-   * never reported as success or failure. Called once per state it enters.
+   * never reported as success or failure. Called once per state it enters, including the state a
+   * task is handed over in.
    */
   onInterrupted?(record: TaskRecord, state: TaskStateName): Promise<void>;
-  /** Told once per task, by the path that finished it (the dispatcher updates its record). */
-  onFinished?(finished: {
-    agent: string;
-    taskId: string;
-    task: Task;
-    via: TerminalVia;
-  }): Promise<void>;
+  /**
+   * A followed task is in a new non-terminal state (also called for the state it is handed over
+   * in when that is an interrupted one): the dispatcher's `onTaskState`. Ends go through the task
+   * terminal's `onSettled` instead.
+   */
+  onStateChanged?(change: { agent: string; taskId: string; state: TaskStateName }): Promise<void>;
   /** Receives failures of polls and hooks (the composition root publishes them on `system.error`). */
   onError?(error: unknown, context: { agent: string; taskId: string; where: string }): void;
   now?: () => number;
 }
 
 /** A task to follow. */
-export interface TrackInput {
-  agent: string;
-  skill: string;
-  correlationId: string;
-  taskId: string;
-  state: TaskStateName;
+export interface FollowInput extends FollowRequest {
   /** The per-task push secret, when a push config was registered with the agent. */
   pushToken?: string;
-  /** The task's stream broke: resume it with `SubscribeToTask` when the agent streams. */
-  resubscribe?: boolean;
-  /** The task as known when the stream broke (artifacts received so far). */
-  task?: Task;
 }
 
 interface Tracked {
@@ -98,6 +93,8 @@ interface Tracked {
   state: TaskStateName;
   /** A push said the task finished: the poll it triggers counts as the push path. */
   pushed: boolean;
+  /** Claims that failed in a row (a database error): the retry backs off. */
+  claimFailures?: number;
 }
 
 const keyOf = (agent: string, taskId: string): string => `${agent}\u0000${taskId}`;
@@ -108,13 +105,13 @@ const keyOf = (agent: string, taskId: string): string => `${agent}\u0000${taskId
  * (durable compare-and-set on the task record) before the call's `after` hooks run. In-memory
  * state is one small entry per task in flight; finished tasks leave memory.
  */
-export class TaskTracker {
+export class TaskTracker implements TaskFollower {
   readonly #o: TaskTrackerOptions & { maxTrackingTimeMs: number; now: () => number };
   readonly #tracked = new Map<string, Tracked>();
   /** Tasks whose finish is under way: `recover` must not pick them up again meanwhile. */
   readonly #finishing = new Set<string>();
   readonly #scheduler: PollScheduler;
-  readonly #claims: Record<TerminalVia, number> & { lost: number } = {
+  readonly #claims: Record<SettlePath, number> & { lost: number } = {
     reply: 0,
     stream: 0,
     poll: 0,
@@ -141,15 +138,16 @@ export class TaskTracker {
   }
 
   /** How many tasks each path claimed, and how many claims lost to another path. */
-  claims(): Readonly<Record<TerminalVia | 'lost', number>> {
+  claims(): Readonly<Record<SettlePath | 'lost', number>> {
     return { ...this.#claims };
   }
 
   /**
    * Starts following a non-terminal task: a durable record, then polls — and push notifications
-   * when the agent supports them and the gateway has a public base URL.
+   * when the agent supports them and the gateway has a public base URL. A task handed over while
+   * it waits on its caller is reported to `onInterrupted` / `onStateChanged` at once.
    */
-  async track(input: TrackInput): Promise<void> {
+  async follow(input: FollowInput): Promise<void> {
     const now = this.#o.now();
     let pushToken = input.pushToken;
     let register: (() => Promise<unknown>) | undefined;
@@ -188,7 +186,13 @@ export class TaskTracker {
       state: input.state,
       pushed: false,
     });
+    // The tracker keeps the call from here on (the record has it too): the terminal's held copy
+    // would only double the memory of a followed task.
+    this.#o.fleet.terminal.release(input.agent, input.taskId);
     this.#scheduler.add(input.agent, input.taskId);
+    if (isInterruptedState(input.state)) {
+      await this.#notifyState(input.agent, input.taskId, input.state);
+    }
     if (input.resubscribe === true) {
       // In the background: polling goes on meanwhile, whichever sees the end first wins.
       void this.#resubscribe(input.agent, input.taskId, input.task);
@@ -209,43 +213,83 @@ export class TaskTracker {
   }
 
   /**
-   * Hands a terminal task to the call that started it — once, across paths, restarts and
-   * replicas: the fleet client's durable commit claims the task record and writes the events of
-   * the `after` hooks to the outbox in one transaction. A call that started in another process is
-   * resumed from what the task record kept. Every path but the first is a counted no-op.
+   * A path saw a task: a terminal one is settled through the task terminal — once, across paths,
+   * restarts and replicas (the durable claim and the outbox write are one transaction); a call
+   * that started in another process is rebuilt from what the task record kept. Every path but the
+   * first is a counted no-op. A task whose id is not the one the path asked about is refused. When
+   * the claim itself fails (a database error) the task goes back to polling with backoff. Resolves
+   * whether this path settled the task.
    */
-  async finish(agent: string, task: Task, via: TerminalVia): Promise<boolean> {
+  async observe(agent: string, task: Task, via: SettlePath): Promise<boolean> {
     if (!isTerminalState(normalizeTaskState(task.status?.state))) return false;
     const key = keyOf(agent, task.id);
     const tracked = this.#tracked.get(key);
     this.#finishing.add(key);
-    let result: TerminalResult;
+    let result: SettleResult;
+    let call: TaskCall | undefined;
     try {
-      const call = tracked ?? (await this.#o.records.get(agent, task.id));
+      const record = tracked === undefined ? await this.#o.records.get(agent, task.id) : undefined;
+      call =
+        tracked !== undefined
+          ? {
+              agent,
+              skill: tracked.skill,
+              correlationId: tracked.correlationId,
+              startedAt: tracked.createdAt,
+            }
+          : record === undefined
+            ? undefined
+            : {
+                agent,
+                skill: record.skill,
+                correlationId: record.correlationId,
+                startedAt: record.createdAt,
+              };
       this.#forget(agent, task.id);
-      result = await this.#o.fleet.onTerminal(task, via);
-      if (!result.ran && result.reason === 'not-pending' && call !== undefined) {
-        result = await this.#o.fleet.resume(
-          task,
-          {
-            agent,
-            skill: call.skill,
-            correlationId: call.correlationId,
-            startedAt: call.createdAt,
-          },
-          via,
-        );
-      }
+      result = await this.#o.fleet.terminal.settle(
+        agent,
+        task,
+        via,
+        call === undefined ? {} : { call },
+      );
+    } catch (error) {
+      this.#retryClaim(agent, task.id, tracked, call, error);
+      return false;
     } finally {
       this.#finishing.delete(key);
     }
-    if (result.ran) {
+    if (result.settled) {
       this.#claims[via] += 1;
-      await this.#o.onFinished?.({ agent, taskId: task.id, task, via });
       return true;
     }
     if (result.reason === 'claimed') this.#claims.lost += 1;
     return false;
+  }
+
+  /** The claim failed: the task is still unsettled, so it goes back to polling, backing off. */
+  #retryClaim(
+    agent: string,
+    taskId: string,
+    tracked: Tracked | undefined,
+    call: TaskCall | undefined,
+    error: unknown,
+  ): void {
+    this.#o.onError?.(error, { agent, taskId, where: 'claim' });
+    if (call === undefined) return;
+    const key = keyOf(agent, taskId);
+    const entry: Tracked = tracked ?? {
+      skill: call.skill,
+      correlationId: call.correlationId,
+      createdAt: call.startedAt,
+      recovered: true,
+      state: 'unknown',
+      pushed: false,
+    };
+    entry.claimFailures = (entry.claimFailures ?? 0) + 1;
+    this.#tracked.set(key, entry);
+    const base = this.#o.polling?.intervalMs ?? 1000;
+    const cap = this.#o.polling?.maxIntervalMs ?? 30_000;
+    this.#scheduler.add(agent, taskId, Math.min(cap, base * 2 ** (entry.claimFailures - 1)));
   }
 
   /**
@@ -298,9 +342,9 @@ export class TaskTracker {
           ? event.state
           : undefined;
     if (record.terminalAt !== null) {
-      // Finished elsewhere (another path, process or replica): let go of it here too.
+      // Settled elsewhere (another path, process or replica): let go of it here too.
       this.#forget(record.agent, record.taskId);
-      this.#o.fleet.discard?.(record.taskId);
+      this.#o.fleet.terminal.release(record.agent, record.taskId);
       return;
     }
     if (state === undefined) return;
@@ -308,8 +352,15 @@ export class TaskTracker {
       const raw =
         typeof body === 'object' && body !== null && 'task' in body ? body.task : undefined;
       if (event.type === 'task' && raw !== undefined) {
-        // A v1.0 body carries the whole task, artifacts included: finish from it directly.
-        await this.finish(record.agent, TaskCodec.fromJSON(raw), 'push');
+        // A v1.0 body carries the whole task, artifacts included: settle from it directly.
+        const task = TaskCodec.fromJSON(raw);
+        try {
+          this.#refuseOtherTask(record.agent, record.taskId, task, 'push');
+        } catch (error) {
+          this.#o.onError?.(error, { agent: record.agent, taskId: record.taskId, where: 'push' });
+          return;
+        }
+        await this.observe(record.agent, task, 'push');
         return;
       }
       // A status-only (or v0.3) push: fetch the task with its artifacts at once.
@@ -329,13 +380,16 @@ export class TaskTracker {
       return 'terminal';
     }
     const task = await client.getTask({ tenant: '', id: taskId, historyLength: 0 });
+    // Thrown to the scheduler: reported, and the task is polled again with backoff.
+    this.#refuseOtherTask(agent, taskId, task, 'poll');
     const state = normalizeTaskState(task.status?.state);
     if (isTerminalState(state)) {
-      await this.finish(
+      await this.observe(
         agent,
         task,
         tracked.pushed ? 'push' : tracked.recovered ? 'recovery' : 'poll',
       );
+      // Done with this entry either way: a failed claim scheduled the task again, backing off.
       return 'terminal';
     }
     await this.#noteState(agent, taskId, state);
@@ -352,14 +406,18 @@ export class TaskTracker {
       for await (const event of client.resubscribeTask({ tenant: '', id: taskId })) {
         acc.apply(event);
         const task = acc.task;
+        if (task !== undefined) this.#refuseOtherTask(agent, taskId, task, 'resubscribe');
         if (task !== undefined && isTerminalState(normalizeTaskState(task.status?.state))) {
-          await this.finish(agent, task, 'resubscribe');
+          await this.observe(agent, task, 'resubscribe');
           return;
         }
         if (!this.#tracked.has(keyOf(agent, taskId))) return; // finished on another path
       }
     } catch (error) {
       this.#o.onError?.(error, { agent, taskId, where: 'resubscribe' });
+      // The task may have ended before the stream was resumed: look at once instead of at the
+      // next scheduled poll.
+      this.#scheduler.pollNow(agent, taskId);
     }
   }
 
@@ -368,10 +426,28 @@ export class TaskTracker {
     if (tracked === undefined || tracked.state === state) return;
     tracked.state = state;
     await this.#o.records.noteState(agent, taskId, state, this.#o.now());
+    await this.#notifyState(agent, taskId, state);
+  }
+
+  async #notifyState(agent: string, taskId: string, state: TaskStateName): Promise<void> {
+    await this.#o.onStateChanged?.({ agent, taskId, state });
     if (isInterruptedState(state) && this.#o.onInterrupted !== undefined) {
       const record = await this.#o.records.get(agent, taskId);
       if (record !== undefined) await this.#o.onInterrupted(record, state);
     }
+  }
+
+  /**
+   * An agent answered about another task than the one asked for: refused, never settled — it
+   * could be another agent's task id, and settling it would publish forged deltas as that task's.
+   */
+  #refuseOtherTask(agent: string, taskId: string, task: Task, where: SettlePath): void {
+    if (task.id === taskId) return;
+    throw new FleetgateError(
+      'FLEETGATE_CALL_FAILED',
+      `Agent ${agent} answered about task ${task.id} when asked about task ${taskId}; the answer is refused.`,
+      { details: { agent, taskId, answeredTaskId: task.id, via: where } },
+    );
   }
 
   async #timeOut(
@@ -399,8 +475,9 @@ export class TaskTracker {
         status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: undefined },
       };
     }
+    if (task.id !== taskId) task = { ...task, id: taskId }; // never settle another task's id
     // The call fails: its after hooks see the canceled task ({ ok: false }).
-    await this.finish(agent, task, 'timeout');
+    await this.observe(agent, task, 'timeout');
   }
 
   #forget(agent: string, taskId: string): void {

@@ -7,14 +7,10 @@
  *   outbox relay never started.
  */
 import { createInMemoryEventBus, createOutboxRelay, EventCollector } from '../../src/bus/index.js';
-import { createFleetClient } from '../../src/dispatch/index.js';
+import { createFleetClient, createTaskTerminal } from '../../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../../src/extensions/index.js';
-import {
-  createStoreTaskRecords,
-  createTerminalCommit,
-  TaskTracker,
-} from '../../src/tasks/index.js';
 import { openGatewayStore } from '../../src/service/index.js';
+import { createStoreTaskRecords, TaskTracker } from '../../src/tasks/index.js';
 
 const [agentUrl, file, scenario] = process.argv.slice(2);
 if (agentUrl === undefined || file === undefined || scenario === undefined) {
@@ -34,14 +30,14 @@ const fleet = createFleetClient({
   registry,
   bus: collector,
   cards: new Map([['ops', { url: agentUrl, card }]]),
-  durable: { collector, commit: createTerminalCommit({ records }) },
+  terminal: createTaskTerminal({ durable: { records, collector } }),
 });
 const tracker = new TaskTracker({ records, fleet, polling: { intervalMs: 3_600_000 } });
 
 if (scenario === 'tracked') {
   const result = await fleet.call('ops', 'pr_review', 'go', { mode: 'return-immediately' });
   const taskId = result.task!.id;
-  await tracker.track({
+  await tracker.follow({
     agent: 'ops',
     skill: 'pr_review',
     correlationId: result.correlationId,

@@ -11,21 +11,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningAgent } from '../../examples/agents/harness.js';
 import { opsBehaviour, startOpsAgent } from '../../examples/agents/ops-agent.js';
-import type { AgentPlan } from '../../examples/agents/harness.js';
+import type { AgentPlan, ReceivedCall } from '../../examples/agents/harness.js';
 import type { EventBus } from '../../src/bus/index.js';
 import type { EventEnvelope, OpenTopics } from '../../src/protocol/index.js';
 import { createInMemoryEventBus, createOutboxRelay, EventCollector } from '../../src/bus/index.js';
-import type { FleetClient } from '../../src/dispatch/index.js';
-import { createFleetClient } from '../../src/dispatch/index.js';
+import type { FleetClient, FollowRequest, SettledTask } from '../../src/dispatch/index.js';
+import { createFleetClient, createTaskTerminal } from '../../src/dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../../src/extensions/index.js';
-import type { TaskTrackerOptions } from '../../src/tasks/index.js';
-import {
-  createStoreTaskRecords,
-  createTerminalCommit,
-  TaskTracker,
-} from '../../src/tasks/index.js';
 import type { GatewayStore } from '../../src/service/index.js';
 import { openGatewayStore } from '../../src/service/index.js';
+import type { CostSample } from '../../src/extensions/index.js';
+import type { TaskRecordStore, TaskTrackerOptions } from '../../src/tasks/index.js';
+import { createStoreTaskRecords, TaskTracker } from '../../src/tasks/index.js';
 
 export interface World {
   agent: RunningAgent;
@@ -38,12 +35,16 @@ export interface World {
 
 export async function world(
   delayMs: number,
-  plan: Partial<AgentPlan> = {},
+  plan: Partial<AgentPlan> | ((call: ReceivedCall) => Partial<AgentPlan>) = {},
   agentOptions: { pushNotifications?: boolean } = {},
 ): Promise<World> {
   const agent = await startOpsAgent({
     ...agentOptions,
-    behaviour: async (call) => ({ ...(await opsBehaviour(call)), delayMs, ...plan }),
+    behaviour: async (call) => ({
+      ...(await opsBehaviour(call)),
+      delayMs,
+      ...(typeof plan === 'function' ? plan(call) : plan),
+    }),
   });
   const bus = createInMemoryEventBus<OpenTopics>();
   const deltas: EventEnvelope[] = [];
@@ -65,35 +66,62 @@ export async function world(
   };
 }
 
-/** One gateway process: a fleet client with the durable terminal commit, a relay, a tracker. */
+/** One gateway process: a durable task terminal, a fleet client, a relay, a tracker. */
 export interface Gateway {
   fleet: FleetClient;
   tracker: TaskTracker;
   stop: () => Promise<void>;
 }
 
+/** What a test gateway can be given besides the tracker's options. */
+export interface GatewayOptions extends Partial<TaskTrackerOptions> {
+  /** False leaves the outbox relay stopped: the process dies between claim and publish. */
+  relay?: boolean;
+  /** The task records (default: the store's), e.g. one whose claim fails. */
+  records?: TaskRecordStore;
+  /** The task terminal's `onSettled` (the dispatcher's `onTaskSettled`). */
+  onSettled?: (settled: SettledTask) => Promise<void>;
+  /** cost-v1's recorder. */
+  recordCost?: (sample: CostSample) => void;
+  /** False: nothing follows the tasks of timed-out calls (the fleet client cancels them). */
+  followTimedOut?: boolean;
+  /** More agents besides `ops`, by name. */
+  agents?: ReadonlyMap<string, { url: string; card: unknown }>;
+}
+
 /**
- * One gateway process. `relay: false` leaves its outbox relay stopped: the process dies between
- * committing a claim and publishing its events.
+ * One gateway process, wired as the composition root does: records, relay, collector, the
+ * standard extensions publishing through it, the durable task terminal, the fleet client (bound
+ * to the terminal, timed-out tasks followed by the tracker) and the tracker.
  */
-export function gateway(
-  w: World,
-  options: Partial<TaskTrackerOptions> & { relay?: boolean } = {},
-): Gateway {
-  const { relay: runRelay = true, ...trackerOptions } = options;
-  const records = createStoreTaskRecords(w.store.db);
+export function gateway(w: World, options: GatewayOptions = {}): Gateway {
+  const {
+    relay: runRelay = true,
+    records: givenRecords,
+    onSettled,
+    recordCost,
+    agents,
+    followTimedOut = true,
+    ...trackerOptions
+  } = options;
+  const records = givenRecords ?? createStoreTaskRecords(w.store.db);
   const relay = createOutboxRelay({ db: w.store.db, bus: w.bus, pollIntervalMs: 10 });
   if (runRelay) relay.start();
   const collector = new EventCollector(w.bus);
-  const registry = registerStandardExtensions(new ExtensionRegistry(), { bus: collector });
+  const registry = registerStandardExtensions(new ExtensionRegistry(), {
+    bus: collector,
+    ...(recordCost === undefined ? {} : { cost: { record: recordCost } }),
+  });
+  const terminal = createTaskTerminal({
+    durable: { records, collector, onCommitted: () => relay.notify() },
+    ...(onSettled === undefined ? {} : { onSettled }),
+  });
   const fleet = createFleetClient({
     registry,
     bus: collector,
-    cards: new Map([['ops', { url: w.agent.url, card: w.card }]]),
-    durable: {
-      collector,
-      commit: createTerminalCommit({ records, onCommitted: () => relay.notify() }),
-    },
+    cards: new Map([['ops', { url: w.agent.url, card: w.card }], ...(agents ?? [])]),
+    terminal,
+    ...(followTimedOut ? { follow: (task: FollowRequest) => tracker.follow(task) } : {}),
   });
   const tracker = new TaskTracker({ records, fleet, ...trackerOptions });
   return {
