@@ -186,18 +186,24 @@ export interface DeltaVerdicts {
  */
 export function parseDeltaPayload(
   payload: unknown,
-  options: { startIndex?: number; budget?: number; location?: string } = {},
+  options: {
+    startIndex?: number;
+    budget?: number;
+    location?: string;
+    /** Where the payload sits in its task; the location is worded only for a rejection. */
+    artifact?: number;
+    part?: number;
+  } = {},
 ): DeltaVerdicts & { consumed: number } {
   const start = options.startIndex ?? 0;
   const budget = options.budget ?? LIMITS.deltasPerTask;
-  const where = options.location ?? 'data';
   const out: DeltaVerdicts & { consumed: number } = { entries: [], rejected: [], consumed: 0 };
   if (!isRecord(payload) || !Array.isArray(payload.deltas)) {
     out.rejected.push({
       index: start,
       entry: payload,
       reason: `worldstate-delta payload must be an object with a "deltas" array (got ${preview(payload)})`,
-      location: where,
+      location: payloadLocation(options),
     });
     out.consumed = 1;
     return out;
@@ -212,8 +218,13 @@ export function parseDeltaPayload(
         index: start + i,
         entry: candidate,
         reason: `too many entries: a task may report at most ${LIMITS.deltasPerTask}`,
-        location: `${where}.deltas[${i}]`,
+        location: `${payloadLocation(options)}.deltas[${i}]`,
       });
+      continue;
+    }
+    const accepted = acceptDeltaEntry(candidate);
+    if (accepted !== undefined) {
+      out.entries.push(accepted);
       continue;
     }
     const verdict = parseDeltaEntry(candidate);
@@ -223,10 +234,21 @@ export function parseDeltaPayload(
         index: start + i,
         entry: candidate,
         reason: verdict.reason,
-        location: `${where}.deltas[${i}]`,
+        location: `${payloadLocation(options)}.deltas[${i}]`,
       });
     }
   }
   out.consumed = deltas.length;
   return out;
+}
+
+function payloadLocation(options: { location?: string; artifact?: number; part?: number }): string {
+  if (options.location !== undefined) return options.location;
+  if (options.artifact === undefined || options.part === undefined) return 'data';
+  return partLocation(options.artifact, options.part);
+}
+
+/** `artifacts[a].parts[p].data`: where a part's payload sits in its task, for messages. */
+export function partLocation(artifact: number, part: number): string {
+  return `artifacts[${artifact}].parts[${part}].data`;
 }
