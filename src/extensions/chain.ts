@@ -111,7 +111,9 @@ class CallContext implements ChainContext {
 
   outboundMetadata(): Record<string, unknown> {
     // Stamps win over the caller's keys.
-    return this.metadata === NO_METADATA ? { ...this.stamps } : { ...this.metadata, ...this.stamps };
+    return this.metadata === NO_METADATA
+      ? { ...this.stamps }
+      : { ...this.metadata, ...this.stamps };
   }
 }
 
@@ -192,15 +194,15 @@ export class SkillCallChain {
     const extensions = this.#extensions;
     for (let i = 0; i < extensions.length; i += 1) {
       const entry = extensions[i]!;
-      const before = entry.extension.before;
-      if (before === undefined) {
+      const extension = entry.extension;
+      if (extension.before === undefined) {
         this.#markRan(entry);
         continue;
       }
-      ctx.owner = entry.extension.uri;
+      ctx.owner = extension.uri;
       let pending: void | Promise<void>;
       try {
-        pending = before.call(entry.extension, ctx);
+        pending = extension.before(ctx);
       } catch (error) {
         return this.#beforeFrom(i, error);
       }
@@ -215,11 +217,7 @@ export class SkillCallChain {
    * The rest of {@link runBefore}, asynchronously, from hook `index`, which either threw `thrown`
    * or returned `pending`.
    */
-  async #beforeFrom(
-    index: number,
-    thrown: unknown,
-    pending?: Promise<void>,
-  ): Promise<void> {
+  async #beforeFrom(index: number, thrown: unknown, pending?: Promise<void>): Promise<void> {
     const ctx = this.ctx as CallContext;
     const extensions = this.#extensions;
     try {

@@ -5,8 +5,7 @@
 import type { EventEnvelope, WorldStateDeltaEvent } from '../bus/index.js';
 import { FleetgateError } from '../errors/index.js';
 import type { DeltaOp, RejectedDeltaEntry } from '../protocol/index.js';
-import { FORBIDDEN_PATH_SEGMENTS, LIMITS, parseDeltaEntry } from '../protocol/index.js';
-import { acceptDeltaEntry } from './accept.js';
+import { LIMITS, acceptDeltaEntry, parseDeltaEntry } from '../protocol/index.js';
 import { auditSnapshot, isPlainObject } from './json.js';
 import type { NewAuditRecord } from './types.js';
 
@@ -170,8 +169,9 @@ export function parseEvent(envelope: WorldStateDeltaEnvelope): ParsedEvent {
       );
       continue;
     }
-    // The fast check accepts only what the protocol parser accepts; anything else gets the
-    // parser's verdict and its reason.
+    // The protocol's rule, the same one the parser applied where the entry entered: a publisher
+    // that skipped the parser gets the same verdict and reason here. The fast check first; the
+    // full parser words the reason of anything it does not accept.
     let entry = acceptDeltaEntry(candidate);
     if (entry === undefined) {
       const verdict = parseDeltaEntry(candidate);
@@ -180,10 +180,6 @@ export function parseEvent(envelope: WorldStateDeltaEnvelope): ParsedEvent {
         continue;
       }
       entry = verdict.entry;
-    }
-    if (FORBIDDEN_PATH_SEGMENTS.has(entry.domain)) {
-      reject(index, candidate, `domain must not be ${JSON.stringify(entry.domain)}`);
-      continue;
     }
     out.entries.push({
       index,
