@@ -1,5 +1,5 @@
 /** Event ids: deterministic where a duplicate is possible, random otherwise. */
-import { createHash, randomUUID } from 'node:crypto';
+import { hash, randomUUID } from 'node:crypto';
 
 /**
  * A stable event id derived from `parts` (sha256, hex, 32 characters). The same parts always give
@@ -15,12 +15,14 @@ import { createHash, randomUUID } from 'node:crypto';
  */
 export function deterministicEventId(...parts: readonly (string | number)[]): string {
   if (parts.length === 0) throw new TypeError('deterministicEventId needs at least one part');
-  const hash = createHash('sha256');
+  // One string hashed in one call: the same bytes as updating a hash part by part, a fraction
+  // of the cost (no Hash object, one crossing into the runtime).
+  let input = '';
   for (const part of parts) {
     const text = String(part);
-    hash.update(`${Buffer.byteLength(text)}:${text};`);
+    input += `${Buffer.byteLength(text)}:${text};`;
   }
-  return hash.digest('hex').slice(0, 32);
+  return hash('sha256', input, 'hex').slice(0, 32);
 }
 
 /**

@@ -98,6 +98,19 @@ export function rejectedRecord(
   return record;
 }
 
+/** Lists `candidate` among the event's rejected entries (a function, not a closure per event). */
+function reject(out: ParsedEvent, index: number, candidate: unknown, reason: string): void {
+  const raw = isPlainObject(candidate) ? candidate : {};
+  out.rejected.push({
+    index,
+    entry: candidate,
+    reason,
+    domain: textOf(raw.domain, NAME_PREVIEW),
+    path: textOf(raw.path, LIMITS.pathLength),
+    op: textOf(raw.op, 16),
+  });
+}
+
 export interface ParsedEvent {
   envelope: WorldStateDeltaEnvelope;
   source: string;
@@ -148,21 +161,11 @@ export function parseEvent(envelope: WorldStateDeltaEnvelope): ParsedEvent {
     rejected: [],
   };
   const deltas = p.deltas as unknown[];
-  const reject = (index: number, candidate: unknown, reason: string): void => {
-    const raw = isPlainObject(candidate) ? candidate : {};
-    out.rejected.push({
-      index,
-      entry: candidate,
-      reason,
-      domain: textOf(raw.domain, NAME_PREVIEW),
-      path: textOf(raw.path, LIMITS.pathLength),
-      op: textOf(raw.op, 16),
-    });
-  };
   for (let index = 0; index < deltas.length; index++) {
     const candidate = deltas[index];
     if (index >= LIMITS.deltasPerTask) {
       reject(
+        out,
         index,
         candidate,
         `too many entries: an event may carry at most ${LIMITS.deltasPerTask}`,
@@ -176,7 +179,7 @@ export function parseEvent(envelope: WorldStateDeltaEnvelope): ParsedEvent {
     if (entry === undefined) {
       const verdict = parseDeltaEntry(candidate);
       if (!verdict.ok) {
-        reject(index, candidate, verdict.reason);
+        reject(out, index, candidate, verdict.reason);
         continue;
       }
       entry = verdict.entry;
