@@ -106,13 +106,25 @@ function pathProblem(path: string): string | undefined {
 const DOMAIN_PATTERN = /^[^\s.\0]+$/;
 
 /**
+ * True when `domain` is ASCII without whitespace, dots or NUL: what {@link DOMAIN_PATTERN} accepts,
+ * decided by one scan (the pattern is asked only about text this cannot settle).
+ */
+function plainDomainText(domain: string): boolean {
+  for (let i = 0; i < domain.length; i += 1) {
+    const c = domain.charCodeAt(i);
+    if (c <= 32 || c === DOT || c >= 127) return false;
+  }
+  return true;
+}
+
+/**
  * Checks a delta domain: a non-empty name of at most `LIMITS.nameLength` characters, without
  * whitespace, dots or NUL, that does not reach a prototype.
  */
 export function checkDeltaDomain(domain: string): string | undefined {
   if (domain.length === 0) return 'must not be empty';
   if (domain.length > LIMITS.nameLength) return `must be at most ${LIMITS.nameLength} characters`;
-  if (!DOMAIN_PATTERN.test(domain)) {
+  if (!plainDomainText(domain) && !DOMAIN_PATTERN.test(domain)) {
     return domain.includes('\0')
       ? 'must not contain a NUL character'
       : 'must not contain whitespace or dots';
