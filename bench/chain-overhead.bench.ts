@@ -2,7 +2,7 @@
  * chain-overhead: what the extension chain costs per skill call, with the four standard
  * extensions (blast-v1, hitl-mode-v1, effect-domain-v1, cost-v1) active, around a no-op transport.
  *
- * - `ns_per_call`: context + four `before` hooks (stamps) + outbound metadata + four `after`
+ * - `ns_per_call` (target < 2000): the median of seven rounds of context + four `before` hooks (stamps) + outbound metadata + four `after`
  *   hooks on a terminal task carrying a two-entry worldstate-delta part and a cost part (delta and
  *   cost extraction, `world.state.delta` and `cost.sample` published on an in-memory bus).
  * - `fleet_call_ns_per_call`: the whole `createFleetClient().call` (SDK client, JSON-RPC encoding
@@ -166,11 +166,23 @@ async function fleetOnce(): Promise<void> {
   if (!result.ok) throw new Error(`unexpected state ${result.state}`);
 }
 
-const chainNs = await measure('chain', chainOnce, 30, 2_000);
+/** Rounds of the chain figure; it is their median, so one disturbed round does not move it. */
+const ROUNDS = 7;
+const rounds: number[] = [];
+for (let r = 0; r < ROUNDS; r += 1)
+  rounds.push(await measure(`chain round ${r + 1}`, chainOnce, 10, 2_000));
+const chainNs = percentile(rounds, 50);
+note(`chain: median of ${ROUNDS} rounds ${Math.round(chainNs)} ns/call`);
 const fleetNs = await measure('fleet call, in-memory fetch', fleetOnce, 20, 500);
 const sdkNs = await measure('raw SDK sendMessage, in-memory fetch', sdkOnce, 20, 500);
 await bus.idle();
-report({ bench: BENCH, metric: 'ns_per_call', value: Math.round(chainNs), unit: 'ns' });
+report({
+  bench: BENCH,
+  metric: 'ns_per_call',
+  value: Math.round(chainNs),
+  unit: 'ns',
+  target: '<2000',
+});
 report({ bench: BENCH, metric: 'fleet_call_ns_per_call', value: Math.round(fleetNs), unit: 'ns' });
 report({ bench: BENCH, metric: 'sdk_call_ns_per_call', value: Math.round(sdkNs), unit: 'ns' });
 await bus.close();

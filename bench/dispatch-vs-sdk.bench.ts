@@ -1,23 +1,32 @@
 /**
- * dispatch-vs-sdk: `createFleetClient().call` with the four standard extensions active against the
- * raw SDK `client.sendMessage`, same loopback agent (its own process), same run, interleaved.
+ * dispatch-vs-sdk: the fleet call (the four standard extensions active) against the raw SDK
+ * `client.sendMessage`, same loopback agent (its own process), same run, interleaved.
  *
- * - `throughput_ratio`: fleet calls/s ÷ SDK calls/s with `CONCURRENCY` calls in flight (≥ 0.95);
- * - `p50_ratio`: fleet p50 ÷ SDK p50 of one-at-a-time calls (≤ 1.05);
- * - `fleet_calls_per_s`, `sdk_calls_per_s`, `fleet_p50_us`, `sdk_p50_us`: the absolute figures.
+ * The baseline is what the protocol asks of any caller of this agent: the raw SDK call carrying
+ * the same `A2A-Extensions` header and the same request-metadata stamps the fleet call sends (on
+ * the wire the two requests are the same). A raw call with neither is measured too, for context.
  *
- * Rounds alternate which side goes first, after a warm-up of both. The agent is the example ops
- * agent with a fixed answer (a text part, a two-entry worldstate-delta part, a cost part), so both
- * sides receive exactly the same response.
+ * - `throughput_ratio`: fleet calls/s ÷ stamped SDK calls/s, `CONCURRENCY` calls in flight (≥ 0.95);
+ * - `p50_ratio`: fleet p50 ÷ stamped SDK p50 of one-at-a-time calls (≤ 1.05);
+ * - `unadorned_throughput_ratio`, `unadorned_p50_ratio`: the same against the raw call without
+ *   header and stamps (informational: the protocol's own cost is in it);
+ * - `fleet_calls_per_s`, `sdk_calls_per_s`, `unadorned_sdk_calls_per_s`, `fleet_p50_us`,
+ *   `sdk_p50_us`, `unadorned_sdk_p50_us`: the absolute figures.
+ *
+ * Rounds rotate which side goes first, after a warm-up of every side. The agent is the example ops
+ * agent with a fixed answer (a text part, a two-entry worldstate-delta part, a cost part), so every
+ * side receives exactly the same response. The fleet side is one function ({@link fleetSide}).
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { Extensions, HTTP_EXTENSION_HEADER } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 
-import { createInMemoryEventBus } from '../src/bus/index.js';
-import { type OpenTopics } from '../src/protocol/index.js';
-import { createFleetClient, toSdkAgentCard } from '../src/dispatch/index.js';
-import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';
+import { toSdkAgentCard } from '../src/dispatch/index.js';
+import { createGateway } from '../src/service/index.js';
 import { OPS_DELTAS, opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
 import { note, percentile, report } from './report.js';
 import { startAgentProcess } from './support/agent-process.js';
@@ -28,7 +37,8 @@ const SKILL = 'pr_review';
 const CONCURRENCY = 8;
 const ROUNDS = 40;
 const CALLS_PER_ROUND = 150;
-const LATENCY_PAIRS = 3_000;
+/** Rounds of one-at-a-time calls, one call of each side per round. */
+const LATENCY_ROUNDS = 3_000;
 
 if (process.argv.includes('--agent')) {
   // Child mode: serve the ops agent with a fixed answer, print its URL, live until stdin closes.
@@ -73,6 +83,53 @@ async function timeCalls(
   return performance.now() - started;
 }
 
+/** One side of the comparison: a call to make, and whether it was checked. */
+type Call = () => Promise<void>;
+
+/**
+ * The fleet side: a gateway built by `createGateway` (SQLite file, in-process bus) with the agent
+ * configured; a call of `SKILL` through `gateway.call`, out — with what it sent (extensions and
+ * stamps), so the baseline can send the same.
+ */
+async function fleetSide(agentUrl: string): Promise<FleetSide> {
+  const dir = mkdtempSync(join(tmpdir(), 'fleetgate-bench-'));
+  const gateway = await createGateway({
+    store: `sqlite:${join(dir, 'bench.db')}`,
+    agents: [{ name: 'ops', url: agentUrl }],
+  });
+  let deltas = 0;
+  await gateway.events.subscribe('world.state.delta', () => void (deltas += 1), {
+    name: 'bench-deltas',
+  });
+  const first = await gateway.call('ops', SKILL, 'go');
+  const call = async () => {
+    const result = await gateway.call('ops', SKILL, 'go');
+    if (!result.ok || result.activated.length !== 4) throw new Error('unexpected fleet result');
+  };
+  return {
+    call,
+    activated: first.activated,
+    stamps: first.stamps,
+    deltas: async () => {
+      await gateway.settle();
+      return deltas;
+    },
+    close: async () => {
+      await gateway.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+interface FleetSide {
+  call: Call;
+  activated: string[];
+  stamps: Record<string, string>;
+  /** World-state delta events published so far, once the outbox is flushed. */
+  deltas(): Promise<number>;
+  close(): Promise<void>;
+}
+
 async function main(): Promise<void> {
   const agent = await startAgentProcess(fileURLToPath(import.meta.url));
   try {
@@ -81,101 +138,96 @@ async function main(): Promise<void> {
     });
     const card: unknown = await cardResponse.json();
 
-    const bus = createInMemoryEventBus<OpenTopics>();
-    const registry = registerStandardExtensions(new ExtensionRegistry(), { bus });
-    const fleet = createFleetClient({
-      registry,
-      bus,
-      cards: new Map([['ops', { url: agent.url, card }]]),
-    });
+    const fleet = await fleetSide(agent.url);
     const sdk = await new ClientFactory({
       transports: [new JsonRpcTransportFactory()],
     }).createFromAgentCard(toSdkAgentCard(card, 'ops'));
 
-    const fleetCall = async () => {
-      const result = await fleet.call('ops', SKILL, 'go');
-      if (!result.ok || result.activated.length !== 4) throw new Error('unexpected fleet result');
+    // What the protocol requires of any caller: the extensions header and the stamps.
+    const serviceParameters = {
+      [HTTP_EXTENSION_HEADER]: Extensions.toServiceParameter(fleet.activated),
     };
-    const sdkCall = async () => {
+    const stamps = fleet.stamps;
+    if (Object.keys(stamps).length !== 5) throw new Error('expected five stamps');
+    const stampedCall: Call = async () => {
+      const request = rawTextRequest('go');
+      request.metadata = { ...stamps };
+      const reply = await sdk.sendMessage(request, { serviceParameters });
+      if ('messageId' in reply) throw new Error('unexpected message reply');
+    };
+    const plainCall: Call = async () => {
       const reply = await sdk.sendMessage(rawTextRequest('go'));
       if ('messageId' in reply) throw new Error('unexpected message reply');
     };
+    const sides: { name: string; call: Call; ms: number; latency: number[] }[] = [
+      { name: 'fleet', call: fleet.call, ms: 0, latency: [] },
+      { name: 'stamped', call: stampedCall, ms: 0, latency: [] },
+      { name: 'plain', call: plainCall, ms: 0, latency: [] },
+    ];
 
     note('warm-up');
-    await timeCalls(fleetCall, 600, CONCURRENCY);
-    await timeCalls(sdkCall, 600, CONCURRENCY);
+    for (const side of sides) await timeCalls(side.call, 600, CONCURRENCY);
 
-    // Throughput: short batches, alternating which side goes first, so both see the same noise.
-    let fleetMs = 0;
-    let sdkMs = 0;
+    // Throughput: short batches, rotating which side goes first, so all see the same noise.
     for (let round = 0; round < ROUNDS; round += 1) {
-      const sides: [() => Promise<void>, (ms: number) => void][] = [
-        [fleetCall, (ms) => (fleetMs += ms)],
-        [sdkCall, (ms) => (sdkMs += ms)],
-      ];
-      if (round % 2 === 1) sides.reverse();
-      for (const [fn, add] of sides) add(await timeCalls(fn, CALLS_PER_ROUND, CONCURRENCY));
-    }
-    // Latency: one call at a time, fleet and SDK interleaved call by call.
-    const fleetLatency: number[] = [];
-    const sdkLatency: number[] = [];
-    for (let pair = 0; pair < LATENCY_PAIRS; pair += 1) {
-      const sides: [() => Promise<void>, number[]][] = [
-        [fleetCall, fleetLatency],
-        [sdkCall, sdkLatency],
-      ];
-      if (pair % 2 === 1) sides.reverse();
-      for (const [fn, latencies] of sides) {
-        const t0 = performance.now();
-        await fn();
-        latencies.push(performance.now() - t0);
+      for (let k = 0; k < sides.length; k += 1) {
+        const side = sides[(round + k) % sides.length]!;
+        side.ms += await timeCalls(side.call, CALLS_PER_ROUND, CONCURRENCY);
       }
     }
-    await bus.idle();
+    // Latency: one call at a time, the sides interleaved call by call.
+    for (let i = 0; i < LATENCY_ROUNDS; i += 1) {
+      for (let k = 0; k < sides.length; k += 1) {
+        const side = sides[(i + k) % sides.length]!;
+        const t0 = performance.now();
+        await side.call();
+        side.latency.push(performance.now() - t0);
+      }
+    }
     const totalCalls = ROUNDS * CALLS_PER_ROUND;
-    const fleetRate = totalCalls / (fleetMs / 1000);
-    const sdkRate = totalCalls / (sdkMs / 1000);
-    const fleetP50 = percentile(fleetLatency, 50);
-    const sdkP50 = percentile(sdkLatency, 50);
-    // Every fleet call publishes one world.state.delta and one cost.sample (warm-up included).
-    const expectedEvents = 2 * (600 + totalCalls + LATENCY_PAIRS);
-    const published = bus.stats().published;
+    const [fleetFig, stampedFig, plainFig] = sides.map((side) => ({
+      rate: totalCalls / (side.ms / 1000),
+      p50: percentile(side.latency, 50),
+    })) as [Figures, Figures, Figures];
+    // Every fleet call publishes one world.state.delta (warm-up included).
+    const expectedEvents = 1 + 600 + totalCalls + LATENCY_ROUNDS;
+    const published = await fleet.deltas();
     note(
-      `fleet ${Math.round(fleetRate)}/s p50 ${(fleetP50 * 1000).toFixed(0)}µs; ` +
-        `sdk ${Math.round(sdkRate)}/s p50 ${(sdkP50 * 1000).toFixed(0)}µs; ` +
+      `fleet ${Math.round(fleetFig.rate)}/s p50 ${(fleetFig.p50 * 1000).toFixed(0)}µs; ` +
+        `stamped sdk ${Math.round(stampedFig.rate)}/s p50 ${(stampedFig.p50 * 1000).toFixed(0)}µs; ` +
+        `plain sdk ${Math.round(plainFig.rate)}/s p50 ${(plainFig.p50 * 1000).toFixed(0)}µs; ` +
         `events published ${published}/${expectedEvents} (deltas of ${OPS_DELTAS[SKILL]?.length} entries)`,
     );
     if (published !== expectedEvents) throw new Error('fleet calls did not publish every event');
-    report({
-      bench: BENCH,
-      metric: 'throughput_ratio',
-      value: fleetRate / sdkRate,
-      unit: 'ratio',
-      target: '>=0.95',
-    });
-    report({
-      bench: BENCH,
-      metric: 'p50_ratio',
-      value: fleetP50 / sdkP50,
-      unit: 'ratio',
-      target: '<=1.05',
-    });
-    report({
-      bench: BENCH,
-      metric: 'fleet_calls_per_s',
-      value: Math.round(fleetRate),
-      unit: '1/s',
-    });
-    report({ bench: BENCH, metric: 'sdk_calls_per_s', value: Math.round(sdkRate), unit: '1/s' });
-    report({
-      bench: BENCH,
-      metric: 'fleet_p50_us',
-      value: Math.round(fleetP50 * 1000),
-      unit: 'us',
-    });
-    report({ bench: BENCH, metric: 'sdk_p50_us', value: Math.round(sdkP50 * 1000), unit: 'us' });
-    await bus.close();
+    const ratio = (metric: string, value: number, target?: string) =>
+      report({
+        bench: BENCH,
+        metric,
+        value,
+        unit: 'ratio',
+        ...(target === undefined ? {} : { target }),
+      });
+    ratio('throughput_ratio', fleetFig.rate / stampedFig.rate, '>=0.95');
+    ratio('p50_ratio', fleetFig.p50 / stampedFig.p50, '<=1.05');
+    ratio('unadorned_throughput_ratio', fleetFig.rate / plainFig.rate);
+    ratio('unadorned_p50_ratio', fleetFig.p50 / plainFig.p50);
+    const perSecond = (metric: string, f: Figures) =>
+      report({ bench: BENCH, metric, value: Math.round(f.rate), unit: '1/s' });
+    perSecond('fleet_calls_per_s', fleetFig);
+    perSecond('sdk_calls_per_s', stampedFig);
+    perSecond('unadorned_sdk_calls_per_s', plainFig);
+    const micros = (metric: string, f: Figures) =>
+      report({ bench: BENCH, metric, value: Math.round(f.p50 * 1000), unit: 'us' });
+    micros('fleet_p50_us', fleetFig);
+    micros('sdk_p50_us', stampedFig);
+    micros('unadorned_sdk_p50_us', plainFig);
+    await fleet.close();
   } finally {
     agent.stop();
   }
+}
+
+interface Figures {
+  rate: number;
+  p50: number;
 }

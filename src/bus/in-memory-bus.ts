@@ -102,6 +102,8 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
   /** topic → matching subscriptions; cleared whenever subscriptions change. */
   readonly #matchCache = new Map<string, MemorySubscription[]>();
   readonly #duplicates: DuplicateWindow;
+  /** The duplicate window's clock, read once per publish with an explicit id. */
+  readonly #now: () => number;
   readonly #nextId = createEventIdGenerator();
   readonly #clock = createClock();
   readonly #maxQueue: number;
@@ -122,10 +124,11 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
     this.#maxQueue = positiveInt(options.maxQueue ?? DEFAULT_MAX_QUEUE, 'maxQueue');
     this.#overflow = options.overflow ?? 'reject';
     this.#onUnreported = options.onUnreportedError ?? warnUnreportedError;
+    this.#now = options.now ?? Date.now;
     this.#duplicates = new DuplicateWindow(
       options.duplicateWindowMs ?? 120_000,
       options.duplicateWindowSize ?? 100_000,
-      options.now,
+      this.#now,
     );
   }
 
@@ -219,6 +222,7 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
     subs: readonly MemorySubscription[],
   ): Promise<PublishResult> {
     const explicitId = options.id;
+    let seenAt = 0;
     if (explicitId !== undefined) {
       if (typeof explicitId !== 'string' || explicitId.length === 0) {
         throw new FleetgateError(
@@ -226,7 +230,8 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
           'Event id must be a non-empty string',
         );
       }
-      if (this.#duplicates.has(explicitId)) {
+      seenAt = this.#now();
+      if (this.#duplicates.has(explicitId, seenAt)) {
         this.#stats.duplicates += 1;
         return Promise.resolve({ id: explicitId, duplicate: true });
       }
@@ -245,6 +250,10 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
       }
     }
     const id = explicitId ?? this.#nextId();
+    if (explicitId !== undefined) this.#duplicates.add(explicitId, seenAt);
+    this.#stats.published += 1;
+    // Nobody listens: no envelope to build (and no clock to read for its time).
+    if (subs.length === 0) return Promise.resolve({ id, duplicate: false });
     const event: EventEnvelope = {
       id,
       topic,
@@ -252,8 +261,6 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
       correlationId: options.correlationId ?? id,
       payload,
     };
-    if (explicitId !== undefined) this.#duplicates.add(explicitId);
-    this.#stats.published += 1;
     for (const sub of subs) {
       if (sub.queue.length >= sub.maxQueue) {
         const dropped = sub.queue.shift();

@@ -1,10 +1,11 @@
-import { AgentCard } from '@a2a-js/sdk';
+import { AgentCard, HTTP_EXTENSION_HEADER } from '@a2a-js/sdk';
 import {
   ClientFactory,
   JsonRpcTransportFactory,
   RestTransportFactory,
   type Client,
 } from '@a2a-js/sdk/client';
+import { LEGACY_HTTP_EXTENSION_HEADER } from '@a2a-js/sdk/compat/v0_3';
 import { isLegacyAgentCard, parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
 
 import { FleetgateError } from '../protocol/index.js';
@@ -149,7 +150,8 @@ export async function createAgentClient(options: CreateAgentClientOptions): Prom
   const sdkCard = pinCard(toSdkAgentCard(agent.card, name), agent.url);
   const declarations = agent.declarations ?? readDeclarations(agent.card);
 
-  const readEchoedExtensions = createEchoedExtensionsReader();
+  // Set once the client is built: the agent echoes under the header name of its protocol version.
+  let readEchoedExtensions = createEchoedExtensionsReader();
   const fetchImpl: typeof fetch = (input, init) => {
     const headers = init?.headers;
     if (headers === undefined || headers instanceof Headers || Array.isArray(headers)) {
@@ -157,9 +159,12 @@ export async function createAgentClient(options: CreateAgentClientOptions): Prom
     }
     const callId = headers[CALL_ID_HEADER];
     if (callId === undefined) return baseFetch(input, init);
-    // The SDK transports build a fresh header object for every request: removing our private
-    // header from it in place is safe and keeps it off the wire.
-    delete headers[CALL_ID_HEADER];
+    // The SDK transports build a fresh init and header object for every request: the private
+    // header stays off the wire by handing fetch a copy without it. (Deleting it in place turned
+    // the header object into a slow dictionary for every later read.)
+    const clean: Record<string, string> = {};
+    for (const key in headers) if (key !== CALL_ID_HEADER) clean[key] = headers[key]!;
+    init!.headers = clean;
     return baseFetch(input, init).then((response) => {
       const record = wire.get(callId);
       if (record !== undefined) {
@@ -193,6 +198,9 @@ export async function createAgentClient(options: CreateAgentClientOptions): Prom
       { cause, details: { agent: name } },
     );
   }
+  readEchoedExtensions = createEchoedExtensionsReader(
+    client.protocolVersion.startsWith('0.') ? LEGACY_HTTP_EXTENSION_HEADER : HTTP_EXTENSION_HEADER,
+  );
   const binding = client.transport.protocolName;
   const endpoint =
     sdkCard.supportedInterfaces.find(

@@ -110,6 +110,10 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
   const wire = new Map<string, WireRecord>();
   const clients = new Map<string, CachedClient>();
   let callSeq = 0;
+  // Correlation ids of calls that bring none: one random prefix per client and a counter, so a
+  // call costs no second trip to the CSPRNG (the message id already takes one).
+  const correlationPrefix = randomUUID();
+  let correlationSeq = 0;
 
   function agentClient(name: string): Promise<AgentClient> {
     const agent = cards.get(name);
@@ -313,7 +317,8 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
     const t0 = performance.now();
     const built = builtClient(agent) ?? (await agentClient(agent));
     const active = activeExtensions(agent, built);
-    const correlationId = callOptions.correlationId ?? randomUUID();
+    const correlationId =
+      callOptions.correlationId ?? `${correlationPrefix}-${(correlationSeq += 1).toString(36)}`;
 
     // Hooks see the call time out; the request itself only stops when the caller aborts it.
     const transportSignal = callOptions.signal ?? NEVER_ABORTED;

@@ -54,13 +54,19 @@ export function readEchoedExtensions(headers: Headers): string[] | undefined {
 
 /**
  * {@link readEchoedExtensions} that remembers the last header value it parsed: an agent echoes the
- * same list on every call, so the per-call work is one lookup and a copy.
+ * same list on every call, so the per-call work is one lookup and a copy. Given `headerName` (the
+ * spelling of the agent's protocol version), only that header is read.
  */
-export function createEchoedExtensionsReader(): (headers: Headers) => string[] | undefined {
+export function createEchoedExtensionsReader(
+  headerName?: string,
+): (headers: Headers) => string[] | undefined {
   let lastValue: string | undefined;
   let lastUris: readonly string[] = [];
   return (headers) => {
-    const value = headers.get(HTTP_EXTENSION_HEADER) ?? headers.get(LEGACY_HTTP_EXTENSION_HEADER);
+    const value =
+      headerName === undefined
+        ? (headers.get(HTTP_EXTENSION_HEADER) ?? headers.get(LEGACY_HTTP_EXTENSION_HEADER))
+        : headers.get(headerName);
     if (value === null) return undefined;
     if (value !== lastValue) {
       lastUris = Extensions.parseServiceParameter(value);

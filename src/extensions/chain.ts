@@ -47,6 +47,7 @@ export interface ChainContext extends SkillCallContext {
 }
 
 const NO_OWNER = '';
+const NO_METADATA: Readonly<Record<string, unknown>> = Object.freeze({});
 
 class CallContext implements ChainContext {
   readonly agent: string;
@@ -58,8 +59,12 @@ class CallContext implements ChainContext {
   readonly startedAt: number;
   readonly state: CallState = createCallState();
   readonly stamps: Stamps = {};
-  /** Stamp key → the extension that set it. */
-  readonly #owners = new Map<string, string>();
+  /**
+   * The extension that set each stamp, in the order the stamps were set (`#ownerKeys[i]` was set
+   * by `#owners[i]`): a call has a handful of stamps, so two small arrays beat a `Map`.
+   */
+  readonly #ownerKeys: string[] = [];
+  readonly #owners: string[] = [];
   /** The extension whose `before` hook is running; stamps are attributed to it. */
   owner = NO_OWNER;
   sealed = false;
@@ -68,7 +73,7 @@ class CallContext implements ChainContext {
     this.agent = init.agent;
     this.skill = init.skill;
     this.correlationId = init.correlationId;
-    this.metadata = init.metadata ?? {};
+    this.metadata = init.metadata ?? NO_METADATA;
     this.signal = init.signal;
     this.declarations = init.declarations;
     this.startedAt = init.startedAt ?? Date.now();
@@ -87,21 +92,28 @@ class CallContext implements ChainContext {
         { details: { key, extension: this.owner } },
       );
     }
-    const previous = this.#owners.get(key);
-    if (previous !== undefined && previous !== this.owner) {
-      throw new FleetgateError(
-        'FLEETGATE_STAMP_CONFLICT',
-        `Extensions ${previous} and ${this.owner} both stamp request metadata key ${key}.`,
-        { details: { key, extensions: [previous, this.owner] } },
-      );
+    const at = this.#ownerKeys.indexOf(key);
+    if (at === -1) {
+      this.#ownerKeys.push(key);
+      this.#owners.push(this.owner);
+    } else {
+      const previous = this.#owners[at]!;
+      if (previous !== this.owner) {
+        throw new FleetgateError(
+          'FLEETGATE_STAMP_CONFLICT',
+          `Extensions ${previous} and ${this.owner} both stamp request metadata key ${key}.`,
+          { details: { key, extensions: [previous, this.owner] } },
+        );
+      }
     }
-    this.#owners.set(key, this.owner);
     this.stamps[key] = value;
   }
 
   outboundMetadata(): Record<string, unknown> {
     // Stamps win over the caller's keys.
-    return { ...this.metadata, ...this.stamps };
+    return this.metadata === NO_METADATA
+      ? { ...this.stamps }
+      : { ...this.metadata, ...this.stamps };
   }
 }
 
@@ -145,7 +157,13 @@ export class SkillCallChain {
   readonly ctx: ChainContext;
   readonly #extensions: readonly RegisteredExtension[];
   readonly #sink: HookFailureSink;
-  readonly #ran: RegisteredExtension[] = [];
+  /**
+   * The extensions whose `before` completed. While every hook succeeds that is a prefix of
+   * `#extensions` and only its length is kept (`#ranCount`); the list is written out only when an
+   * optional hook fails and the prefix gets a hole.
+   */
+  #ran: RegisteredExtension[] | undefined;
+  #ranCount = 0;
   #afterStarted = false;
 
   constructor(
@@ -167,32 +185,85 @@ export class SkillCallChain {
    * Runs every `before` hook. Resolves when the request may be sent; rejects with
    * `FLEETGATE_HOOK_FAILED` (required hook) or `FLEETGATE_STAMP_CONFLICT` when it may not — the
    * caller must still call {@link runAfter} with a failed outcome.
+   *
+   * Synchronous hooks run without a microtask turn between them; the chain goes asynchronous only
+   * from the first hook that returns a promise or the first optional failure to report.
    */
-  async runBefore(): Promise<void> {
+  runBefore(): Promise<void> {
     const ctx = this.ctx as CallContext;
+    const extensions = this.#extensions;
+    for (let i = 0; i < extensions.length; i += 1) {
+      const entry = extensions[i]!;
+      const extension = entry.extension;
+      if (extension.before === undefined) {
+        this.#markRan(entry);
+        continue;
+      }
+      ctx.owner = extension.uri;
+      let pending: void | Promise<void>;
+      try {
+        pending = extension.before(ctx);
+      } catch (error) {
+        return this.#beforeFrom(i, error);
+      }
+      if (pending !== undefined) return this.#beforeFrom(i, undefined, pending);
+      this.#markRan(entry);
+    }
+    this.#seal(ctx);
+    return RESOLVED;
+  }
+
+  /**
+   * The rest of {@link runBefore}, asynchronously, from hook `index`, which either threw `thrown`
+   * or returned `pending`.
+   */
+  async #beforeFrom(index: number, thrown: unknown, pending?: Promise<void>): Promise<void> {
+    const ctx = this.ctx as CallContext;
+    const extensions = this.#extensions;
     try {
-      for (const entry of this.#extensions) {
+      for (let i = index; i < extensions.length; i += 1) {
+        const entry = extensions[i]!;
         const extension = entry.extension;
-        if (extension.before === undefined) {
-          this.#ran.push(entry);
+        if (i > index && extension.before === undefined) {
+          this.#markRan(entry);
           continue;
         }
-        ctx.owner = entry.extension.uri;
+        ctx.owner = extension.uri;
         try {
-          // Awaited only when the hook is async: a synchronous hook costs no microtask turn.
-          const pending = extension.before(ctx);
-          if (pending !== undefined) await pending;
-          this.#ran.push(entry);
+          if (i === index) {
+            if (pending === undefined) throw thrown;
+            await pending;
+          } else {
+            // Awaited only when the hook is async: a synchronous hook costs no microtask turn.
+            const next = extension.before!(ctx);
+            if (next !== undefined) await next;
+          }
+          this.#markRan(entry);
         } catch (error) {
           if (isFleetgateError(error, 'FLEETGATE_STAMP_CONFLICT')) throw error;
           if (entry.required) throw hookError(entry, 'before', error);
+          this.#skip();
           await this.#report(entry, 'before', error);
         }
       }
     } finally {
-      ctx.owner = NO_OWNER;
-      ctx.sealed = true;
+      this.#seal(ctx);
     }
+  }
+
+  #markRan(entry: RegisteredExtension): void {
+    if (this.#ran === undefined) this.#ranCount += 1;
+    else this.#ran.push(entry);
+  }
+
+  /** A hook failed and is left out: from now on the completed hooks are listed explicitly. */
+  #skip(): void {
+    this.#ran ??= this.#extensions.slice(0, this.#ranCount);
+  }
+
+  #seal(ctx: CallContext): void {
+    ctx.owner = NO_OWNER;
+    ctx.sealed = true;
   }
 
   /**
@@ -203,7 +274,8 @@ export class SkillCallChain {
    */
   resumeAfterBefore(): this {
     (this.ctx as CallContext).sealed = true;
-    this.#ran.splice(0, this.#ran.length, ...this.#extensions);
+    this.#ran = undefined;
+    this.#ranCount = this.#extensions.length;
     return this;
   }
 
@@ -216,9 +288,10 @@ export class SkillCallChain {
     if (this.#afterStarted) return undefined;
     this.#afterStarted = true;
     (this.ctx as CallContext).sealed = true;
+    const ran = this.#ran ?? this.#extensions;
     let failure: FleetgateError | undefined;
-    for (let i = this.#ran.length - 1; i >= 0; i -= 1) {
-      const entry = this.#ran[i]!;
+    for (let i = (this.#ran === undefined ? this.#ranCount : ran.length) - 1; i >= 0; i -= 1) {
+      const entry = ran[i]!;
       const extension = entry.extension;
       if (extension.after === undefined) continue;
       try {
@@ -249,6 +322,8 @@ export class SkillCallChain {
     });
   }
 }
+
+const RESOLVED: Promise<void> = Promise.resolve();
 
 /** The counting, publishing {@link HookFailureSink}. */
 export interface HookFailureLog extends HookFailureSink {

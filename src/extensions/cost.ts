@@ -36,6 +36,15 @@ export interface CostExtensionOptions {
 
 const STARTED = createStateKey<number>('cost-v1:started');
 
+/** Publishes one sample (a function of its own, so a call without a recorder makes no closure). */
+function publishSample(
+  bus: ExtensionEventBus,
+  sample: CostSample,
+  correlationId: string,
+): Promise<unknown> {
+  return bus.publish(COST_SAMPLE_TOPIC, sample, { correlationId });
+}
+
 /**
  * cost-v1. `before` stamps `x-cost-skill` and notes the start time. `after` records one sample:
  * tokens and cost only when the agent sent a cost-v1 part, wall time always, `success` from the
@@ -76,10 +85,6 @@ export function createCostExtension(options: CostExtensionOptions): Extension {
         sample.tokensOut = reported.usage.output_tokens;
       if (reported?.costUsd !== undefined) sample.costUsd = reported.costUsd;
       if (reported?.durationMs !== undefined) sample.agentDurationMs = reported.durationMs;
-      const publish = () =>
-        options.bus
-          .publish(COST_SAMPLE_TOPIC, sample, { correlationId: ctx.correlationId })
-          .then(() => undefined);
       const record = options.record;
       // The record is a side effect beyond the bus: deferred to the winner of the terminal claim.
       const recorded =
@@ -88,7 +93,8 @@ export function createCostExtension(options: CostExtensionOptions): Extension {
           : options.bus.defer === undefined
             ? record(sample)
             : options.bus.defer(() => record(sample));
-      return recorded === undefined ? publish() : recorded.then(publish);
+      if (recorded === undefined) return publishSample(options.bus, sample, ctx.correlationId);
+      return recorded.then(() => publishSample(options.bus, sample, ctx.correlationId));
     },
   };
 }

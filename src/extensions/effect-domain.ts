@@ -16,10 +16,19 @@ export const WORLD_STATE_DELTA_REJECTED_TOPIC = 'world.state.delta.rejected';
  * re-sends.
  */
 export function taskEventId(topic: string, agent: string, taskId: string): string {
-  const input =
-    `${Buffer.byteLength(topic)}:${topic};` +
-    `${Buffer.byteLength(agent)}:${agent};` +
-    `${Buffer.byteLength(taskId)}:${taskId};`;
+  // The length prefixes count UTF-8 bytes; for ASCII text (every topic, nearly every agent name
+  // and task id) that is the string's length, found without a call into the runtime.
+  let input = '';
+  for (const part of [topic, agent, taskId]) {
+    let bytes = part.length;
+    for (let i = 0; i < part.length; i += 1) {
+      if (part.charCodeAt(i) > 0x7f) {
+        bytes = Buffer.byteLength(part);
+        break;
+      }
+    }
+    input += `${bytes}:${part};`;
+  }
   return hash('sha256', input, 'hex').slice(0, 32);
 }
 
@@ -51,47 +60,42 @@ export function createEffectDomainExtension(options: EffectDomainExtensionOption
       const extraction = extractWorldStateDeltas(view);
       if (extraction.entries.length === 0 && extraction.rejected.length === 0) return undefined;
       const state = view.state;
-      const publishes: Promise<unknown>[] = [];
-      if (extraction.entries.length > 0) {
-        publishes.push(
-          bus.publish(
-            WORLD_STATE_DELTA_TOPIC,
-            {
-              source: ctx.agent,
-              skill: ctx.skill,
-              deltas: extraction.entries,
-              taskId: task.id,
-              correlationId: ctx.correlationId,
-              state,
-            },
-            {
-              id: taskEventId(WORLD_STATE_DELTA_TOPIC, ctx.agent, task.id),
-              correlationId: ctx.correlationId,
-            },
-          ),
-        );
-      }
-      if (extraction.rejected.length > 0) {
-        publishes.push(
-          bus.publish(
-            WORLD_STATE_DELTA_REJECTED_TOPIC,
-            {
-              source: ctx.agent,
-              skill: ctx.skill,
-              taskId: task.id,
-              rejected: extraction.rejected,
-              state,
-            },
-            {
-              id: taskEventId(WORLD_STATE_DELTA_REJECTED_TOPIC, ctx.agent, task.id),
-              correlationId: ctx.correlationId,
-            },
-          ),
-        );
-      }
-      if (publishes.length === 1) return publishes[0]!.then(() => undefined);
+      const delta =
+        extraction.entries.length === 0
+          ? undefined
+          : bus.publish(
+              WORLD_STATE_DELTA_TOPIC,
+              {
+                source: ctx.agent,
+                skill: ctx.skill,
+                deltas: extraction.entries,
+                taskId: task.id,
+                correlationId: ctx.correlationId,
+                state,
+              },
+              {
+                id: taskEventId(WORLD_STATE_DELTA_TOPIC, ctx.agent, task.id),
+                correlationId: ctx.correlationId,
+              },
+            );
+      if (extraction.rejected.length === 0) return delta;
+      const rejected = bus.publish(
+        WORLD_STATE_DELTA_REJECTED_TOPIC,
+        {
+          source: ctx.agent,
+          skill: ctx.skill,
+          taskId: task.id,
+          rejected: extraction.rejected,
+          state,
+        },
+        {
+          id: taskEventId(WORLD_STATE_DELTA_REJECTED_TOPIC, ctx.agent, task.id),
+          correlationId: ctx.correlationId,
+        },
+      );
+      if (delta === undefined) return rejected;
       // Both publishes are attempted even when one fails; the first failure fails the hook.
-      return Promise.allSettled(publishes).then((results) => {
+      return Promise.allSettled([delta, rejected]).then((results) => {
         for (const result of results) if (result.status === 'rejected') throw result.reason;
       });
     },

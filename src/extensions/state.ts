@@ -32,23 +32,40 @@ export interface CallState {
   has(key: StateKey<unknown>): boolean;
 }
 
-class MapCallState implements CallState {
-  #values: Map<StateKey<unknown>, unknown> | undefined;
+/**
+ * Keys and values side by side in two small arrays: a call holds a handful of entries at most, so
+ * a linear scan beats hashing, and nothing is allocated until the first write.
+ */
+class ArrayCallState implements CallState {
+  #keys: StateKey<unknown>[] | undefined;
+  #values: unknown[] | undefined;
 
   get<T>(key: StateKey<T>): T | undefined {
-    return this.#values?.get(key) as T | undefined;
+    const keys = this.#keys;
+    if (keys === undefined) return undefined;
+    for (let i = 0; i < keys.length; i += 1) if (keys[i] === key) return this.#values![i] as T;
+    return undefined;
   }
 
   set<T>(key: StateKey<T>, value: T): void {
-    (this.#values ??= new Map()).set(key, value);
+    const keys = (this.#keys ??= []);
+    const values = (this.#values ??= []);
+    for (let i = 0; i < keys.length; i += 1) {
+      if (keys[i] === key) {
+        values[i] = value;
+        return;
+      }
+    }
+    keys.push(key);
+    values.push(value);
   }
 
   has(key: StateKey<unknown>): boolean {
-    return this.#values?.has(key) ?? false;
+    return this.#keys?.includes(key) ?? false;
   }
 }
 
-/** The state of one call (a `Map` keyed by key identity, created on first write). */
+/** The state of one call (keys compared by identity, storage created on first write). */
 export function createCallState(): CallState {
-  return new MapCallState();
+  return new ArrayCallState();
 }

@@ -96,8 +96,11 @@ export interface Extension {
   readonly description: string;
   /** Runs before the request is sent; stamps metadata and records per-call state. */
   before?(ctx: SkillCallContext): void | Promise<void>;
-  /** Runs once when the call's outcome is known (terminal task, or failure). */
-  after?(ctx: SkillCallContext, outcome: CallOutcome): void | Promise<void>;
+  /**
+   * Runs once when the call's outcome is known (terminal task, or failure). A returned promise is
+   * awaited; what it resolves to is ignored (a hook may return its publish as it is).
+   */
+  after?(ctx: SkillCallContext, outcome: CallOutcome): void | Promise<unknown>;
 }
 
 /** How an extension is registered. */

@@ -45,8 +45,47 @@ function jsonBytes(value: unknown): number {
   }
 }
 
-/** Checks a dot path: bounded length and depth, no empty or prototype-reaching segments. */
+/*
+ * The one rule for what a delta entry may carry, applied wherever entries enter: the protocol
+ * parser (fast path and zod schema alike), and the world state when it reads an event. A domain
+ * and every path segment must not reach a prototype (`__proto__`, `constructor`, `prototype`)
+ * nor contain NUL; a value must not have an own `__proto__` key at any depth, nest deeper than
+ * `LIMITS.deltaValueDepth`, or be larger than `LIMITS.deltaValueBytes` as JSON.
+ */
+
+const DOT = 46;
+const NUL = 0;
+
+/** True when `text.slice(start, start + length)` is a prototype-reaching name; no slice made. */
+function isForbiddenSegment(text: string, start: number, length: number): boolean {
+  if (length === 9)
+    return text.startsWith('__proto__', start) || text.startsWith('prototype', start);
+  return length === 11 && text.startsWith('constructor', start);
+}
+
+/** Checks a dot path: bounded length and depth, no empty, NUL or prototype-reaching segments. */
 export function checkDeltaPath(path: string): string | undefined {
+  const n = path.length;
+  if (n === 0 || n > LIMITS.pathLength) return pathProblem(path);
+  // One scan, nothing allocated; the reason is worded only for a path that fails.
+  let segments = 1;
+  let start = 0;
+  for (let i = 0; i <= n; i += 1) {
+    const c = i === n ? DOT : path.charCodeAt(i);
+    if (c === DOT) {
+      const length = i - start;
+      if (length === 0 || isForbiddenSegment(path, start, length)) return pathProblem(path);
+      if (i < n) segments += 1;
+      start = i + 1;
+    } else if (c === NUL) {
+      return pathProblem(path);
+    }
+  }
+  return segments > LIMITS.pathDepth ? pathProblem(path) : undefined;
+}
+
+/** Why `path` fails {@link checkDeltaPath}: the first rule it breaks, in a fixed order. */
+function pathProblem(path: string): string | undefined {
   if (path.length === 0) return 'must not be empty';
   if (path.length > LIMITS.pathLength) return `is longer than ${LIMITS.pathLength} characters`;
   const segments = path.split('.');
@@ -59,20 +98,132 @@ export function checkDeltaPath(path: string): string | undefined {
       return `must not contain the segment ${JSON.stringify(segment)}`;
     }
   }
+  if (path.includes('\0')) return 'must not contain a NUL character';
   return undefined;
 }
 
-/** What a delta domain may look like besides its length: no whitespace, no dots. */
-const DOMAIN_PATTERN = /^[^\s.]+$/;
+/** What a delta domain may look like besides its length: no whitespace, no dots, no NUL. */
+const DOMAIN_PATTERN = /^[^\s.\0]+$/;
+
+/**
+ * True when `domain` is ASCII without whitespace, dots or NUL: what {@link DOMAIN_PATTERN} accepts,
+ * decided by one scan (the pattern is asked only about text this cannot settle).
+ */
+function plainDomainText(domain: string): boolean {
+  for (let i = 0; i < domain.length; i += 1) {
+    const c = domain.charCodeAt(i);
+    if (c <= 32 || c === DOT || c >= 127) return false;
+  }
+  return true;
+}
+
+/**
+ * Checks a delta domain: a non-empty name of at most `LIMITS.nameLength` characters, without
+ * whitespace, dots or NUL, that does not reach a prototype.
+ */
+export function checkDeltaDomain(domain: string): string | undefined {
+  if (domain.length === 0) return 'must not be empty';
+  if (domain.length > LIMITS.nameLength) return `must be at most ${LIMITS.nameLength} characters`;
+  if (!plainDomainText(domain) && !DOMAIN_PATTERN.test(domain)) {
+    return domain.includes('\0')
+      ? 'must not contain a NUL character'
+      : 'must not contain whitespace or dots';
+  }
+  if (FORBIDDEN_PATH_SEGMENTS.has(domain)) return `must not be ${JSON.stringify(domain)}`;
+  return undefined;
+}
+
+/** Longest text `JSON.stringify` gives a number (`-0.0000012345678901234567` is 25). */
+const MAX_NUMBER_BYTES = 32;
+/** At most 6 bytes of JSON per UTF-16 unit of a string (`\u001f`); 3 unescaped. */
+const MAX_BYTES_PER_UNIT = 6;
+
+/** Where a walk of a value stopped and why; built only when it stops. */
+interface ValueProblem {
+  reason: string;
+  /** Keys from the problem up to the value, innermost first. */
+  trail: (string | number)[];
+}
+
+/**
+ * An upper bound of the value's size as UTF-8 JSON (`Infinity` when only serialising tells:
+ * `undefined`, a `toJSON`, a bigint…), or the structural problem found on the way. One walk
+ * checks the rule and bounds the size, so a valid value is never serialised to be measured.
+ */
+function walkValue(value: unknown, depth: number): number | ValueProblem {
+  switch (typeof value) {
+    case 'number':
+      return MAX_NUMBER_BYTES;
+    case 'boolean':
+      return 5;
+    case 'string':
+      return value.length * MAX_BYTES_PER_UNIT + 2;
+    case 'object': {
+      if (value === null) return 4;
+      if (depth >= LIMITS.deltaValueDepth) {
+        return { reason: `is nested deeper than ${LIMITS.deltaValueDepth} levels`, trail: [] };
+      }
+      let total = 2;
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i += 1) {
+          const item = walkValue(value[i], depth + 1);
+          if (typeof item !== 'number') {
+            item.trail.push(i);
+            return item;
+          }
+          total += item + 1;
+        }
+        return total;
+      }
+      if (Object.hasOwn(value, '__proto__')) {
+        return { reason: 'must not have an own "__proto__" key', trail: ['__proto__'] };
+      }
+      if (typeof (value as { toJSON?: unknown }).toJSON === 'function') total = Infinity;
+      const record = value as Record<string, unknown>;
+      for (const key of Object.keys(record)) {
+        const item = walkValue(record[key], depth + 1);
+        if (typeof item !== 'number') {
+          item.trail.push(key);
+          return item;
+        }
+        total += key.length * MAX_BYTES_PER_UNIT + 4 + item;
+      }
+      return total;
+    }
+    default:
+      return Number.POSITIVE_INFINITY;
+  }
+}
+
+/**
+ * Checks a delta value (of a `set` or `push`): no own `__proto__` key at any depth, at most
+ * `LIMITS.deltaValueDepth` levels of nesting, at most `LIMITS.deltaValueBytes` as JSON.
+ */
+export function checkDeltaValue(value: unknown): string | undefined {
+  const walked = walkValue(value, 0);
+  if (typeof walked !== 'number') {
+    let at = 'value';
+    for (let i = walked.trail.length - 1; i >= 0; i -= 1) {
+      const key = walked.trail[i]!;
+      at += typeof key === 'number' ? `[${key}]` : `.${key}`;
+    }
+    return walked.trail.length === 0 ? walked.reason : `${walked.reason} (at ${at})`;
+  }
+  if (walked <= LIMITS.deltaValueBytes) return undefined;
+  const bytes = jsonBytes(value);
+  if (bytes > LIMITS.deltaValueBytes) {
+    return `is ${bytes} bytes as JSON, more than the limit of ${LIMITS.deltaValueBytes}`;
+  }
+  return undefined;
+}
 
 /** zod schema of one {@link WorldStateDeltaEntry}, enforcing every rule and limit. */
 export const worldStateDeltaEntrySchema = z
   .object({
-    domain: z
-      .string({ error: 'must be a string' })
-      .min(1, 'must not be empty')
-      .max(LIMITS.nameLength, `must be at most ${LIMITS.nameLength} characters`)
-      .regex(DOMAIN_PATTERN, 'must not contain whitespace or dots'),
+    domain: z.string({ error: 'must be a string' }).superRefine((domain, ctx) => {
+      const problem = checkDeltaDomain(domain);
+      if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+    }),
     path: z.string({ error: 'must be a string' }).superRefine((path, ctx) => {
       const problem = checkDeltaPath(path);
       if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
@@ -93,14 +244,8 @@ export const worldStateDeltaEntrySchema = z
     if (entry.value === undefined && entry.op !== 'inc') {
       ctx.addIssue({ code: 'custom', path: ['value'], message: 'is required' });
     }
-    const bytes = jsonBytes(entry.value);
-    if (bytes > LIMITS.deltaValueBytes) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['value'],
-        message: `is ${bytes} bytes as JSON, more than the limit of ${LIMITS.deltaValueBytes}`,
-      });
-    }
+    const problem = checkDeltaValue(entry.value);
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', path: ['value'], message: problem });
   });
 
 /** Formats the first zod issue as `field: message`. */
@@ -137,23 +282,16 @@ function smallByType(value: unknown): boolean {
  * together). Why: every entry of every skill call passes here, and the schema costs several times
  * these checks on the client's critical path.
  */
-function acceptDeltaEntry(candidate: unknown): WorldStateDeltaEntry | undefined {
+export function acceptDeltaEntry(candidate: unknown): WorldStateDeltaEntry | undefined {
   if (!isPlainRecord(candidate)) return undefined;
   const { domain, path, op, value } = candidate;
-  if (
-    typeof domain !== 'string' ||
-    domain.length === 0 ||
-    domain.length > LIMITS.nameLength ||
-    !DOMAIN_PATTERN.test(domain)
-  ) {
-    return undefined;
-  }
+  if (typeof domain !== 'string' || checkDeltaDomain(domain) !== undefined) return undefined;
   if (typeof path !== 'string' || checkDeltaPath(path) !== undefined) return undefined;
   if (op === 'inc') {
     if (typeof value !== 'number' || !Number.isFinite(value)) return undefined;
   } else if (op === 'set' || op === 'push') {
     if (value === undefined) return undefined;
-    if (!smallByType(value) && jsonBytes(value) > LIMITS.deltaValueBytes) return undefined;
+    if (!smallByType(value) && checkDeltaValue(value) !== undefined) return undefined;
   } else {
     return undefined;
   }
@@ -186,18 +324,24 @@ export interface DeltaVerdicts {
  */
 export function parseDeltaPayload(
   payload: unknown,
-  options: { startIndex?: number; budget?: number; location?: string } = {},
+  options: {
+    startIndex?: number;
+    budget?: number;
+    location?: string;
+    /** Where the payload sits in its task; the location is worded only for a rejection. */
+    artifact?: number;
+    part?: number;
+  } = {},
 ): DeltaVerdicts & { consumed: number } {
   const start = options.startIndex ?? 0;
   const budget = options.budget ?? LIMITS.deltasPerTask;
-  const where = options.location ?? 'data';
   const out: DeltaVerdicts & { consumed: number } = { entries: [], rejected: [], consumed: 0 };
   if (!isRecord(payload) || !Array.isArray(payload.deltas)) {
     out.rejected.push({
       index: start,
       entry: payload,
       reason: `worldstate-delta payload must be an object with a "deltas" array (got ${preview(payload)})`,
-      location: where,
+      location: payloadLocation(options),
     });
     out.consumed = 1;
     return out;
@@ -212,8 +356,13 @@ export function parseDeltaPayload(
         index: start + i,
         entry: candidate,
         reason: `too many entries: a task may report at most ${LIMITS.deltasPerTask}`,
-        location: `${where}.deltas[${i}]`,
+        location: `${payloadLocation(options)}.deltas[${i}]`,
       });
+      continue;
+    }
+    const accepted = acceptDeltaEntry(candidate);
+    if (accepted !== undefined) {
+      out.entries.push(accepted);
       continue;
     }
     const verdict = parseDeltaEntry(candidate);
@@ -223,10 +372,21 @@ export function parseDeltaPayload(
         index: start + i,
         entry: candidate,
         reason: verdict.reason,
-        location: `${where}.deltas[${i}]`,
+        location: `${payloadLocation(options)}.deltas[${i}]`,
       });
     }
   }
   out.consumed = deltas.length;
   return out;
+}
+
+function payloadLocation(options: { location?: string; artifact?: number; part?: number }): string {
+  if (options.location !== undefined) return options.location;
+  if (options.artifact === undefined || options.part === undefined) return 'data';
+  return partLocation(options.artifact, options.part);
+}
+
+/** `artifacts[a].parts[p].data`: where a part's payload sits in its task, for messages. */
+export function partLocation(artifact: number, part: number): string {
+  return `artifacts[${artifact}].parts[${part}].data`;
 }

@@ -2,7 +2,7 @@
  * Deterministic event ids: where a duplicate is possible (a re-send, a second completion path, a
  * second replica) every producer derives the same id from the same facts.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * A stable event id derived from `parts` (sha256, hex, 32 characters). The same parts always give
@@ -18,10 +18,12 @@ import { createHash } from 'node:crypto';
  */
 export function deterministicEventId(...parts: readonly (string | number)[]): string {
   if (parts.length === 0) throw new TypeError('deterministicEventId needs at least one part');
-  const hash = createHash('sha256');
+  // One string hashed in one call: the same bytes as updating a hash part by part, a fraction
+  // of the cost (no Hash object, one crossing into the runtime).
+  let input = '';
   for (const part of parts) {
     const text = String(part);
-    hash.update(`${Buffer.byteLength(text)}:${text};`);
+    input += `${Buffer.byteLength(text)}:${text};`;
   }
-  return hash.digest('hex').slice(0, 32);
+  return hash('sha256', input, 'hex').slice(0, 32);
 }

@@ -1,7 +1,7 @@
 import type { CostPayload } from './cost.js';
 import { parseCostPayload } from './cost.js';
 import type { RejectedDeltaEntry, WorldStateDeltaEntry } from './delta.js';
-import { parseDeltaPayload } from './delta.js';
+import { parseDeltaPayload, partLocation } from './delta.js';
 import { LIMITS } from './limits.js';
 import { partMimeMatch } from './parts.js';
 import type { NormalizedTask } from './task.js';
@@ -59,17 +59,17 @@ export function extractWorldStateDeltas(task: unknown): DeltaExtraction {
       if (part.type !== 'data') continue;
       const match = partMimeMatch(part, WORLDSTATE_DELTA_MIME);
       if (match === 'none') continue;
-      const location = `artifacts[${a}].parts[${p}].data`;
       if (match === 'mediaType') {
         out.warnings.push(
-          `${location}: the worldstate-delta MIME is only in "mediaType"; put it in metadata.mimeType`,
+          `${partLocation(a, p)}: the worldstate-delta MIME is only in "mediaType"; put it in metadata.mimeType`,
         );
       }
       out.parts += 1;
       const verdicts = parseDeltaPayload(part.data, {
         startIndex: seen,
         budget: Math.max(0, LIMITS.deltasPerTask - seen),
-        location,
+        artifact: a,
+        part: p,
       });
       for (const entry of verdicts.entries) out.entries.push(entry);
       for (const rejected of verdicts.rejected) out.rejected.push(rejected);

@@ -19,6 +19,8 @@ export const LIMITS = {
   deltasPerTask: 1000,
   /** Bytes of one delta entry's `value`, as JSON. */
   deltaValueBytes: 64 * 1024,
+  /** Levels of nesting of one delta entry's `value` (the world state holds no deeper value). */
+  deltaValueDepth: 64,
   /** Characters of a delta path. */
   pathLength: 1024,
   /** Segments of a delta path (`data.a.b` has 3). */

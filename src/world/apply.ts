@@ -14,7 +14,7 @@
  * parser already refuses them (defence in depth).
  */
 import type { DeltaOp } from '../protocol/index.js';
-import { FORBIDDEN_PATH_SEGMENTS, LIMITS, checkDeltaPath } from '../protocol/index.js';
+import { checkDeltaPath } from '../protocol/index.js';
 import { copyJsonValue, isPlainObject, toJsonValue } from './json.js';
 import type { AuditSummary } from './json.js';
 import type { JsonObject, JsonValue } from './json.js';
@@ -65,21 +65,11 @@ function arraySize(size: number): AuditSummary {
 
 /**
  * The segments of `path` when it passes `checkDeltaPath` (non-empty segments, bounded length and
- * depth, no prototype-reaching segment), else undefined. One pass: this is the hot path. The
+ * depth, no prototype-reaching segment), else undefined: the protocol's rule, re-checked. The
  * materialiser keeps the result per path (see `PathCache`); nothing here mutates it.
  */
 export function splitPath(path: string): readonly string[] | undefined {
-  if (path.length === 0 || path.length > LIMITS.pathLength) return undefined;
-  const segments = path.split('.');
-  if (segments.length > LIMITS.pathDepth) return undefined;
-  for (const segment of segments) {
-    const n = segment.length;
-    // `__proto__` and `prototype` have 9 characters, `constructor` 11: only those need the lookup.
-    if (n === 0 || ((n === 9 || n === 11) && FORBIDDEN_PATH_SEGMENTS.has(segment))) {
-      return undefined;
-    }
-  }
-  return segments;
+  return checkDeltaPath(path) === undefined ? path.split('.') : undefined;
 }
 
 /** Returned by {@link child} for a segment that is not valid in its container. */

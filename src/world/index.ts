@@ -24,7 +24,6 @@ export {
 } from './materialiser.js';
 export { HISTORY_LIMITS } from './history-query.js';
 export { replayRecords } from './replay.js';
-export { acceptDeltaEntry } from './accept.js';
 export { MemoryWorldStore, createMemoryWorldStore } from './memory-world-store.js';
 export {
   SqlWorldStore,

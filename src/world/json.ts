@@ -2,7 +2,7 @@
  * JSON values as the world state holds them: plain objects, arrays, strings, finite numbers,
  * booleans and null — never a prototype-reaching key, never a class instance.
  */
-import { FORBIDDEN_PATH_SEGMENTS } from '../protocol/index.js';
+import { FORBIDDEN_PATH_SEGMENTS, LIMITS } from '../protocol/index.js';
 
 /** A JSON value. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | JsonObject;
@@ -12,8 +12,8 @@ export interface JsonObject {
   [key: string]: JsonValue;
 }
 
-/** Deepest nesting of a value stored in the world state. */
-const MAX_VALUE_DEPTH = 64;
+/** Deepest nesting of a value stored in the world state: the protocol's limit. */
+const MAX_VALUE_DEPTH = LIMITS.deltaValueDepth;
 
 /** A plain object: created by `{}` / `JSON.parse` or with a null prototype. */
 export function isPlainObject(value: unknown): value is Record<string, unknown> {

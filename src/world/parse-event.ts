@@ -5,8 +5,7 @@
 import type { EventEnvelope, WorldStateDeltaEvent } from '../protocol/index.js';
 import { FleetgateError } from '../protocol/index.js';
 import type { DeltaOp, RejectedDeltaEntry } from '../protocol/index.js';
-import { FORBIDDEN_PATH_SEGMENTS, LIMITS, parseDeltaEntry } from '../protocol/index.js';
-import { acceptDeltaEntry } from './accept.js';
+import { LIMITS, acceptDeltaEntry, parseDeltaEntry } from '../protocol/index.js';
 import { auditSnapshot, isPlainObject } from './json.js';
 import type { NewAuditRecord } from './types.js';
 
@@ -99,6 +98,19 @@ export function rejectedRecord(
   return record;
 }
 
+/** Lists `candidate` among the event's rejected entries (a function, not a closure per event). */
+function reject(out: ParsedEvent, index: number, candidate: unknown, reason: string): void {
+  const raw = isPlainObject(candidate) ? candidate : {};
+  out.rejected.push({
+    index,
+    entry: candidate,
+    reason,
+    domain: textOf(raw.domain, NAME_PREVIEW),
+    path: textOf(raw.path, LIMITS.pathLength),
+    op: textOf(raw.op, 16),
+  });
+}
+
 export interface ParsedEvent {
   envelope: WorldStateDeltaEnvelope;
   source: string;
@@ -149,41 +161,28 @@ export function parseEvent(envelope: WorldStateDeltaEnvelope): ParsedEvent {
     rejected: [],
   };
   const deltas = p.deltas as unknown[];
-  const reject = (index: number, candidate: unknown, reason: string): void => {
-    const raw = isPlainObject(candidate) ? candidate : {};
-    out.rejected.push({
-      index,
-      entry: candidate,
-      reason,
-      domain: textOf(raw.domain, NAME_PREVIEW),
-      path: textOf(raw.path, LIMITS.pathLength),
-      op: textOf(raw.op, 16),
-    });
-  };
   for (let index = 0; index < deltas.length; index++) {
     const candidate = deltas[index];
     if (index >= LIMITS.deltasPerTask) {
       reject(
+        out,
         index,
         candidate,
         `too many entries: an event may carry at most ${LIMITS.deltasPerTask}`,
       );
       continue;
     }
-    // The fast check accepts only what the protocol parser accepts; anything else gets the
-    // parser's verdict and its reason.
+    // The protocol's rule, the same one the parser applied where the entry entered: a publisher
+    // that skipped the parser gets the same verdict and reason here. The fast check first; the
+    // full parser words the reason of anything it does not accept.
     let entry = acceptDeltaEntry(candidate);
     if (entry === undefined) {
       const verdict = parseDeltaEntry(candidate);
       if (!verdict.ok) {
-        reject(index, candidate, verdict.reason);
+        reject(out, index, candidate, verdict.reason);
         continue;
       }
       entry = verdict.entry;
-    }
-    if (FORBIDDEN_PATH_SEGMENTS.has(entry.domain)) {
-      reject(index, candidate, `domain must not be ${JSON.stringify(entry.domain)}`);
-      continue;
     }
     out.entries.push({
       index,
