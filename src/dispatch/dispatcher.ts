@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Task } from '@a2a-js/sdk';
+import type { Transaction } from 'kysely';
 import type { EventBus } from '../bus/index.js';
+import type { ErrorCode } from '../errors/index.js';
 import { isFleetgateError } from '../errors/index.js';
 import type { TaskStateName } from '../protocol/index.js';
 import { isInterruptedState, normalizeTaskState } from '../protocol/index.js';
@@ -10,23 +12,51 @@ import type {
   DispatchResult,
   DispatchStatus,
 } from './dispatch-records.js';
+import { moveDispatch } from './dispatch-records.js';
 import type { CallResult } from './call-types.js';
 import type { FleetClient } from './fleet-client.js';
 import { readReply } from './task-accumulator.js';
 
 /** What the policy gate says about one call. */
 export type GateDecision =
-  | { action: 'allow' }
-  | { action: 'deny'; reason: string }
-  /** A human must approve first (the approvals inbox holds the dispatch). */
-  | { action: 'hold'; reason: string };
+  | { action: 'allow'; decision?: unknown }
+  | { action: 'deny'; reason: string; code?: ErrorCode; decision?: unknown }
+  /**
+   * A human must approve first (the approvals inbox holds the dispatch); with `goAt`, a veto
+   * window: the call goes then unless rejected. `decision` is the policy's structured decision.
+   */
+  | { action: 'hold'; reason: string; approvalId?: string; goAt?: number; decision?: unknown };
+
+/** One call as the gate sees it. */
+export interface GateRequest {
+  dispatchId: string;
+  agent: string;
+  skill: string;
+  correlationId: string;
+  /** What the call will send (the gate binds an approval to it). */
+  input: { text?: string; data?: unknown };
+  requestedBy?: string;
+}
+
+/** What the gate says when a held dispatch is to be released (see {@link Dispatcher.release}). */
+export type GateRelease =
+  | {
+      action: 'go';
+      /** The input the approval was given for: exactly what is sent. */
+      input: { text?: string; data?: unknown };
+      /** Consumes the approval in one transaction with `move`; false when either could not. */
+      claim(move: (trx: Transaction<unknown>) => Promise<boolean>): Promise<boolean>;
+    }
+  | { action: 'deny'; reason: string; code: ErrorCode }
+  | { action: 'wait'; reason: string };
 
 /**
  * Decides whether a call may go out. The HITL policy (blast-v1 composed with hitl-mode-v1) is one;
- * {@link ALLOW_ALL} lets everything through.
+ * {@link ALLOW_ALL} lets everything through. A gate that holds calls implements `release`.
  */
 export interface PolicyGate {
-  decide(request: { agent: string; skill: string; correlationId: string }): Promise<GateDecision>;
+  decide(request: GateRequest): Promise<GateDecision>;
+  release?(request: GateRequest): Promise<GateRelease>;
 }
 
 /** A gate that allows every call. */
@@ -52,6 +82,8 @@ export interface DispatchRequest {
   text?: string;
   data?: unknown;
   correlationId?: string;
+  /** Who asks for the call (an approver can never approve their own call). */
+  requestedBy?: string;
 }
 
 /** Options of {@link Dispatcher}. */
@@ -67,6 +99,8 @@ export interface DispatcherOptions {
    */
   mode?: 'blocking' | 'streaming' | 'return-immediately';
   now?: () => number;
+  /** Failures of background work (a veto window's release); default: rethrown unhandled. */
+  onError?: (error: unknown, where: string) => void;
 }
 
 const TEXT_LIMIT = 2000;
@@ -99,6 +133,7 @@ function statusOfState(state: TaskStateName): DispatchStatus {
  */
 export class Dispatcher {
   readonly #o: DispatcherOptions & { gate: PolicyGate; now: () => number };
+  readonly #timers = new Set<ReturnType<typeof setTimeout>>();
 
   constructor(options: DispatcherOptions) {
     this.#o = { gate: ALLOW_ALL, now: Date.now, ...options };
@@ -121,32 +156,31 @@ export class Dispatcher {
     await this.#o.records.create(record);
     await this.#publish('skill.dispatch.requested', record);
 
-    const decision = await this.#o.gate.decide(record);
-    if (decision.action !== 'allow') {
-      const status: DispatchStatus = decision.action === 'deny' ? 'rejected' : 'awaiting-approval';
-      const updated = await this.#o.records.update(record.id, {
-        status,
-        result: { error: { code: 'FLEETGATE_DISPATCH_DENIED', message: decision.reason } },
-        at: this.#o.now(),
-      });
-      await this.#publish(
-        decision.action === 'deny' ? 'skill.dispatch.rejected' : 'skill.dispatch.gated',
-        updated!,
-        {
-          reason: decision.reason,
-        },
-      );
-      return updated!;
-    }
+    const input = {
+      ...(request.text === undefined ? {} : { text: request.text }),
+      ...(request.data === undefined ? {} : { data: request.data }),
+    };
+    const decision = await this.#o.gate.decide({
+      dispatchId: record.id,
+      agent: record.agent,
+      skill: record.skill,
+      correlationId: record.correlationId,
+      input,
+      ...(request.requestedBy === undefined ? {} : { requestedBy: request.requestedBy }),
+    });
+    if (decision.action !== 'allow') return this.#held(record, decision);
 
     await this.#publish('skill.dispatch.started', record);
+    return this.#send(record, input);
+  }
+
+  async #send(
+    record: DispatchRecord,
+    input: { text?: string; data?: unknown },
+  ): Promise<DispatchRecord> {
     let result: CallResult;
     try {
-      const input = {
-        ...(request.text === undefined ? {} : { text: request.text }),
-        ...(request.data === undefined ? {} : { data: request.data }),
-      };
-      result = await this.#o.fleet.call(request.agent, request.skill, input, {
+      result = await this.#o.fleet.call(record.agent, record.skill, input, {
         correlationId: record.correlationId,
         mode: this.#o.mode ?? 'blocking',
       });
@@ -164,8 +198,8 @@ export class Dispatcher {
       const state = normalizeTaskState(result.task.status?.state);
       await this.#o.records.update(record.id, { status: 'running', taskId, at: this.#o.now() });
       await this.#o.tracker.track({
-        agent: request.agent,
-        skill: request.skill,
+        agent: record.agent,
+        skill: record.skill,
         correlationId: record.correlationId,
         taskId,
         state,
@@ -175,6 +209,102 @@ export class Dispatcher {
     }
     const state = result.state === 'message' ? 'completed' : result.state;
     return this.#end(record.id, statusOfState(state), this.#summary(state, result.text), taskId);
+  }
+
+  // --- Held dispatches (the approvals seam) -------------------------------------------------
+
+  /** Records a dispatch the gate denied or held; a veto window schedules its own release. */
+  async #held(
+    record: DispatchRecord,
+    decision: Exclude<GateDecision, { action: 'allow' }>,
+  ): Promise<DispatchRecord> {
+    const deny = decision.action === 'deny';
+    const updated = await this.#o.records.update(record.id, {
+      status: deny ? 'rejected' : 'awaiting-approval',
+      result: {
+        error: {
+          code: (deny ? decision.code : undefined) ?? 'FLEETGATE_DISPATCH_DENIED',
+          message: decision.reason,
+        },
+      },
+      at: this.#o.now(),
+    });
+    const extra: Record<string, unknown> = { reason: decision.reason };
+    if (decision.decision !== undefined) extra.decision = decision.decision;
+    if (decision.action === 'hold' && decision.approvalId !== undefined) {
+      extra.approvalId = decision.approvalId;
+    }
+    await this.#publish(deny ? 'skill.dispatch.rejected' : 'skill.dispatch.gated', updated!, extra);
+    if (decision.action === 'hold' && decision.goAt !== undefined) {
+      this.#releaseAt(record.id, decision.goAt);
+    }
+    return updated!;
+  }
+
+  #releaseAt(dispatchId: string, at: number): void {
+    const timer = setTimeout(
+      () => {
+        this.#timers.delete(timer);
+        this.release(dispatchId).catch((error: unknown) => {
+          if (this.#o.onError === undefined) throw error;
+          this.#o.onError(error, 'dispatcher.release');
+        });
+      },
+      Math.max(0, at - this.#o.now()),
+    );
+    timer.unref();
+    this.#timers.add(timer);
+  }
+
+  /**
+   * Moves a dispatch held by the gate on, once its approval was decided (or its veto window
+   * ended): the gate re-checks the call, the approval is consumed in the same transaction that
+   * moves the record to `running`, then the approved input is sent. A rejected, expired or void
+   * approval ends the dispatch `rejected`; an undecided one leaves it waiting. Safe to call from
+   * any replica and more than once: only one call goes out.
+   */
+  async release(dispatchId: string): Promise<DispatchRecord | undefined> {
+    const record = await this.#o.records.get(dispatchId);
+    const gate = this.#o.gate;
+    if (record?.status !== 'awaiting-approval' || gate.release === undefined) return record;
+    const verdict = await gate.release({
+      dispatchId,
+      agent: record.agent,
+      skill: record.skill,
+      correlationId: record.correlationId,
+      input: {},
+    });
+    switch (verdict.action) {
+      case 'wait':
+        return record;
+      case 'deny': {
+        const updated = await this.#o.records.update(dispatchId, {
+          status: 'rejected',
+          result: { error: { code: verdict.code, message: verdict.reason } },
+          at: this.#o.now(),
+        });
+        if (updated?.status === 'rejected') {
+          await this.#publish('skill.dispatch.rejected', updated, { reason: verdict.reason });
+        }
+        return updated;
+      }
+      case 'go': {
+        const at = this.#o.now();
+        const moved = await verdict.claim((trx) =>
+          moveDispatch(trx, dispatchId, 'awaiting-approval', 'running', at),
+        );
+        if (!moved) return this.#o.records.get(dispatchId);
+        const running = { ...record, status: 'running' as const, updatedAt: at };
+        await this.#publish('skill.dispatch.started', running);
+        return this.#send(running, verdict.input);
+      }
+    }
+  }
+
+  /** Cancels pending veto-window timers (the gateway's sweep releases them after a restart). */
+  stop(): void {
+    for (const timer of this.#timers) clearTimeout(timer);
+    this.#timers.clear();
   }
 
   /** The tracker finished a task (once, on the winning path): finish its dispatch. */

@@ -8,9 +8,11 @@
  * 3. the outbox relay and the event collector: after hooks publish into the collector, the
  *    terminal claim writes what they collected to the outbox in its own transaction;
  * 4. the extension chain, the fleet client (cards and declarations from the broker), the task
- *    tracker and the dispatcher (with the policy gate seam);
+ *    tracker, the HITL gate (decisions from the broker's effective declarations, approvals in the
+ *    store) and the dispatcher;
  * 5. the world-state materialiser and the alerts, subscribed to the bus;
- * 6. start: cached cards, first refresh, recovery of tasks left in flight.
+ * 6. start: cached cards, first refresh, recovery of tasks left in flight, then the approvals
+ *    sweeper (held dispatches decided elsewhere or while the gateway was down move on).
  */
 import type { PushRequest, PushResponse, TaskTracker } from '../tasks/index.js';
 import type { EventBus, OpenTopics, OutboxRelay } from '../bus/index.js';
@@ -47,8 +49,12 @@ import {
   createTerminalCommit,
   TaskTracker as Tracker,
 } from '../tasks/index.js';
+import type { EffectiveDeclarations, PolicyRules } from '../policy/index.js';
+import { createApprovalInbox, createHitlGate } from '../policy/index.js';
 import type { WorldMaterialiser } from '../world/index.js';
 import { createSqlWorldStore, createWorldMaterialiser } from '../world/index.js';
+import type { GatewayApprovals } from './approvals.js';
+import { createGatewayApprovals } from './approvals.js';
 import type { FleetgateConfig, FleetgateConfigInput } from './config.js';
 import { parseConfig } from './config.js';
 import type { FleetRuntime } from './fleet-runtime.js';
@@ -64,7 +70,7 @@ export interface GatewayDeps {
   cardSource?: CardSource;
   /** Resolves the environment variables named by `auth` in the agents (default: none). */
   secrets?: SecretResolver;
-  /** The policy gate of every dispatch (default: every call goes out). */
+  /** The policy gate of every dispatch (default: the HITL gate built from `config.policy`). */
   gate?: PolicyGate;
   /** The gateway's public base URL, for push notifications from agents. */
   pushBaseUrl?: string;
@@ -93,6 +99,8 @@ export interface Gateway {
   readonly world: Pick<WorldMaterialiser, 'getWorld' | 'getDomain' | 'history' | 'replay'>;
   /** Subscribe to bus events (NATS-syntax patterns). */
   readonly events: Pick<EventBus<OpenTopics>, 'subscribe' | 'publish'>;
+  /** The approvals inbox: list, approve, reject, snooze, standing approvals, `explain`. */
+  readonly approvals: GatewayApprovals;
   /** Cost and success summaries per agent and skill. */
   readonly costs: Pick<CostSummaries, 'summary' | 'summaries'>;
   /** The `POST /callbacks/a2a/:taskId` handler. */
@@ -183,14 +191,31 @@ export async function createGateway(
     onFinished: (finished): Promise<void> => dispatcher.onTaskFinished(finished),
     onError: (error, where) => reportError(error, `tracker.${where.where}`),
   });
+  const hitl = createHitlGate({
+    declarations: policyDeclarations(runtime),
+    inbox: createApprovalInbox({
+      db: store.db,
+      ...(deps.now === undefined ? {} : { now: deps.now }),
+    }),
+    rules: policyRules(config.policy),
+    publish: async (topic, payload) => void (await bus.publish(topic, payload)),
+    ...(deps.now === undefined ? {} : { now: deps.now }),
+  });
   const dispatchRecords = createStoreDispatchRecords(store.db);
   const dispatcher: Dispatcher = new Dispatcher({
     fleet,
     records: dispatchRecords,
     tracker,
     bus,
-    ...(deps.gate === undefined ? {} : { gate: deps.gate }),
+    gate: deps.gate ?? hitl,
+    onError: reportError,
     ...(deps.now === undefined ? {} : { now: deps.now }),
+  });
+  const approvals = createGatewayApprovals({
+    gate: hitl,
+    dispatcher,
+    sweepIntervalMs: config.policy.sweepInterval,
+    onError: reportError,
   });
 
   const world = createWorldMaterialiser({
@@ -221,6 +246,8 @@ export async function createGateway(
   relay.start();
   await runtime.broker.start();
   await tracker.recover();
+  await approvals.api.sweep();
+  approvals.start();
 
   const inFlight = new Set<Promise<unknown>>();
   let closing: Promise<void> | undefined;
@@ -249,6 +276,11 @@ export async function createGateway(
     call: (agent, skill, callInput, options) =>
       accept(() => fleet.call(agent, skill, callInput, options)),
     agents: runtime.broker,
+    approvals: {
+      ...approvals.api,
+      approve: (id, by, reason) => accept(() => approvals.api.approve(id, by, reason)),
+      reject: (id, by, reason) => accept(() => approvals.api.reject(id, by, reason)),
+    },
     world,
     events: bus,
     costs,
@@ -258,6 +290,8 @@ export async function createGateway(
     close() {
       closing ??= (async () => {
         runtime.broker.stop();
+        dispatcher.stop();
+        await approvals.stop();
         await Promise.allSettled([...inFlight]);
         tracker.stop();
         await relay.drain().catch((error: unknown) => reportError(error, 'outbox-relay'));
@@ -270,6 +304,35 @@ export async function createGateway(
       })();
       return closing;
     },
+  };
+}
+
+/** The fleet side as the policy reads it: the broker's effective declarations. */
+function policyDeclarations(runtime: FleetRuntime): EffectiveDeclarations {
+  const { broker, registries } = runtime;
+  return {
+    effectiveRadius: (agent, skill) => broker.effectiveRadius(agent, skill),
+    effectiveHitlMode(agent, skill) {
+      const mode = broker.effectiveHitlMode(agent, skill);
+      const reviewer = registries.hitlMode.get(agent, skill)?.reviewer;
+      return reviewer === undefined ? mode : { ...mode, reviewer };
+    },
+    domains: (agent, skill) => broker.declaredDomains(agent, skill),
+  };
+}
+
+/** The config's `policy:` section as the policy's rules (durations already in milliseconds). */
+function policyRules(policy: FleetgateConfig['policy']): PolicyRules {
+  return {
+    unknownRadius: policy.unknownRadius,
+    approvalAtOrAbove: policy.approvalAtOrAbove,
+    vetoAtOrAbove: policy.vetoAtOrAbove,
+    notifyAtOrAbove: policy.notifyAtOrAbove,
+    vetoWindowMs: policy.vetoWindow,
+    approvalTtlMs: policy.approvalTtl,
+    rejectCooldownMs: policy.rejectCooldown,
+    approvers: policy.approvers,
+    overrides: policy.overrides,
   };
 }
 

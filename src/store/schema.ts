@@ -8,6 +8,7 @@ import type { WorldDatabase } from '../world/store-tables.js';
 import type { AlertsDatabase } from '../alerts/store-tables.js';
 import type { TasksDatabase } from '../tasks/task-records.js';
 import type { DispatchDatabase } from '../dispatch/dispatch-records.js';
+import type { PolicyDatabase } from '../policy/store-tables.js';
 
 /** All Fleetgate tables. */
 export interface FleetgateDatabase
@@ -17,4 +18,5 @@ export interface FleetgateDatabase
     WorldDatabase,
     AlertsDatabase,
     TasksDatabase,
-    DispatchDatabase {}
+    DispatchDatabase,
+    PolicyDatabase {}

@@ -1,0 +1,394 @@
+/**
+ * The HITL gate: `decide` applied at dispatch, with the approvals inbox behind it.
+ *
+ * - autonomous → go; notification → go and publish `hitl.notification`;
+ * - veto → hold until the window ends, then go unless an approver rejected it;
+ * - gated / compound → hold until approved by the required approvers, then go once;
+ * - an identical call rejected within the cooldown is refused at once with the earlier reason;
+ * - a standing approval covering the call lets it go without asking (one use taken, audited).
+ *
+ * Releasing a held call re-checks it first: the fingerprint is computed again from the current
+ * declarations and rules, and the approval is consumed in the same transaction that moves the
+ * dispatch on, so a changed call, a second release or a second replica never sends it twice.
+ */
+import type { Transaction } from 'kysely';
+import type { ErrorCode } from '../errors/index.js';
+import { decide } from './decide.js';
+import { callFingerprint, normaliseInput, policyVersion } from './fingerprint.js';
+import type { ApprovalInbox, ApprovalRecord, HeldInput, StandingRecord } from './inbox.js';
+import type {
+  Decision,
+  DecisionInput,
+  EffectiveDeclarations,
+  PolicyPublish,
+  PolicyRules,
+} from './types.js';
+import { DEFAULT_POLICY_RULES } from './types.js';
+
+/** One call as the gate sees it (what the dispatcher passes). */
+export interface GateCall {
+  dispatchId?: string;
+  agent: string;
+  skill: string;
+  correlationId: string;
+  input?: HeldInput;
+  /** Who asked for the call: they can never approve it themselves. */
+  requestedBy?: string;
+}
+
+/** What the gate says at dispatch. */
+export type GateVerdict =
+  | { action: 'allow'; decision?: Decision }
+  | { action: 'deny'; reason: string; code?: ErrorCode; decision?: Decision }
+  | {
+      action: 'hold';
+      reason: string;
+      approvalId?: string;
+      /** For a veto: when the call goes unless rejected (epoch ms). */
+      goAt?: number;
+      decision?: Decision;
+    };
+
+/** What the gate says when a held call is to be released. */
+export type ReleaseVerdict =
+  | {
+      action: 'go';
+      input: HeldInput;
+      /**
+       * Consumes the approval in one transaction with `move` (which moves the dispatch to
+       * `running`); false when the approval or the dispatch was not in a state to go.
+       */
+      claim(move: (trx: Transaction<unknown>) => Promise<boolean>): Promise<boolean>;
+    }
+  | { action: 'deny'; reason: string; code: ErrorCode }
+  | { action: 'wait'; reason: string };
+
+/** A decision with what binds an approval to the call. */
+export interface Explanation {
+  agent: string;
+  skill: string;
+  decision: Decision;
+  policyVersion: string;
+  /** Present when an input was given. */
+  fingerprint?: string;
+}
+
+/** Options of {@link createHitlGate}. */
+export interface HitlGateOptions {
+  declarations: EffectiveDeclarations;
+  inbox: ApprovalInbox;
+  /** The rules; missing keys take {@link DEFAULT_POLICY_RULES}. */
+  rules?: Partial<PolicyRules>;
+  publish: PolicyPublish;
+  now?: () => number;
+}
+
+/** The HITL gate and the approvals it manages. */
+export interface HitlGate {
+  readonly rules: PolicyRules;
+  readonly policyVersion: string;
+  readonly inbox: ApprovalInbox;
+  /** The dispatcher's seam: decides a call, holding it in the inbox when a human must decide. */
+  decide(call: GateCall): Promise<GateVerdict>;
+  /** The dispatcher's seam: re-checks a held call; `go` when it may be sent now. */
+  release(call: GateCall & { dispatchId: string }): Promise<ReleaseVerdict>;
+  /** The decision for an agent/skill now, with every reason (for `policy explain`). */
+  explain(agent: string, skill: string, input?: HeldInput): Promise<Explanation>;
+  /** Approves; resolves with the record (still `pending` until enough approvers said yes). */
+  approve(id: string, by: string, reason?: string): Promise<ApprovalRecord>;
+  reject(id: string, by: string, reason?: string): Promise<ApprovalRecord>;
+  snooze(id: string, by: string, forMs: number, reason?: string): Promise<ApprovalRecord>;
+  /**
+   * Expires overdue requests and returns every request whose dispatch must move on now (decided
+   * but not settled, or a veto whose window ended); the caller releases each dispatch and then
+   * calls {@link settle}.
+   */
+  sweep(): Promise<ApprovalRecord[]>;
+  /** Marks a request settled once its dispatch moved on; publishes its outcome once. */
+  settle(id: string): Promise<void>;
+  grant(grant: {
+    agent: string;
+    skill: string;
+    maxRadius: NonNullable<Decision['effectiveRadius']>;
+    by: string;
+    forMs: number;
+    uses?: number;
+    reason?: string;
+  }): Promise<StandingRecord>;
+  revoke(id: string, by: string, reason?: string): Promise<StandingRecord>;
+}
+
+function approvalEvent(record: ApprovalRecord): Record<string, unknown> {
+  const { input: _input, ...rest } = record;
+  return rest;
+}
+
+/**
+ * Builds the HITL gate.
+ *
+ * @example
+ * ```ts
+ * const gate = createHitlGate({ declarations, inbox: createApprovalInbox({ db }), publish });
+ * const dispatcher = new Dispatcher({ ..., gate });
+ * ```
+ */
+export function createHitlGate(options: HitlGateOptions): HitlGate {
+  const rules: PolicyRules = { ...DEFAULT_POLICY_RULES, ...options.rules };
+  const version = policyVersion(rules);
+  const { declarations, inbox, publish } = options;
+  const now = options.now ?? Date.now;
+
+  const facts = (agent: string, skill: string): DecisionInput => ({
+    agent,
+    skill,
+    radius: declarations.effectiveRadius(agent, skill),
+    hitl: declarations.effectiveHitlMode(agent, skill),
+  });
+  const liveGrants = async (agent: string, skill: string): Promise<StandingRecord[]> =>
+    inbox.listStanding({ agent, skill, live: true });
+  const fingerprintOf = (
+    call: { agent: string; skill: string },
+    decision: Decision,
+    input: HeldInput,
+  ): string =>
+    callFingerprint({
+      agent: call.agent,
+      skill: call.skill,
+      input: normaliseInput(input),
+      radius: decision.effectiveRadius,
+      policyVersion: version,
+    });
+  const summary = (decision: Decision): string => decision.reasons.map((r) => r.detail).join('; ');
+
+  const hold = async (
+    call: GateCall,
+    decision: Decision,
+    fingerprint: string,
+    input: HeldInput,
+  ): Promise<GateVerdict> => {
+    const veto = decision.mode === 'veto';
+    const at = now();
+    const record = await inbox.request({
+      kind: veto ? 'veto' : 'dispatch',
+      dispatchId: call.dispatchId ?? call.correlationId,
+      agent: call.agent,
+      skill: call.skill,
+      correlationId: call.correlationId,
+      fingerprint,
+      policyVersion: version,
+      mode: decision.mode,
+      radius: decision.effectiveRadius,
+      requestedBy: call.requestedBy ?? null,
+      requiredApprovals: decision.approvers,
+      input,
+      domains: (() => {
+        const d = declarations.domains(call.agent, call.skill);
+        return d === undefined ? null : [...d];
+      })(),
+      reasons: decision.reasons,
+      expiresAt: at + (veto ? (decision.vetoTtlMs ?? rules.vetoWindowMs) : rules.approvalTtlMs),
+    });
+    await publish('hitl.approval.requested', approvalEvent(record));
+    return veto
+      ? {
+          action: 'hold',
+          reason: `veto window until ${new Date(record.expiresAt).toISOString()}: ${summary(decision)}`,
+          approvalId: record.id,
+          goAt: record.expiresAt,
+          decision,
+        }
+      : {
+          action: 'hold',
+          reason: `approval required (${decision.approvers}): ${summary(decision)}`,
+          approvalId: record.id,
+          decision,
+        };
+  };
+
+  const gate: HitlGate = {
+    rules,
+    policyVersion: version,
+    inbox,
+
+    async decide(call) {
+      const input = facts(call.agent, call.skill);
+      let decision = decide(input, rules);
+      if (decision.deny !== undefined) {
+        return { action: 'deny', reason: decision.deny.reason, decision };
+      }
+      switch (decision.mode) {
+        case 'autonomous':
+          return { action: 'allow', decision };
+        case 'notification':
+          await publish('hitl.notification', {
+            agent: call.agent,
+            skill: call.skill,
+            dispatchId: call.dispatchId,
+            correlationId: call.correlationId,
+            radius: decision.effectiveRadius,
+            reasons: decision.reasons,
+          });
+          return { action: 'allow', decision };
+        case 'veto':
+        case 'gated':
+        case 'compound':
+          break;
+      }
+      const held = call.input ?? {};
+      const fingerprint = fingerprintOf(call, decision, held);
+      const rejected = await inbox.recentRejection(fingerprint, now() - rules.rejectCooldownMs);
+      if (rejected !== undefined) {
+        decision.reasons.push({
+          kind: 'rejected-before',
+          detail: `identical call rejected by ${rejected.decidedBy ?? '?'} at ${new Date(rejected.decidedAt ?? 0).toISOString()}: ${rejected.reason ?? ''}`,
+        });
+        return {
+          action: 'deny',
+          reason: `rejected before by ${rejected.decidedBy ?? '?'}: ${rejected.reason ?? 'rejected'}`,
+          code: 'FLEETGATE_APPROVAL_REJECTED_RECENTLY',
+          decision,
+        };
+      }
+      const grants = await liveGrants(call.agent, call.skill);
+      if (grants.length > 0) {
+        decision = decide({ ...input, standing: grants, now: now() }, rules);
+        if (
+          decision.standing !== undefined &&
+          (await inbox.useStanding(decision.standing, call.dispatchId ?? call.correlationId))
+        ) {
+          return { action: 'allow', decision };
+        }
+      }
+      return hold(call, decision, fingerprint, held);
+    },
+
+    async release(call) {
+      const approval = await inbox.byDispatch(call.dispatchId);
+      if (approval === undefined) {
+        return {
+          action: 'deny',
+          reason: 'no approval holds this dispatch',
+          code: 'FLEETGATE_APPROVAL_VOID',
+        };
+      }
+      switch (approval.status) {
+        case 'rejected':
+          return {
+            action: 'deny',
+            reason: `rejected by ${approval.decidedBy ?? '?'}: ${approval.reason ?? 'rejected'}`,
+            code: 'FLEETGATE_APPROVAL_REJECTED',
+          };
+        case 'expired':
+          return {
+            action: 'deny',
+            reason: 'the approval expired',
+            code: 'FLEETGATE_APPROVAL_EXPIRED',
+          };
+        case 'void':
+        case 'consumed':
+          return {
+            action: 'deny',
+            reason: `the approval is ${approval.status}${approval.reason === null ? '' : `: ${approval.reason}`}`,
+            code: 'FLEETGATE_APPROVAL_VOID',
+          };
+        case 'pending':
+          if (approval.expiresAt > now()) {
+            return {
+              action: 'wait',
+              reason: `waiting for ${approval.kind === 'veto' ? 'the veto window' : 'approval'}`,
+            };
+          }
+          if (approval.kind === 'dispatch') {
+            await gate.sweep();
+            return {
+              action: 'deny',
+              reason: 'the approval expired',
+              code: 'FLEETGATE_APPROVAL_EXPIRED',
+            };
+          }
+          break;
+        case 'approved':
+          break;
+      }
+      // Re-check just before the call goes out: a changed radius or policy voids the approval.
+      const decision = decide(facts(approval.agent, approval.skill), rules);
+      const fingerprint = fingerprintOf(approval, decision, approval.input);
+      if (decision.deny !== undefined || fingerprint !== approval.fingerprint) {
+        const why =
+          decision.deny?.reason ??
+          `the call changed since it was approved (radius now ${decision.effectiveRadius ?? 'unknown'}, policy ${version})`;
+        await inbox.voidApproval(approval.id, why);
+        return { action: 'deny', reason: why, code: 'FLEETGATE_APPROVAL_VOID' };
+      }
+      return {
+        action: 'go',
+        input: approval.input,
+        claim: async (move) => {
+          const ok = await inbox.consume(approval.id, approval.fingerprint, move);
+          if (ok) {
+            const decided = await inbox.get(approval.id);
+            if (decided !== undefined) {
+              await publish('hitl.approval.decided', {
+                ...approvalEvent(decided),
+                outcome:
+                  approval.kind === 'veto' && approval.status === 'pending'
+                    ? 'not-vetoed'
+                    : 'approved',
+              });
+            }
+          }
+          return ok;
+        },
+      };
+    },
+
+    async explain(agent, skill, input) {
+      const base = facts(agent, skill);
+      const grants = await liveGrants(agent, skill);
+      const decision = decide({ ...base, standing: grants, now: now() }, rules);
+      return {
+        agent,
+        skill,
+        decision,
+        policyVersion: version,
+        ...(input === undefined
+          ? {}
+          : { fingerprint: fingerprintOf({ agent, skill }, decision, input) }),
+      };
+    },
+
+    approve: (id, by, reason) => inbox.approve(id, by, reason),
+    reject: (id, by, reason) => inbox.reject(id, by, reason),
+    snooze: (id, by, forMs, reason) => inbox.snooze(id, by, now() + forMs, reason),
+
+    async sweep() {
+      await inbox.expireDue();
+      return inbox.unsettled();
+    },
+
+    async settle(id) {
+      const before = await inbox.get(id);
+      if (before === undefined || !(await inbox.settle(id))) return;
+      switch (before.status) {
+        case 'expired':
+          await publish('hitl.approval.expired', approvalEvent(before));
+          return;
+        case 'rejected':
+        case 'void':
+          await publish('hitl.approval.decided', {
+            ...approvalEvent(before),
+            outcome: before.status,
+          });
+          return;
+        case 'pending':
+        case 'approved':
+        case 'consumed':
+          return;
+      }
+    },
+
+    grant: (grant) => inbox.grantStanding(grant),
+    revoke: (id, by, reason) => inbox.revokeStanding(id, by, reason),
+  };
+  return gate;
+}
