@@ -163,9 +163,10 @@ export function decide(input: DecisionInput, rules: PolicyRules): Decision {
       byRadius = 'notification';
       threshold = `notifyAtOrAbove ${rules.notifyAtOrAbove}`;
     }
-    if (byRadius !== undefined && HITL_ORDER[byRadius] > HITL_ORDER[mode]) {
-      mode = byRadius;
+    if (byRadius !== undefined) {
+      // Named even when the declared mode is already as strict: the approver sees both facts.
       reasons.push({ kind: 'threshold', detail: `${effective} ≥ ${threshold}: ${byRadius}` });
+      if (HITL_ORDER[byRadius] > HITL_ORDER[mode]) mode = byRadius;
     }
   }
   if (override?.minMode !== undefined && HITL_ORDER[override.minMode] > HITL_ORDER[mode]) {
