@@ -49,7 +49,6 @@ import {
   createTerminalCommit,
   TaskTracker as Tracker,
 } from '../tasks/index.js';
-import type { EffectiveDeclarations, PolicyRules } from '../policy/index.js';
 import { createApprovalInbox, createHitlGate } from '../policy/index.js';
 import type { WorldMaterialiser } from '../world/index.js';
 import { createSqlWorldStore, createWorldMaterialiser } from '../world/index.js';
@@ -58,6 +57,7 @@ import { createGatewayApprovals } from './approvals.js';
 import type { FleetgateConfig, FleetgateConfigInput } from './config.js';
 import { parseConfig } from './config.js';
 import type { FleetRuntime } from './fleet-runtime.js';
+import { policyDeclarations, policyRules } from './policy-wiring.js';
 import { createFleetRuntime } from './fleet-runtime.js';
 
 /** What tests and embedders may inject instead of what the config names. */
@@ -304,35 +304,6 @@ export async function createGateway(
       })();
       return closing;
     },
-  };
-}
-
-/** The fleet side as the policy reads it: the broker's effective declarations. */
-function policyDeclarations(runtime: FleetRuntime): EffectiveDeclarations {
-  const { broker, registries } = runtime;
-  return {
-    effectiveRadius: (agent, skill) => broker.effectiveRadius(agent, skill),
-    effectiveHitlMode(agent, skill) {
-      const mode = broker.effectiveHitlMode(agent, skill);
-      const reviewer = registries.hitlMode.get(agent, skill)?.reviewer;
-      return reviewer === undefined ? mode : { ...mode, reviewer };
-    },
-    domains: (agent, skill) => broker.declaredDomains(agent, skill),
-  };
-}
-
-/** The config's `policy:` section as the policy's rules (durations already in milliseconds). */
-function policyRules(policy: FleetgateConfig['policy']): PolicyRules {
-  return {
-    unknownRadius: policy.unknownRadius,
-    approvalAtOrAbove: policy.approvalAtOrAbove,
-    vetoAtOrAbove: policy.vetoAtOrAbove,
-    notifyAtOrAbove: policy.notifyAtOrAbove,
-    vetoWindowMs: policy.vetoWindow,
-    approvalTtlMs: policy.approvalTtl,
-    rejectCooldownMs: policy.rejectCooldown,
-    approvers: policy.approvers,
-    overrides: policy.overrides,
   };
 }
 
