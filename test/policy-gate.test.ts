@@ -11,6 +11,8 @@ import type { RunningAgent } from '../examples/agents/index.js';
 import { startOpsAgent } from '../examples/agents/index.js';
 import type { EventEnvelope } from '../src/bus/index.js';
 import { isFleetgateError } from '../src/errors/index.js';
+import { StaticCardSource } from '../src/fleet/index.js';
+import { BLAST_V1_URI, HITL_MODE_V1_URI } from '../src/protocol/index.js';
 import type { FleetgateConfigInput, Gateway } from '../src/service/index.js';
 import { createGateway } from '../src/service/index.js';
 
@@ -281,5 +283,80 @@ describe('HITL gate through createGateway', () => {
     });
     expect(voidOutcome.approval.status).toBe('void');
     expect(received('migrate-9')).toHaveLength(0);
+  });
+});
+
+describe('HITL gate and a narrowing card', () => {
+  let dir: string;
+  let ops: RunningAgent;
+  let gw: Gateway;
+  let card: Record<string, unknown>;
+  const cards = new StaticCardSource();
+  const received = (text: string) => ops.received.filter((c) => c.text === text);
+
+  /** The ops card with bulk_migration declared at another radius and mode. */
+  function declare(radius: string, mode: string): void {
+    const copy = structuredClone(card) as {
+      capabilities: { extensions: { uri: string; params: { skills: Record<string, unknown> } }[] };
+    };
+    for (const ext of copy.capabilities.extensions) {
+      if (ext.uri === BLAST_V1_URI) ext.params.skills.bulk_migration = { radius };
+      if (ext.uri === HITL_MODE_V1_URI) ext.params.skills.bulk_migration = { mode };
+    }
+    cards.set('ops', copy);
+  }
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'fleetgate-policy-narrow-'));
+    ops = await startOpsAgent();
+    card = (await ops.fetchCard()) as Record<string, unknown>;
+    cards.set('ops', card);
+    gw = await createGateway(
+      {
+        store: `sqlite:${join(dir, 'gw.db')}`,
+        agents: [{ name: 'ops', url: ops.url }],
+        policy: { sweepInterval: '1h' },
+      },
+      { cardSource: cards },
+    );
+  });
+
+  afterAll(async () => {
+    await gw?.close();
+    await ops?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('does not lower the gate until the narrowing is acknowledged; then voids older approvals', async () => {
+    declare('self', 'autonomous');
+    await gw.agents.refresh('ops');
+
+    // Narrowed but not acknowledged: still gated at fleet, and the reasons say why.
+    const first = await gw.dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'narrow-1' });
+    expect(first.status).toBe('awaiting-approval');
+    const firstApproval = (await gw.approvals.list()).find((a) => a.dispatchId === first.id)!;
+    expect(firstApproval.radius).toBe('fleet');
+    expect(firstApproval.reasons.map((r) => r.kind)).toContain('narrowing-pending');
+    const second = await gw.dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'narrow-2' });
+    const secondApproval = (await gw.approvals.list()).find((a) => a.dispatchId === second.id)!;
+
+    // Approved before the acknowledgement: still the same call, it goes.
+    expect((await gw.approvals.approve(firstApproval.id, 'alice')).dispatch?.status).toBe(
+      'completed',
+    );
+    expect(received('narrow-1')).toHaveLength(1);
+
+    // Acknowledged: the radius is now self, so the approval given for the fleet-wide call is void
+    // and the call is not sent; a new call runs autonomously.
+    await gw.agents.acknowledge('ops', 'bulk_migration', 'carol');
+    const voided = await gw.approvals.approve(secondApproval.id, 'alice');
+    expect(voided.dispatch).toMatchObject({
+      status: 'rejected',
+      result: { error: { code: 'FLEETGATE_APPROVAL_VOID' } },
+    });
+    expect(received('narrow-2')).toHaveLength(0);
+    const third = await gw.dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'narrow-3' });
+    expect(third.status).toBe('completed');
+    expect(received('narrow-3')).toHaveLength(1);
   });
 });
