@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { RunningAgent } from '../examples/agents/index.js';
-import { startOpsAgent } from '../examples/agents/index.js';
+import { startAgent, startOpsAgent, textPart } from '../examples/agents/index.js';
 import type { EventEnvelope } from '../src/bus/index.js';
 import { isFleetgateError } from '../src/errors/index.js';
 import { StaticCardSource } from '../src/fleet/index.js';
@@ -358,5 +358,120 @@ describe('HITL gate and a narrowing card', () => {
     const third = await gw.dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'narrow-3' });
     expect(third.status).toBe('completed');
     expect(received('narrow-3')).toHaveLength(1);
+  });
+});
+
+describe('HITL gate: questions and compound checkpoints', () => {
+  let dir: string;
+  let agent: RunningAgent;
+  let gw: Gateway;
+  const asked = new Set<string>();
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'fleetgate-policy-compound-'));
+    agent = await startAgent({
+      name: 'deployer',
+      skills: [{ id: 'deploy' }, { id: 'ask' }],
+      extensions: [
+        {
+          uri: BLAST_V1_URI,
+          params: { skills: { deploy: { radius: 'repo' }, ask: { radius: 'self' } } },
+        },
+        { uri: HITL_MODE_V1_URI, params: { skills: { deploy: { mode: 'compound' } } } },
+      ],
+      // The first message of a task asks a question; the answer on the same task completes it.
+      behaviour: (call) => {
+        if (!asked.has(call.taskId)) {
+          asked.add(call.taskId);
+          return { state: 'input-required', statusText: `Which environment for ${call.text}?` };
+        }
+        return { artifacts: [[textPart(`deployed to ${call.text}`)]] };
+      },
+    });
+    gw = await createGateway({
+      store: `sqlite:${join(dir, 'gw.db')}`,
+      agents: [{ name: 'deployer', url: agent.url }],
+      policy: { sweepInterval: '1h' },
+    });
+  });
+
+  afterAll(async () => {
+    await gw?.close();
+    await agent?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('gates a compound skill at dispatch, then turns its input-required into a checkpoint', async () => {
+    const record = await gw.dispatch({
+      agent: 'deployer',
+      skill: 'deploy',
+      text: 'v2',
+      requestedBy: 'bob',
+    });
+    expect(record.status).toBe('awaiting-approval');
+    expect(agent.received).toHaveLength(0);
+    const gate = (await gw.approvals.list()).find((a) => a.dispatchId === record.id)!;
+    expect(gate).toMatchObject({ kind: 'dispatch', mode: 'compound' });
+
+    const started = await gw.approvals.approve(gate.id, 'alice');
+    expect(started.dispatch?.status).toBe('running');
+    expect(agent.received.map((c) => c.text)).toEqual(['v2']);
+    const taskId = agent.received[0]!.taskId;
+
+    const checkpoint = (await gw.approvals.list()).find((a) => a.dispatchId === record.id)!;
+    expect(checkpoint).toMatchObject({
+      kind: 'checkpoint',
+      mode: 'compound',
+      taskId,
+      question: 'Which environment for v2?',
+      requestedBy: 'bob',
+    });
+    await expect(gw.approvals.answer(checkpoint.id, 'bob', 'prod')).rejects.toSatisfy(
+      coded('FLEETGATE_APPROVAL_SELF'),
+    );
+    await expect(gw.approvals.approve(checkpoint.id, 'alice')).rejects.toSatisfy(
+      coded('FLEETGATE_USAGE'),
+    );
+
+    const answered = await gw.approvals.answer(checkpoint.id, 'alice', 'staging');
+    expect(answered.dispatch).toMatchObject({
+      status: 'completed',
+      result: { text: 'deployed to staging' },
+    });
+    expect(agent.received.map((c) => [c.text, c.taskId])).toEqual([
+      ['v2', taskId],
+      ['staging', taskId],
+    ]);
+    await expect(gw.approvals.answer(checkpoint.id, 'carol', 'prod')).rejects.toSatisfy(
+      coded('FLEETGATE_APPROVAL_ALREADY_DECIDED'),
+    );
+    await gw.approvals.sweep();
+    expect(agent.received).toHaveLength(2);
+  });
+
+  it('puts the question of any skill in the inbox; the requester may answer it', async () => {
+    const record = await gw.dispatch({
+      agent: 'deployer',
+      skill: 'ask',
+      text: 'preview',
+      requestedBy: 'bob',
+    });
+    expect(record.status).toBe('running');
+    const question = (await gw.approvals.list()).find((a) => a.dispatchId === record.id)!;
+    expect(question).toMatchObject({ kind: 'checkpoint', mode: 'autonomous' });
+    const answered = await gw.approvals.answer(question.id, 'bob', 'dev');
+    expect(answered.dispatch).toMatchObject({ status: 'completed' });
+  });
+
+  it('rejecting a question ends the dispatch rejected; nothing more is sent', async () => {
+    const record = await gw.dispatch({ agent: 'deployer', skill: 'ask', text: 'never' });
+    const question = (await gw.approvals.list()).find((a) => a.dispatchId === record.id)!;
+    const before = agent.received.length;
+    const rejected = await gw.approvals.reject(question.id, 'alice', 'no');
+    expect(rejected.dispatch).toMatchObject({
+      status: 'rejected',
+      result: { error: { code: 'FLEETGATE_APPROVAL_REJECTED' } },
+    });
+    expect(agent.received).toHaveLength(before);
   });
 });

@@ -57,7 +57,36 @@ export type GateRelease =
 export interface PolicyGate {
   decide(request: GateRequest): Promise<GateDecision>;
   release?(request: GateRequest): Promise<GateRelease>;
+  /** A dispatched task asks for input: the gate puts the question in the inbox. */
+  checkpoint?(request: GateCheckpoint): Promise<unknown>;
+  /** The answer to a task's question, once given (see {@link Dispatcher.resume}). */
+  resume?(request: { dispatchId: string }): Promise<GateResume>;
 }
+
+/** A dispatched task waiting on input. */
+export interface GateCheckpoint {
+  dispatchId: string;
+  agent: string;
+  skill: string;
+  correlationId: string;
+  taskId: string;
+  contextId?: string;
+  question: string;
+  requestedBy?: string;
+}
+
+/** What the gate says when a task's question may have been answered. */
+export type GateResume =
+  | {
+      action: 'answer';
+      taskId: string;
+      contextId?: string;
+      text: string;
+      /** Consumes the answer in one transaction with `move`; false when already used. */
+      claim(move: (trx: Transaction<unknown>) => Promise<boolean>): Promise<boolean>;
+    }
+  | { action: 'deny'; reason: string; code: ErrorCode }
+  | { action: 'wait'; reason: string };
 
 /** A gate that allows every call. */
 export const ALLOW_ALL: PolicyGate = { decide: () => Promise.resolve({ action: 'allow' }) };
@@ -171,18 +200,25 @@ export class Dispatcher {
     if (decision.action !== 'allow') return this.#held(record, decision);
 
     await this.#publish('skill.dispatch.started', record);
-    return this.#send(record, input);
+    return this.#send(
+      record,
+      input,
+      request.requestedBy === undefined ? {} : { requestedBy: request.requestedBy },
+    );
   }
 
   async #send(
     record: DispatchRecord,
     input: { text?: string; data?: unknown },
+    more: { requestedBy?: string; taskId?: string; contextId?: string } = {},
   ): Promise<DispatchRecord> {
     let result: CallResult;
     try {
       result = await this.#o.fleet.call(record.agent, record.skill, input, {
         correlationId: record.correlationId,
         mode: this.#o.mode ?? 'blocking',
+        ...(more.taskId === undefined ? {} : { taskId: more.taskId }),
+        ...(more.contextId === undefined ? {} : { contextId: more.contextId }),
       });
     } catch (error) {
       const failure = isFleetgateError(error)
@@ -197,15 +233,32 @@ export class Dispatcher {
     if (!result.terminal && result.task !== undefined && taskId !== undefined) {
       const state = normalizeTaskState(result.task.status?.state);
       await this.#o.records.update(record.id, { status: 'running', taskId, at: this.#o.now() });
-      await this.#o.tracker.track({
-        agent: record.agent,
-        skill: record.skill,
-        correlationId: record.correlationId,
-        taskId,
-        state,
-        ...(result.streamDropped === true ? { resubscribe: true, task: result.task } : {}),
-      });
+      // A continued task is already tracked.
+      if (more.taskId === undefined) {
+        await this.#o.tracker.track({
+          agent: record.agent,
+          skill: record.skill,
+          correlationId: record.correlationId,
+          taskId,
+          state,
+          ...(result.streamDropped === true ? { resubscribe: true, task: result.task } : {}),
+        });
+      }
+      if (state === 'input-required') {
+        await this.#checkpoint(
+          record,
+          taskId,
+          result.task.contextId,
+          result.text,
+          more.requestedBy,
+        );
+      }
       return (await this.#o.records.get(record.id))!;
+    }
+    if (more.taskId !== undefined) {
+      // The tracker may have finished the task first; a dispatch ends once.
+      const now = await this.#o.records.get(record.id);
+      if (now !== undefined && now.status !== 'running') return now;
     }
     const state = result.state === 'message' ? 'completed' : result.state;
     return this.#end(record.id, statusOfState(state), this.#summary(state, result.text), taskId);
@@ -297,6 +350,68 @@ export class Dispatcher {
         const running = { ...record, status: 'running' as const, updatedAt: at };
         await this.#publish('skill.dispatch.started', running);
         return this.#send(running, verdict.input);
+      }
+    }
+  }
+
+  /** Hands a task's question to the gate: it lands in the inbox, never as a silent failure. */
+  async #checkpoint(
+    record: DispatchRecord,
+    taskId: string,
+    contextId: string | undefined,
+    question: string,
+    requestedBy: string | undefined,
+  ): Promise<void> {
+    await this.#o.gate.checkpoint?.({
+      dispatchId: record.id,
+      agent: record.agent,
+      skill: record.skill,
+      correlationId: record.correlationId,
+      taskId,
+      ...(contextId === undefined || contextId === '' ? {} : { contextId }),
+      question,
+      ...(requestedBy === undefined ? {} : { requestedBy }),
+    });
+  }
+
+  /**
+   * Sends the answer to a task's question back to the agent on the same task, once the gate has
+   * it (consumed in one transaction, so one replica sends it); a rejected or expired question ends
+   * the dispatch `rejected`.
+   */
+  async resume(dispatchId: string): Promise<DispatchRecord | undefined> {
+    const record = await this.#o.records.get(dispatchId);
+    const gate = this.#o.gate;
+    if (record?.status !== 'running' || gate.resume === undefined) return record;
+    const verdict = await gate.resume({ dispatchId });
+    switch (verdict.action) {
+      case 'wait':
+        return record;
+      case 'deny': {
+        const updated = await this.#o.records.update(dispatchId, {
+          status: 'rejected',
+          result: { error: { code: verdict.code, message: verdict.reason } },
+          at: this.#o.now(),
+        });
+        if (updated?.status === 'rejected') {
+          await this.#publish('skill.dispatch.rejected', updated, { reason: verdict.reason });
+        }
+        return updated;
+      }
+      case 'answer': {
+        const at = this.#o.now();
+        const claimed = await verdict.claim((trx) =>
+          moveDispatch(trx, dispatchId, 'running', 'running', at),
+        );
+        if (!claimed) return this.#o.records.get(dispatchId);
+        return this.#send(
+          record,
+          { text: verdict.text },
+          {
+            taskId: verdict.taskId,
+            ...(verdict.contextId === undefined ? {} : { contextId: verdict.contextId }),
+          },
+        );
       }
     }
   }

@@ -14,7 +14,7 @@
 import type { Transaction } from 'kysely';
 import type { ErrorCode } from '../errors/index.js';
 import { decide } from './decide.js';
-import { callFingerprint, normaliseInput, policyVersion } from './fingerprint.js';
+import { callFingerprint, normaliseInput, policyVersion, sha256Hex } from './fingerprint.js';
 import type { ApprovalInbox, ApprovalRecord, HeldInput, StandingRecord } from './inbox.js';
 import type {
   Decision,
@@ -63,6 +63,32 @@ export type ReleaseVerdict =
   | { action: 'deny'; reason: string; code: ErrorCode }
   | { action: 'wait'; reason: string };
 
+/** A task of a dispatch waits on input (`input-required`). */
+export interface CheckpointCall {
+  dispatchId: string;
+  agent: string;
+  skill: string;
+  correlationId: string;
+  taskId: string;
+  contextId?: string;
+  /** What the agent asked (its status message). */
+  question: string;
+  requestedBy?: string;
+}
+
+/** What the gate says when a checkpoint's dispatch is to move on. */
+export type ResumeVerdict =
+  | {
+      action: 'answer';
+      taskId: string;
+      contextId?: string;
+      text: string;
+      /** Consumes the checkpoint in one transaction with `move`; false when already used. */
+      claim(move: (trx: Transaction<unknown>) => Promise<boolean>): Promise<boolean>;
+    }
+  | { action: 'deny'; reason: string; code: ErrorCode }
+  | { action: 'wait'; reason: string };
+
 /** A decision with what binds an approval to the call. */
 export interface Explanation {
   agent: string;
@@ -92,6 +118,15 @@ export interface HitlGate {
   decide(call: GateCall): Promise<GateVerdict>;
   /** The dispatcher's seam: re-checks a held call; `go` when it may be sent now. */
   release(call: GateCall & { dispatchId: string }): Promise<ReleaseVerdict>;
+  /**
+   * A task asks for input: the question lands in the inbox (once per dispatch and task while it
+   * is open). For a `compound` skill it is a checkpoint an approver answers.
+   */
+  checkpoint(call: CheckpointCall): Promise<ApprovalRecord>;
+  /** The dispatcher's seam: the answer to a checkpoint, once it was given. */
+  resume(call: { dispatchId: string }): Promise<ResumeVerdict>;
+  /** Answers a checkpoint. */
+  answer(id: string, by: string, text: string, reason?: string): Promise<ApprovalRecord>;
   /** The decision for an agent/skill now, with every reason (for `policy explain`). */
   explain(agent: string, skill: string, input?: HeldInput): Promise<Explanation>;
   /** Approves; resolves with the record (still `pending` until enough approvers said yes). */
@@ -117,6 +152,9 @@ export interface HitlGate {
   }): Promise<StandingRecord>;
   revoke(id: string, by: string, reason?: string): Promise<StandingRecord>;
 }
+
+const HOLD_KINDS = ['dispatch', 'veto'] as const;
+const CHECKPOINT_KINDS = ['checkpoint'] as const;
 
 function approvalEvent(record: ApprovalRecord): Record<string, unknown> {
   const { input: _input, ...rest } = record;
@@ -263,7 +301,7 @@ export function createHitlGate(options: HitlGateOptions): HitlGate {
     },
 
     async release(call) {
-      const approval = await inbox.byDispatch(call.dispatchId);
+      const approval = await inbox.byDispatch(call.dispatchId, HOLD_KINDS);
       if (approval === undefined) {
         return {
           action: 'deny',
@@ -298,7 +336,7 @@ export function createHitlGate(options: HitlGateOptions): HitlGate {
               reason: `waiting for ${approval.kind === 'veto' ? 'the veto window' : 'approval'}`,
             };
           }
-          if (approval.kind === 'dispatch') {
+          if (approval.kind !== 'veto') {
             await gate.sweep();
             return {
               action: 'deny',
@@ -341,6 +379,87 @@ export function createHitlGate(options: HitlGateOptions): HitlGate {
         },
       };
     },
+
+    async checkpoint(call) {
+      const open = await inbox.byDispatch(call.dispatchId, CHECKPOINT_KINDS);
+      if (open?.status === 'pending' && open.taskId === call.taskId) return open;
+      const decision = decide(facts(call.agent, call.skill), rules);
+      const compound = decision.mode === 'compound';
+      const record = await inbox.request({
+        kind: 'checkpoint',
+        dispatchId: call.dispatchId,
+        agent: call.agent,
+        skill: call.skill,
+        correlationId: call.correlationId,
+        fingerprint: sha256Hex(`${call.dispatchId}\n${call.taskId}\n${call.question}`),
+        policyVersion: version,
+        mode: compound ? 'compound' : decision.mode,
+        radius: decision.effectiveRadius,
+        requestedBy:
+          call.requestedBy ??
+          (await inbox.byDispatch(call.dispatchId, HOLD_KINDS))?.requestedBy ??
+          null,
+        requiredApprovals: 1,
+        input: {},
+        domains: (() => {
+          const d = declarations.domains(call.agent, call.skill);
+          return d === undefined ? null : [...d];
+        })(),
+        reasons: decision.reasons,
+        expiresAt: now() + rules.approvalTtlMs,
+        taskId: call.taskId,
+        ...(call.contextId === undefined ? {} : { contextId: call.contextId }),
+        question: call.question,
+      });
+      await publish('hitl.approval.requested', approvalEvent(record));
+      return record;
+    },
+
+    async resume(call) {
+      const checkpoint = await inbox.byDispatch(call.dispatchId, CHECKPOINT_KINDS);
+      if (checkpoint === undefined || checkpoint.taskId === null) {
+        return { action: 'wait', reason: 'no checkpoint' };
+      }
+      switch (checkpoint.status) {
+        case 'approved':
+          break;
+        case 'rejected':
+          return {
+            action: 'deny',
+            reason: `checkpoint rejected by ${checkpoint.decidedBy ?? '?'}: ${checkpoint.reason ?? 'rejected'}`,
+            code: 'FLEETGATE_APPROVAL_REJECTED',
+          };
+        case 'expired':
+          return {
+            action: 'deny',
+            reason: 'the checkpoint was not answered in time',
+            code: 'FLEETGATE_APPROVAL_EXPIRED',
+          };
+        case 'pending':
+        case 'consumed':
+        case 'void':
+          return { action: 'wait', reason: `checkpoint ${checkpoint.status}` };
+      }
+      const { taskId, contextId, answer } = checkpoint;
+      return {
+        action: 'answer',
+        taskId,
+        ...(contextId === null ? {} : { contextId }),
+        text: answer ?? '',
+        claim: async (move) => {
+          const ok = await inbox.consume(checkpoint.id, checkpoint.fingerprint, move);
+          if (ok) {
+            await publish('hitl.approval.decided', {
+              ...approvalEvent((await inbox.get(checkpoint.id)) ?? checkpoint),
+              outcome: 'answered',
+            });
+          }
+          return ok;
+        },
+      };
+    },
+
+    answer: (id, by, text, reason) => inbox.answer(id, by, text, reason),
 
     async explain(agent, skill, input) {
       const base = facts(agent, skill);

@@ -15,8 +15,11 @@ import type { ApprovalTable, PolicyDatabase, StandingTable } from './store-table
 /** Where an approval stands. `consumed`: its call went out; `void`: the call changed under it. */
 export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'expired' | 'consumed' | 'void';
 
-/** `dispatch`: a gated call waits for approval; `veto`: a call goes when its window ends. */
-export type ApprovalKind = 'dispatch' | 'veto';
+/**
+ * `dispatch`: a gated call waits for approval; `veto`: a call goes when its window ends;
+ * `checkpoint`: a running task asks for input, and the answer is sent back on the same task.
+ */
+export type ApprovalKind = 'dispatch' | 'veto' | 'checkpoint';
 
 /** One approver's yes. */
 export interface ApprovalVote {
@@ -60,6 +63,13 @@ export interface ApprovalRecord {
   consumedAt: number | null;
   /** When the dispatch behind it moved on (sent or refused). */
   settledAt: number | null;
+  /** Checkpoints: the task waiting on input and its conversation. */
+  taskId: string | null;
+  contextId: string | null;
+  /** Checkpoints: what the agent asked. */
+  question: string | null;
+  /** Checkpoints: the answer sent back to the agent. */
+  answer: string | null;
 }
 
 /** What {@link ApprovalInbox.request} needs. */
@@ -75,7 +85,11 @@ export type NewApproval = Omit<
   | 'snoozedUntil'
   | 'consumedAt'
   | 'settledAt'
-> & { id?: string };
+  | 'taskId'
+  | 'contextId'
+  | 'question'
+  | 'answer'
+> & { id?: string; taskId?: string; contextId?: string; question?: string };
 
 /** A standing approval with its audit fields. */
 export interface StandingRecord extends StandingGrant {
@@ -99,8 +113,11 @@ export interface PolicyAuditEntry {
 export interface ApprovalInbox {
   request(approval: NewApproval): Promise<ApprovalRecord>;
   get(id: string): Promise<ApprovalRecord | undefined>;
-  /** The approval holding a dispatch, newest first. */
-  byDispatch(dispatchId: string): Promise<ApprovalRecord | undefined>;
+  /** The newest approval of a dispatch, of the given kinds (default: any). */
+  byDispatch(
+    dispatchId: string,
+    kinds?: readonly ApprovalKind[],
+  ): Promise<ApprovalRecord | undefined>;
   /** Approvals by status (default `pending`, snoozed ones left out unless asked for). */
   list(options?: { status?: ApprovalStatus; includeSnoozed?: boolean }): Promise<ApprovalRecord[]>;
   /**
@@ -108,11 +125,16 @@ export interface ApprovalInbox {
    * did. @throws `FLEETGATE_APPROVAL_ALREADY_DECIDED`, `…_SELF`, `…_EXPIRED`, `…_NOT_FOUND`
    */
   approve(id: string, by: string, reason?: string): Promise<ApprovalRecord>;
+  /**
+   * Answers a checkpoint: the answer is sent back to the agent on the same task. The requester may
+   * answer unless the skill is `compound` (then an approver must).
+   */
+  answer(id: string, by: string, text: string, reason?: string): Promise<ApprovalRecord>;
   /** @throws `FLEETGATE_APPROVAL_ALREADY_DECIDED`, `…_EXPIRED`, `…_NOT_FOUND` */
   reject(id: string, by: string, reason?: string): Promise<ApprovalRecord>;
   /** Hides a pending request from the default list until `until` (not a rejection). */
   snooze(id: string, by: string, until: number, reason?: string): Promise<ApprovalRecord>;
-  /** Expires every open `dispatch` request past its time; returns the ones it expired. */
+  /** Expires every open `dispatch` or `checkpoint` request past its time; returns the ones it expired. */
   expireDue(): Promise<ApprovalRecord[]>;
   /**
    * Consumes an approval, once, in one transaction with `work` (the dispatch moving on). The
@@ -193,6 +215,10 @@ function fromRow(row: ApprovalTable): ApprovalRecord {
     snoozedUntil: row.snoozed_until === null ? null : Number(row.snoozed_until),
     consumedAt: row.consumed_at === null ? null : Number(row.consumed_at),
     settledAt: row.settled_at === null ? null : Number(row.settled_at),
+    taskId: row.task_id,
+    contextId: row.context_id,
+    question: row.question,
+    answer: row.answer,
   };
 }
 
@@ -293,7 +319,7 @@ export function createApprovalInbox<DB extends PolicyDatabase>(
       const record = await get(id);
       if (record === undefined) throw notFound(id);
       const at = now();
-      if (record.status === 'pending' && record.kind === 'dispatch' && record.expiresAt <= at) {
+      if (record.status === 'pending' && record.kind !== 'veto' && record.expiresAt <= at) {
         await expireOne(record, at);
         throw alreadyDecided((await get(id))!);
       }
@@ -378,6 +404,10 @@ export function createApprovalInbox<DB extends PolicyDatabase>(
         snoozed_until: null,
         consumed_at: null,
         settled_at: null,
+        task_id: approval.taskId ?? null,
+        context_id: approval.contextId ?? null,
+        question: approval.question ?? null,
+        answer: null,
       };
       await db.transaction().execute(async (trx) => {
         await trx.insertInto('fleetgate_policy_approval').values(row).execute();
@@ -388,12 +418,15 @@ export function createApprovalInbox<DB extends PolicyDatabase>(
 
     get,
 
-    async byDispatch(dispatchId) {
-      const row = await db
+    async byDispatch(dispatchId, kinds) {
+      let query = db
         .selectFrom('fleetgate_policy_approval')
         .selectAll()
-        .where('dispatch_id', '=', dispatchId)
+        .where('dispatch_id', '=', dispatchId);
+      if (kinds !== undefined) query = query.where('kind', 'in', [...kinds]);
+      const row = await query
         .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
         .executeTakeFirst();
       return row === undefined ? undefined : fromRow(row);
     },
@@ -418,6 +451,13 @@ export function createApprovalInbox<DB extends PolicyDatabase>(
       return decideOn(
         id,
         (record, at) => {
+          if (record.kind === 'checkpoint') {
+            return new FleetgateError(
+              'FLEETGATE_USAGE',
+              `Approval ${id} is a checkpoint: answer it (the answer goes back to the agent).`,
+              { details: { id, kind: record.kind } },
+            );
+          }
           if (record.requestedBy !== null && record.requestedBy === by) {
             return new FleetgateError(
               'FLEETGATE_APPROVAL_SELF',
@@ -455,6 +495,39 @@ export function createApprovalInbox<DB extends PolicyDatabase>(
       );
     },
 
+    answer(id, by, text, reason) {
+      return decideOn(
+        id,
+        (record, at) => {
+          if (record.kind !== 'checkpoint') {
+            return new FleetgateError(
+              'FLEETGATE_USAGE',
+              `Approval ${id} is not a checkpoint; approve or reject it.`,
+              { details: { id, kind: record.kind } },
+            );
+          }
+          if (record.mode === 'compound' && record.requestedBy === by) {
+            return new FleetgateError(
+              'FLEETGATE_APPROVAL_SELF',
+              `${by} requested this call and cannot answer its checkpoint.`,
+              { details: { id, by } },
+            );
+          }
+          return {
+            approvals: JSON.stringify([{ by, at, ...(reason === undefined ? {} : { reason }) }]),
+            status: 'approved',
+            decided_by: by,
+            decided_at: at,
+            reason: reason ?? null,
+            answer: text,
+          };
+        },
+        'answer',
+        by,
+        reason,
+      );
+    },
+
     reject(id, by, reason) {
       return decideOn(
         id,
@@ -480,7 +553,7 @@ export function createApprovalInbox<DB extends PolicyDatabase>(
         .selectFrom('fleetgate_policy_approval')
         .selectAll()
         .where('status', '=', 'pending')
-        .where('kind', '=', 'dispatch')
+        .where('kind', '!=', 'veto')
         .where('expires_at', '<=', at)
         .execute();
       const expired: ApprovalRecord[] = [];

@@ -27,12 +27,14 @@ export {
 } from './inbox.js';
 export {
   createHitlGate,
+  type CheckpointCall,
   type Explanation,
   type GateCall,
   type GateVerdict,
   type HitlGate,
   type HitlGateOptions,
   type ReleaseVerdict,
+  type ResumeVerdict,
 } from './hitl-gate.js';
 export {
   POLICY_MIGRATIONS,

@@ -33,6 +33,10 @@ export interface ApprovalTable {
   snoozed_until: number | null;
   consumed_at: number | null;
   settled_at: number | null;
+  task_id: string | null;
+  context_id: string | null;
+  question: string | null;
+  answer: string | null;
 }
 
 /** One standing approval (`fleetgate_policy_standing`). */
@@ -106,6 +110,11 @@ export const POLICY_MIGRATIONS: Readonly<Record<string, PolicyMigration>> = {
         // Set once the dispatch behind the request moved on (sent, or refused): the sweeper of
         // every replica looks for decided requests not settled yet.
         .addColumn('settled_at', 'bigint')
+        // Checkpoints: the task waiting on input, the agent's question and the answer sent back.
+        .addColumn('task_id', 'text')
+        .addColumn('context_id', 'text')
+        .addColumn('question', 'text')
+        .addColumn('answer', 'text')
         .execute();
       // The sweeper looks for open requests past their time; rejection memory by fingerprint.
       await db.schema

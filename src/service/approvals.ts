@@ -34,7 +34,12 @@ export interface GatewayApprovals {
    *   `…_NOT_FOUND`
    */
   approve(id: string, by: string, reason?: string): Promise<ApprovalOutcome>;
-  /** Rejects (a veto inside its window, or a gated call); the dispatch ends `rejected`. */
+  /**
+   * Answers a task's question (an `input-required` checkpoint): the answer is sent to the agent on
+   * the same task; resolves when the task ended or asked again.
+   */
+  answer(id: string, by: string, text: string, reason?: string): Promise<ApprovalOutcome>;
+  /** Rejects (a veto inside its window, a gated call, a checkpoint); the dispatch ends `rejected`. */
   reject(id: string, by: string, reason?: string): Promise<ApprovalOutcome>;
   /** Hides a pending request for `forMs` (not a rejection: it still expires on time). */
   snooze(id: string, by: string, forMs: number, reason?: string): Promise<ApprovalRecord>;
@@ -53,7 +58,7 @@ export interface GatewayApprovals {
 /** Options of {@link createGatewayApprovals}. */
 export interface GatewayApprovalsOptions {
   gate: HitlGate;
-  dispatcher: Pick<Dispatcher, 'release'>;
+  dispatcher: Pick<Dispatcher, 'release' | 'resume'>;
   sweepIntervalMs: number;
   onError: (error: unknown, where: string) => void;
 }
@@ -69,9 +74,15 @@ export function createGatewayApprovals(options: GatewayApprovalsOptions): {
 
   /** Moves the dispatch behind a decided request on, then settles the request (publishes once). */
   const moveOn = async (approval: ApprovalRecord): Promise<ApprovalOutcome> => {
-    const dispatch = await dispatcher.release(approval.dispatchId);
+    const checkpoint = approval.kind === 'checkpoint';
+    const dispatch = checkpoint
+      ? await dispatcher.resume(approval.dispatchId)
+      : await dispatcher.release(approval.dispatchId);
     let latest = (await inbox.get(approval.id)) ?? approval;
-    if (dispatch?.status !== 'awaiting-approval') {
+    const stillWaiting = checkpoint
+      ? dispatch?.status === 'running' && latest.status !== 'approved'
+      : dispatch?.status === 'awaiting-approval';
+    if (!stillWaiting) {
       if (latest.status === 'approved' || latest.status === 'pending') {
         // The dispatch ended another way (canceled, or refused on re-check): the approval can
         // never be used, so it must not stay approved.
@@ -105,6 +116,9 @@ export function createGatewayApprovals(options: GatewayApprovalsOptions): {
       const approval = await gate.approve(id, by, reason);
       if (approval.status !== 'approved') return { approval, dispatch: undefined };
       return moveOn(approval);
+    },
+    async answer(id, by, text, reason) {
+      return moveOn(await gate.answer(id, by, text, reason));
     },
     async reject(id, by, reason) {
       return moveOn(await gate.reject(id, by, reason));
