@@ -118,6 +118,10 @@ describe('fleetgate approvals / policy explain', () => {
     expect((await cli('approvals', '--store', url)).stdout).not.toContain(approval.id);
     expect((await cli('approvals', '--all', '--store', url)).stdout).toContain(approval.id);
     expect((await gw.approvals.get(approval.id))?.status).toBe('pending');
+    // Only a task's question takes an answer.
+    const answer = await cli('approvals', 'answer', approval.id, 'yes', '--store', url);
+    expect(answer.code).toBe(2);
+    expect(answer.stderr).toContain('FLEETGATE_USAGE');
     await gw.approvals.reject(approval.id, 'alice');
   });
 

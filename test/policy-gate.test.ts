@@ -43,6 +43,10 @@ describe('HITL gate through createGateway', () => {
       approvalAtOrAbove: 'fleet',
       approvers: { fleet: 1, public: 2 },
       sweepInterval: '1h',
+      overrides: [
+        { agent: 'ops-public', skill: 'sitrep', minMode: 'notification' },
+        { agent: 'ops-public', skill: 'pr_review', action: 'deny', note: 'frozen for the audit' },
+      ],
     },
   });
 
@@ -67,6 +71,26 @@ describe('HITL gate through createGateway', () => {
     const record = await gw.dispatch({ agent: 'ops', skill: 'sitrep', text: 'auto-1' });
     expect(record.status).toBe('completed');
     expect(received('auto-1')).toHaveLength(1);
+  });
+
+  it('sends a notification-mode call at once and publishes hitl.notification', async () => {
+    const record = await gw.dispatch({ agent: 'ops-public', skill: 'sitrep', text: 'notify-1' });
+    expect(record.status).toBe('completed');
+    expect(received('notify-1')).toHaveLength(1);
+    await gw.settle();
+    const notes = events.filter((e) => e.topic === 'hitl.notification');
+    expect(notes.map((e) => e.payload)).toEqual([
+      expect.objectContaining({ agent: 'ops-public', skill: 'sitrep', dispatchId: record.id }),
+    ]);
+  });
+
+  it('refuses what an override denies, before anything is sent', async () => {
+    const record = await gw.dispatch({ agent: 'ops-public', skill: 'pr_review', text: 'deny-1' });
+    expect(record).toMatchObject({
+      status: 'rejected',
+      result: { error: { code: 'FLEETGATE_DISPATCH_DENIED', message: 'frozen for the audit' } },
+    });
+    expect(received('deny-1')).toHaveLength(0);
   });
 
   it('holds a gated call until approved, then sends it exactly once', async () => {

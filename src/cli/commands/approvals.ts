@@ -1,5 +1,5 @@
 /**
- * `fleetgate approvals [approve|reject|snooze ID]` and `fleetgate policy explain AGENT SKILL`.
+ * `fleetgate approvals [approve|reject|snooze ID | answer ID TEXT]` and `fleetgate policy explain AGENT SKILL`.
  *
  * Decisions are written to the gateway's store; the running gateway (any replica) sees them on
  * its next sweep and sends or refuses the held call, so the CLI needs no connection to it.
@@ -81,11 +81,11 @@ export function renderApprovals(
       s.bold(a.id),
       `${a.agent}/${a.skill}`,
       a.radius === null ? s.dim('unknown') : s.radius(a.radius),
-      a.kind === 'veto' ? `veto ${left(ttl)}` : a.mode,
+      a.kind === 'veto' ? `veto ${left(ttl)}` : a.kind === 'checkpoint' ? 'question' : a.mode,
       ttl < 5 * 60_000 ? s.red(left(ttl)) : left(ttl),
       `${a.approvals.length}/${a.requiredApprovals}`,
       a.domains === null ? '-' : a.domains.join(','),
-      reasonsText(a.reasons),
+      a.kind === 'checkpoint' ? `asks: ${a.question ?? ''}` : reasonsText(a.reasons),
     ];
   });
   return renderTable(
@@ -196,6 +196,26 @@ export function registerApprovals(
   decision('approve');
   decision('reject');
   decision('snooze');
+
+  approvals
+    .command('answer')
+    .description("answer a task's question (input-required); the gateway sends it to the agent")
+    .argument('<id>', 'approval id of the question')
+    .argument('<text>', 'the answer')
+    .option('--by <name>', 'who answers', byDefault)
+    .option(storeOption, storeHelp)
+    .option('--config <file>', configHelp)
+    .action(async (id: string, text: string, opts: StoreOptions & { by: string }) => {
+      await withStore(opts, async (store) => {
+        const record = await createApprovalInbox({ db: store.db }).answer(id, opts.by, text);
+        const s = createStyle(io.color);
+        io.out(
+          `${s.bold(record.id)} ${record.agent}/${record.skill}: answered` +
+            s.dim(' (the gateway sends it at its next sweep)') +
+            '\n',
+        );
+      });
+    });
 
   program
     .command('policy')
