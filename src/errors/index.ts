@@ -52,8 +52,10 @@ export const ERROR_CODES = {
   FLEETGATE_APPROVAL_EXPIRED: 'The approval expired before it was decided; expiry is a rejection.',
   FLEETGATE_APPROVAL_SELF: 'The requester of a call cannot approve it.',
   FLEETGATE_APPROVAL_REJECTED: 'An approver rejected or vetoed the call.',
-  FLEETGATE_APPROVAL_REJECTED_RECENTLY: 'The identical call was rejected recently; it is not asked again.',
-  FLEETGATE_APPROVAL_VOID: 'The call changed after it was approved (input, radius or policy); the approval no longer applies.',
+  FLEETGATE_APPROVAL_REJECTED_RECENTLY:
+    'The identical call was rejected recently; it is not asked again.',
+  FLEETGATE_APPROVAL_VOID:
+    'The call changed after it was approved (input, radius or policy); the approval no longer applies.',
 } as const;
 
 /** A stable, documented error code. */
