@@ -15,6 +15,7 @@ import { StaticCardSource } from '../src/fleet/index.js';
 import { BLAST_V1_URI, HITL_MODE_V1_URI } from '../src/protocol/index.js';
 import type { FleetgateConfigInput, Gateway } from '../src/service/index.js';
 import { createGateway } from '../src/service/index.js';
+import { until } from './support/gateway.js';
 
 const HOUR = 3_600_000;
 
@@ -395,16 +396,28 @@ describe('HITL gate: questions and compound checkpoints', () => {
     dir = mkdtempSync(join(tmpdir(), 'fleetgate-policy-compound-'));
     agent = await startAgent({
       name: 'deployer',
-      skills: [{ id: 'deploy' }, { id: 'ask' }],
+      skills: [{ id: 'deploy' }, { id: 'ask' }, { id: 'quick' }],
       extensions: [
         {
           uri: BLAST_V1_URI,
-          params: { skills: { deploy: { radius: 'repo' }, ask: { radius: 'self' } } },
+          params: {
+            skills: {
+              deploy: { radius: 'repo' },
+              ask: { radius: 'self' },
+              quick: { radius: 'self' },
+            },
+          },
         },
-        { uri: HITL_MODE_V1_URI, params: { skills: { deploy: { mode: 'compound' } } } },
+        {
+          uri: HITL_MODE_V1_URI,
+          params: {
+            skills: { deploy: { mode: 'compound' }, quick: { mode: 'veto', vetoTtlMs: 150 } },
+          },
+        },
       ],
       // The first message of a task asks a question; the answer on the same task completes it.
       behaviour: (call) => {
+        if (call.text === 'soon') return { artifacts: [[textPart('quick done')]] };
         if (!asked.has(call.taskId)) {
           asked.add(call.taskId);
           return { state: 'input-required', statusText: `Which environment for ${call.text}?` };
@@ -497,5 +510,23 @@ describe('HITL gate: questions and compound checkpoints', () => {
       result: { error: { code: 'FLEETGATE_APPROVAL_REJECTED' } },
     });
     expect(agent.received).toHaveLength(before);
+  });
+
+  it('sends a veto call by itself when its window ends (the dispatcher times it)', async () => {
+    const record = await gw.dispatch({ agent: 'deployer', skill: 'quick', text: 'soon' });
+    expect(record.status).toBe('awaiting-approval');
+    expect(agent.received.filter((c) => c.text === 'soon')).toHaveLength(0);
+    const veto = (await gw.approvals.list()).find((a) => a.dispatchId === record.id);
+    expect(veto).toMatchObject({ kind: 'veto', radius: 'self' });
+    let status = record.status;
+    await until(
+      () => {
+        void gw.dispatchRecord(record.id).then((r) => (status = r?.status ?? status));
+        return status === 'completed';
+      },
+      5000,
+      'the veto window to end',
+    );
+    expect(agent.received.filter((c) => c.text === 'soon')).toHaveLength(1);
   });
 });

@@ -298,12 +298,14 @@ export class Dispatcher {
     const timer = setTimeout(
       () => {
         this.#timers.delete(timer);
+        // Timers may fire a little early against the clock: wait out the rest of the window.
+        if (this.#o.now() < at) return this.#releaseAt(dispatchId, at);
         this.release(dispatchId).catch((error: unknown) => {
           if (this.#o.onError === undefined) throw error;
           this.#o.onError(error, 'dispatcher.release');
         });
       },
-      Math.max(0, at - this.#o.now()),
+      Math.max(0, at - this.#o.now()) + 1,
     );
     timer.unref();
     this.#timers.add(timer);
