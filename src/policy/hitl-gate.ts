@@ -13,6 +13,7 @@
  */
 import type { Transaction } from 'kysely';
 import type { ErrorCode } from '../errors/index.js';
+import { HITL_ORDER } from '../protocol/index.js';
 import { decide } from './decide.js';
 import { callFingerprint, normaliseInput, policyVersion, sha256Hex } from './fingerprint.js';
 import type { ApprovalInbox, ApprovalRecord, HeldInput, StandingRecord } from './inbox.js';
@@ -351,10 +352,14 @@ export function createHitlGate(options: HitlGateOptions): HitlGate {
       // Re-check just before the call goes out: a changed radius or policy voids the approval.
       const decision = decide(facts(approval.agent, approval.skill), rules);
       const fingerprint = fingerprintOf(approval, decision, approval.input);
-      if (decision.deny !== undefined || fingerprint !== approval.fingerprint) {
+      // A mode that tightened since (a veto skill now declared gated) needs the stricter decision.
+      const stricter = HITL_ORDER[decision.mode] > HITL_ORDER[approval.mode];
+      if (decision.deny !== undefined || fingerprint !== approval.fingerprint || stricter) {
         const why =
           decision.deny?.reason ??
-          `the call changed since it was approved (radius now ${decision.effectiveRadius ?? 'unknown'}, policy ${version})`;
+          (stricter
+            ? `the call now needs ${decision.mode}, it was held as ${approval.mode}`
+            : `the call changed since it was approved (radius now ${decision.effectiveRadius ?? 'unknown'}, policy ${version})`);
         await inbox.voidApproval(approval.id, why);
         return { action: 'deny', reason: why, code: 'FLEETGATE_APPROVAL_VOID' };
       }
