@@ -32,3 +32,4 @@ export {
 } from './terminal.js';
 export * from './dispatch-records.js';
 export * from './dispatcher.js';
+export * from './policy-gate.js';

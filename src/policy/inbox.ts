@@ -8,109 +8,32 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import { FleetgateError } from '../errors/index.js';
-import type { BlastRadius, HitlMode } from '../protocol/index.js';
-import type { Reason, StandingGrant } from './types.js';
-import type { ApprovalTable, PolicyDatabase, StandingTable } from './store-tables.js';
-
-/** Where an approval stands. `consumed`: its call went out; `void`: the call changed under it. */
-export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'expired' | 'consumed' | 'void';
-
-/**
- * `dispatch`: a gated call waits for approval; `veto`: a call goes when its window ends;
- * `checkpoint`: a running task asks for input, and the answer is sent back on the same task.
- */
-export type ApprovalKind = 'dispatch' | 'veto' | 'checkpoint';
-
-/** One approver's yes. */
-export interface ApprovalVote {
-  by: string;
-  reason?: string;
-  at: number;
-}
-
-/** The input of a held call, kept so any replica can send it once approved. */
-export interface HeldInput {
-  text?: string;
-  data?: unknown;
-}
-
-/** One approval request, as the inbox, the CLI and `hitl.approval.*` events show it. */
-export interface ApprovalRecord {
-  id: string;
-  kind: ApprovalKind;
-  dispatchId: string;
-  agent: string;
-  skill: string;
-  correlationId: string;
-  fingerprint: string;
-  policyVersion: string;
-  mode: HitlMode;
-  radius: BlastRadius | null;
-  requestedBy: string | null;
-  requiredApprovals: number;
-  approvals: ApprovalVote[];
-  status: ApprovalStatus;
-  decidedBy: string | null;
-  decidedAt: number | null;
-  reason: string | null;
-  input: HeldInput;
-  /** The effect domains the skill declared: what the call may change. */
-  domains: string[] | null;
-  reasons: Reason[];
-  createdAt: number;
-  expiresAt: number;
-  snoozedUntil: number | null;
-  consumedAt: number | null;
-  /** When the dispatch behind it moved on (sent or refused). */
-  settledAt: number | null;
-  /** Checkpoints: the task waiting on input and its conversation. */
-  taskId: string | null;
-  contextId: string | null;
-  /** Checkpoints: what the agent asked. */
-  question: string | null;
-  /** Checkpoints: the answer sent back to the agent. */
-  answer: string | null;
-}
-
-/** What {@link ApprovalInbox.request} needs. */
-export type NewApproval = Omit<
+import type {
+  ApprovalKind,
   ApprovalRecord,
-  | 'id'
-  | 'approvals'
-  | 'status'
-  | 'decidedBy'
-  | 'decidedAt'
-  | 'reason'
-  | 'createdAt'
-  | 'snoozedUntil'
-  | 'consumedAt'
-  | 'settledAt'
-  | 'taskId'
-  | 'contextId'
-  | 'question'
-  | 'answer'
-> & { id?: string; taskId?: string; contextId?: string; question?: string };
+  ApprovalStatus,
+  NewApproval,
+  PolicyAuditEntry,
+} from './approval-records.js';
+import { alreadyDecided, fromRow, notFound } from './approval-records.js';
+import type { StandingApprovals } from './standing.js';
+import { createStandingApprovals } from './standing.js';
+import type { ApprovalTable, PolicyDatabase } from './store-tables.js';
 
-/** A standing approval with its audit fields. */
-export interface StandingRecord extends StandingGrant {
-  reason: string | null;
-  createdAt: number;
-  revokedAt: number | null;
-  revokedBy: string | null;
-}
-
-/** One audit entry. */
-export interface PolicyAuditEntry {
-  seq: number;
-  subject: string;
-  action: string;
-  by: string;
-  reason: string | null;
-  at: number;
-}
+export type {
+  ApprovalKind,
+  ApprovalRecord,
+  ApprovalStatus,
+  ApprovalVote,
+  HeldInput,
+  NewApproval,
+  PolicyAuditEntry,
+  StandingRecord,
+} from './approval-records.js';
+export { alreadyDecided } from './approval-records.js';
 
 /** The store-backed approvals inbox. */
-export interface ApprovalInbox {
+export interface ApprovalInbox extends StandingApprovals {
   request(approval: NewApproval): Promise<ApprovalRecord>;
   get(id: string): Promise<ApprovalRecord | undefined>;
   /** The newest approval of a dispatch, of the given kinds (default: any). */
@@ -157,24 +80,6 @@ export interface ApprovalInbox {
   voidApproval(id: string, reason: string): Promise<ApprovalRecord | undefined>;
   /** The latest rejection of this fingerprint decided at or after `since`. */
   recentRejection(fingerprint: string, since: number): Promise<ApprovalRecord | undefined>;
-  grantStanding(grant: {
-    agent: string;
-    skill: string;
-    maxRadius: BlastRadius;
-    by: string;
-    forMs: number;
-    uses?: number;
-    reason?: string;
-  }): Promise<StandingRecord>;
-  revokeStanding(id: string, by: string, reason?: string): Promise<StandingRecord>;
-  /** Standing approvals; `live` leaves out revoked, expired and used-up ones. */
-  listStanding(options?: {
-    agent?: string;
-    skill?: string;
-    live?: boolean;
-  }): Promise<StandingRecord[]>;
-  /** Takes one use of a grant; false when it was used up, revoked or expired meanwhile. */
-  useStanding(id: string, subject: string): Promise<boolean>;
   audit(subject?: string): Promise<PolicyAuditEntry[]>;
 }
 
@@ -182,83 +87,6 @@ export interface ApprovalInbox {
 export interface ApprovalInboxOptions<DB extends PolicyDatabase> {
   db: Kysely<DB>;
   now?: () => number;
-}
-
-function parse<T>(text: string | null, fallback: T): T {
-  return text === null ? fallback : (JSON.parse(text) as T);
-}
-
-function fromRow(row: ApprovalTable): ApprovalRecord {
-  return {
-    id: row.id,
-    kind: row.kind as ApprovalKind,
-    dispatchId: row.dispatch_id,
-    agent: row.agent,
-    skill: row.skill,
-    correlationId: row.correlation_id,
-    fingerprint: row.fingerprint,
-    policyVersion: row.policy_version,
-    mode: row.mode as HitlMode,
-    radius: row.radius as BlastRadius | null,
-    requestedBy: row.requested_by,
-    requiredApprovals: Number(row.required_approvals),
-    approvals: parse<ApprovalVote[]>(row.approvals, []),
-    status: row.status as ApprovalStatus,
-    decidedBy: row.decided_by,
-    decidedAt: row.decided_at === null ? null : Number(row.decided_at),
-    reason: row.reason,
-    input: parse<HeldInput>(row.input, {}),
-    domains: parse<string[] | null>(row.domains, null),
-    reasons: parse<Reason[]>(row.reasons, []),
-    createdAt: Number(row.created_at),
-    expiresAt: Number(row.expires_at),
-    snoozedUntil: row.snoozed_until === null ? null : Number(row.snoozed_until),
-    consumedAt: row.consumed_at === null ? null : Number(row.consumed_at),
-    settledAt: row.settled_at === null ? null : Number(row.settled_at),
-    taskId: row.task_id,
-    contextId: row.context_id,
-    question: row.question,
-    answer: row.answer,
-  };
-}
-
-function standingFromRow(row: StandingTable): StandingRecord {
-  return {
-    id: row.id,
-    agent: row.agent,
-    skill: row.skill,
-    maxRadius: row.max_radius as BlastRadius,
-    grantedBy: row.granted_by,
-    reason: row.reason,
-    createdAt: Number(row.created_at),
-    expiresAt: Number(row.expires_at),
-    usesLeft: row.uses_left === null ? null : Number(row.uses_left),
-    revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
-    revokedBy: row.revoked_by,
-  };
-}
-
-function notFound(id: string): FleetgateError {
-  return new FleetgateError('FLEETGATE_APPROVAL_NOT_FOUND', `No approval or grant ${id}.`, {
-    details: { id },
-  });
-}
-
-/** The error of a second decision: names who decided, and when. */
-export function alreadyDecided(record: ApprovalRecord): FleetgateError {
-  const code =
-    record.status === 'expired'
-      ? 'FLEETGATE_APPROVAL_EXPIRED'
-      : 'FLEETGATE_APPROVAL_ALREADY_DECIDED';
-  const by = record.decidedBy === null ? '' : ` by ${record.decidedBy}`;
-  return new FleetgateError(code, `Approval ${record.id} is already ${record.status}${by}.`, {
-    details: {
-      id: record.id,
-      status: record.status,
-      decidedBy: record.decidedBy,
-      decidedAt: record.decidedAt,
-    },
-  });
 }
 
 const CAS_ATTEMPTS = 5;
@@ -366,16 +194,9 @@ export function createApprovalInbox<DB extends PolicyDatabase>(
     });
   };
 
-  const getStanding = async (id: string): Promise<StandingRecord | undefined> => {
-    const row = await db
-      .selectFrom('fleetgate_policy_standing')
-      .selectAll()
-      .where('id', '=', id)
-      .executeTakeFirst();
-    return row === undefined ? undefined : standingFromRow(row);
-  };
-
   return {
+    ...createStandingApprovals(db, now, audit),
+
     async request(approval) {
       const id = approval.id ?? randomUUID();
       const row: ApprovalTable = {
@@ -649,80 +470,6 @@ export function createApprovalInbox<DB extends PolicyDatabase>(
         .orderBy('decided_at', 'desc')
         .executeTakeFirst();
       return row === undefined ? undefined : fromRow(row);
-    },
-
-    async grantStanding(grant) {
-      const at = now();
-      const row: StandingTable = {
-        id: randomUUID(),
-        agent: grant.agent,
-        skill: grant.skill,
-        max_radius: grant.maxRadius,
-        granted_by: grant.by,
-        reason: grant.reason ?? null,
-        created_at: at,
-        expires_at: at + grant.forMs,
-        uses_left: grant.uses ?? null,
-        revoked_at: null,
-        revoked_by: null,
-      };
-      await db.transaction().execute(async (trx) => {
-        await trx.insertInto('fleetgate_policy_standing').values(row).execute();
-        await audit(trx, row.id, 'grant', grant.by, grant.reason);
-      });
-      return standingFromRow(row);
-    },
-
-    async revokeStanding(id, by, reason) {
-      const found = await getStanding(id);
-      if (found === undefined) throw notFound(id);
-      await db.transaction().execute(async (trx) => {
-        const result = await trx
-          .updateTable('fleetgate_policy_standing')
-          .set({ revoked_at: now(), revoked_by: by })
-          .where('id', '=', id)
-          .where('revoked_at', 'is', null)
-          .executeTakeFirst();
-        if (result.numUpdatedRows === 1n) await audit(trx, id, 'revoke', by, reason);
-      });
-      return (await getStanding(id))!;
-    },
-
-    async listStanding(opts = {}) {
-      let query = db.selectFrom('fleetgate_policy_standing').selectAll();
-      if (opts.agent !== undefined) query = query.where('agent', '=', opts.agent);
-      if (opts.skill !== undefined) query = query.where('skill', '=', opts.skill);
-      if (opts.live === true) {
-        query = query
-          .where('revoked_at', 'is', null)
-          .where('expires_at', '>', now())
-          .where((eb) => eb.or([eb('uses_left', 'is', null), eb('uses_left', '>', 0)]));
-      }
-      const rows = await query.orderBy('created_at').orderBy('id').execute();
-      return rows.map(standingFromRow);
-    },
-
-    async useStanding(id, subject) {
-      return db.transaction().execute(async (trx) => {
-        const result = await trx
-          .updateTable('fleetgate_policy_standing')
-          .set((eb) => ({
-            uses_left: eb
-              .case()
-              .when('uses_left', 'is', null)
-              .then(null)
-              .else(eb('uses_left', '-', 1))
-              .end(),
-          }))
-          .where('id', '=', id)
-          .where('revoked_at', 'is', null)
-          .where('expires_at', '>', now())
-          .where((eb) => eb.or([eb('uses_left', 'is', null), eb('uses_left', '>', 0)]))
-          .executeTakeFirst();
-        if (result.numUpdatedRows !== 1n) return false;
-        await audit(trx, id, 'use', 'policy', subject);
-        return true;
-      });
     },
 
     async audit(subject) {
