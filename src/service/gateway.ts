@@ -281,6 +281,7 @@ export async function createGateway(
       approve: (id, by, reason) => accept(() => approvals.api.approve(id, by, reason)),
       reject: (id, by, reason) => accept(() => approvals.api.reject(id, by, reason)),
       answer: (id, by, text, reason) => accept(() => approvals.api.answer(id, by, text, reason)),
+      sweep: () => accept(() => approvals.api.sweep()),
     },
     world,
     events: bus,
