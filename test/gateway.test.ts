@@ -10,6 +10,7 @@ import type { RunningAgent } from '../examples/agents/index.js';
 import { opsBehaviour, startOpsAgent } from '../examples/agents/index.js';
 import type { EventEnvelope } from '../src/protocol/index.js';
 import { isFleetgateError } from '../src/protocol/index.js';
+import { ALLOW_ALL } from '../src/dispatch/index.js';
 import type { Gateway } from '../src/service/index.js';
 import { createGateway } from '../src/service/index.js';
 import { until } from './support/gateway.js';
@@ -36,7 +37,11 @@ describe('createGateway', () => {
           { name: 'down', url: 'http://127.0.0.1:9' },
         ],
       },
-      { seeds: { ci: { data: { blockedPRs: 5 } }, board: { data: { untriaged: 12 } } } },
+      // The wiring under test here is the call path; the HITL gate has its own suite.
+      {
+        gate: ALLOW_ALL,
+        seeds: { ci: { data: { blockedPRs: 5 } }, board: { data: { untriaged: 12 } } },
+      },
     );
     await gw.events.subscribe('world.state.delta', (e) => void deltas.push(e), {
       name: 'test-deltas',
@@ -80,10 +85,10 @@ describe('createGateway', () => {
   });
 
   it('finishes calls in flight on close, then refuses new ones with a coded error', async () => {
-    const own = await createGateway({
-      store: `sqlite:${join(dir, 'close.db')}`,
-      agents: [{ name: 'slow', url: slow.url }],
-    });
+    const own = await createGateway(
+      { store: `sqlite:${join(dir, 'close.db')}`, agents: [{ name: 'slow', url: slow.url }] },
+      { gate: ALLOW_ALL },
+    );
     const seen: EventEnvelope[] = [];
     await own.events.subscribe('world.state.delta', (e) => void seen.push(e), { name: 'seen' });
     const inFlight = own.dispatch({ agent: 'slow', skill: 'pr_review', text: 'late' });

@@ -6,6 +6,7 @@
 import { Command, CommanderError } from 'commander';
 import { isFleetgateError } from '../protocol/index.js';
 import { registerAgents } from './commands/agents.js';
+import { registerApprovals } from './commands/approvals.js';
 import { registerLintCard } from './commands/lint-card.js';
 import { registerTail } from './commands/tail.js';
 import { registerWorld } from './commands/world.js';
@@ -32,6 +33,7 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
   registerAgents(program, io, setExit);
   registerTail(program, io, setExit);
   registerWorld(program, io, setExit);
+  registerApprovals(program, io, setExit);
   return program;
 }
 

@@ -119,3 +119,24 @@ export function createStoreDispatchRecords<DB extends DispatchDatabase>(
     },
   };
 }
+
+/**
+ * Moves a dispatch from one status to another inside a caller's transaction (`trx`, a kysely
+ * transaction over a store holding {@link DispatchTable}); false when it was not in `from`. The
+ * approvals inbox consumes an approval in the same transaction, so the two happen together or not.
+ */
+export async function moveDispatch(
+  trx: unknown,
+  id: string,
+  from: DispatchStatus,
+  to: DispatchStatus,
+  at: number,
+): Promise<boolean> {
+  const result = await (trx as Kysely<DispatchDatabase>)
+    .updateTable('fleetgate_dispatch')
+    .set({ status: to, updated_at: at })
+    .where('id', '=', id)
+    .where('status', '=', from)
+    .executeTakeFirst();
+  return result.numUpdatedRows === 1n;
+}

@@ -9,28 +9,13 @@ import type {
   DispatchResult,
   DispatchStatus,
 } from './dispatch-records.js';
+import { moveDispatch } from './dispatch-records.js';
 import type { CallResult, TaskFollower } from './call-types.js';
+import type { GateDecision, PolicyGate } from './policy-gate.js';
+import { ALLOW_ALL } from './policy-gate.js';
 import type { FleetClient } from './fleet-client.js';
 import { readReply } from './task-accumulator.js';
 import type { SettledTask } from './terminal.js';
-
-/** What the policy gate says about one call. */
-export type GateDecision =
-  | { action: 'allow' }
-  | { action: 'deny'; reason: string }
-  /** A human must approve first (the approvals inbox holds the dispatch). */
-  | { action: 'hold'; reason: string };
-
-/**
- * Decides whether a call may go out. The HITL policy (blast-v1 composed with hitl-mode-v1) is one;
- * {@link ALLOW_ALL} lets everything through.
- */
-export interface PolicyGate {
-  decide(request: { agent: string; skill: string; correlationId: string }): Promise<GateDecision>;
-}
-
-/** A gate that allows every call. */
-export const ALLOW_ALL: PolicyGate = { decide: () => Promise.resolve({ action: 'allow' }) };
 
 /** What to dispatch. */
 export interface DispatchRequest {
@@ -39,6 +24,8 @@ export interface DispatchRequest {
   text?: string;
   data?: unknown;
   correlationId?: string;
+  /** Who asks for the call (an approver can never approve their own call). */
+  requestedBy?: string;
 }
 
 /** Options of {@link Dispatcher}. */
@@ -55,6 +42,8 @@ export interface DispatcherOptions {
    */
   mode?: 'blocking' | 'streaming' | 'return-immediately';
   now?: () => number;
+  /** Failures of background work (a veto window's release); default: rethrown unhandled. */
+  onError?: (error: unknown, where: string) => void;
 }
 
 const TEXT_LIMIT = 2000;
@@ -93,6 +82,7 @@ function statusOfState(state: TaskStateName): DispatchStatus {
  */
 export class Dispatcher {
   readonly #o: DispatcherOptions & { gate: PolicyGate; now: () => number };
+  readonly #timers = new Set<ReturnType<typeof setTimeout>>();
 
   constructor(options: DispatcherOptions) {
     this.#o = { gate: ALLOW_ALL, now: Date.now, ...options };
@@ -115,34 +105,40 @@ export class Dispatcher {
     await this.#o.records.create(record);
     await this.#publish('skill.dispatch.requested', record);
 
-    const decision = await this.#o.gate.decide(record);
-    if (decision.action !== 'allow') {
-      const status: DispatchStatus = decision.action === 'deny' ? 'rejected' : 'awaiting-approval';
-      const updated = await this.#o.records.update(record.id, {
-        status,
-        result: { error: { code: 'FLEETGATE_DISPATCH_DENIED', message: decision.reason } },
-        at: this.#o.now(),
-      });
-      await this.#publish(
-        decision.action === 'deny' ? 'skill.dispatch.rejected' : 'skill.dispatch.gated',
-        updated!,
-        {
-          reason: decision.reason,
-        },
-      );
-      return updated!;
-    }
+    const input = {
+      ...(request.text === undefined ? {} : { text: request.text }),
+      ...(request.data === undefined ? {} : { data: request.data }),
+    };
+    const decision = await this.#o.gate.decide({
+      dispatchId: record.id,
+      agent: record.agent,
+      skill: record.skill,
+      correlationId: record.correlationId,
+      input,
+      ...(request.requestedBy === undefined ? {} : { requestedBy: request.requestedBy }),
+    });
+    if (decision.action !== 'allow') return this.#held(record, decision);
 
     await this.#publish('skill.dispatch.started', record);
+    return this.#send(
+      record,
+      input,
+      request.requestedBy === undefined ? {} : { requestedBy: request.requestedBy },
+    );
+  }
+
+  async #send(
+    record: DispatchRecord,
+    input: { text?: string; data?: unknown },
+    more: { requestedBy?: string; taskId?: string; contextId?: string } = {},
+  ): Promise<DispatchRecord> {
     let result: CallResult;
     try {
-      const input = {
-        ...(request.text === undefined ? {} : { text: request.text }),
-        ...(request.data === undefined ? {} : { data: request.data }),
-      };
-      result = await this.#o.fleet.call(request.agent, request.skill, input, {
+      result = await this.#o.fleet.call(record.agent, record.skill, input, {
         correlationId: record.correlationId,
         mode: this.#o.mode ?? 'blocking',
+        ...(more.taskId === undefined ? {} : { taskId: more.taskId }),
+        ...(more.contextId === undefined ? {} : { contextId: more.contextId }),
       });
     } catch (error) {
       const failure = isFleetgateError(error)
@@ -165,18 +161,200 @@ export class Dispatcher {
       if (status === 'awaiting-input') {
         await this.#publish('skill.dispatch.awaiting-input', updated!, { state });
       }
-      await this.#o.tracker.follow({
-        agent: request.agent,
-        skill: request.skill,
-        correlationId: record.correlationId,
-        taskId,
-        state,
-        ...(result.streamDropped === true ? { resubscribe: true, task: result.task } : {}),
-      });
+      // A continued task is already followed.
+      if (more.taskId === undefined) {
+        await this.#o.tracker.follow({
+          agent: record.agent,
+          skill: record.skill,
+          correlationId: record.correlationId,
+          taskId,
+          state,
+          ...(result.streamDropped === true ? { resubscribe: true, task: result.task } : {}),
+        });
+      }
+      if (state === 'input-required') {
+        await this.#checkpoint(
+          record,
+          taskId,
+          result.task.contextId,
+          result.text,
+          more.requestedBy,
+        );
+      }
       return (await this.#o.records.get(record.id))!;
+    }
+    if (more.taskId !== undefined) {
+      // The tracker may have finished the task first; a dispatch ends once.
+      const now = await this.#o.records.get(record.id);
+      if (now !== undefined && ENDED.has(now.status)) return now;
     }
     const state = result.state === 'message' ? 'completed' : result.state;
     return this.#end(record.id, statusOfState(state), this.#summary(state, result.text), taskId);
+  }
+
+  // --- Held dispatches (the approvals seam) -------------------------------------------------
+
+  /** Records a dispatch the gate denied or held; a veto window schedules its own release. */
+  async #held(
+    record: DispatchRecord,
+    decision: Exclude<GateDecision, { action: 'allow' }>,
+  ): Promise<DispatchRecord> {
+    const deny = decision.action === 'deny';
+    const updated = await this.#o.records.update(record.id, {
+      status: deny ? 'rejected' : 'awaiting-approval',
+      result: {
+        error: {
+          code: (deny ? decision.code : undefined) ?? 'FLEETGATE_DISPATCH_DENIED',
+          message: decision.reason,
+        },
+      },
+      at: this.#o.now(),
+    });
+    const extra: Record<string, unknown> = { reason: decision.reason };
+    if (decision.decision !== undefined) extra.decision = decision.decision;
+    if (decision.action === 'hold' && decision.approvalId !== undefined) {
+      extra.approvalId = decision.approvalId;
+    }
+    await this.#publish(deny ? 'skill.dispatch.rejected' : 'skill.dispatch.gated', updated!, extra);
+    if (decision.action === 'hold' && decision.goAt !== undefined) {
+      this.#releaseAt(record.id, decision.goAt);
+    }
+    return updated!;
+  }
+
+  #releaseAt(dispatchId: string, at: number): void {
+    const timer = setTimeout(
+      () => {
+        this.#timers.delete(timer);
+        // Timers may fire a little early against the clock: wait out the rest of the window.
+        if (this.#o.now() < at) return this.#releaseAt(dispatchId, at);
+        this.release(dispatchId).catch((error: unknown) => {
+          if (this.#o.onError === undefined) throw error;
+          this.#o.onError(error, 'dispatcher.release');
+        });
+      },
+      Math.max(0, at - this.#o.now()) + 1,
+    );
+    timer.unref();
+    this.#timers.add(timer);
+  }
+
+  /**
+   * Moves a dispatch held by the gate on, once its approval was decided (or its veto window
+   * ended): the gate re-checks the call, the approval is consumed in the same transaction that
+   * moves the record to `running`, then the approved input is sent. A rejected, expired or void
+   * approval ends the dispatch `rejected`; an undecided one leaves it waiting. Safe to call from
+   * any replica and more than once: only one call goes out.
+   */
+  async release(dispatchId: string): Promise<DispatchRecord | undefined> {
+    const record = await this.#o.records.get(dispatchId);
+    const gate = this.#o.gate;
+    if (record?.status !== 'awaiting-approval' || gate.release === undefined) return record;
+    const verdict = await gate.release({
+      dispatchId,
+      agent: record.agent,
+      skill: record.skill,
+      correlationId: record.correlationId,
+      input: {},
+    });
+    switch (verdict.action) {
+      case 'wait':
+        return record;
+      case 'deny': {
+        const updated = await this.#o.records.update(dispatchId, {
+          status: 'rejected',
+          result: { error: { code: verdict.code, message: verdict.reason } },
+          at: this.#o.now(),
+        });
+        if (updated?.status === 'rejected') {
+          await this.#publish('skill.dispatch.rejected', updated, { reason: verdict.reason });
+        }
+        return updated;
+      }
+      case 'go': {
+        const at = this.#o.now();
+        const moved = await verdict.claim((trx) =>
+          moveDispatch(trx, dispatchId, 'awaiting-approval', 'running', at),
+        );
+        if (!moved) return this.#o.records.get(dispatchId);
+        const running = { ...record, status: 'running' as const, updatedAt: at };
+        await this.#publish('skill.dispatch.started', running);
+        return this.#send(running, verdict.input);
+      }
+    }
+  }
+
+  /** Hands a task's question to the gate: it lands in the inbox, never as a silent failure. */
+  async #checkpoint(
+    record: DispatchRecord,
+    taskId: string,
+    contextId: string | undefined,
+    question: string,
+    requestedBy: string | undefined,
+  ): Promise<void> {
+    await this.#o.gate.checkpoint?.({
+      dispatchId: record.id,
+      agent: record.agent,
+      skill: record.skill,
+      correlationId: record.correlationId,
+      taskId,
+      ...(contextId === undefined || contextId === '' ? {} : { contextId }),
+      question,
+      ...(requestedBy === undefined ? {} : { requestedBy }),
+    });
+  }
+
+  /**
+   * Sends the answer to a task's question back to the agent on the same task, once the gate has
+   * it (consumed in one transaction, so one replica sends it); a rejected or expired question ends
+   * the dispatch `rejected`.
+   */
+  async resume(dispatchId: string): Promise<DispatchRecord | undefined> {
+    const record = await this.#o.records.get(dispatchId);
+    const gate = this.#o.gate;
+    if (
+      (record?.status !== 'running' && record?.status !== 'awaiting-input') ||
+      gate.resume === undefined
+    ) {
+      return record;
+    }
+    const verdict = await gate.resume({ dispatchId });
+    switch (verdict.action) {
+      case 'wait':
+        return record;
+      case 'deny': {
+        const updated = await this.#o.records.update(dispatchId, {
+          status: 'rejected',
+          result: { error: { code: verdict.code, message: verdict.reason } },
+          at: this.#o.now(),
+        });
+        if (updated?.status === 'rejected') {
+          await this.#publish('skill.dispatch.rejected', updated, { reason: verdict.reason });
+        }
+        return updated;
+      }
+      case 'answer': {
+        const at = this.#o.now();
+        const claimed = await verdict.claim((trx) =>
+          moveDispatch(trx, dispatchId, record.status, 'running', at),
+        );
+        if (!claimed) return this.#o.records.get(dispatchId);
+        return this.#send(
+          record,
+          { text: verdict.text },
+          {
+            taskId: verdict.taskId,
+            ...(verdict.contextId === undefined ? {} : { contextId: verdict.contextId }),
+          },
+        );
+      }
+    }
+  }
+
+  /** Cancels pending veto-window timers (the gateway's sweep releases them after a restart). */
+  stop(): void {
+    for (const timer of this.#timers) clearTimeout(timer);
+    this.#timers.clear();
   }
 
   /**

@@ -39,3 +39,4 @@ export {
 export * from './dispatch-records.js';
 export * from './dispatcher.js';
 export * from './store-tables.js';
+export * from './policy-gate.js';

@@ -48,6 +48,15 @@ export const ERROR_CODES = {
   FLEETGATE_WORLD_QUERY_INVALID: 'A world-state history query is invalid.',
   FLEETGATE_FLOOR_WRITE_FAILED: 'A learned operator floor could not be persisted.',
   FLEETGATE_GATEWAY_CLOSED: 'The gateway is shutting down and accepts no new calls.',
+  FLEETGATE_APPROVAL_NOT_FOUND: 'No approval or standing approval with this id exists.',
+  FLEETGATE_APPROVAL_ALREADY_DECIDED: 'The approval was already decided.',
+  FLEETGATE_APPROVAL_EXPIRED: 'The approval expired before it was decided; expiry is a rejection.',
+  FLEETGATE_APPROVAL_SELF: 'The requester of a call cannot approve it.',
+  FLEETGATE_APPROVAL_REJECTED: 'An approver rejected or vetoed the call.',
+  FLEETGATE_APPROVAL_REJECTED_RECENTLY:
+    'The identical call was rejected recently; it is not asked again.',
+  FLEETGATE_APPROVAL_VOID:
+    'The call changed after it was approved (input, radius or policy); the approval no longer applies.',
 } as const;
 
 /** A stable, documented error code. */

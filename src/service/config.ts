@@ -7,7 +7,7 @@ import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
 import { FleetgateError } from '../protocol/index.js';
 import { formatIssues } from '../fleet/index.js';
-import { blastRadiusSchema } from '../protocol/index.js';
+import { blastRadiusSchema, hitlModeSchema } from '../protocol/index.js';
 
 const UNITS: Readonly<Record<string, number>> = {
   ms: 1,
@@ -67,14 +67,41 @@ export const configSchema = z.strictObject({
     .strictObject({
       unknownRadius: z.union([blastRadiusSchema, z.literal('proceed')]).default('public'),
       approvalAtOrAbove: blastRadiusSchema.default('repo'),
+      vetoAtOrAbove: blastRadiusSchema.optional(),
+      notifyAtOrAbove: blastRadiusSchema.optional(),
       vetoWindow: duration.default(60_000),
       approvalTtl: duration.default(3_600_000),
+      rejectCooldown: duration.default(3_600_000),
+      approvers: z
+        .strictObject({
+          fleet: z.number().int().min(1).max(16).default(1),
+          public: z.number().int().min(1).max(16).default(2),
+        })
+        .default({ fleet: 1, public: 2 }),
+      /** Per agent/skill: `allow` waives the radius thresholds, `deny` refuses, `minMode` raises. */
+      overrides: z
+        .array(
+          z.strictObject({
+            agent: z.string().min(1).default('*'),
+            skill: z.string().min(1).default('*'),
+            action: z.enum(['allow', 'deny']).optional(),
+            minMode: hitlModeSchema.optional(),
+            note: z.string().optional(),
+          }),
+        )
+        .default([]),
+      /** How often held dispatches are checked for decisions, expiry and ended veto windows. */
+      sweepInterval: duration.default(1000),
     })
     .default({
       unknownRadius: 'public',
       approvalAtOrAbove: 'repo',
       vetoWindow: 60_000,
       approvalTtl: 3_600_000,
+      rejectCooldown: 3_600_000,
+      approvers: { fleet: 1, public: 2 },
+      overrides: [],
+      sweepInterval: 1000,
     }),
   domains: z
     .record(z.string().min(1), z.strictObject({ minRadius: blastRadiusSchema }))

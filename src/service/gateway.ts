@@ -8,12 +8,15 @@
  * 3. the outbox relay and the event collector: after hooks publish into the collector, the
  *    terminal claim writes what they collected to the outbox in its own transaction;
  * 4. the extension chain, the fleet client (cards and declarations from the broker), the task
- *    tracker and the dispatcher (with the policy gate seam);
+ *    tracker, the HITL gate (decisions from the broker's effective declarations, approvals in the
+ *    store) and the dispatcher;
  * 5. the world-state materialiser and the alerts, subscribed to the bus;
- * 6. start: cached cards, first refresh, recovery of tasks left in flight.
+ * 6. start: cached cards, first refresh, recovery of tasks left in flight, then the approvals
+ *    sweeper (held dispatches decided elsewhere or while the gateway was down move on).
  */
 import type { PushRequest, PushResponse, TaskTracker, TaskTrackerOptions } from '../tasks/index.js';
 import type { EventBus, OutboxRelay } from '../bus/index.js';
+import type { OpenTopics } from '../protocol/index.js';
 import {
   createInMemoryEventBus,
   createOutboxRelay,
@@ -48,11 +51,15 @@ import {
   createReconciler,
 } from '../alerts/index.js';
 import { createStoreTaskRecords, TaskTracker as Tracker } from '../tasks/index.js';
+import { createApprovalInbox, createHitlGate } from '../policy/index.js';
 import type { WorldMaterialiser } from '../world/index.js';
 import { createSqlWorldStore, createWorldMaterialiser } from '../world/index.js';
+import type { GatewayApprovals } from './approvals.js';
+import { createGatewayApprovals } from './approvals.js';
 import type { FleetgateConfig, FleetgateConfigInput } from './config.js';
 import { parseConfig } from './config.js';
 import type { FleetRuntime } from './fleet-runtime.js';
+import { policyDeclarations, policyRules } from './policy-wiring.js';
 import { createFleetRuntime } from './fleet-runtime.js';
 import type { GatewayStore } from './migrations.js';
 import { openGatewayStore } from './migrations.js';
@@ -67,7 +74,7 @@ export interface GatewayDeps {
   cardSource?: CardSource;
   /** Resolves the environment variables named by `auth` in the agents (default: none). */
   secrets?: SecretResolver;
-  /** The policy gate of every dispatch (default: every call goes out). */
+  /** The policy gate of every dispatch (default: the HITL gate built from `config.policy`). */
   gate?: PolicyGate;
   /** The gateway's public base URL, for push notifications from agents. */
   pushBaseUrl?: string;
@@ -103,6 +110,8 @@ export interface Gateway {
   readonly world: Pick<WorldMaterialiser, 'getWorld' | 'getDomain' | 'history' | 'replay'>;
   /** Subscribe to bus events (NATS-syntax patterns). */
   readonly events: Pick<EventBus, 'subscribe' | 'publish'>;
+  /** The approvals inbox: list, approve, reject, snooze, standing approvals, `explain`. */
+  readonly approvals: GatewayApprovals;
   /** Cost and success summaries per agent and skill. */
   readonly costs: Pick<CostSummaries, 'summary' | 'summaries'>;
   /** The `POST /callbacks/a2a/:taskId` handler. */
@@ -196,14 +205,33 @@ export async function createGateway(
     onStateChanged: (change) => dispatcher.onTaskState(change),
     onError: (error, where) => reportError(error, `tracker.${where.where}`),
   });
+  const policyBus = bus as unknown as EventBus<OpenTopics>;
+  const hitl = createHitlGate({
+    declarations: policyDeclarations(runtime),
+    inbox: createApprovalInbox({
+      db: store.db,
+      ...(deps.now === undefined ? {} : { now: deps.now }),
+    }),
+    rules: policyRules(config.policy),
+    // The policy room's events are not yet typed by the protocol's topic map: carried as open topics.
+    publish: async (topic, payload) => void (await policyBus.publish(topic, payload)),
+    ...(deps.now === undefined ? {} : { now: deps.now }),
+  });
   const dispatchRecords = createStoreDispatchRecords(store.db);
   const dispatcher: Dispatcher = new Dispatcher({
     fleet,
     records: dispatchRecords,
     tracker,
     bus,
-    ...(deps.gate === undefined ? {} : { gate: deps.gate }),
+    gate: deps.gate ?? hitl,
+    onError: reportError,
     ...(deps.now === undefined ? {} : { now: deps.now }),
+  });
+  const approvals = createGatewayApprovals({
+    gate: hitl,
+    dispatcher,
+    sweepIntervalMs: config.policy.sweepInterval,
+    onError: reportError,
   });
 
   const world = createWorldMaterialiser({
@@ -237,6 +265,8 @@ export async function createGateway(
   if (deps.relay !== false) relay.start();
   await runtime.broker.start();
   await tracker.recover();
+  await approvals.api.sweep();
+  approvals.start();
 
   const inFlight = new Set<Promise<unknown>>();
   let closing: Promise<void> | undefined;
@@ -265,6 +295,13 @@ export async function createGateway(
     call: (agent, skill, callInput, options) =>
       accept(() => fleet.call(agent, skill, callInput, options)),
     agents: runtime.broker,
+    approvals: {
+      ...approvals.api,
+      approve: (id, by, reason) => accept(() => approvals.api.approve(id, by, reason)),
+      reject: (id, by, reason) => accept(() => approvals.api.reject(id, by, reason)),
+      answer: (id, by, text, reason) => accept(() => approvals.api.answer(id, by, text, reason)),
+      sweep: () => accept(() => approvals.api.sweep()),
+    },
     world,
     events: bus,
     costs,
@@ -274,6 +311,8 @@ export async function createGateway(
     close() {
       closing ??= (async () => {
         runtime.broker.stop();
+        dispatcher.stop();
+        await approvals.stop();
         await Promise.allSettled([...inFlight]);
         tracker.stop();
         if (deps.relay !== false) {

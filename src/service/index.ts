@@ -3,6 +3,16 @@
  * (every room's migrations). `fleetgate/gateway`.
  */
 export { createGateway, type Gateway, type GatewayDeps } from './gateway.js';
+export type { ApprovalOutcome, GatewayApprovals } from './approvals.js';
+export type {
+  ApprovalRecord,
+  ApprovalStatus,
+  Decision,
+  Explanation,
+  Reason,
+  ReasonKind,
+  StandingRecord,
+} from '../policy/index.js';
 export {
   configSchema,
   loadConfigFile,
@@ -13,3 +23,4 @@ export {
 } from './config.js';
 export * from './migrations.js';
 export * from './fleet-runtime.js';
+export { policyDeclarations, policyRules } from './policy-wiring.js';

@@ -13,6 +13,8 @@ import type { FleetDatabase } from '../fleet/index.js';
 import { FLEET_MIGRATIONS } from '../fleet/index.js';
 import type { Store, StoreMigrations, StoreOptions } from '../store/index.js';
 import { composeMigrations, openStore } from '../store/index.js';
+import type { PolicyDatabase } from '../policy/index.js';
+import { POLICY_MIGRATIONS } from '../policy/index.js';
 import type { TasksDatabase } from '../tasks/index.js';
 import { TASKS_MIGRATIONS } from '../tasks/index.js';
 import type { WorldDatabase } from '../world/index.js';
@@ -26,7 +28,8 @@ export interface FleetgateDatabase
     WorldDatabase,
     AlertsDatabase,
     TasksDatabase,
-    DispatchDatabase {}
+    DispatchDatabase,
+    PolicyDatabase {}
 
 /**
  * Every domain's migrations in one list, with the names and order they shipped under
@@ -40,6 +43,7 @@ export const GATEWAY_MIGRATIONS: StoreMigrations = composeMigrations(
   ALERTS_MIGRATIONS,
   TASKS_MIGRATIONS,
   DISPATCH_MIGRATIONS,
+  POLICY_MIGRATIONS,
 );
 
 /** A store with every gateway table. */

@@ -1,0 +1,272 @@
+/**
+ * `fleetgate approvals [approve|reject|snooze ID | answer ID TEXT]` and `fleetgate policy explain AGENT SKILL`.
+ *
+ * Decisions are written to the gateway's store; the running gateway (any replica) sees them on
+ * its next sweep and sends or refuses the held call, so the CLI needs no connection to it.
+ */
+import { existsSync } from 'node:fs';
+import type { Command } from 'commander';
+import { FleetgateError } from '../../protocol/index.js';
+import type { ApprovalRecord, Explanation, Reason } from '../../policy/index.js';
+import { createApprovalInbox, createHitlGate } from '../../policy/index.js';
+import type { FleetgateConfig } from '../../service/index.js';
+import {
+  createFleetRuntime,
+  loadConfigFile,
+  parseConfig,
+  parseDuration,
+  policyDeclarations,
+  policyRules,
+} from '../../service/index.js';
+import type { GatewayStore } from '../../service/index.js';
+import { parseStoreUrl } from '../../store/index.js';
+import { openGatewayStore } from '../../service/index.js';
+import type { CliIo } from '../io.js';
+import type { Style } from '../style.js';
+import { createStyle, renderTable } from '../style.js';
+
+const DEFAULT_CONFIG = 'fleetgate.yaml';
+const DEFAULT_STORE = 'sqlite:./data/fleetgate.db';
+
+interface StoreOptions {
+  store?: string;
+  config?: string;
+  json?: boolean;
+}
+
+async function loadConfig(path: string | undefined): Promise<FleetgateConfig> {
+  if (path !== undefined || existsSync(DEFAULT_CONFIG)) {
+    return loadConfigFile(path ?? DEFAULT_CONFIG);
+  }
+  return parseConfig({});
+}
+
+async function withStore<T>(
+  opts: StoreOptions,
+  run: (store: GatewayStore) => Promise<T>,
+): Promise<T> {
+  const url =
+    opts.store ??
+    (opts.config !== undefined || existsSync(DEFAULT_CONFIG)
+      ? (await loadConfig(opts.config)).store
+      : DEFAULT_STORE);
+  const location = parseStoreUrl(url);
+  if (location.kind === 'sqlite' && location.file !== ':memory:' && !existsSync(location.file)) {
+    throw new FleetgateError(
+      'FLEETGATE_USAGE',
+      `no store at ${location.file}; start the gateway first or pass --store URL`,
+    );
+  }
+  const store = await openGatewayStore(url);
+  try {
+    return await run(store);
+  } finally {
+    await store.close();
+  }
+}
+
+function left(ms: number): string {
+  if (ms <= 0) return 'expired';
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.round(s / 60)}m`;
+  return `${Math.round(s / 3600)}h`;
+}
+
+function reasonsText(reasons: readonly Reason[]): string {
+  return reasons.map((r) => r.detail).join('; ');
+}
+
+/** Pending approvals as a table: radius coloured, time left, approvers, reasons. */
+export function renderApprovals(
+  approvals: readonly ApprovalRecord[],
+  s: Style,
+  now = Date.now(),
+): string {
+  if (approvals.length === 0) return `${s.dim('no pending approvals')}\n`;
+  const rows = approvals.map((a) => {
+    const ttl = a.expiresAt - now;
+    return [
+      s.bold(a.id),
+      `${a.agent}/${a.skill}`,
+      a.radius === null ? s.dim('unknown') : s.radius(a.radius),
+      a.kind === 'veto' ? `veto ${left(ttl)}` : a.kind === 'checkpoint' ? 'question' : a.mode,
+      ttl < 5 * 60_000 ? s.red(left(ttl)) : left(ttl),
+      `${a.approvals.length}/${a.requiredApprovals}`,
+      a.domains === null ? '-' : a.domains.join(','),
+      a.kind === 'checkpoint' ? `asks: ${a.question ?? ''}` : reasonsText(a.reasons),
+    ];
+  });
+  return renderTable(
+    ['ID', 'AGENT/SKILL', 'RADIUS', 'MODE', 'LEFT', 'OK', 'DOMAINS', 'REASONS'],
+    rows,
+  );
+}
+
+/** A decision and every reason behind it. */
+export function renderExplanation(e: Explanation, s: Style): string {
+  const d = e.decision;
+  const radius = d.effectiveRadius === null ? s.dim('unknown') : s.radius(d.effectiveRadius);
+  const lines = [
+    `${s.bold(`${e.agent}/${e.skill}`)}: ${d.deny === undefined ? s.bold(d.mode) : s.red(`denied (${d.deny.reason})`)} at radius ${radius}`,
+  ];
+  if (d.mode === 'veto') lines.push(`  veto window ${left(d.vetoTtlMs ?? 0)}`);
+  if (d.mode === 'gated' || d.mode === 'compound') lines.push(`  approvers needed: ${d.approvers}`);
+  if (d.standing !== undefined) lines.push(`  standing approval ${d.standing} applies`);
+  for (const r of d.reasons) lines.push(`  ${s.dim(r.kind.padEnd(18))} ${r.detail}`);
+  lines.push(s.dim(`  policy version ${e.policyVersion}`));
+  return `${lines.join('\n')}\n`;
+}
+
+const storeOption = '--store <url>';
+const storeHelp = `store URL (default: the config\u2019s store, else ${DEFAULT_STORE})`;
+const configHelp = `configuration file (default ${DEFAULT_CONFIG} when present)`;
+const byDefault = process.env.FLEETGATE_USER ?? process.env.USER ?? 'operator';
+
+/** Registers `fleetgate approvals` and `fleetgate policy`. */
+export function registerApprovals(
+  program: Command,
+  io: CliIo,
+  setExit: (code: number) => void,
+): void {
+  const approvals = program
+    .command('approvals')
+    .description('list pending approvals; approve, reject or snooze one')
+    .option(storeOption, storeHelp)
+    .option('--config <file>', configHelp)
+    .option('--all', 'include snoozed approvals')
+    .option('--json', 'print JSON')
+    .action(async (opts: StoreOptions & { all?: boolean }) => {
+      await withStore(opts, async (store) => {
+        const inbox = createApprovalInbox({ db: store.db });
+        const list = await inbox.list({ includeSnoozed: opts.all === true });
+        io.out(
+          opts.json === true
+            ? `${JSON.stringify(list, null, 2)}\n`
+            : renderApprovals(list, createStyle(io.color)),
+        );
+      });
+    });
+
+  const decision = (verb: 'approve' | 'reject' | 'snooze'): void => {
+    const cmd = approvals
+      .command(verb)
+      .description(`${verb} a pending approval`)
+      .argument('<id>', 'approval id')
+      .option('--reason <text>', 'why (kept in the audit trail)')
+      .option('--by <name>', 'who decides', byDefault)
+      .option(storeOption, storeHelp)
+      .option('--config <file>', configHelp)
+      .option('--json', 'print the approval as JSON');
+    if (verb === 'snooze') cmd.option('--for <duration>', 'how long (default 15m)', '15m');
+    cmd.action(
+      async (id: string, opts: StoreOptions & { reason?: string; by: string; for?: string }) => {
+        await withStore(opts, async (store) => {
+          const inbox = createApprovalInbox({ db: store.db });
+          let record: ApprovalRecord;
+          switch (verb) {
+            case 'approve':
+              record = await inbox.approve(id, opts.by, opts.reason);
+              break;
+            case 'reject':
+              record = await inbox.reject(id, opts.by, opts.reason);
+              break;
+            case 'snooze': {
+              const ms = parseDuration(opts.for ?? '15m');
+              if (ms === undefined) {
+                throw new FleetgateError('FLEETGATE_USAGE', '--for must be a duration like 15m');
+              }
+              record = await inbox.snooze(id, opts.by, Date.now() + ms, opts.reason);
+              break;
+            }
+          }
+          if (opts.json === true) {
+            io.out(`${JSON.stringify(record, null, 2)}\n`);
+            return;
+          }
+          const s = createStyle(io.color);
+          const state =
+            record.status === 'pending' && verb === 'approve'
+              ? `approved by ${record.approvals.length} of ${record.requiredApprovals}`
+              : verb === 'snooze'
+                ? `snoozed until ${new Date(record.snoozedUntil ?? 0).toISOString()}`
+                : record.status;
+          io.out(
+            `${s.bold(record.id)} ${record.agent}/${record.skill}: ${state}` +
+              (record.status === 'approved' || record.status === 'rejected'
+                ? s.dim(' (the gateway moves the call on at its next sweep)')
+                : '') +
+              '\n',
+          );
+        });
+      },
+    );
+  };
+  decision('approve');
+  decision('reject');
+  decision('snooze');
+
+  approvals
+    .command('answer')
+    .description("answer a task's question (input-required); the gateway sends it to the agent")
+    .argument('<id>', 'approval id of the question')
+    .argument('<text>', 'the answer')
+    .option('--by <name>', 'who answers', byDefault)
+    .option(storeOption, storeHelp)
+    .option('--config <file>', configHelp)
+    .action(async (id: string, text: string, opts: StoreOptions & { by: string }) => {
+      await withStore(opts, async (store) => {
+        const record = await createApprovalInbox({ db: store.db }).answer(id, opts.by, text);
+        const s = createStyle(io.color);
+        io.out(
+          `${s.bold(record.id)} ${record.agent}/${record.skill}: answered` +
+            s.dim(' (the gateway sends it at its next sweep)') +
+            '\n',
+        );
+      });
+    });
+
+  program
+    .command('policy')
+    .description('the HITL policy')
+    .command('explain')
+    .description('print the decision for AGENT SKILL and every reason behind it')
+    .argument('<agent>', 'agent name')
+    .argument('<skill>', 'skill id')
+    .option('--text <text>', 'an input, to print the call fingerprint too')
+    .option('-c, --config <file>', configHelp)
+    .option('--json', 'print JSON')
+    .action(
+      async (
+        agent: string,
+        skill: string,
+        opts: { config?: string; json?: boolean; text?: string },
+      ) => {
+        const config = await loadConfig(opts.config);
+        const rt = await createFleetRuntime(config, { secrets: (name) => process.env[name] });
+        try {
+          // Cached cards first, then a refresh: the decision the gateway would take now.
+          await rt.broker.start();
+          const gate = createHitlGate({
+            declarations: policyDeclarations(rt),
+            inbox: createApprovalInbox({ db: rt.store.db }),
+            rules: policyRules(config.policy),
+            publish: () => Promise.resolve(),
+          });
+          const explained = await gate.explain(
+            agent,
+            skill,
+            opts.text === undefined ? undefined : { text: opts.text },
+          );
+          io.out(
+            opts.json === true
+              ? `${JSON.stringify(explained, null, 2)}\n`
+              : renderExplanation(explained, createStyle(io.color)),
+          );
+          if (explained.decision.deny !== undefined) setExit(1);
+        } finally {
+          await rt.close();
+        }
+      },
+    );
+}

@@ -1,0 +1,186 @@
+/**
+ * The records of the approvals inbox (requests, standing approvals, audit entries) and their
+ * mapping from the store's rows.
+ */
+import { FleetgateError } from '../protocol/index.js';
+import type { BlastRadius, HitlMode } from '../protocol/index.js';
+import type { Reason, StandingGrant } from './types.js';
+import type { ApprovalTable, StandingTable } from './store-tables.js';
+
+/** Where an approval stands. `consumed`: its call went out; `void`: the call changed under it. */
+export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'expired' | 'consumed' | 'void';
+
+/**
+ * `dispatch`: a gated call waits for approval; `veto`: a call goes when its window ends;
+ * `checkpoint`: a running task asks for input, and the answer is sent back on the same task.
+ */
+export type ApprovalKind = 'dispatch' | 'veto' | 'checkpoint';
+
+/** One approver's yes. */
+export interface ApprovalVote {
+  by: string;
+  reason?: string;
+  at: number;
+}
+
+/** The input of a held call, kept so any replica can send it once approved. */
+export interface HeldInput {
+  text?: string;
+  data?: unknown;
+}
+
+/** One approval request, as the inbox, the CLI and `hitl.approval.*` events show it. */
+export interface ApprovalRecord {
+  id: string;
+  kind: ApprovalKind;
+  dispatchId: string;
+  agent: string;
+  skill: string;
+  correlationId: string;
+  fingerprint: string;
+  policyVersion: string;
+  mode: HitlMode;
+  radius: BlastRadius | null;
+  requestedBy: string | null;
+  requiredApprovals: number;
+  approvals: ApprovalVote[];
+  status: ApprovalStatus;
+  decidedBy: string | null;
+  decidedAt: number | null;
+  reason: string | null;
+  input: HeldInput;
+  /** The effect domains the skill declared: what the call may change. */
+  domains: string[] | null;
+  reasons: Reason[];
+  createdAt: number;
+  expiresAt: number;
+  snoozedUntil: number | null;
+  consumedAt: number | null;
+  /** When the dispatch behind it moved on (sent or refused). */
+  settledAt: number | null;
+  /** Checkpoints: the task waiting on input and its conversation. */
+  taskId: string | null;
+  contextId: string | null;
+  /** Checkpoints: what the agent asked. */
+  question: string | null;
+  /** Checkpoints: the answer sent back to the agent. */
+  answer: string | null;
+}
+
+/** What a new request needs (the inbox fills in the rest). */
+export type NewApproval = Omit<
+  ApprovalRecord,
+  | 'id'
+  | 'approvals'
+  | 'status'
+  | 'decidedBy'
+  | 'decidedAt'
+  | 'reason'
+  | 'createdAt'
+  | 'snoozedUntil'
+  | 'consumedAt'
+  | 'settledAt'
+  | 'taskId'
+  | 'contextId'
+  | 'question'
+  | 'answer'
+> & { id?: string; taskId?: string; contextId?: string; question?: string };
+
+/** A standing approval with its audit fields. */
+export interface StandingRecord extends StandingGrant {
+  reason: string | null;
+  createdAt: number;
+  revokedAt: number | null;
+  revokedBy: string | null;
+}
+
+/** One audit entry. */
+export interface PolicyAuditEntry {
+  seq: number;
+  subject: string;
+  action: string;
+  by: string;
+  reason: string | null;
+  at: number;
+}
+
+/** Parses a JSON column. */
+export function parse<T>(text: string | null, fallback: T): T {
+  return text === null ? fallback : (JSON.parse(text) as T);
+}
+
+/** An approval row as a record. */
+export function fromRow(row: ApprovalTable): ApprovalRecord {
+  return {
+    id: row.id,
+    kind: row.kind as ApprovalKind,
+    dispatchId: row.dispatch_id,
+    agent: row.agent,
+    skill: row.skill,
+    correlationId: row.correlation_id,
+    fingerprint: row.fingerprint,
+    policyVersion: row.policy_version,
+    mode: row.mode as HitlMode,
+    radius: row.radius as BlastRadius | null,
+    requestedBy: row.requested_by,
+    requiredApprovals: Number(row.required_approvals),
+    approvals: parse<ApprovalVote[]>(row.approvals, []),
+    status: row.status as ApprovalStatus,
+    decidedBy: row.decided_by,
+    decidedAt: row.decided_at === null ? null : Number(row.decided_at),
+    reason: row.reason,
+    input: parse<HeldInput>(row.input, {}),
+    domains: parse<string[] | null>(row.domains, null),
+    reasons: parse<Reason[]>(row.reasons, []),
+    createdAt: Number(row.created_at),
+    expiresAt: Number(row.expires_at),
+    snoozedUntil: row.snoozed_until === null ? null : Number(row.snoozed_until),
+    consumedAt: row.consumed_at === null ? null : Number(row.consumed_at),
+    settledAt: row.settled_at === null ? null : Number(row.settled_at),
+    taskId: row.task_id,
+    contextId: row.context_id,
+    question: row.question,
+    answer: row.answer,
+  };
+}
+
+/** A standing-approval row as a record. */
+export function standingFromRow(row: StandingTable): StandingRecord {
+  return {
+    id: row.id,
+    agent: row.agent,
+    skill: row.skill,
+    maxRadius: row.max_radius as BlastRadius,
+    grantedBy: row.granted_by,
+    reason: row.reason,
+    createdAt: Number(row.created_at),
+    expiresAt: Number(row.expires_at),
+    usesLeft: row.uses_left === null ? null : Number(row.uses_left),
+    revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
+    revokedBy: row.revoked_by,
+  };
+}
+
+/** No approval or grant with this id. */
+export function notFound(id: string): FleetgateError {
+  return new FleetgateError('FLEETGATE_APPROVAL_NOT_FOUND', `No approval or grant ${id}.`, {
+    details: { id },
+  });
+}
+
+/** The error of a second decision: names who decided, and when. */
+export function alreadyDecided(record: ApprovalRecord): FleetgateError {
+  const code =
+    record.status === 'expired'
+      ? 'FLEETGATE_APPROVAL_EXPIRED'
+      : 'FLEETGATE_APPROVAL_ALREADY_DECIDED';
+  const by = record.decidedBy === null ? '' : ` by ${record.decidedBy}`;
+  return new FleetgateError(code, `Approval ${record.id} is already ${record.status}${by}.`, {
+    details: {
+      id: record.id,
+      status: record.status,
+      decidedBy: record.decidedBy,
+      decidedAt: record.decidedAt,
+    },
+  });
+}

@@ -1,0 +1,148 @@
+/**
+ * The gateway's approvals door: the HITL gate's inbox joined to the dispatcher, so a decision
+ * moves its dispatch on (sent once, or refused), and a sweeper that does the same for decisions
+ * taken elsewhere (the CLI, another replica), expired requests and ended veto windows.
+ */
+import type { DispatchRecord, Dispatcher } from '../dispatch/index.js';
+import type {
+  ApprovalRecord,
+  ApprovalStatus,
+  Explanation,
+  HeldInput,
+  HitlGate,
+  PolicyAuditEntry,
+  StandingRecord,
+} from '../policy/index.js';
+
+/** What a decision led to: the approval, and the dispatch once it moved on. */
+export interface ApprovalOutcome {
+  approval: ApprovalRecord;
+  /** The dispatch after the decision (sent and finished, handed over, or refused). */
+  dispatch: DispatchRecord | undefined;
+}
+
+/** `gateway.approvals`: the approvals inbox, standing approvals and `policy explain`. */
+export interface GatewayApprovals {
+  /** Approvals by status (default `pending`, snoozed ones left out unless asked for). */
+  list(options?: { status?: ApprovalStatus; includeSnoozed?: boolean }): Promise<ApprovalRecord[]>;
+  get(id: string): Promise<ApprovalRecord | undefined>;
+  /**
+   * One approver says yes. Once enough distinct approvers did, the call is re-checked and sent
+   * (exactly once); resolves when it ended or was handed to the tracker.
+   *
+   * @throws FleetgateError `FLEETGATE_APPROVAL_ALREADY_DECIDED`, `…_SELF`, `…_EXPIRED`,
+   *   `…_NOT_FOUND`
+   */
+  approve(id: string, by: string, reason?: string): Promise<ApprovalOutcome>;
+  /**
+   * Answers a task's question (an `input-required` checkpoint): the answer is sent to the agent on
+   * the same task; resolves when the task ended or asked again.
+   */
+  answer(id: string, by: string, text: string, reason?: string): Promise<ApprovalOutcome>;
+  /** Rejects (a veto inside its window, a gated call, a checkpoint); the dispatch ends `rejected`. */
+  reject(id: string, by: string, reason?: string): Promise<ApprovalOutcome>;
+  /** Hides a pending request for `forMs` (not a rejection: it still expires on time). */
+  snooze(id: string, by: string, forMs: number, reason?: string): Promise<ApprovalRecord>;
+  /** Grants a standing approval: calls to agent/skill at radius ≤ `maxRadius` for a time or N uses. */
+  grant: HitlGate['grant'];
+  revoke(id: string, by: string, reason?: string): Promise<StandingRecord>;
+  standing(options?: { agent?: string; skill?: string; live?: boolean }): Promise<StandingRecord[]>;
+  /** Who did what to an approval or grant (every approval, rejection, grant, use, revocation). */
+  audit(subject?: string): Promise<PolicyAuditEntry[]>;
+  /** The decision for an agent/skill now, with every reason. */
+  explain(agent: string, skill: string, input?: HeldInput): Promise<Explanation>;
+  /** Moves on every dispatch whose approval was decided, expired or whose veto window ended. */
+  sweep(): Promise<void>;
+}
+
+/** Options of {@link createGatewayApprovals}. */
+export interface GatewayApprovalsOptions {
+  gate: HitlGate;
+  dispatcher: Pick<Dispatcher, 'release' | 'resume'>;
+  sweepIntervalMs: number;
+  onError: (error: unknown, where: string) => void;
+}
+
+/** Builds `gateway.approvals` and its sweeper. */
+export function createGatewayApprovals(options: GatewayApprovalsOptions): {
+  api: GatewayApprovals;
+  start(): void;
+  stop(): Promise<void>;
+} {
+  const { gate, dispatcher } = options;
+  const inbox = gate.inbox;
+
+  /** Moves the dispatch behind a decided request on, then settles the request (publishes once). */
+  const moveOn = async (approval: ApprovalRecord): Promise<ApprovalOutcome> => {
+    const checkpoint = approval.kind === 'checkpoint';
+    const dispatch = checkpoint
+      ? await dispatcher.resume(approval.dispatchId)
+      : await dispatcher.release(approval.dispatchId);
+    let latest = (await inbox.get(approval.id)) ?? approval;
+    const stillWaiting = checkpoint
+      ? dispatch?.status === 'running' && latest.status !== 'approved'
+      : dispatch?.status === 'awaiting-approval';
+    if (!stillWaiting) {
+      if (latest.status === 'approved' || latest.status === 'pending') {
+        // The dispatch ended another way (canceled, or refused on re-check): the approval can
+        // never be used, so it must not stay approved.
+        latest =
+          (await inbox.voidApproval(latest.id, `dispatch is ${dispatch?.status ?? 'gone'}`)) ??
+          latest;
+      }
+      await gate.settle(latest.id);
+      latest = (await inbox.get(approval.id)) ?? latest;
+    }
+    return { approval: latest, dispatch };
+  };
+
+  let sweeping: Promise<void> | undefined;
+  const sweep = (): Promise<void> => {
+    sweeping ??= (async () => {
+      try {
+        for (const approval of await gate.sweep()) await moveOn(approval);
+      } finally {
+        sweeping = undefined;
+      }
+    })();
+    return sweeping;
+  };
+
+  let timer: ReturnType<typeof setInterval> | undefined;
+  const api: GatewayApprovals = {
+    list: (o) => inbox.list(o),
+    get: (id) => inbox.get(id),
+    async approve(id, by, reason) {
+      const approval = await gate.approve(id, by, reason);
+      if (approval.status !== 'approved') return { approval, dispatch: undefined };
+      return moveOn(approval);
+    },
+    async answer(id, by, text, reason) {
+      return moveOn(await gate.answer(id, by, text, reason));
+    },
+    async reject(id, by, reason) {
+      return moveOn(await gate.reject(id, by, reason));
+    },
+    snooze: (id, by, forMs, reason) => gate.snooze(id, by, forMs, reason),
+    grant: (grant) => gate.grant(grant),
+    revoke: (id, by, reason) => gate.revoke(id, by, reason),
+    standing: (o) => inbox.listStanding(o),
+    audit: (subject) => inbox.audit(subject),
+    explain: (agent, skill, input) => gate.explain(agent, skill, input),
+    sweep,
+  };
+  return {
+    api,
+    start() {
+      timer ??= setInterval(() => {
+        sweep().catch((error: unknown) => options.onError(error, 'approvals.sweep'));
+      }, options.sweepIntervalMs);
+      timer.unref();
+    },
+    async stop() {
+      if (timer !== undefined) clearInterval(timer);
+      timer = undefined;
+      await sweeping?.catch(() => undefined);
+    },
+  };
+}

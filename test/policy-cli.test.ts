@@ -1,0 +1,140 @@
+/**
+ * `fleetgate approvals` and `fleetgate policy explain` against a running gateway's store: the CLI
+ * writes the decision, the gateway's sweep sends the held call.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningAgent } from '../examples/agents/index.js';
+import { startOpsAgent } from '../examples/agents/index.js';
+import type { CliIo } from '../src/cli/index.js';
+import { main } from '../src/cli/index.js';
+import type { ApprovalRecord } from '../src/policy/index.js';
+import type { Gateway } from '../src/service/index.js';
+import { createGateway } from '../src/service/index.js';
+
+function capture(): CliIo & { stdout: string; stderr: string } {
+  const io = {
+    stdout: '',
+    stderr: '',
+    color: false,
+    version: '0.0.0-test',
+    out(text: string) {
+      io.stdout += text;
+    },
+    err(text: string) {
+      io.stderr += text;
+    },
+  };
+  return io;
+}
+
+async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const io = capture();
+  const code = await main(['node', 'fleetgate', ...args], io);
+  return { code, stdout: io.stdout, stderr: io.stderr };
+}
+
+describe('fleetgate approvals / policy explain', () => {
+  let dir: string;
+  let url: string;
+  let configFile: string;
+  let ops: RunningAgent;
+  let gw: Gateway;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'fleetgate-policy-cli-'));
+    url = `sqlite:${join(dir, 'gw.db')}`;
+    ops = await startOpsAgent();
+    configFile = join(dir, 'fleetgate.yaml');
+    writeFileSync(
+      configFile,
+      `store: ${url}\nagents:\n  - name: ops\n    url: ${ops.url}\npolicy:\n  sweepInterval: 1h\n`,
+    );
+    gw = await createGateway({
+      store: url,
+      agents: [{ name: 'ops', url: ops.url }],
+      policy: { sweepInterval: '1h' },
+    });
+  });
+
+  afterAll(async () => {
+    await gw?.close();
+    await ops?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('lists pending approvals, approves one; the gateway then sends the call once', async () => {
+    const record = await gw.dispatch({
+      agent: 'ops',
+      skill: 'bulk_migration',
+      text: 'cli-1',
+      requestedBy: 'bob',
+    });
+    const table = await cli('approvals', '--store', url);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/ops\/bulk_migration\s+fleet\s+gated\s+1h\s+0\/1\s+github_issues/);
+
+    const json = await cli('approvals', '--store', url, '--json');
+    const [approval] = (JSON.parse(json.stdout) as ApprovalRecord[]).filter(
+      (a) => a.dispatchId === record.id,
+    );
+    expect(approval).toBeDefined();
+
+    const self = await cli('approvals', 'approve', approval!.id, '--by', 'bob', '--store', url);
+    expect(self.code).toBe(2);
+    expect(self.stderr).toContain('FLEETGATE_APPROVAL_SELF');
+
+    const ok = await cli(
+      'approvals',
+      'approve',
+      approval!.id,
+      '--by',
+      'alice',
+      '--reason',
+      'fine',
+      '--store',
+      url,
+    );
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toContain('approved');
+    expect(ops.received.filter((c) => c.text === 'cli-1')).toHaveLength(0);
+
+    await gw.approvals.sweep();
+    expect(await gw.dispatchRecord(record.id)).toMatchObject({ status: 'completed' });
+    expect(ops.received.filter((c) => c.text === 'cli-1')).toHaveLength(1);
+
+    const again = await cli('approvals', 'reject', approval!.id, '--store', url);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain('FLEETGATE_APPROVAL_ALREADY_DECIDED');
+  });
+
+  it('snoozes without rejecting', async () => {
+    const record = await gw.dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'cli-2' });
+    const approval = (await gw.approvals.list()).find((a) => a.dispatchId === record.id)!;
+    const snoozed = await cli('approvals', 'snooze', approval.id, '--for', '10m', '--store', url);
+    expect(snoozed.code).toBe(0);
+    expect((await cli('approvals', '--store', url)).stdout).not.toContain(approval.id);
+    expect((await cli('approvals', '--all', '--store', url)).stdout).toContain(approval.id);
+    expect((await gw.approvals.get(approval.id))?.status).toBe('pending');
+    // Only a task's question takes an answer.
+    const answer = await cli('approvals', 'answer', approval.id, 'yes', '--store', url);
+    expect(answer.code).toBe(2);
+    expect(answer.stderr).toContain('FLEETGATE_USAGE');
+    await gw.approvals.reject(approval.id, 'alice');
+  });
+
+  it('explains a decision with every reason', async () => {
+    const out = await cli('policy', 'explain', 'ops', 'pr_review', '--config', configFile);
+    expect(out.code).toBe(0);
+    expect(out.stdout).toContain('ops/pr_review: gated at radius repo');
+    expect(out.stdout).toMatch(/declared-radius\s+declared repo/);
+    expect(out.stdout).toMatch(/threshold\s+repo ≥ approvalAtOrAbove repo: gated/);
+
+    const json = await cli('policy', 'explain', 'ops', 'sitrep', '--config', configFile, '--json');
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      decision: { mode: 'autonomous', effectiveRadius: 'self' },
+    });
+  });
+});
