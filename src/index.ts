@@ -71,6 +71,7 @@ export {
   BLAST_ORDER,
   BLAST_RADII,
   HITL_MODES,
+  RADIUS_PALETTE,
   compareHitlMode,
   compareRadius,
   isBlastRadius,

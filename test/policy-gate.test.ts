@@ -451,7 +451,7 @@ describe('HITL gate: questions and compound checkpoints', () => {
     expect(gate).toMatchObject({ kind: 'dispatch', mode: 'compound' });
 
     const started = await gw.approvals.approve(gate.id, 'alice');
-    expect(started.dispatch?.status).toBe('running');
+    expect(started.dispatch?.status).toBe('awaiting-input');
     expect(agent.received.map((c) => c.text)).toEqual(['v2']);
     const taskId = agent.received[0]!.taskId;
 
@@ -493,7 +493,7 @@ describe('HITL gate: questions and compound checkpoints', () => {
       text: 'preview',
       requestedBy: 'bob',
     });
-    expect(record.status).toBe('running');
+    expect(record.status).toBe('awaiting-input');
     const question = (await gw.approvals.list()).find((a) => a.dispatchId === record.id)!;
     expect(question).toMatchObject({ kind: 'checkpoint', mode: 'autonomous' });
     const answered = await gw.approvals.answer(question.id, 'bob', 'dev');
