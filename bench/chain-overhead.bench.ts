@@ -154,7 +154,7 @@ const fleet = createFleetClient({
 
 const sdk = await new ClientFactory({
   transports: [new JsonRpcTransportFactory({ fetchImpl: noopFetch })],
-}).createFromAgentCard(toSdkAgentCard(card, AGENT));
+}).createFromAgentCard(await toSdkAgentCard(card, AGENT));
 
 async function sdkOnce(): Promise<void> {
   const reply = await sdk.sendMessage(rawTextRequest('go'));

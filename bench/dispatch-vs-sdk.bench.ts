@@ -141,7 +141,7 @@ async function main(): Promise<void> {
     const fleet = await fleetSide(agent.url);
     const sdk = await new ClientFactory({
       transports: [new JsonRpcTransportFactory()],
-    }).createFromAgentCard(toSdkAgentCard(card, 'ops'));
+    }).createFromAgentCard(await toSdkAgentCard(card, 'ops'));
 
     // What the protocol requires of any caller: the extensions header and the stamps.
     const serviceParameters = {

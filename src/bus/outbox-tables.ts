@@ -3,7 +3,6 @@
  * with every other domain's (migration names are permanent: never rename one that shipped).
  */
 import type { Kysely } from 'kysely';
-import { sql } from 'kysely';
 
 /**
  * A migration as the store runs it (kysely's Migrator, in name order). Declared here rather than
@@ -18,6 +17,8 @@ interface OutboxMigration {
 export const OUTBOX_MIGRATIONS: Readonly<Record<string, OutboxMigration>> = {
   '0001_outbox': {
     async up(db, kind) {
+      // The SQL builder loads only when a store migrates: the in-process bus never needs it.
+      const { sql } = await import('kysely');
       await db.schema
         .createTable('fleetgate_outbox')
         .addColumn('seq', sql.raw(kind === 'postgres' ? 'bigserial' : 'integer'), (col) => {

@@ -5,10 +5,8 @@ import {
   RestTransportFactory,
   type Client,
 } from '@a2a-js/sdk/client';
-import { LEGACY_HTTP_EXTENSION_HEADER } from '@a2a-js/sdk/compat/v0_3';
-import { isLegacyAgentCard, parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
 
-import { FleetgateError } from '../protocol/index.js';
+import { FleetgateError, LEGACY_EXTENSIONS_HEADER } from '../protocol/index.js';
 import { readDeclarations, type Declarations } from '../protocol/index.js';
 import { createEchoedExtensionsReader } from './headers.js';
 
@@ -79,7 +77,7 @@ export interface AgentClient {
  * @throws FleetgateError `FLEETGATE_CARD_INVALID` when the card is not an object or offers no
  * interface.
  */
-export function toSdkAgentCard(raw: unknown, agent: string): AgentCard {
+export async function toSdkAgentCard(raw: unknown, agent: string): Promise<AgentCard> {
   if (!isRecord(raw)) {
     throw new FleetgateError(
       'FLEETGATE_CARD_INVALID',
@@ -91,7 +89,16 @@ export function toSdkAgentCard(raw: unknown, agent: string): AgentCard {
   }
   let card: AgentCard;
   try {
-    card = isLegacyAgentCard(raw) ? parseLegacyAgentCard(raw) : AgentCard.fromJSON(raw);
+    if (Array.isArray(raw.supportedInterfaces)) {
+      card = AgentCard.fromJSON(raw);
+    } else {
+      // A v1.0 card always lists its interfaces: only a card without them may be v0.3, and only
+      // then is the SDK's v0.3 layer loaded.
+      const legacy = await import('@a2a-js/sdk/compat/v0_3/client');
+      card = legacy.isLegacyAgentCard(raw)
+        ? legacy.parseLegacyAgentCard(raw)
+        : AgentCard.fromJSON(raw);
+    }
   } catch (cause) {
     throw new FleetgateError('FLEETGATE_CARD_INVALID', `The card of agent ${agent} is invalid.`, {
       cause,
@@ -147,7 +154,7 @@ export interface CreateAgentClientOptions {
 export async function createAgentClient(options: CreateAgentClientOptions): Promise<AgentClient> {
   const { name, agent, wire } = options;
   const baseFetch = options.fetch;
-  const sdkCard = pinCard(toSdkAgentCard(agent.card, name), agent.url);
+  const sdkCard = pinCard(await toSdkAgentCard(agent.card, name), agent.url);
   const declarations = agent.declarations ?? readDeclarations(agent.card);
 
   // Set once the client is built: the agent echoes under the header name of its protocol version.
@@ -199,7 +206,7 @@ export async function createAgentClient(options: CreateAgentClientOptions): Prom
     );
   }
   readEchoedExtensions = createEchoedExtensionsReader(
-    client.protocolVersion.startsWith('0.') ? LEGACY_HTTP_EXTENSION_HEADER : HTTP_EXTENSION_HEADER,
+    client.protocolVersion.startsWith('0.') ? LEGACY_EXTENSIONS_HEADER : HTTP_EXTENSION_HEADER,
   );
   const binding = client.transport.protocolName;
   const endpoint =

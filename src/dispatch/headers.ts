@@ -1,10 +1,10 @@
 import { HTTP_EXTENSION_HEADER } from '@a2a-js/sdk';
 import { Extensions } from '@a2a-js/sdk';
-import { LEGACY_HTTP_EXTENSION_HEADER } from '@a2a-js/sdk/compat/v0_3';
+import { LEGACY_EXTENSIONS_HEADER } from '../protocol/index.js';
 
 const EXTENSION_HEADERS = new Set([
   HTTP_EXTENSION_HEADER.toLowerCase(),
-  LEGACY_HTTP_EXTENSION_HEADER.toLowerCase(),
+  LEGACY_EXTENSIONS_HEADER.toLowerCase(),
 ]);
 
 /**
@@ -48,7 +48,7 @@ export function mergeExtensionHeader(
 
 /** The extension URIs an agent echoed on its response (`A2A-Extensions` or `X-A2A-Extensions`). */
 export function readEchoedExtensions(headers: Headers): string[] | undefined {
-  const value = headers.get(HTTP_EXTENSION_HEADER) ?? headers.get(LEGACY_HTTP_EXTENSION_HEADER);
+  const value = headers.get(HTTP_EXTENSION_HEADER) ?? headers.get(LEGACY_EXTENSIONS_HEADER);
   return value === null ? undefined : Extensions.parseServiceParameter(value);
 }
 
@@ -65,7 +65,7 @@ export function createEchoedExtensionsReader(
   return (headers) => {
     const value =
       headerName === undefined
-        ? (headers.get(HTTP_EXTENSION_HEADER) ?? headers.get(LEGACY_HTTP_EXTENSION_HEADER))
+        ? (headers.get(HTTP_EXTENSION_HEADER) ?? headers.get(LEGACY_EXTENSIONS_HEADER))
         : headers.get(headerName);
     if (value === null) return undefined;
     if (value !== lastValue) {

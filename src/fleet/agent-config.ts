@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { FleetgateError } from '../protocol/index.js';
 import type { BlastRadius } from '../protocol/index.js';
-import { blastRadiusSchema, LIMITS } from '../protocol/index.js';
+import { BLAST_RADII, LIMITS } from '../protocol/index.js';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const AGENT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
@@ -29,7 +29,7 @@ export const agentConfigSchema = z.strictObject({
     })
     .optional(),
   /** Operator floors: the narrowest radius a skill is treated as, whatever the card says. */
-  floors: z.record(z.string().min(1).max(LIMITS.nameLength), blastRadiusSchema).optional(),
+  floors: z.record(z.string().min(1).max(LIMITS.nameLength), z.enum(BLAST_RADII)).optional(),
   transport: z.enum(['JSONRPC', 'HTTP+JSON']).optional(),
 });
 

@@ -1,18 +1,20 @@
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazySchema } from './lazy-zod.js';
 
-const count = z.number().int().nonnegative();
-
-/** zod schema of a cost-v1 payload; unknown usage counters are kept. */
-export const costPayloadSchema = z.object({
-  usage: z
-    .looseObject({
-      input_tokens: count.optional(),
-      output_tokens: count.optional(),
-    })
-    .optional(),
-  durationMs: z.number().nonnegative().finite().optional(),
-  costUsd: z.number().nonnegative().finite().optional(),
-  success: z.boolean().optional(),
+/** zod schema of a cost-v1 payload; unknown usage counters are kept (built on first use). */
+export const costPayloadSchema = lazySchema((z) => {
+  const count = z.number().int().nonnegative();
+  return z.object({
+    usage: z
+      .looseObject({
+        input_tokens: count.optional(),
+        output_tokens: count.optional(),
+      })
+      .optional(),
+    durationMs: z.number().nonnegative().finite().optional(),
+    costUsd: z.number().nonnegative().finite().optional(),
+    success: z.boolean().optional(),
+  });
 });
 
 /** What an agent reports about one call's usage and cost (cost-v1 part payload). */
@@ -91,7 +93,7 @@ export function parseCostPayload(
 ): { ok: true; payload: CostPayload } | { ok: false; reason: string } {
   const accepted = acceptCostPayload(value);
   if (accepted !== undefined) return { ok: true, payload: accepted };
-  const result = costPayloadSchema.safeParse(value);
+  const result = costPayloadSchema().safeParse(value);
   if (result.success) return { ok: true, payload: stripUndefined(result.data) };
   return {
     ok: false,
@@ -101,7 +103,7 @@ export function parseCostPayload(
   };
 }
 
-function stripUndefined(data: z.infer<typeof costPayloadSchema>): CostPayload {
+function stripUndefined(data: z.infer<ReturnType<typeof costPayloadSchema>>): CostPayload {
   const out: CostPayload = {};
   if (data.usage !== undefined) {
     const usage: NonNullable<CostPayload['usage']> = {};

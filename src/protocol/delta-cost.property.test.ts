@@ -16,7 +16,7 @@ function schemaDeltaVerdict(candidate: unknown): ReturnType<typeof parseDeltaEnt
   if (!isRecord(candidate)) {
     return { ok: false, reason: `entry must be an object (got ${preview(candidate)})` };
   }
-  const result = worldStateDeltaEntrySchema.safeParse(candidate);
+  const result = worldStateDeltaEntrySchema().safeParse(candidate);
   if (!result.success) {
     const reason = result.error.issues
       .map((issue) => {
@@ -32,7 +32,7 @@ function schemaDeltaVerdict(candidate: unknown): ReturnType<typeof parseDeltaEnt
 
 /** The verdict of the schema alone, shaped as `parseCostPayload` shapes it (the reference). */
 function schemaCostVerdict(value: unknown): ReturnType<typeof parseCostPayload> {
-  const result = costPayloadSchema.safeParse(value);
+  const result = costPayloadSchema().safeParse(value);
   if (!result.success) {
     const reason = result.error.issues
       .map((i) => `${i.path.length > 0 ? `${i.path.join('.')} ` : ''}${i.message}`)
@@ -156,8 +156,8 @@ describe('the hand-written fast paths agree with the zod schemas', () => {
   });
 
   it('accepts valid delta entries and cost payloads without running the schemas', () => {
-    const deltaSchema = vi.spyOn(worldStateDeltaEntrySchema, 'safeParse');
-    const costSchema = vi.spyOn(costPayloadSchema, 'safeParse');
+    const deltaSchema = vi.spyOn(worldStateDeltaEntrySchema(), 'safeParse');
+    const costSchema = vi.spyOn(costPayloadSchema(), 'safeParse');
     fc.assert(
       fc.property(validEntry, (entry) => {
         expect(parseDeltaEntry(entry)).toStrictEqual({ ok: true, entry });

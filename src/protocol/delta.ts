@@ -1,4 +1,5 @@
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazySchema } from './lazy-zod.js';
 import { FORBIDDEN_PATH_SEGMENTS, LIMITS } from './limits.js';
 import { isRecord, preview } from './json-path.js';
 
@@ -217,36 +218,42 @@ export function checkDeltaValue(value: unknown): string | undefined {
   return undefined;
 }
 
-/** zod schema of one {@link WorldStateDeltaEntry}, enforcing every rule and limit. */
-export const worldStateDeltaEntrySchema = z
-  .object({
-    domain: z.string({ error: 'must be a string' }).superRefine((domain, ctx) => {
-      const problem = checkDeltaDomain(domain);
-      if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+/** zod schema of one {@link WorldStateDeltaEntry}, enforcing every rule and limit (built on first use). */
+export const worldStateDeltaEntrySchema = lazySchema((z) =>
+  z
+    .object({
+      domain: z.string({ error: 'must be a string' }).superRefine((domain, ctx) => {
+        const problem = checkDeltaDomain(domain);
+        if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+      }),
+      path: z.string({ error: 'must be a string' }).superRefine((path, ctx) => {
+        const problem = checkDeltaPath(path);
+        if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+      }),
+      op: z.enum(DELTA_OPS, {
+        error: (issue) => `must be one of ${DELTA_OPS.join(', ')} (got ${preview(issue.input)})`,
+      }),
+      value: z.unknown().optional(),
+    })
+    .superRefine((entry, ctx) => {
+      if (
+        entry.op === 'inc' &&
+        (typeof entry.value !== 'number' || !Number.isFinite(entry.value))
+      ) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['value'],
+          message: `must be a finite number for op "inc" (got ${preview(entry.value)})`,
+        });
+      }
+      if (entry.value === undefined && entry.op !== 'inc') {
+        ctx.addIssue({ code: 'custom', path: ['value'], message: 'is required' });
+      }
+      const problem = checkDeltaValue(entry.value);
+      if (problem !== undefined)
+        ctx.addIssue({ code: 'custom', path: ['value'], message: problem });
     }),
-    path: z.string({ error: 'must be a string' }).superRefine((path, ctx) => {
-      const problem = checkDeltaPath(path);
-      if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
-    }),
-    op: z.enum(DELTA_OPS, {
-      error: (issue) => `must be one of ${DELTA_OPS.join(', ')} (got ${preview(issue.input)})`,
-    }),
-    value: z.unknown().optional(),
-  })
-  .superRefine((entry, ctx) => {
-    if (entry.op === 'inc' && (typeof entry.value !== 'number' || !Number.isFinite(entry.value))) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['value'],
-        message: `must be a finite number for op "inc" (got ${preview(entry.value)})`,
-      });
-    }
-    if (entry.value === undefined && entry.op !== 'inc') {
-      ctx.addIssue({ code: 'custom', path: ['value'], message: 'is required' });
-    }
-    const problem = checkDeltaValue(entry.value);
-    if (problem !== undefined) ctx.addIssue({ code: 'custom', path: ['value'], message: problem });
-  });
+);
 
 /** Formats the first zod issue as `field: message`. */
 function reasonOf(error: z.ZodError): string {
@@ -305,7 +312,7 @@ export function parseDeltaEntry(candidate: unknown): DeltaEntryVerdict {
   if (!isRecord(candidate)) {
     return { ok: false, reason: `entry must be an object (got ${preview(candidate)})` };
   }
-  const result = worldStateDeltaEntrySchema.safeParse(candidate);
+  const result = worldStateDeltaEntrySchema().safeParse(candidate);
   if (!result.success) return { ok: false, reason: reasonOf(result.error) };
   const { domain, path, op, value } = result.data;
   return { ok: true, entry: { domain, path, op, value } };

@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { createOrderedScale } from './ordered-scale.js';
 
 /** Human-in-the-loop modes, least gated to most gated. */
@@ -12,9 +11,6 @@ export const HITL_MODE_SCALE = createOrderedScale(HITL_MODES);
 
 /** Rank of each mode: `autonomous` 0 … `compound` 4. */
 export const HITL_ORDER: Readonly<Record<HitlMode, number>> = HITL_MODE_SCALE.order;
-
-/** zod schema of a {@link HitlMode}. */
-export const hitlModeSchema = z.enum(HITL_MODES);
 
 /** True when `value` is one of {@link HITL_MODES}. */
 export const isHitlMode: (value: unknown) => value is HitlMode = HITL_MODE_SCALE.is;

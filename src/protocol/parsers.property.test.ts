@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { isFleetgateError } from './errors.js';
 import type { WorldStateDeltaEntry } from './index.js';
 import {
+  checkDeltaDomain,
+  checkDeltaValue,
   BLAST_V1_URI,
   DELTA_OPS,
   EFFECT_DOMAIN_V1_URI,
@@ -26,7 +28,11 @@ const validEntry: fc.Arbitrary<WorldStateDeltaEntry> = fc
     value: fc.jsonValue({ maxDepth: 2 }),
     inc: fc.double({ noNaN: true, noDefaultInfinity: true }),
   })
-  .map(({ inc, ...e }) => ({ ...e, value: e.op === 'inc' ? inc : e.value === null ? 0 : e.value }));
+  .map(({ inc, ...e }) => ({ ...e, value: e.op === 'inc' ? inc : e.value === null ? 0 : e.value }))
+  // The generators can spell a forbidden domain (`constructor`) or an own `__proto__` key.
+  .filter(
+    (e) => checkDeltaDomain(e.domain) === undefined && checkDeltaValue(e.value) === undefined,
+  );
 
 /** JSON values and JSON values shaped a little like what the parsers expect. */
 const anyJson = fc.oneof(

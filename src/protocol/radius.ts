@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { createOrderedScale } from './ordered-scale.js';
 
 /** Blast radii, narrowest to widest. */
@@ -12,9 +11,6 @@ export const RADIUS_SCALE = createOrderedScale(BLAST_RADII);
 
 /** Rank of each radius: `self` 0 … `public` 4. */
 export const BLAST_ORDER: Readonly<Record<BlastRadius, number>> = RADIUS_SCALE.order;
-
-/** zod schema of a {@link BlastRadius}. */
-export const blastRadiusSchema = z.enum(BLAST_RADII);
 
 /** True when `value` is one of {@link BLAST_RADII}. */
 export const isBlastRadius: (value: unknown) => value is BlastRadius = RADIUS_SCALE.is;

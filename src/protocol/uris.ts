@@ -64,3 +64,9 @@ export const AGENT_CARD_PATHS = [
   '/.well-known/agent-card.json',
   '/.well-known/agent.json',
 ] as const;
+
+/**
+ * The header v0.3 peers read and write the activated extensions under (v1.0: `A2A-Extensions`).
+ * Spelled here so the caller never loads the SDK's v0.3 layer just for a header name.
+ */
+export const LEGACY_EXTENSIONS_HEADER = 'X-A2A-Extensions';

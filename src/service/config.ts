@@ -7,7 +7,7 @@ import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
 import { FleetgateError } from '../protocol/index.js';
 import { formatIssues } from '../fleet/index.js';
-import { blastRadiusSchema, hitlModeSchema } from '../protocol/index.js';
+import { BLAST_RADII, HITL_MODES } from '../protocol/index.js';
 
 const UNITS: Readonly<Record<string, number>> = {
   ms: 1,
@@ -24,6 +24,9 @@ export function parseDuration(value: string | number): number | undefined {
   if (match === null) return undefined;
   return Math.round(Number(match[1]) * UNITS[match[2]!]!);
 }
+
+const blastRadiusSchema = z.enum(BLAST_RADII);
+const hitlModeSchema = z.enum(HITL_MODES);
 
 const duration = z.union([z.string(), z.number()]).transform((value, ctx) => {
   const ms = parseDuration(value);
