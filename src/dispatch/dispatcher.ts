@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EventBus } from '../bus/index.js';
 import { isFleetgateError } from '../protocol/index.js';
-import type { TaskStateName } from '../protocol/index.js';
+import type { DispatchEvent, FleetgateTopics, TaskStateName } from '../protocol/index.js';
 import { isInterruptedState, normalizeTaskState } from '../protocol/index.js';
 import type {
   DispatchRecord,
@@ -45,6 +45,12 @@ export interface DispatcherOptions {
   /** Failures of background work (a veto window's release); default: rethrown unhandled. */
   onError?: (error: unknown, where: string) => void;
 }
+
+/** The `skill.dispatch.*` topics. */
+type DispatchTopic = Extract<keyof FleetgateTopics, `skill.dispatch.${string}`>;
+
+/** What a dispatch event carries beside the record. */
+type DispatchEventExtra = Pick<DispatchEvent, 'reason' | 'state' | 'decision' | 'approvalId'>;
 
 const TEXT_LIMIT = 2000;
 
@@ -210,7 +216,7 @@ export class Dispatcher {
       },
       at: this.#o.now(),
     });
-    const extra: Record<string, unknown> = { reason: decision.reason };
+    const extra: DispatchEventExtra = { reason: decision.reason };
     if (decision.decision !== undefined) extra.decision = decision.decision;
     if (decision.action === 'hold' && decision.approvalId !== undefined) {
       extra.approvalId = decision.approvalId;
@@ -434,16 +440,14 @@ export class Dispatcher {
   }
 
   async #publish(
-    topic: `skill.dispatch.${string}`,
+    topic: DispatchTopic,
     record: DispatchRecord,
-    extra: Record<string, unknown> = {},
+    extra: DispatchEventExtra = {},
   ): Promise<void> {
-    await (
-      this.#o.bus.publish as (
-        t: string,
-        p: unknown,
-        o?: { correlationId: string },
-      ) => Promise<unknown>
-    )(topic, { ...record, ...extra }, { correlationId: record.correlationId });
+    await this.#o.bus.publish(
+      topic,
+      { ...record, ...extra },
+      { correlationId: record.correlationId },
+    );
   }
 }

@@ -92,6 +92,12 @@ export interface DispatchEvent {
   result: DispatchResult | null;
   /** Why the dispatch moved (a gate decision, a rejection, an error), when there is one. */
   reason?: string;
+  /** The task's state, on `awaiting-input` and `resumed`. */
+  state?: string;
+  /** The policy gate's structured decision, on `gated` and `rejected`. */
+  decision?: unknown;
+  /** The approval that holds the dispatch, on `gated`. */
+  approvalId?: string;
 }
 
 /**
@@ -178,6 +184,8 @@ export type FleetgateTopics = {
   'skill.dispatch.completed': DispatchEvent;
   'skill.dispatch.failed': DispatchEvent;
   'skill.dispatch.rejected': DispatchEvent;
+  'skill.dispatch.awaiting-input': DispatchEvent;
+  'skill.dispatch.resumed': DispatchEvent;
   'hitl.approval.requested': ApprovalEvent;
   'hitl.approval.decided': ApprovalEvent;
   'hitl.approval.expired': ApprovalEvent;
