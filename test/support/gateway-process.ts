@@ -6,38 +6,23 @@
  * - `committed`: a blocking call whose terminal reply was claimed, its events in the outbox, the
  *   outbox relay never started.
  */
-import { createInMemoryEventBus, createOutboxRelay, EventCollector } from '../../src/bus/index.js';
-import { createFleetClient, createTaskTerminal } from '../../src/dispatch/index.js';
-import { ExtensionRegistry, registerStandardExtensions } from '../../src/extensions/index.js';
-import { openGatewayStore } from '../../src/service/index.js';
-import { createStoreTaskRecords, TaskTracker } from '../../src/tasks/index.js';
+import { createGateway } from '../../src/service/index.js';
 
 const [agentUrl, file, scenario] = process.argv.slice(2);
 if (agentUrl === undefined || file === undefined || scenario === undefined) {
   process.stderr.write('usage: gateway-process.ts <agentUrl> <sqliteFile> tracked|committed\n');
   process.exit(64);
 }
-const card: unknown = await (
-  await fetch(`${agentUrl}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })
-).json();
-const store = await openGatewayStore(`sqlite:${file}`);
-const bus = createInMemoryEventBus();
-const records = createStoreTaskRecords(store.db);
-const relay = createOutboxRelay({ db: store.db, bus });
-const collector = new EventCollector(bus);
-const registry = registerStandardExtensions(new ExtensionRegistry(), { bus: collector });
-const fleet = createFleetClient({
-  registry,
-  bus: collector,
-  cards: new Map([['ops', { url: agentUrl, card }]]),
-  terminal: createTaskTerminal({ durable: { records, collector } }),
-});
-const tracker = new TaskTracker({ records, fleet, polling: { intervalMs: 3_600_000 } });
+// The outbox relay never starts: the process dies with its events in the outbox.
+const gateway = await createGateway(
+  { store: `sqlite:${file}`, agents: [{ name: 'ops', url: agentUrl }] },
+  { relay: false, tracking: { polling: { intervalMs: 3_600_000 } } },
+);
 
 if (scenario === 'tracked') {
-  const result = await fleet.call('ops', 'pr_review', 'go', { mode: 'return-immediately' });
+  const result = await gateway.call('ops', 'pr_review', 'go', { mode: 'return-immediately' });
   const taskId = result.task!.id;
-  await tracker.follow({
+  await gateway.internals.tracker.follow({
     agent: 'ops',
     skill: 'pr_review',
     correlationId: result.correlationId,
@@ -46,10 +31,9 @@ if (scenario === 'tracked') {
   });
   process.stdout.write(`${JSON.stringify({ taskId })}\n`);
 } else {
-  const result = await fleet.call('ops', 'pr_review', 'go');
+  const result = await gateway.call('ops', 'pr_review', 'go');
   process.stdout.write(
     `${JSON.stringify({ taskId: result.task!.id, terminal: result.terminal })}\n`,
   );
 }
-void relay; // deliberately never started: the process dies with its events in the outbox
 setInterval(() => undefined, 60_000);
