@@ -233,27 +233,34 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
       .limit(batchSize);
     if (lock) select = select.forUpdate().skipLocked();
     const rows = await select.execute();
-    let sent = 0;
-    for (const row of rows) {
-      try {
-        await looseBus.publish(row.topic, JSON.parse(row.payload) as unknown, {
-          id: row.id,
-          correlationId: row.correlation_id,
-          time: row.time,
-        });
-      } catch (error) {
-        throw new RelayPublishError(row.id, row.topic, error);
+    const published: string[] = [];
+    try {
+      for (const row of rows) {
+        try {
+          await looseBus.publish(row.topic, JSON.parse(row.payload) as unknown, {
+            id: row.id,
+            correlationId: row.correlation_id,
+            time: row.time,
+          });
+        } catch (error) {
+          throw new RelayPublishError(row.id, row.topic, error);
+        }
+        published.push(row.id);
       }
-      // Marked only after the bus acknowledged it; a crash right here re-sends a duplicate.
-      await q
-        .updateTable('fleetgate_outbox')
-        .set({ sent_at: Date.now(), last_error: null })
-        .where('id', '=', row.id)
-        .where('sent_at', 'is', null)
-        .execute();
-      sent += 1;
+    } finally {
+      // Marked only after the bus acknowledged them, in one statement per round (one commit, not
+      // one per row), also when a later row of the round failed. A crash before this line
+      // re-sends the round's rows: their ids make the copies no-ops for every consumer.
+      if (published.length > 0) {
+        await q
+          .updateTable('fleetgate_outbox')
+          .set({ sent_at: Date.now(), last_error: null })
+          .where('id', 'in', published)
+          .where('sent_at', 'is', null)
+          .execute();
+      }
     }
-    return sent;
+    return published.length;
   }
 
   async function relayRound(): Promise<number> {

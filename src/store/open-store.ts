@@ -204,5 +204,30 @@ async function openSqlite(file: string): Promise<BetterSqlite3.Database> {
   database.pragma('synchronous = NORMAL');
   database.pragma('busy_timeout = 5000');
   database.pragma('foreign_keys = ON');
+  cachePreparedStatements(database, STATEMENT_CACHE_SIZE);
   return database;
+}
+
+/** Distinct SQL texts whose prepared statements a SQLite store keeps. */
+const STATEMENT_CACHE_SIZE = 256;
+
+/**
+ * Keeps the prepared statement of each SQL text. The SQL builder prepares every query it runs,
+ * and preparing costs more than running most of them; the queries are few and repeat (values are
+ * bound parameters), so a small cache holds them all, the oldest text leaving first when it fills.
+ * SQLite re-prepares a kept statement by itself after a schema change. Safe because every query
+ * runs to completion before the next starts (the driver is synchronous and never streams).
+ */
+function cachePreparedStatements(database: BetterSqlite3.Database, size: number): void {
+  const prepare = database.prepare.bind(database);
+  const cache = new Map<string, BetterSqlite3.Statement>();
+  database.prepare = ((source: string) => {
+    let statement = cache.get(source);
+    if (statement === undefined) {
+      statement = prepare(source);
+      if (cache.size >= size) cache.delete(cache.keys().next().value!);
+      cache.set(source, statement);
+    }
+    return statement;
+  }) as typeof database.prepare;
 }
