@@ -1,7 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { EventBus } from '../bus/index.js';
 import { isFleetgateError } from '../protocol/index.js';
-import type { DispatchEvent, FleetgateTopics, TaskStateName } from '../protocol/index.js';
+import type {
+  DispatchEvent,
+  ErrorCode,
+  FleetgateTopics,
+  TaskStateName,
+} from '../protocol/index.js';
 import { isInterruptedState, normalizeTaskState } from '../protocol/index.js';
 import type {
   DispatchRecord,
@@ -266,17 +271,8 @@ export class Dispatcher {
     switch (verdict.action) {
       case 'wait':
         return record;
-      case 'deny': {
-        const updated = await this.#o.records.update(dispatchId, {
-          status: 'rejected',
-          result: { error: { code: verdict.code, message: verdict.reason } },
-          at: this.#o.now(),
-        });
-        if (updated?.status === 'rejected') {
-          await this.#publish('skill.dispatch.rejected', updated, { reason: verdict.reason });
-        }
-        return updated;
-      }
+      case 'deny':
+        return this.#rejectHeld(dispatchId, verdict);
       case 'go': {
         const at = this.#o.now();
         const moved = await verdict.claim((trx) =>
@@ -328,17 +324,8 @@ export class Dispatcher {
     switch (verdict.action) {
       case 'wait':
         return record;
-      case 'deny': {
-        const updated = await this.#o.records.update(dispatchId, {
-          status: 'rejected',
-          result: { error: { code: verdict.code, message: verdict.reason } },
-          at: this.#o.now(),
-        });
-        if (updated?.status === 'rejected') {
-          await this.#publish('skill.dispatch.rejected', updated, { reason: verdict.reason });
-        }
-        return updated;
-      }
+      case 'deny':
+        return this.#rejectHeld(dispatchId, verdict);
       case 'answer': {
         const at = this.#o.now();
         const claimed = await verdict.claim((trx) =>
@@ -355,6 +342,22 @@ export class Dispatcher {
         );
       }
     }
+  }
+
+  /** Ends a held dispatch `rejected` with the gate's reason (once: an ended record stays). */
+  async #rejectHeld(
+    dispatchId: string,
+    verdict: { reason: string; code: ErrorCode },
+  ): Promise<DispatchRecord | undefined> {
+    const updated = await this.#o.records.update(dispatchId, {
+      status: 'rejected',
+      result: { error: { code: verdict.code, message: verdict.reason } },
+      at: this.#o.now(),
+    });
+    if (updated?.status === 'rejected') {
+      await this.#publish('skill.dispatch.rejected', updated, { reason: verdict.reason });
+    }
+    return updated;
   }
 
   /** Cancels pending veto-window timers (the gateway's sweep releases them after a restart). */
