@@ -1,20 +1,10 @@
 import type { Kysely } from 'kysely';
-import type { DispatchResult, DispatchStatus } from '../protocol/index.js';
+import type { DispatchEvent, DispatchResult, DispatchStatus } from '../protocol/index.js';
 
 export type { DispatchResult, DispatchStatus } from '../protocol/index.js';
 
-/** The durable record of one dispatch. */
-export interface DispatchRecord {
-  id: string;
-  agent: string;
-  skill: string;
-  correlationId: string;
-  status: DispatchStatus;
-  taskId: string | null;
-  createdAt: number;
-  updatedAt: number;
-  result: DispatchResult | null;
-}
+/** The durable record of one dispatch: what every `skill.dispatch.*` event carries. */
+export type DispatchRecord = Omit<DispatchEvent, 'reason' | 'state' | 'decision' | 'approvalId'>;
 
 /** The table of {@link createStoreDispatchRecords} (migration `0005_dispatch`). */
 export interface DispatchTable {
