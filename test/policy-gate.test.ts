@@ -530,3 +530,87 @@ describe('HITL gate: questions and compound checkpoints', () => {
     expect(agent.received.filter((c) => c.text === 'soon')).toHaveLength(1);
   });
 });
+
+describe('HITL gate: a question the tracker sees later', () => {
+  let dir: string;
+  let agent: RunningAgent;
+  let gw: Gateway;
+  const asked = new Set<string>();
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'fleetgate-policy-late-question-'));
+    agent = await startAgent({
+      name: 'board',
+      skills: [{ id: 'triage' }],
+      extensions: [{ uri: BLAST_V1_URI, params: { skills: { triage: { radius: 'project' } } } }],
+      // Works a while before asking; the answer on the same task completes it.
+      behaviour: (call) => {
+        if (!asked.has(call.taskId)) {
+          asked.add(call.taskId);
+          return { delayMs: 150, state: 'input-required', statusText: 'Which board column?' };
+        }
+        return { artifacts: [[textPart(`moved to ${call.text}`)]] };
+      },
+    });
+    gw = await createGateway(
+      {
+        store: `sqlite:${join(dir, 'gw.db')}`,
+        agents: [{ name: 'board', url: agent.url }],
+        policy: { sweepInterval: '1h' },
+      },
+      {
+        dispatchMode: 'return-immediately',
+        tracking: { polling: { intervalMs: 20, growth: 1 } },
+      },
+    );
+  });
+
+  afterAll(async () => {
+    await gw?.close();
+    await agent?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('turns an input-required seen by a poll into an inbox question; the answer completes the task', async () => {
+    const record = await gw.dispatch({ agent: 'board', skill: 'triage', text: 'bug 7' });
+    expect(record.status).toBe('running');
+    const taskId = agent.received[0]!.taskId;
+
+    let question: Awaited<ReturnType<Gateway['approvals']['list']>>[number] | undefined;
+    await until(
+      () => {
+        void gw.approvals
+          .list()
+          .then((all) => (question = all.find((a) => a.dispatchId === record.id)));
+        return question !== undefined;
+      },
+      5000,
+      'the question to reach the inbox',
+    );
+    expect(question).toMatchObject({
+      kind: 'checkpoint',
+      taskId,
+      question: 'Which board column?',
+      status: 'pending',
+    });
+    expect((await gw.dispatchRecord(record.id))?.status).toBe('awaiting-input');
+
+    await gw.approvals.answer(question!.id, 'alice', 'done');
+    let status: string | undefined;
+    await until(
+      () => {
+        void gw.dispatchRecord(record.id).then((r) => (status = r?.status));
+        return status === 'completed';
+      },
+      5000,
+      'the answered task to complete',
+    );
+    expect(agent.received.map((c) => [c.text, c.taskId])).toEqual([
+      ['bug 7', taskId],
+      ['done', taskId],
+    ]);
+    // One question per interruption: later polls of the same state ask nothing more.
+    const questions = (await gw.approvals.list()).filter((a) => a.dispatchId === record.id);
+    expect(questions).toHaveLength(0);
+  });
+});

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Task } from '@a2a-js/sdk';
 import type { EventBus } from '../bus/index.js';
 import { isFleetgateError } from '../protocol/index.js';
 import type {
@@ -31,6 +32,16 @@ export interface DispatchRequest {
   correlationId?: string;
   /** Who asks for the call (an approver can never approve their own call). */
   requestedBy?: string;
+}
+
+/** The question an interrupted task asks: its status message, else the text of its reply. */
+function questionOf(task: Task | undefined): string | undefined {
+  const texts: string[] = [];
+  for (const part of task?.status?.message?.parts ?? []) {
+    if (part.content?.$case === 'text') texts.push(part.content.value);
+  }
+  const text = texts.length > 0 ? texts.join('\n') : readReply(task, undefined).text;
+  return text === '' ? undefined : text;
 }
 
 /** Options of {@link Dispatcher}. */
@@ -399,6 +410,8 @@ export class Dispatcher {
     agent: string;
     taskId: string;
     state: TaskStateName;
+    /** The task as fetched: its status message is the question an interrupted task asks. */
+    task?: Task;
   }): Promise<void> {
     const record = await this.#o.records.byTask(change.agent, change.taskId);
     if (record === undefined || ENDED.has(record.status)) return;
@@ -412,6 +425,18 @@ export class Dispatcher {
       updated,
       { state: change.state },
     );
+    if (change.state === 'input-required') {
+      // A question seen by the tracker (a poll, a push, a resumed stream) lands in the inbox
+      // like one seen in the reply: never a silent wait.
+      const task = change.task;
+      await this.#checkpoint(
+        updated,
+        change.taskId,
+        task?.contextId,
+        questionOf(task) ?? 'The agent asks for input (it sent no question text).',
+        undefined,
+      );
+    }
   }
 
   #summary(state: TaskStateName, text: string | undefined): DispatchResult {

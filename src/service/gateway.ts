@@ -84,6 +84,11 @@ export interface GatewayDeps {
   seeds?: Readonly<Record<string, unknown>>;
   /** Clock in epoch milliseconds. */
   now?: () => number;
+  /**
+   * How dispatches are sent (default `blocking`); with `return-immediately` every task that did
+   * not end in the reply is followed by the tracker from the start.
+   */
+  dispatchMode?: 'blocking' | 'streaming' | 'return-immediately';
   /** Poll timing and limits of the task tracker. */
   tracking?: Pick<TaskTrackerOptions, 'polling' | 'maxTrackingTimeMs'>;
   /**
@@ -225,6 +230,7 @@ export async function createGateway(
     bus,
     gate: deps.gate ?? hitl,
     onError: reportError,
+    ...(deps.dispatchMode === undefined ? {} : { mode: deps.dispatchMode }),
     ...(deps.now === undefined ? {} : { now: deps.now }),
   });
   const approvals = createGatewayApprovals({

@@ -72,7 +72,13 @@ export interface TaskTrackerOptions {
    * in when that is an interrupted one): the dispatcher's `onTaskState`. Ends go through the task
    * terminal's `onSettled` instead.
    */
-  onStateChanged?(change: { agent: string; taskId: string; state: TaskStateName }): Promise<void>;
+  onStateChanged?(change: {
+    agent: string;
+    taskId: string;
+    state: TaskStateName;
+    /** The task as the agent last showed it, when it was fetched (its status message is the question). */
+    task?: Task;
+  }): Promise<void>;
   /** Receives failures of polls and hooks (the composition root publishes them on `system.error`). */
   onError?(error: unknown, context: { agent: string; taskId: string; where: string }): void;
   now?: () => number;
@@ -368,6 +374,12 @@ export class TaskTracker implements TaskFollower {
       this.#scheduler.pollNow(record.agent, record.taskId);
       return;
     }
+    if (isInterruptedState(state)) {
+      // The question is in the task's status message, which a status-only push may not carry:
+      // fetch the task at once and note the state from there.
+      this.#scheduler.pollNow(record.agent, record.taskId);
+      return;
+    }
     await this.#noteState(record.agent, record.taskId, state);
   }
 
@@ -392,7 +404,7 @@ export class TaskTracker implements TaskFollower {
       // Done with this entry either way: a failed claim scheduled the task again, backing off.
       return 'terminal';
     }
-    await this.#noteState(agent, taskId, state);
+    await this.#noteState(agent, taskId, state, task);
     return 'pending';
   }
 
@@ -421,16 +433,31 @@ export class TaskTracker implements TaskFollower {
     }
   }
 
-  async #noteState(agent: string, taskId: string, state: TaskStateName): Promise<void> {
+  async #noteState(
+    agent: string,
+    taskId: string,
+    state: TaskStateName,
+    task?: Task,
+  ): Promise<void> {
     const tracked = this.#tracked.get(keyOf(agent, taskId));
     if (tracked === undefined || tracked.state === state) return;
     tracked.state = state;
     await this.#o.records.noteState(agent, taskId, state, this.#o.now());
-    await this.#notifyState(agent, taskId, state);
+    await this.#notifyState(agent, taskId, state, task);
   }
 
-  async #notifyState(agent: string, taskId: string, state: TaskStateName): Promise<void> {
-    await this.#o.onStateChanged?.({ agent, taskId, state });
+  async #notifyState(
+    agent: string,
+    taskId: string,
+    state: TaskStateName,
+    task?: Task,
+  ): Promise<void> {
+    await this.#o.onStateChanged?.({
+      agent,
+      taskId,
+      state,
+      ...(task === undefined ? {} : { task }),
+    });
     if (isInterruptedState(state) && this.#o.onInterrupted !== undefined) {
       const record = await this.#o.records.get(agent, taskId);
       if (record !== undefined) await this.#o.onInterrupted(record, state);
