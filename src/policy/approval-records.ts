@@ -3,25 +3,19 @@
  * mapping from the store's rows.
  */
 import { FleetgateError } from '../protocol/index.js';
-import type { BlastRadius, HitlMode } from '../protocol/index.js';
-import type { Reason, StandingGrant } from './types.js';
+import type {
+  ApprovalEvent,
+  ApprovalKind,
+  ApprovalStatus,
+  ApprovalVote,
+  BlastRadius,
+  HitlMode,
+  Reason,
+} from '../protocol/index.js';
+import type { StandingGrant } from './types.js';
+
+export type { ApprovalKind, ApprovalStatus, ApprovalVote } from '../protocol/index.js';
 import type { ApprovalTable, StandingTable } from './store-tables.js';
-
-/** Where an approval stands. `consumed`: its call went out; `void`: the call changed under it. */
-export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'expired' | 'consumed' | 'void';
-
-/**
- * `dispatch`: a gated call waits for approval; `veto`: a call goes when its window ends;
- * `checkpoint`: a running task asks for input, and the answer is sent back on the same task.
- */
-export type ApprovalKind = 'dispatch' | 'veto' | 'checkpoint';
-
-/** One approver's yes. */
-export interface ApprovalVote {
-  by: string;
-  reason?: string;
-  at: number;
-}
 
 /** The input of a held call, kept so any replica can send it once approved. */
 export interface HeldInput {
@@ -29,43 +23,11 @@ export interface HeldInput {
   data?: unknown;
 }
 
-/** One approval request, as the inbox, the CLI and `hitl.approval.*` events show it. */
-export interface ApprovalRecord {
-  id: string;
-  kind: ApprovalKind;
-  dispatchId: string;
-  agent: string;
-  skill: string;
-  correlationId: string;
-  fingerprint: string;
-  policyVersion: string;
-  mode: HitlMode;
-  radius: BlastRadius | null;
-  requestedBy: string | null;
-  requiredApprovals: number;
-  approvals: ApprovalVote[];
-  status: ApprovalStatus;
-  decidedBy: string | null;
-  decidedAt: number | null;
-  reason: string | null;
+/** One approval request: the `hitl.approval.*` event's fields and the held input. */
+export type ApprovalRecord = Omit<ApprovalEvent, 'outcome'> & {
+  /** The input of the held call, kept so any replica can send it once approved. */
   input: HeldInput;
-  /** The effect domains the skill declared: what the call may change. */
-  domains: string[] | null;
-  reasons: Reason[];
-  createdAt: number;
-  expiresAt: number;
-  snoozedUntil: number | null;
-  consumedAt: number | null;
-  /** When the dispatch behind it moved on (sent or refused). */
-  settledAt: number | null;
-  /** Checkpoints: the task waiting on input and its conversation. */
-  taskId: string | null;
-  contextId: string | null;
-  /** Checkpoints: what the agent asked. */
-  question: string | null;
-  /** Checkpoints: the answer sent back to the agent. */
-  answer: string | null;
-}
+};
 
 /** What a new request needs (the inbox fills in the rest). */
 export type NewApproval = Omit<

@@ -12,6 +12,7 @@
  * dispatch on, so a changed call, a second release or a second replica never sends it twice.
  */
 import { HITL_ORDER } from '../protocol/index.js';
+import type { ApprovalEvent } from '../protocol/index.js';
 import { decide } from './decide.js';
 import { callFingerprint, normaliseInput, policyVersion, sha256Hex } from './fingerprint.js';
 import type { GateCall, GateVerdict, HitlGate, HitlGateOptions } from './gate-types.js';
@@ -33,7 +34,7 @@ import { DEFAULT_POLICY_RULES } from './types.js';
 const HOLD_KINDS = ['dispatch', 'veto'] as const;
 const CHECKPOINT_KINDS = ['checkpoint'] as const;
 
-function approvalEvent(record: ApprovalRecord): Record<string, unknown> {
+function approvalEvent(record: ApprovalRecord): ApprovalEvent {
   const { input: _input, ...rest } = record;
   return rest;
 }
@@ -138,7 +139,7 @@ export function createHitlGate(options: HitlGateOptions): HitlGate {
           await publish('hitl.notification', {
             agent: call.agent,
             skill: call.skill,
-            dispatchId: call.dispatchId,
+            ...(call.dispatchId === undefined ? {} : { dispatchId: call.dispatchId }),
             correlationId: call.correlationId,
             radius: decision.effectiveRadius,
             reasons: decision.reasons,

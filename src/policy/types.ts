@@ -2,7 +2,7 @@
  * The policy room's vocabulary: the facts `decide` reads, the rules it applies, the structured
  * decision it returns, and the ports through which the rest of the gateway feeds it.
  */
-import type { BlastRadius, HitlMode } from '../protocol/index.js';
+import type { BlastRadius, FleetgateTopics, HitlMode, Reason } from '../protocol/index.js';
 
 /**
  * What the fleet knows about a skill's radius (the card broker's `effectiveRadius` shape).
@@ -58,7 +58,17 @@ export interface EffectiveDeclarations {
 }
 
 /** Publishes one event on the bus (`hitl.approval.*`, `hitl.notification`). */
-export type PolicyPublish = (topic: string, payload: Record<string, unknown>) => Promise<void>;
+export type PolicyPublish = <T extends PolicyTopic>(
+  topic: T,
+  payload: FleetgateTopics[T],
+) => Promise<void>;
+
+/** The topics the policy room publishes. */
+export type PolicyTopic =
+  | 'hitl.approval.requested'
+  | 'hitl.approval.decided'
+  | 'hitl.approval.expired'
+  | 'hitl.notification';
 
 /** A per agent/skill override; `*` matches any agent or skill. The most specific match wins. */
 export interface PolicyOverride {
@@ -104,34 +114,8 @@ export const DEFAULT_POLICY_RULES: PolicyRules = Object.freeze({
   overrides: Object.freeze([]),
 });
 
-/** Every kind of reason a decision can carry. */
-export const REASON_KINDS = [
-  'declared-radius',
-  'radius-unknown',
-  'card-stale',
-  'unknown-rule',
-  'floor',
-  'narrowing-pending',
-  'declared-mode',
-  'mode-undeclared',
-  'threshold',
-  'override-allow',
-  'override-deny',
-  'override-min-mode',
-  'reviewer-operator',
-  'standing-approval',
-  'approvers',
-  'rejected-before',
-] as const;
-
-/** The kind of a {@link Reason}. */
-export type ReasonKind = (typeof REASON_KINDS)[number];
-
-/** One structured fact behind a decision; `detail` is the sentence the CLI prints. */
-export interface Reason {
-  kind: ReasonKind;
-  detail: string;
-}
+export { REASON_KINDS } from '../protocol/index.js';
+export type { Reason, ReasonKind } from '../protocol/index.js';
 
 /** A standing approval as `decide` sees it. */
 export interface StandingGrant {

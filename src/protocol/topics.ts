@@ -7,6 +7,7 @@
  */
 import type { RejectedDeltaEntry, WorldStateDeltaEntry } from './delta.js';
 import type { BlastRadius } from './radius.js';
+import type { HitlMode } from './hitl.js';
 
 /** `world.state.delta`: the mutations one terminal task reported (one event per task). */
 export interface WorldStateDeltaEvent {
@@ -100,35 +101,105 @@ export interface DispatchEvent {
   approvalId?: string;
 }
 
+/** The kinds of fact a policy decision names (`Reason.kind`). */
+export const REASON_KINDS = [
+  'declared-radius',
+  'radius-unknown',
+  'card-stale',
+  'unknown-rule',
+  'floor',
+  'narrowing-pending',
+  'declared-mode',
+  'mode-undeclared',
+  'threshold',
+  'override-allow',
+  'override-deny',
+  'override-min-mode',
+  'reviewer-operator',
+  'standing-approval',
+  'approvers',
+  'rejected-before',
+] as const;
+
+/** The kind of a {@link Reason}. */
+export type ReasonKind = (typeof REASON_KINDS)[number];
+
+/** One structured fact behind a policy decision; `detail` is the sentence the CLI prints. */
+export interface Reason {
+  kind: ReasonKind;
+  detail: string;
+}
+
+/** Where an approval stands. `consumed`: its call went out; `void`: the call changed under it. */
+export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'expired' | 'consumed' | 'void';
+
 /**
- * `hitl.approval.requested` / `.decided` / `.expired`: an approval record with its reasons. The
- * approvals inbox owns the full record; these are the fields every consumer may rely on.
+ * `dispatch`: a gated call waits for approval; `veto`: a call goes when its window ends;
+ * `checkpoint`: a running task asks for input, and the answer is sent back on the same task.
+ */
+export type ApprovalKind = 'dispatch' | 'veto' | 'checkpoint';
+
+/** One approver's yes. */
+export interface ApprovalVote {
+  by: string;
+  reason?: string;
+  at: number;
+}
+
+/**
+ * `hitl.approval.requested` / `.decided` / `.expired`: one approval request as the inbox, the CLI
+ * and every consumer see it (the held input is not carried on the bus).
  */
 export interface ApprovalEvent {
-  /** The approval id. */
   id: string;
+  kind: ApprovalKind;
+  dispatchId: string;
   agent: string;
   skill: string;
-  /** Why the call needs (or got) a decision: radius, mode, policy rule. */
-  reasons: string[];
-  /** The dispatch the approval belongs to, when there is one. */
-  dispatchId?: string;
-  /** `approved` / `rejected` on `decided`; `expired` on `expired`. */
-  decision?: 'approved' | 'rejected' | 'expired';
-  /** Who decided (`decided` only). */
-  decidedBy?: string;
-  [key: string]: unknown;
+  correlationId: string;
+  /** SHA-256 of the exact call (agent, skill, input, radius, policy version). */
+  fingerprint: string;
+  policyVersion: string;
+  mode: HitlMode;
+  radius: BlastRadius | null;
+  requestedBy: string | null;
+  requiredApprovals: number;
+  approvals: ApprovalVote[];
+  status: ApprovalStatus;
+  decidedBy: string | null;
+  decidedAt: number | null;
+  reason: string | null;
+  /** The effect domains the skill declared: what the call may change. */
+  domains: string[] | null;
+  reasons: Reason[];
+  createdAt: number;
+  expiresAt: number;
+  snoozedUntil: number | null;
+  consumedAt: number | null;
+  /** When the request's outcome was published (each outcome is published once). */
+  settledAt: number | null;
+  /** Checkpoints: the task waiting on input and its conversation. */
+  taskId: string | null;
+  contextId: string | null;
+  /** Checkpoints: what the agent asked. */
+  question: string | null;
+  /** Checkpoints: the answer sent back to the agent. */
+  answer: string | null;
+  /**
+   * On `decided`: how the request ended — approved (its call went out), not vetoed (a veto window
+   * ended), answered (a checkpoint), rejected, or void (the call changed under it).
+   */
+  outcome?: 'approved' | 'not-vetoed' | 'answered' | 'rejected' | 'void';
 }
 
 /** `hitl.notification`: a call that ran under the `notification` mode, for humans to see. */
 export interface HitlNotificationEvent {
   agent: string;
   skill: string;
-  /** The approval id, when the call also went through the approvals inbox. */
-  approvalId?: string;
   dispatchId?: string;
-  reasons: string[];
-  [key: string]: unknown;
+  correlationId?: string;
+  radius: BlastRadius | null;
+  reasons: Reason[];
 }
 
 /** Alert severities, lowest to highest. */

@@ -16,7 +16,6 @@
  */
 import type { PushRequest, PushResponse, TaskTracker, TaskTrackerOptions } from '../tasks/index.js';
 import type { EventBus, OutboxRelay } from '../bus/index.js';
-import type { OpenTopics } from '../protocol/index.js';
 import {
   createInMemoryEventBus,
   createOutboxRelay,
@@ -210,7 +209,6 @@ export async function createGateway(
     onStateChanged: (change) => dispatcher.onTaskState(change),
     onError: (error, where) => reportError(error, `tracker.${where.where}`),
   });
-  const policyBus = bus as unknown as EventBus<OpenTopics>;
   const hitl = createHitlGate({
     declarations: policyDeclarations(runtime),
     inbox: createApprovalInbox({
@@ -218,8 +216,7 @@ export async function createGateway(
       ...(deps.now === undefined ? {} : { now: deps.now }),
     }),
     rules: policyRules(config.policy),
-    // The policy room's events are not yet typed by the protocol's topic map: carried as open topics.
-    publish: async (topic, payload) => void (await policyBus.publish(topic, payload)),
+    publish: async (topic, payload) => void (await bus.publish(topic, payload)),
     ...(deps.now === undefined ? {} : { now: deps.now }),
   });
   const dispatchRecords = createStoreDispatchRecords(store.db);
