@@ -17,7 +17,7 @@ import type {
 } from './dispatch-records.js';
 import { moveDispatch } from './dispatch-records.js';
 import type { CallResult, TaskFollower } from './call-types.js';
-import type { GateDecision, PolicyGate } from './policy-gate.js';
+import type { GateVerdict, PolicyGate } from './policy-gate.js';
 import { ALLOW_ALL } from './policy-gate.js';
 import type { FleetClient } from './fleet-client.js';
 import { readReply } from './task-accumulator.js';
@@ -219,7 +219,7 @@ export class Dispatcher {
   /** Records a dispatch the gate denied or held; a veto window schedules its own release. */
   async #held(
     record: DispatchRecord,
-    decision: Exclude<GateDecision, { action: 'allow' }>,
+    decision: Exclude<GateVerdict, { action: 'allow' }>,
   ): Promise<DispatchRecord> {
     const deny = decision.action === 'deny';
     const updated = await this.#o.records.update(record.id, {

@@ -9,19 +9,14 @@ import type {
   ApprovalStatus,
   ApprovalVote,
   BlastRadius,
+  HeldInput,
   HitlMode,
   Reason,
 } from '../protocol/index.js';
 import type { StandingGrant } from './types.js';
 
-export type { ApprovalKind, ApprovalStatus, ApprovalVote } from '../protocol/index.js';
+export type { ApprovalKind, ApprovalStatus, ApprovalVote, HeldInput } from '../protocol/index.js';
 import type { ApprovalTable, StandingTable } from './store-tables.js';
-
-/** The input of a held call, kept so any replica can send it once approved. */
-export interface HeldInput {
-  text?: string;
-  data?: unknown;
-}
 
 /** One approval request: the `hitl.approval.*` event's fields and the held input. */
 export type ApprovalRecord = Omit<ApprovalEvent, 'outcome'> & {

@@ -2,74 +2,21 @@
  * The HITL gate's interface: what the dispatcher asks it (a call at dispatch, a held call to
  * release, a task's question and its answer) and what it answers.
  */
-import type { Transaction } from 'kysely';
-import type { ErrorCode } from '../protocol/index.js';
-import type { ApprovalInbox, ApprovalRecord, HeldInput, StandingRecord } from './inbox.js';
+import type {
+  CheckpointCall,
+  GateCall,
+  GateVerdict as ProtocolGateVerdict,
+  HeldInput,
+  ReleaseVerdict,
+  ResumeVerdict,
+} from '../protocol/index.js';
+import type { ApprovalInbox, ApprovalRecord, StandingRecord } from './inbox.js';
+
+export type { CheckpointCall, GateCall, ReleaseVerdict, ResumeVerdict } from '../protocol/index.js';
 import type { Decision, EffectiveDeclarations, PolicyPublish, PolicyRules } from './types.js';
 
-/** One call as the gate sees it (what the dispatcher passes). */
-export interface GateCall {
-  dispatchId?: string;
-  agent: string;
-  skill: string;
-  correlationId: string;
-  input?: HeldInput;
-  /** Who asked for the call: they can never approve it themselves. */
-  requestedBy?: string;
-}
-
-/** What the gate says at dispatch. */
-export type GateVerdict =
-  | { action: 'allow'; decision?: Decision }
-  | { action: 'deny'; reason: string; code?: ErrorCode; decision?: Decision }
-  | {
-      action: 'hold';
-      reason: string;
-      approvalId?: string;
-      /** For a veto: when the call goes unless rejected (epoch ms). */
-      goAt?: number;
-      decision?: Decision;
-    };
-
-/** What the gate says when a held call is to be released. */
-export type ReleaseVerdict =
-  | {
-      action: 'go';
-      input: HeldInput;
-      /**
-       * Consumes the approval in one transaction with `move` (which moves the dispatch to
-       * `running`); false when the approval or the dispatch was not in a state to go.
-       */
-      claim(move: (trx: Transaction<unknown>) => Promise<boolean>): Promise<boolean>;
-    }
-  | { action: 'deny'; reason: string; code: ErrorCode }
-  | { action: 'wait'; reason: string };
-
-/** A task of a dispatch waits on input (`input-required`). */
-export interface CheckpointCall {
-  dispatchId: string;
-  agent: string;
-  skill: string;
-  correlationId: string;
-  taskId: string;
-  contextId?: string;
-  /** What the agent asked (its status message). */
-  question: string;
-  requestedBy?: string;
-}
-
-/** What the gate says when a checkpoint's dispatch is to move on. */
-export type ResumeVerdict =
-  | {
-      action: 'answer';
-      taskId: string;
-      contextId?: string;
-      text: string;
-      /** Consumes the checkpoint in one transaction with `move`; false when already used. */
-      claim(move: (trx: Transaction<unknown>) => Promise<boolean>): Promise<boolean>;
-    }
-  | { action: 'deny'; reason: string; code: ErrorCode }
-  | { action: 'wait'; reason: string };
+/** What the HITL gate says at dispatch: the protocol's verdict with the policy's decision. */
+export type GateVerdict = ProtocolGateVerdict<Decision>;
 
 /** A decision with what binds an approval to the call. */
 export interface Explanation {

@@ -1,0 +1,88 @@
+/**
+ * The seam between the dispatcher and a policy gate: what the gate is asked at dispatch, what it
+ * answers, and how a held dispatch (an approval, a veto window, a task's question) moves on. The
+ * HITL gate (`policy/`) implements it; `decision` is the gate's own structured decision.
+ */
+import type { Transaction } from 'kysely';
+import type { ErrorCode } from './errors.js';
+
+/** The input of a held call, kept so any replica can send it once approved. */
+export interface HeldInput {
+  text?: string;
+  data?: unknown;
+}
+
+/** One call as the gate sees it. */
+export interface GateCall {
+  /** Absent when a call is only explained, not dispatched. */
+  dispatchId?: string;
+  agent: string;
+  skill: string;
+  correlationId: string;
+  /** What the call will send (an approval is bound to it). */
+  input?: HeldInput;
+  /** Who asked for the call: they can never approve it themselves. */
+  requestedBy?: string;
+}
+
+/** What the gate says at dispatch. */
+export type GateVerdict<D = unknown> =
+  | { action: 'allow'; decision?: D }
+  | { action: 'deny'; reason: string; code?: ErrorCode; decision?: D }
+  /**
+   * A human must decide first (the approvals inbox holds the dispatch); with `goAt`, a veto
+   * window: the call goes then (epoch ms) unless rejected.
+   */
+  | { action: 'hold'; reason: string; approvalId?: string; goAt?: number; decision?: D };
+
+/** Moves the dispatch on inside the gate's transaction; false when it was not in a state to. */
+export type DispatchMove = (trx: Transaction<unknown>) => Promise<boolean>;
+
+/** What the gate says when a held call is to be released. */
+export type ReleaseVerdict =
+  | {
+      action: 'go';
+      /** The input the approval was given for: exactly what is sent. */
+      input: HeldInput;
+      /** Consumes the approval in one transaction with `move`; false when either could not. */
+      claim(move: DispatchMove): Promise<boolean>;
+    }
+  | { action: 'deny'; reason: string; code: ErrorCode }
+  | { action: 'wait'; reason: string };
+
+/** A task of a dispatch waits on input (`input-required`). */
+export interface CheckpointCall {
+  dispatchId: string;
+  agent: string;
+  skill: string;
+  correlationId: string;
+  taskId: string;
+  contextId?: string;
+  /** What the agent asked (its status message). */
+  question: string;
+  requestedBy?: string;
+}
+
+/** What the gate says when a task's question may have been answered. */
+export type ResumeVerdict =
+  | {
+      action: 'answer';
+      taskId: string;
+      contextId?: string;
+      text: string;
+      /** Consumes the answer in one transaction with `move`; false when already used. */
+      claim(move: DispatchMove): Promise<boolean>;
+    }
+  | { action: 'deny'; reason: string; code: ErrorCode }
+  | { action: 'wait'; reason: string };
+
+/**
+ * Decides whether a call may go out. A gate that holds calls implements `release`; one that turns
+ * a task's questions into inbox entries implements `checkpoint` and `resume`.
+ */
+export interface PolicyGate<D = unknown> {
+  decide(call: GateCall): Promise<GateVerdict<D>>;
+  release?(call: GateCall): Promise<ReleaseVerdict>;
+  checkpoint?(call: CheckpointCall): Promise<unknown>;
+  resume?(call: { dispatchId: string }): Promise<ResumeVerdict>;
+}
