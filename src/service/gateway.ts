@@ -149,7 +149,18 @@ export async function createGateway(
   deps: GatewayDeps = {},
 ): Promise<Gateway> {
   const config = parseConfig(input);
-  const store = deps.store ?? (await openGatewayStore(config.store));
+  // A lost database connection is reported once the bus exists (the store opens first).
+  let reportStoreError = (error: unknown): void => void error;
+  const store =
+    deps.store ??
+    (await openGatewayStore(config.store, {
+      timeouts: {
+        connectMs: config.storeTimeouts.connect,
+        statementMs: config.storeTimeouts.statement,
+        queryMs: config.storeTimeouts.query,
+      },
+      onError: (error) => reportStoreError(error),
+    }));
   const bus = deps.bus ?? (await openBus(config.bus));
   const reportError =
     deps.onError ??
@@ -161,6 +172,16 @@ export async function createGateway(
         warnUnreportedError(e, { where });
       });
     });
+
+  reportStoreError = (error) =>
+    reportError(
+      new FleetgateError(
+        'FLEETGATE_STORE_UNAVAILABLE',
+        `A database connection was lost: ${error instanceof Error ? error.message : String(error)}`,
+        { cause: error },
+      ),
+      'store',
+    );
 
   const runtime = await createFleetRuntime(config, {
     secrets: deps.secrets ?? (() => undefined),
