@@ -255,6 +255,8 @@ export async function createGateway(
     onError: reportError,
   });
 
+  // Aborted when close() starts: work waiting for the database to come back stops waiting.
+  const closingSignal = new AbortController();
   const world = createWorldMaterialiser({
     store: createSqlWorldStore({
       db: store.db,
@@ -262,6 +264,13 @@ export async function createGateway(
       onCommitted: () => relay.notify(),
     }),
     bus,
+    retry: {
+      signal: closingSignal.signal,
+      // Once per event and outage: the first failed try says the update waits for the store.
+      onRetry: (error, attempt) => {
+        if (attempt === 1) reportError(error, 'world-materialiser');
+      },
+    },
     ...(deps.seeds === undefined ? {} : { seeds: deps.seeds }),
     ...(deps.now === undefined ? {} : { now: deps.now }),
   });
@@ -331,11 +340,14 @@ export async function createGateway(
     settle,
     close() {
       closing ??= (async () => {
+        closingSignal.abort();
         runtime.broker.stop();
         dispatcher.stop();
         await approvals.stop();
         await Promise.allSettled([...inFlight]);
         tracker.stop();
+        // Claims waiting for the store get one last try; tasks with a record recover next start.
+        await terminal.stop();
         if (deps.relay !== false) {
           await relay.drain().catch((error: unknown) => reportError(error, 'outbox-relay'));
         }
