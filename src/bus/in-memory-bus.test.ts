@@ -161,6 +161,65 @@ describe('InMemoryEventBus', () => {
     });
   });
 
+  describe('durable subscriptions and PublishResult.handled', () => {
+    it('resolves handled true only after every durable handler ran on the event', async () => {
+      const bus = createInMemoryEventBus<OpenTopics>();
+      const gate = deferred();
+      const order: string[] = [];
+      await bus.subscribe(
+        'a.>',
+        async () => {
+          await gate.promise;
+          order.push('slow');
+        },
+        { name: 'slow', durable: true },
+      );
+      await bus.subscribe('a.>', () => void order.push('fast'), { name: 'fast', durable: true });
+      await bus.subscribe('a.>', () => void order.push('live'), { name: 'live' });
+      const result = await bus.publish('a.b', {}, { id: 'e1' });
+      let handled: boolean | undefined;
+      void result.handled!.then((ok) => (handled = ok));
+      await new Promise((r) => setTimeout(r, 20));
+      expect(order.sort()).toEqual(['fast', 'live']);
+      expect(handled).toBeUndefined();
+      // A duplicate waits for the same handling.
+      const again = await bus.publish('a.b', {}, { id: 'e1' });
+      expect(again.duplicate).toBe(true);
+      expect(again.handled).toBe(result.handled);
+      gate.resolve();
+      expect(await result.handled).toBe(true);
+      expect(order).toContain('slow');
+    });
+
+    it('counts a failing handler as handled (it was reported), and has no handled without durable subscribers', async () => {
+      const bus = createInMemoryEventBus<OpenTopics>({ onUnreportedError: () => undefined });
+      await bus.subscribe('a.b', () => void 0, { name: 'live' });
+      expect((await bus.publish('a.b', {})).handled).toBeUndefined();
+      await bus.subscribe(
+        'a.b',
+        () => {
+          throw new Error('boom');
+        },
+        { name: 'failing', durable: true },
+      );
+      expect(await (await bus.publish('a.b', {})).handled).toBe(true);
+    });
+
+    it('resolves handled false when the durable subscription goes away before handling it', async () => {
+      const bus = createInMemoryEventBus<OpenTopics>();
+      const gate = deferred();
+      const sub = await bus.subscribe('a.b', () => gate.promise, { name: 'd', durable: true });
+      const first = await bus.publish('a.b', {});
+      const second = await bus.publish('a.b', {});
+      await new Promise((r) => setTimeout(r, 5));
+      const gone = sub.unsubscribe();
+      gate.resolve();
+      await gone;
+      expect(await first.handled).toBe(true);
+      expect(await second.handled).toBe(false);
+    });
+  });
+
   it('forgets an explicit id after the duplicate window', async () => {
     let now = 1_000;
     const bus = createInMemoryEventBus<OpenTopics>({ duplicateWindowMs: 100, now: () => now });

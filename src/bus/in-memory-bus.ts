@@ -59,6 +59,32 @@ export interface InMemoryBusStats {
 const DEFAULT_MAX_QUEUE = 10_000;
 const MATCH_CACHE_LIMIT = 4_096;
 
+/**
+ * The handling of one event by the durable subscriptions it was queued for: `handled` resolves
+ * once each ran its handler on it (true), or false as soon as one let it go unhandled
+ * (unsubscribed, closed, or dropped it from a full queue).
+ */
+class DurableHandling {
+  remaining: number;
+  ok = true;
+  readonly handled: Promise<boolean>;
+  #resolve!: (ok: boolean) => void;
+
+  constructor(count: number) {
+    this.remaining = count;
+    this.handled = new Promise<boolean>((resolve) => (this.#resolve = resolve));
+  }
+
+  /** One durable subscription is done with the event: handled it, or let it go. */
+  done(handled: boolean): boolean {
+    if (!handled) this.ok = false;
+    this.remaining -= 1;
+    if (this.remaining > 0) return false;
+    this.#resolve(this.ok);
+    return true;
+  }
+}
+
 class MemorySubscription implements Subscription {
   readonly queue = new Deque<EventEnvelope>();
   active = true;
@@ -72,6 +98,8 @@ class MemorySubscription implements Subscription {
     readonly handler: EventHandler,
     readonly maxQueue: number,
     readonly overflow: OverflowPolicy,
+    /** Publishers may wait for its handling ({@link PublishResult.handled}). */
+    readonly durable: boolean,
     private readonly remove: (sub: MemorySubscription) => Promise<void>,
   ) {}
 
@@ -101,6 +129,10 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
   readonly #running = new Set<MemorySubscription>();
   /** topic → matching subscriptions; cleared whenever subscriptions change. */
   readonly #matchCache = new Map<string, MemorySubscription[]>();
+  /** Events queued for durable subscriptions, until each of them is done with it. */
+  readonly #handling = new Map<EventEnvelope, DurableHandling>();
+  /** The same, by explicit event id: a duplicate publish waits for the first one's handling. */
+  readonly #handlingById = new Map<string, DurableHandling>();
   readonly #duplicates: DuplicateWindow;
   /** The duplicate window's clock, read once per publish with an explicit id. */
   readonly #now: () => number;
@@ -171,6 +203,7 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
       handler as EventHandler,
       maxQueue,
       options.overflow ?? this.#overflow,
+      options.durable === true,
       (s) => this.#unsubscribe(s),
     );
     this.#trie.add(pattern, sub);
@@ -199,10 +232,28 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
     this.#state = 'closed';
     for (const sub of this.#subscriptions) {
       sub.active = false;
-      sub.queue.clear();
+      this.#letGo(sub);
     }
     this.#subscriptions.clear();
     this.#matchCache.clear();
+  }
+
+  /** Clears a subscription's queue; durable handling of what it held ends unhandled. */
+  #letGo(sub: MemorySubscription): void {
+    if (sub.durable) {
+      for (let event = sub.queue.shift(); event !== undefined; event = sub.queue.shift()) {
+        this.#done(event, false);
+      }
+    }
+    sub.queue.clear();
+  }
+
+  /** A durable subscription is done with `event` (handled or not). */
+  #done(event: EventEnvelope, handled: boolean): void {
+    const handling = this.#handling.get(event);
+    if (handling === undefined || !handling.done(handled)) return;
+    this.#handling.delete(event);
+    if (this.#handlingById.get(event.id) === handling) this.#handlingById.delete(event.id);
   }
 
   #match(topic: string): MemorySubscription[] {
@@ -233,7 +284,13 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
       seenAt = this.#now();
       if (this.#duplicates.has(explicitId, seenAt)) {
         this.#stats.duplicates += 1;
-        return Promise.resolve({ id: explicitId, duplicate: true });
+        // Still being handled: the duplicate's publisher waits for the same handling.
+        const pending = this.#handlingById.get(explicitId);
+        return Promise.resolve(
+          pending === undefined
+            ? { id: explicitId, duplicate: true }
+            : { id: explicitId, duplicate: true, handled: pending.handled },
+        );
       }
     }
     // Check every queue before touching any, so a rejected event reaches no subscriber at all.
@@ -261,9 +318,18 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
       correlationId: options.correlationId ?? id,
       payload,
     };
+    let durable = 0;
+    for (const sub of subs) if (sub.durable) durable += 1;
+    let handling: DurableHandling | undefined;
+    if (durable > 0) {
+      handling = new DurableHandling(durable);
+      this.#handling.set(event, handling);
+      if (explicitId !== undefined) this.#handlingById.set(explicitId, handling);
+    }
     for (const sub of subs) {
       if (sub.queue.length >= sub.maxQueue) {
         const dropped = sub.queue.shift();
+        if (dropped !== undefined && sub.durable) this.#done(dropped, false);
         this.#stats.dropped += 1;
         const error = new FleetgateError(
           'FLEETGATE_BUS_OVERFLOW',
@@ -279,7 +345,11 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
         queueMicrotask(() => void this.#drain(sub));
       }
     }
-    return Promise.resolve({ id, duplicate: false });
+    return Promise.resolve(
+      handling === undefined
+        ? { id, duplicate: false }
+        : { id, duplicate: false, handled: handling.handled },
+    );
   }
 
   async #drain(sub: MemorySubscription): Promise<void> {
@@ -309,6 +379,8 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
           event.correlationId,
         );
       }
+      // A failed handler is reported and done with the event, as a dead letter is on JetStream.
+      if (sub.durable) this.#done(event, true);
     }
     sub.running = false;
     this.#running.delete(sub);
@@ -353,7 +425,7 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
   async #unsubscribe(sub: MemorySubscription): Promise<void> {
     if (sub.active) {
       sub.active = false;
-      sub.queue.clear();
+      this.#letGo(sub);
       this.#trie.remove(sub.pattern, sub);
       this.#subscriptions.delete(sub);
       this.#matchCache.clear();

@@ -15,7 +15,7 @@ import type { Generated, Kysely } from 'kysely';
 import { FleetgateError } from '../protocol/index.js';
 import { parseTopic } from './topic-pattern.js';
 import type { FleetgateTopics, TopicMap, TopicOf } from '../protocol/index.js';
-import type { EventBus, UnreportedErrorHandler } from './types.js';
+import type { EventBus, PublishResult, UnreportedErrorHandler } from './types.js';
 import { warnUnreportedError } from './types.js';
 import { errorMessage } from './subscription-name.js';
 
@@ -189,7 +189,11 @@ export interface OutboxRelay {
   relayOnce(): Promise<number>;
   /** Publishes until no unsent row is left; returns the number sent. */
   drain(): Promise<number>;
-  /** Stops the loop and waits for the round in progress. */
+  /**
+   * Stops the loop and waits for the round in progress. A round still waiting for durable
+   * subscribers to handle its events (in-memory bus) stops waiting: those rows stay unsent and go
+   * out again on the next start, where consumers skip the ids they already applied.
+   */
   stop(): Promise<void>;
 }
 
@@ -222,6 +226,13 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
   let wake: (() => void) | undefined;
   let loop: Promise<void> | undefined;
   let notified = false;
+  let stopping: (() => void) | undefined;
+  let stopped = new Promise<void>((resolve) => (stopping = resolve));
+
+  /** `work`, or sooner when the relay is stopped (rows still being handled stay unsent). */
+  function untilStopped(work: Promise<unknown>): Promise<unknown> {
+    return Promise.race([work, stopped]);
+  }
 
   /** Publishes the rows of one round through `q`; throws at the first failed publish. */
   async function publishRows(q: Kysely<OutboxDatabase>, lock: boolean): Promise<number> {
@@ -234,10 +245,12 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
     if (lock) select = select.forUpdate().skipLocked();
     const rows = await select.execute();
     const published: string[] = [];
+    const handling: Promise<void>[] = [];
     try {
       for (const row of rows) {
+        let result: PublishResult;
         try {
-          await looseBus.publish(row.topic, JSON.parse(row.payload) as unknown, {
+          result = await looseBus.publish(row.topic, JSON.parse(row.payload) as unknown, {
             id: row.id,
             correlationId: row.correlation_id,
             time: row.time,
@@ -245,9 +258,15 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
         } catch (error) {
           throw new RelayPublishError(row.id, row.topic, error);
         }
-        published.push(row.id);
+        const handled = result.handled;
+        if (handled === undefined) published.push(row.id);
+        // A bus that keeps nothing (in-memory) accepted the event, but only its durable
+        // subscribers' handling makes it safe: the row is marked after that, so a crash before
+        // (or a database outage the handler waits out) re-sends it instead of losing it.
+        else handling.push(handled.then((ok) => void (ok && published.push(row.id))));
       }
     } finally {
+      if (handling.length > 0) await untilStopped(Promise.all(handling));
       // Marked only after the bus acknowledged them, in one statement per round (one commit, not
       // one per row), also when a later row of the round failed. A crash before this line
       // re-sends the round's rows: their ids make the copies no-ops for every consumer.
@@ -341,6 +360,7 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
     start() {
       if (running) return;
       running = true;
+      stopped = new Promise<void>((resolve) => (stopping = resolve));
       loop = runLoop();
     },
     notify() {
@@ -351,6 +371,7 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
     drain,
     async stop() {
       running = false;
+      stopping?.();
       wake?.();
       await loop;
       loop = undefined;

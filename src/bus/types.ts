@@ -28,6 +28,15 @@ export interface PublishResult {
   duplicate: boolean;
   /** Position in the backend's log, when it has one (JetStream stream sequence). */
   sequence?: number;
+  /**
+   * In-memory bus only, when durable subscriptions match the event: resolves `true` once each of
+   * them ran its handler on it (a failing handler counts: it was reported), `false` when one let
+   * it go unhandled (unsubscribed, the bus closed, or `drop-oldest` dropped it). The bus keeps
+   * nothing across a restart, so a publisher that must not lose the event (the outbox relay)
+   * marks it done only then. Never rejects. Absent on JetStream: the server keeps the event for
+   * its durable consumers.
+   */
+  handled?: Promise<boolean>;
 }
 
 /** A subscription handler; a returned promise is awaited before the next event is delivered. */
@@ -58,7 +67,8 @@ export interface SubscribeOptions {
    * processes subscribing with the same durable name share the work (each event handled once).
    * Handler failures are retried a bounded number of times, then dead-lettered. When false
    * (default), an ordered ephemeral consumer for live views: no retry, no state on the server.
-   * The in-memory bus keeps nothing across restarts and ignores this flag.
+   * The in-memory bus keeps nothing across restarts; there a durable subscription's handling is
+   * what {@link PublishResult.handled} waits for.
    */
   durable?: boolean;
   /**

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 import { TaskState, type SendMessageRequest, type Task } from '@a2a-js/sdk';
 
-import { FleetgateError } from '../protocol/index.js';
+import { checkTaskId, FleetgateError } from '../protocol/index.js';
 import {
   SkillCallChain,
   createHookFailureLog,
@@ -439,6 +439,14 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
     const t2 = performance.now();
 
     const task = acc.task;
+    if (task !== undefined) {
+      try {
+        // Before the id is held, followed or claimed: a NUL would fail every store write of it.
+        checkTaskId(task.id, `agent ${agent}`);
+      } catch (error) {
+        return failAfterHooks(error as FleetgateError);
+      }
+    }
     const message = task === undefined ? acc.message : undefined;
     let terminalState = false;
     let state: TaskStateName | 'message' = 'message';

@@ -3,7 +3,7 @@ import type { Task } from '@a2a-js/sdk';
 import type { CollectedEvent, EventCollector, OutboxExecutor } from '../bus/index.js';
 import type { OpenTopics } from '../protocol/index.js';
 import { createOutboxWriter } from '../bus/index.js';
-import { FleetgateError } from '../protocol/index.js';
+import { FleetgateError, isStoreUnavailable } from '../protocol/index.js';
 import type { CallOutcome, SkillCallChain } from '../extensions/index.js';
 import type { TaskStateName } from '../protocol/index.js';
 import { isTerminalState, normalizeTaskState } from '../protocol/index.js';
@@ -55,7 +55,13 @@ export type SettleResult =
    * Nothing to do: not terminal, no call known for the task here (`unknown`), or another path,
    * process or replica settled it first (`claimed`).
    */
-  | { readonly settled: false; readonly reason: 'not-terminal' | 'unknown' | 'claimed' };
+  | { readonly settled: false; readonly reason: 'not-terminal' | 'unknown' | 'claimed' }
+  /**
+   * The claim failed because the store is unreachable or timed out: the terminal keeps the task
+   * with the events its `after` hooks produced and claims it again, backing off, until the store
+   * is back (see {@link TaskTerminalOptions.claimRetry}).
+   */
+  | { readonly settled: false; readonly reason: 'retrying'; readonly error: unknown };
 
 /** Told once per task, by whichever path won its claim (the dispatcher ends its record). */
 export interface SettledTask {
@@ -113,8 +119,18 @@ export interface TaskTerminalOptions {
    * another call answering the task): the dispatcher ends its record here.
    */
   onSettled?: (settled: SettledTask) => Promise<void>;
-  /** Failures after the claim was won (a deferred effect, `onSettled`); never swallowed. */
+  /**
+   * Failures after the claim was won (a deferred effect, `onSettled`), and claims that failed
+   * (`claim`) or were given up (`claim-abandoned`); never swallowed.
+   */
   onError?: (error: unknown, context: { agent: string; taskId: string; where: string }) => void;
+  /**
+   * Durable claims that fail because the store is away (`FLEETGATE_STORE_UNAVAILABLE`,
+   * `FLEETGATE_STORE_TIMEOUT`) are retried by the terminal itself, whichever path saw the end
+   * (the blocking reply and the stream have nobody else to retry them): first after
+   * `initialDelayMs` (default 250), doubling up to `maxDelayMs` (default 10,000).
+   */
+  claimRetry?: { initialDelayMs?: number; maxDelayMs?: number };
   now?: () => number;
 }
 
@@ -151,6 +167,26 @@ export interface TaskTerminal {
   release(agent: string, taskId: string): boolean;
   /** Gives up on a held call: its `after` hooks run with `{ ok: false, error }`. */
   abandon(agent: string, taskId: string, error: FleetgateError): Promise<SettleResult>;
+  /** Tasks whose claim waits for the store to come back. */
+  retrying(): number;
+  /**
+   * Stops retrying claims: each waiting claim is tried once more now; one that still fails is
+   * reported (`claim-abandoned`) and dropped from memory — a task with a task record is claimed
+   * by the next start's recovery. Call it when the process shuts down.
+   */
+  stop(): Promise<void>;
+}
+
+/** A claim waiting for the store to come back. */
+interface PendingClaim {
+  readonly agent: string;
+  readonly taskId: string;
+  /** Claims again; resolves whether this process won. */
+  readonly claim: () => Promise<boolean>;
+  /** Runs after a won claim (events out, effects, `onSettled`). */
+  readonly won: () => Promise<void>;
+  delayMs: number;
+  timer?: NodeJS.Timeout;
 }
 
 interface Held {
@@ -196,6 +232,36 @@ export function createTaskTerminal(options: TaskTerminalOptions = {}): TaskTermi
   const held = new Map<string, Held>();
   const claim = options.claim ?? memoryClaim(10_000);
   let chains: ChainSource | undefined;
+  const pending = new Map<string, PendingClaim>();
+  const firstDelay = options.claimRetry?.initialDelayMs ?? 250;
+  const maxDelay = options.claimRetry?.maxDelayMs ?? 10_000;
+  let stopped = false;
+
+  function schedule(entry: PendingClaim): void {
+    entry.timer = setTimeout(() => void retry(entry), entry.delayMs);
+    entry.delayMs = Math.min(maxDelay, entry.delayMs * 2);
+  }
+
+  /** One more try of a waiting claim; scheduled again while the store stays away. */
+  async function retry(entry: PendingClaim, last = false): Promise<void> {
+    const key = keyOf(entry.agent, entry.taskId);
+    let won: boolean;
+    try {
+      won = await entry.claim();
+    } catch (error) {
+      const context = { agent: entry.agent, taskId: entry.taskId };
+      if (isStoreUnavailable(error) && !last && !stopped) {
+        // Reported when it first failed; the store being away longer says nothing new.
+        schedule(entry);
+        return;
+      }
+      pending.delete(key);
+      options.onError?.(error, { ...context, where: 'claim-abandoned' });
+      return;
+    }
+    pending.delete(key);
+    if (won) await entry.won();
+  }
 
   const rebuild = (call: TaskCall): Promise<SkillCallChain> => {
     if (chains === undefined) {
@@ -239,31 +305,56 @@ export function createTaskTerminal(options: TaskTerminalOptions = {}): TaskTermi
     if (durable !== undefined) {
       const collected = await durable.collector.collect(() => chain.runAfter(outcome));
       const { events } = collected;
-      const won = await durable.records.claim(
-        call.agent,
-        task.id,
-        {
-          via,
-          state,
-          at: now(),
-          call: {
-            skill: call.skill,
-            correlationId: call.correlationId,
-            startedAt: call.startedAt,
+      // The same events on every try: the `after` hooks ran once, their output is kept.
+      const claimOnce = (): Promise<boolean> =>
+        durable.records.claim(
+          call.agent,
+          task.id,
+          {
+            via,
+            state,
+            at: now(),
+            call: {
+              skill: call.skill,
+              correlationId: call.correlationId,
+              startedAt: call.startedAt,
+            },
           },
-        },
-        async (trx) => {
-          for (const event of events) {
-            await outbox.write(trx, event.topic, event.payload, {
-              id: event.id,
-              ...(event.correlationId === undefined ? {} : { correlationId: event.correlationId }),
-            });
-          }
-        },
-      );
-      if (!won) return { settled: false, reason: 'claimed' };
-      durable.onCommitted?.(settled, events);
-      await afterWin(settled, collected.effects);
+          async (trx) => {
+            for (const event of events) {
+              await outbox.write(trx, event.topic, event.payload, {
+                id: event.id,
+                ...(event.correlationId === undefined
+                  ? {}
+                  : { correlationId: event.correlationId }),
+              });
+            }
+          },
+        );
+      const won = async (): Promise<void> => {
+        durable.onCommitted?.(settled, events);
+        await afterWin(settled, collected.effects);
+      };
+      let claimed: boolean;
+      try {
+        claimed = await claimOnce();
+      } catch (error) {
+        if (!isStoreUnavailable(error) || stopped) throw error;
+        // The store is away: the task is not dropped. The terminal keeps it and claims again.
+        const entry: PendingClaim = {
+          agent: call.agent,
+          taskId: task.id,
+          claim: claimOnce,
+          won,
+          delayMs: firstDelay,
+        };
+        pending.set(keyOf(call.agent, task.id), entry);
+        options.onError?.(error, { agent: call.agent, taskId: task.id, where: 'claim' });
+        schedule(entry);
+        return { settled: false, reason: 'retrying', error };
+      }
+      if (!claimed) return { settled: false, reason: 'claimed' };
+      await won();
       return result(outcome, collected.value);
     }
     if (!(await claim(call.agent, task.id))) {
@@ -299,6 +390,9 @@ export function createTaskTerminal(options: TaskTerminalOptions = {}): TaskTermi
         return { settled: false, reason: 'not-terminal' };
       }
       const key = keyOf(agent, task.id);
+      const waiting = pending.get(key);
+      // Already settled here, waiting for the store: this path has nothing to add.
+      if (waiting !== undefined) return { settled: false, reason: 'retrying', error: undefined };
       const entry = held.get(key);
       const chain = settleOptions.chain;
       const call: TaskCall | undefined =
@@ -336,6 +430,13 @@ export function createTaskTerminal(options: TaskTerminalOptions = {}): TaskTermi
       const chain = (await rebuild({ agent, ...entry })).resumeAfterBefore();
       const outcome: CallOutcome = { ok: false, error };
       return result(outcome, await chain.runAfter(outcome));
+    },
+    retrying: () => pending.size,
+    async stop() {
+      stopped = true;
+      const waiting = [...pending.values()];
+      for (const entry of waiting) clearTimeout(entry.timer);
+      await Promise.all(waiting.map((entry) => retry(entry, true)));
     },
   };
 }

@@ -23,6 +23,7 @@ export const ERROR_CODES = {
   FLEETGATE_CALL_TIMEOUT: 'The call to the agent timed out.',
   FLEETGATE_CALL_ABORTED: 'The call to the agent was aborted by the caller.',
   FLEETGATE_TASK_FAILED: 'The task ended in a failed, canceled or rejected state.',
+  FLEETGATE_TASK_ID_INVALID: 'A task id is empty, too long or contains a NUL character.',
   FLEETGATE_HOOK_ERROR: 'An optional extension hook failed; the call went on.',
   FLEETGATE_TOPIC_INVALID: 'The bus topic or pattern is invalid.',
   FLEETGATE_BUS_CLOSED: 'The event bus is closed.',
@@ -35,6 +36,8 @@ export const ERROR_CODES = {
   FLEETGATE_BUS_EVENT_INVALID: 'An event received from the bus could not be decoded.',
   FLEETGATE_BUS_DEAD_LETTERED: 'An event was dead-lettered after repeated handler failures.',
   FLEETGATE_STORE_MIGRATION_FAILED: 'A store migration failed.',
+  FLEETGATE_STORE_UNAVAILABLE: 'The database could not be reached or dropped the connection.',
+  FLEETGATE_STORE_TIMEOUT: 'The database did not answer within the configured timeout.',
   FLEETGATE_OUTBOX_RELAY_FAILED: 'The outbox relay could not publish or mark an event.',
   FLEETGATE_CONFIG_INVALID: 'The configuration is invalid.',
   FLEETGATE_TASK_TIMEOUT: 'The task did not finish within the tracking time and was canceled.',
@@ -98,6 +101,24 @@ export class FleetgateError extends Error {
 /** True when `error` is a {@link FleetgateError}, optionally with the given code. */
 export function isFleetgateError(error: unknown, code?: ErrorCode): error is FleetgateError {
   return error instanceof FleetgateError && (code === undefined || error.code === code);
+}
+
+/**
+ * True when `error` (or an error in its `cause` chain) says the store is unreachable or did not
+ * answer in time (`FLEETGATE_STORE_UNAVAILABLE`, `FLEETGATE_STORE_TIMEOUT`): a failure that goes
+ * away when the database is back, so work that failed on it is retried rather than dropped.
+ */
+export function isStoreUnavailable(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; depth += 1) {
+    if (
+      e instanceof FleetgateError &&
+      (e.code === 'FLEETGATE_STORE_UNAVAILABLE' || e.code === 'FLEETGATE_STORE_TIMEOUT')
+    ) {
+      return true;
+    }
+    e = e.cause;
+  }
+  return false;
 }
 
 /** Marks a branch the type checker has proven unreachable; throws if reached at run time. */

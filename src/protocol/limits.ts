@@ -29,6 +29,8 @@ export const LIMITS = {
   taskArtifacts: 1000,
   /** Parts read from one artifact or message. */
   partsPerArtifact: 1000,
+  /** Characters of a task id (an agent's, or one a push names). */
+  taskIdLength: 1024,
 } as const;
 
 /** Path segments that would reach an object's prototype; never allowed in a delta path. */

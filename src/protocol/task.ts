@@ -136,6 +136,31 @@ function unwrapTask(value: Record<string, unknown>): Record<string, unknown> {
 }
 
 /**
+ * Checks a task id an agent or a push gave: a non-empty string of at most `LIMITS.taskIdLength`
+ * characters without NUL (PostgreSQL cannot store NUL in text, and no agent needs it). Checked
+ * where a task id enters, before it reaches the store; the error names where it came from.
+ *
+ * @throws FleetgateError `FLEETGATE_TASK_ID_INVALID`
+ */
+export function checkTaskId(id: unknown, where: string): string {
+  let problem: string | undefined;
+  if (typeof id !== 'string' || id.length === 0) problem = 'must be a non-empty string';
+  else if (id.length > LIMITS.taskIdLength) {
+    problem = `is ${id.length} characters, more than the limit of ${LIMITS.taskIdLength}`;
+  } else if (id.includes('\0')) problem = 'must not contain a NUL character';
+  if (problem === undefined) return id as string;
+  const shown = typeof id === 'string' ? JSON.stringify(id.slice(0, 64)) : typeof id;
+  throw new FleetgateError(
+    'FLEETGATE_TASK_ID_INVALID',
+    `Task id ${shown} from ${where} ${problem}.`,
+    {
+      // Shown as JSON text: escaped, so the error itself can be stored and published anywhere.
+      details: { where, taskId: shown },
+    },
+  );
+}
+
+/**
  * Decodes a task from an SDK object, v1.0 wire JSON (also wrapped as `{ task }`) or v0.3 wire JSON.
  *
  * @throws FleetgateError `FLEETGATE_TASK_INVALID` when it has no string `id` or no status.

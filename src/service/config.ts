@@ -52,6 +52,14 @@ export const configSchema = z.strictObject({
     .string()
     .regex(/^(sqlite:|postgres(ql)?:\/\/)/, 'must be sqlite:PATH or postgres://…')
     .default('sqlite:./data/fleetgate.db'),
+  /** PostgreSQL timeouts; 0 turns one off (see docs/operations.md, "Failure modes"). */
+  storeTimeouts: z
+    .strictObject({
+      connect: duration.default(10_000),
+      statement: duration.default(30_000),
+      query: duration.default(40_000),
+    })
+    .default({ connect: 10_000, statement: 30_000, query: 40_000 }),
   bus: z
     .string()
     .regex(/^(memory|nats:\/\/.+)$/, 'must be memory or nats://host:port')

@@ -153,7 +153,18 @@ export async function createGateway(
   deps: GatewayDeps = {},
 ): Promise<Gateway> {
   const config = parseConfig(input);
-  const store = deps.store ?? (await openGatewayStore(config.store));
+  // A lost database connection is reported once the bus exists (the store opens first).
+  let reportStoreError = (error: unknown): void => void error;
+  const store =
+    deps.store ??
+    (await openGatewayStore(config.store, {
+      timeouts: {
+        connectMs: config.storeTimeouts.connect,
+        statementMs: config.storeTimeouts.statement,
+        queryMs: config.storeTimeouts.query,
+      },
+      onError: (error) => reportStoreError(error),
+    }));
   const bus = deps.bus ?? (await openBus(config.bus));
   const reportError =
     deps.onError ??
@@ -165,6 +176,16 @@ export async function createGateway(
         warnUnreportedError(e, { where });
       });
     });
+
+  reportStoreError = (error) =>
+    reportError(
+      new FleetgateError(
+        'FLEETGATE_STORE_UNAVAILABLE',
+        `A database connection was lost: ${error instanceof Error ? error.message : String(error)}`,
+        { cause: error },
+      ),
+      'store',
+    );
 
   const runtime = await createFleetRuntime(config, {
     secrets: deps.secrets ?? (() => undefined),
@@ -237,6 +258,8 @@ export async function createGateway(
     onError: reportError,
   });
 
+  // Aborted when close() starts: work waiting for the database to come back stops waiting.
+  const closingSignal = new AbortController();
   const world = createWorldMaterialiser({
     store: createSqlWorldStore({
       db: store.db,
@@ -244,6 +267,13 @@ export async function createGateway(
       onCommitted: () => relay.notify(),
     }),
     bus,
+    retry: {
+      signal: closingSignal.signal,
+      // Once per event and outage: the first failed try says the update waits for the store.
+      onRetry: (error, attempt) => {
+        if (attempt === 1) reportError(error, 'world-materialiser');
+      },
+    },
     ...(deps.seeds === undefined ? {} : { seeds: deps.seeds }),
     ...(deps.now === undefined ? {} : { now: deps.now }),
   });
@@ -313,11 +343,14 @@ export async function createGateway(
     settle,
     close() {
       closing ??= (async () => {
+        closingSignal.abort();
         runtime.broker.stop();
         dispatcher.stop();
         await approvals.stop();
         await Promise.allSettled([...inFlight]);
         tracker.stop();
+        // Claims waiting for the store get one last try; tasks with a record recover next start.
+        await terminal.stop();
         if (deps.relay !== false) {
           await relay.drain().catch((error: unknown) => reportError(error, 'outbox-relay'));
         }

@@ -5,7 +5,7 @@ import type { Generated } from 'kysely';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isFleetgateError } from '../protocol/index.js';
-import { composeMigrations, openStore, parseStoreUrl } from './index.js';
+import { composeMigrations, openStore, parseStoreUrl, redactStoreUrl } from './index.js';
 import type { Store, StoreMigrations } from './index.js';
 
 interface NoteDatabase {
@@ -56,6 +56,35 @@ describe('parseStoreUrl', () => {
 
   it('never echoes a password', () => {
     expect(() => parseStoreUrl('mysql://me:secret@h/db')).toThrow(/me:\*\*\*@/);
+  });
+
+  it.each([
+    ['postgres://u:pa/ss@host/db', 'postgres://u:***@host/db'],
+    ['postgres://u:p@ss@host:5432/db', 'postgres://u:***@host:5432/db'],
+    ['postgres://u:p:a?ss#w@host/db', 'postgres://u:***@host/db'],
+    ['postgresql://u:secret@host/db', 'postgresql://u:***@host/db'],
+    [
+      'postgres://u@host/db?password=secret&sslmode=require',
+      'postgres://u@host/db?password=***&sslmode=require',
+    ],
+    ['postgres://host/db?sslpassword=secret', 'postgres://host/db?sslpassword=***'],
+    ['postgres://u@host/db', 'postgres://u@host/db'],
+    ['sqlite:./data/fleetgate.db', 'sqlite:./data/fleetgate.db'],
+  ])('redacts %j as %j', (url, redacted) => {
+    expect(redactStoreUrl(url)).toBe(redacted);
+  });
+
+  it('names an unparseable URL without its password', () => {
+    let message = '';
+    try {
+      parseStoreUrl('postgres://u:pa/ss@host/db');
+    } catch (error) {
+      message = (error as Error).message;
+      expect(JSON.stringify((error as { details?: unknown }).details)).not.toContain('ss@');
+    }
+    expect(message).toContain('postgres://u:***@host/db');
+    expect(message).not.toContain('pa/ss');
+    expect(message).toContain('percent-encode');
   });
 });
 

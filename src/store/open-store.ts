@@ -8,10 +8,12 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
-import type { Pool, PoolConfig } from 'pg';
+import type { PoolConfig } from 'pg';
 import { FleetgateError } from '../protocol/index.js';
 import type { StoreKind, StoreMigrations } from './migrations.js';
 import { migrateToLatest } from './migrations.js';
+import type { GuardedPool, StoreTimeouts } from './pg-pool.js';
+import { guardPool, timeoutConfig } from './pg-pool.js';
 
 /** Options of {@link openStore}. */
 export interface StoreOptions {
@@ -35,10 +37,17 @@ export interface StoreOptions {
    */
   applicationName?: string;
   /**
-   * PostgreSQL only: called when an idle pooled connection fails (the server restarted, a proxy
-   * or an operator dropped it). The pool discards that connection and the next query opens a new
-   * one; without a listener the error would end the process. Default: count it
-   * ({@link Store.idleErrors}) and go on.
+   * PostgreSQL only: connect, statement and read timeouts (defaults in
+   * `DEFAULT_STORE_TIMEOUTS`: 10 s, 30 s, 40 s). A query past one fails with
+   * `FLEETGATE_STORE_TIMEOUT`.
+   */
+  timeouts?: StoreTimeouts;
+  /**
+   * PostgreSQL only: called when a pooled connection fails, idle or in use (the server restarted,
+   * a proxy or an operator dropped it). The pool discards that connection and the next query
+   * opens a new one; the query that was running fails with `FLEETGATE_STORE_UNAVAILABLE`.
+   * Without a listener the error would end the process. Default: count it
+   * ({@link Store.connectionErrors}) and go on.
    */
   onError?: (error: Error) => void;
 }
@@ -57,6 +66,8 @@ export interface Store<DB = unknown> {
   readonly migrated: readonly string[];
   /** Errors of idle pooled connections so far (PostgreSQL; always 0 on SQLite). */
   readonly idleErrors: number;
+  /** Pooled connections lost so far, idle or in use (PostgreSQL; always 0 on SQLite). */
+  readonly connectionErrors: number;
   /** Closes the database or the pool. Idempotent. */
   close(): Promise<void>;
 }
@@ -85,7 +96,11 @@ export function parseStoreUrl(url: string): StoreLocation {
     try {
       new URL(url);
     } catch (cause) {
-      throw invalidUrl(url, 'not a valid URL', cause);
+      throw invalidUrl(
+        url,
+        'not a valid URL (percent-encode reserved characters such as / @ : in the password)',
+        cause,
+      );
     }
     return { kind: 'postgres', connectionString: url };
   }
@@ -99,9 +114,27 @@ function invalidUrl(url: string, reason: string, cause?: unknown): FleetgateErro
   });
 }
 
-function redact(url: string): string {
-  return url.replace(/\/\/([^:/@]+):[^@/]*@/u, '//$1:***@');
+/**
+ * The URL with every secret replaced by `***`: the password of the user part, however it is
+ * written (`u:pa/ss@host`, `u:p@ss@host`, unencoded reserved characters included: the user part
+ * runs to the last `@`), and `password=` / `sslpassword=` query parameters. Anything that cannot
+ * be told apart from a password is hidden with it.
+ */
+export function redactStoreUrl(url: string): string {
+  let out = url;
+  const scheme = out.indexOf('://');
+  if (scheme >= 0) {
+    const start = scheme + 3;
+    const at = out.lastIndexOf('@');
+    if (at > start) {
+      const colon = out.indexOf(':', start);
+      if (colon >= 0 && colon < at) out = `${out.slice(0, colon + 1)}***${out.slice(at)}`;
+    }
+  }
+  return out.replace(/([?&;\s](?:ssl)?password=)[^&;\s]*/giu, '$1***');
 }
+
+const redact = redactStoreUrl;
 
 /**
  * Opens (and by default migrates) the store at `url`, loading only the driver the URL names.
@@ -122,6 +155,7 @@ export async function openStore<DB = unknown>(
     throw invalidUrl(url, `schema ${JSON.stringify(schema)} needs postgres and [a-z0-9_]`);
   }
   let idleErrors = 0;
+  let connectionErrors = 0;
   const onError = options.onError;
   const dialect =
     location.kind === 'sqlite'
@@ -133,9 +167,13 @@ export async function openStore<DB = unknown>(
               max: options.poolSize ?? 10,
               application_name: options.applicationName ?? 'fleetgate',
               ...(schema === undefined ? {} : { options: `-c search_path=${schema}` }),
+              ...timeoutConfig(options.timeouts),
+            },
+            () => {
+              idleErrors += 1;
             },
             (error) => {
-              idleErrors += 1;
+              connectionErrors += 1;
               onError?.(error);
             },
           ),
@@ -166,6 +204,9 @@ export async function openStore<DB = unknown>(
       get idleErrors() {
         return idleErrors;
       },
+      get connectionErrors() {
+        return connectionErrors;
+      },
       close,
     };
   } catch (error) {
@@ -175,11 +216,15 @@ export async function openStore<DB = unknown>(
 }
 
 /**
- * A pg pool (pg loaded on first use) whose idle-connection errors go to `onIdleError`: pg emits
- * `error` on the pool when a connection that sits idle fails, and an `error` event without a
- * listener would throw from the event emitter and end the process.
+ * A pg pool (pg loaded on first use), guarded ({@link guardPool}): every connection error, idle or
+ * in use, goes to `onConnectionError` (an `error` event without a listener would throw from the
+ * event emitter and end the process); the pool's own idle-error event is counted by `onIdleError`.
  */
-async function openPool(config: PoolConfig, onIdleError: (error: Error) => void): Promise<Pool> {
+async function openPool(
+  config: PoolConfig,
+  onIdleError: (error: Error) => void,
+  onConnectionError: (error: Error) => void,
+): Promise<GuardedPool> {
   const pg = (await import('pg')).default;
   // PostgreSQL returns BIGINT (int8) as a string by default; our bigint columns hold epoch ms and
   // sequence numbers, far below 2^53, so numbers are the honest type.
@@ -191,7 +236,7 @@ async function openPool(config: PoolConfig, onIdleError: (error: Error) => void)
   }) as typeof pg.types.getTypeParser;
   const pool = new pg.Pool({ ...config, types: { getTypeParser } });
   pool.on('error', onIdleError);
-  return pool;
+  return guardPool(pool, onConnectionError);
 }
 
 async function openSqlite(file: string): Promise<BetterSqlite3.Database> {

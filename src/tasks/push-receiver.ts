@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ErrorCode } from '../protocol/index.js';
-import { isFleetgateError } from '../protocol/index.js';
+import { checkTaskId, isFleetgateError } from '../protocol/index.js';
 import type { NormalizedStreamEvent } from '../protocol/index.js';
 import { readStreamEvent } from '../protocol/index.js';
 import type { TaskRecord, TaskRecordStore } from './task-records.js';
@@ -81,6 +81,13 @@ export function createPushReceiver(
 ): (request: PushRequest) => Promise<PushResponse> {
   const maxBodyBytes = options.maxBodyBytes ?? 4 * 1024 * 1024;
   return async (request) => {
+    try {
+      // Before any lookup: a NUL would fail the query on PostgreSQL, not answer it.
+      checkTaskId(request.taskId, 'the push URL');
+    } catch (error) {
+      if (!isFleetgateError(error)) throw error;
+      return fail(400, 'FLEETGATE_TASK_ID_INVALID', error.message);
+    }
     const records = (await options.records.byTaskId(request.taskId)).filter(
       (r) => r.pushTokenHash !== null,
     );

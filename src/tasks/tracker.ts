@@ -9,7 +9,7 @@ import type {
   TaskTerminal,
 } from '../dispatch/index.js';
 import { TaskAccumulator } from '../dispatch/index.js';
-import { FleetgateError } from '../protocol/index.js';
+import { checkTaskId, FleetgateError } from '../protocol/index.js';
 import type { NormalizedStreamEvent, TaskStateName } from '../protocol/index.js';
 import { isInterruptedState, isTerminalState, normalizeTaskState } from '../protocol/index.js';
 import type { PollResult, PollSchedulerOptions } from './poll-scheduler.js';
@@ -154,6 +154,7 @@ export class TaskTracker implements TaskFollower {
    * it waits on its caller is reported to `onInterrupted` / `onStateChanged` at once.
    */
   async follow(input: FollowInput): Promise<void> {
+    checkTaskId(input.taskId, `agent ${input.agent}`);
     const now = this.#o.now();
     let pushToken = input.pushToken;
     let register: (() => Promise<unknown>) | undefined;

@@ -20,6 +20,7 @@ export {
   type WorldMaterialiser,
   type WorldMaterialiserOptions,
   type WorldRetention,
+  type WorldRetry,
   type WorldStateDeltaEnvelope,
 } from './materialiser.js';
 export { HISTORY_LIMITS } from './history-query.js';

@@ -7,7 +7,7 @@
  */
 import type { WorldBus, WorldSubscription } from './bus-port.js';
 import { deterministicEventId } from '../protocol/index.js';
-import { FleetgateError } from '../protocol/index.js';
+import { FleetgateError, isStoreUnavailable } from '../protocol/index.js';
 import type { RejectedDeltaEntry } from '../protocol/index.js';
 import { FORBIDDEN_PATH_SEGMENTS } from '../protocol/index.js';
 import { applyDeltaAt } from './apply.js';
@@ -59,6 +59,29 @@ export interface WorldMaterialiserOptions {
   subscriptionName?: string;
   /** Clock in epoch milliseconds (tests pass a fake). */
   now?: () => number;
+  /** How the subscription waits out a store that is down; see {@link WorldRetry}. */
+  retry?: WorldRetry;
+}
+
+/**
+ * While the store is unreachable or times out (`FLEETGATE_STORE_UNAVAILABLE`,
+ * `FLEETGATE_STORE_TIMEOUT`), the subscription keeps the event and tries again with a growing
+ * delay until the store is back: an outage delays world-state updates, it never drops or
+ * dead-letters them. Other failures go to the bus as before (reported; retried and dead-lettered
+ * by a durable JetStream consumer).
+ */
+export interface WorldRetry {
+  /** First delay, in ms (default 100); doubles after each failure. */
+  initialDelayMs?: number;
+  /** Longest delay, in ms (default 5,000). */
+  maxDelayMs?: number;
+  /**
+   * Stops the waiting (the gateway aborts it when it closes): the event in hand is left
+   * unapplied — redelivered by JetStream, re-sent by the outbox on the next start.
+   */
+  signal?: AbortSignal;
+  /** Told of each failed try while waiting (the gateway publishes the first on `system.error`). */
+  onRetry?: (error: unknown, attempt: number, delayMs: number) => void;
 }
 
 /** What applying one event did. */
@@ -133,6 +156,20 @@ function checkSeed(name: string, seed: unknown): JsonObject {
   return copy.value;
 }
 
+/** Resolves after `ms`, or as soon as one of the signals aborts. */
+function pause(ms: number, signals: readonly (AbortSignal | undefined)[]): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const live = signals.filter((s): s is AbortSignal => s !== undefined);
+    const done = (): void => {
+      clearTimeout(timer);
+      for (const s of live) s.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    for (const s of live) s.addEventListener('abort', done, { once: true });
+  });
+}
+
 function toSnapshot(domain: StoredDomain): DomainSnapshot {
   return {
     name: domain.name,
@@ -168,6 +205,28 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
   const paths = new PathCache();
   let subscription: WorldSubscription | undefined;
   let timer: NodeJS.Timeout | undefined;
+  const retry = options.retry ?? {};
+  const initialDelay = retry.initialDelayMs ?? 100;
+  const maxDelay = retry.maxDelayMs ?? 5_000;
+  /** Aborted by stop(): a wait for the store ends at once. */
+  let stopping = new AbortController();
+
+  /** Applies a delivered event, waiting out a store outage (see {@link WorldRetry}). */
+  async function applyDelivered(event: WorldStateDeltaEnvelope): Promise<void> {
+    let delay = initialDelay;
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        await applyEvents([event]);
+        return;
+      } catch (error) {
+        const given = stopping.signal.aborted || retry.signal?.aborted === true;
+        if (!isStoreUnavailable(error) || given) throw error;
+        retry.onRetry?.(error, attempt, delay);
+        await pause(delay, [stopping.signal, retry.signal]);
+        delay = Math.min(maxDelay, delay * 2);
+      }
+    }
+  }
 
   function initDomain(at: number): (name: string) => StoredDomain {
     return (name) => {
@@ -393,11 +452,10 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
       if (subscription !== undefined) return;
       const at = now();
       for (const [name, seed] of seeds) await store.seed(name, seed, at);
+      stopping = new AbortController();
       subscription = await bus.subscribe(
         'world.state.delta',
-        async (event) => {
-          await applyEvents([event]);
-        },
+        (event) => applyDelivered(event),
         // `all`: a new durable consumer starts with every event the bus still retains (applying
         // an event twice is impossible, so nothing is lost by starting early); an existing one
         // resumes where it left off.
@@ -425,6 +483,7 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
     async stop() {
       if (timer !== undefined) clearInterval(timer);
       timer = undefined;
+      stopping.abort();
       const sub = subscription;
       subscription = undefined;
       await sub?.unsubscribe();

@@ -18,8 +18,17 @@ function invalidEvent(message: string, eventId: string): FleetgateError {
   return new FleetgateError('FLEETGATE_WORLD_EVENT_INVALID', message, { details: { eventId } });
 }
 
+/**
+ * Text as the audit log can keep it: NUL, which PostgreSQL text cannot hold, written as the six
+ * characters `\u0000`. Only rejected entries can carry it (the delta rule refuses NUL in a domain
+ * or path), and their record must not fail the event's valid entries on PostgreSQL.
+ */
+function storable(text: string): string {
+  return text.includes('\0') ? text.replaceAll('\0', '\\u0000') : text;
+}
+
 function textOf(value: unknown, max: number): string {
-  return typeof value === 'string' ? value.slice(0, max) : '';
+  return typeof value === 'string' ? storable(value.slice(0, max)) : '';
 }
 
 /** An audit copy that never throws (a rejected value may be anything). */
@@ -104,7 +113,7 @@ function reject(out: ParsedEvent, index: number, candidate: unknown, reason: str
   out.rejected.push({
     index,
     entry: candidate,
-    reason,
+    reason: storable(reason),
     domain: textOf(raw.domain, NAME_PREVIEW),
     path: textOf(raw.path, LIMITS.pathLength),
     op: textOf(raw.op, 16),
@@ -139,12 +148,19 @@ export function parseEvent(envelope: WorldStateDeltaEnvelope): ParsedEvent {
   }
   const p = payload as Record<string, unknown>;
   for (const field of ['source', 'skill', 'taskId'] as const) {
-    if (typeof p[field] !== 'string') {
+    const value = p[field];
+    if (typeof value !== 'string' || value.includes('\0')) {
       throw invalidEvent(
-        `world.state.delta ${envelope.id}: payload.${field} must be a string`,
-        envelope.id,
+        `world.state.delta ${JSON.stringify(envelope.id)}: payload.${field} must be a string without NUL`,
+        storable(envelope.id),
       );
     }
+  }
+  if (envelope.id.includes('\0')) {
+    throw invalidEvent(
+      `world.state.delta ${JSON.stringify(envelope.id)}: the event id must not contain NUL`,
+      storable(envelope.id),
+    );
   }
   if (!Array.isArray(p.deltas)) {
     throw invalidEvent(

@@ -256,6 +256,23 @@ export class JetStreamEventBus<M extends TopicMap = FleetgateTopics> implements 
 
     let active = true;
     let inFlight: Promise<void> = Promise.resolve();
+    /** Durable: messages pulled and not yet handled, the one being handled first. */
+    const held: JsMsg[] = [];
+    let current: JsMsg | undefined;
+    let heartbeat: NodeJS.Timeout | undefined;
+    if (durable) {
+      // A slow handler is not a failed one (the materialiser waits out a database outage): every
+      // message this subscription holds is reported in progress well within ack_wait, so the
+      // server neither redelivers it nor counts a delivery toward maxDeliver meanwhile.
+      heartbeat = setInterval(
+        () => {
+          current?.working();
+          for (const msg of held) msg.working();
+        },
+        Math.max(100, Math.floor(this.#options.ackWaitMs / 3)),
+      );
+      heartbeat.unref();
+    }
     const sub: ActiveSubscription = {
       name,
       pattern,
@@ -273,27 +290,81 @@ export class JetStreamEventBus<M extends TopicMap = FleetgateTopics> implements 
         }
         await loop;
         await inFlight;
+        if (heartbeat !== undefined) clearInterval(heartbeat);
       },
     };
-    const loop = (async () => {
-      try {
-        for await (const msg of messages) {
-          if (!active) {
-            // Pulled but not handled: hand it back now instead of after ack_wait. The short delay
-            // lets the server drop this subscription's pull request first; an immediate nak can
-            // be redelivered into that stale request and then waits for ack_wait after all.
-            if (durable) msg.nak(STOP_NAK_DELAY_MS);
-            continue;
-          }
-          inFlight = onMessage(msg, sub);
-          await inFlight;
-        }
-      } catch (error) {
-        if (active) this.#onUnreported(error, { source: `subscription:${name}`, pattern });
+    const handle = async (msg: JsMsg): Promise<void> => {
+      if (!active) {
+        // Pulled but not handled: hand it back now instead of after ack_wait. The short delay
+        // lets the server drop this subscription's pull request first; an immediate nak can be
+        // redelivered into that stale request and then waits for ack_wait after all.
+        if (durable) msg.nak(STOP_NAK_DELAY_MS);
+        return;
       }
-    })();
+      current = msg;
+      inFlight = onMessage(msg, sub);
+      try {
+        await inFlight;
+      } finally {
+        current = undefined;
+      }
+    };
+    const loop = durable
+      ? this.#consumeHeld(messages, held, handle, () => active, name, pattern)
+      : (async () => {
+          try {
+            for await (const msg of messages) await handle(msg);
+          } catch (error) {
+            if (active) this.#onUnreported(error, { source: `subscription:${name}`, pattern });
+          }
+        })();
     this.#subscriptions.add(sub);
     return sub;
+  }
+
+  /**
+   * A durable subscription's loop: messages are taken from the client's buffer as they arrive
+   * into `held` (where the heartbeat can reach them) and handled one at a time, in order. `held`
+   * is bounded by the consumer's `max_ack_pending`.
+   */
+  async #consumeHeld(
+    messages: ConsumerMessages,
+    held: JsMsg[],
+    handle: (msg: JsMsg) => Promise<void>,
+    isActive: () => boolean,
+    name: string,
+    pattern: string,
+  ): Promise<void> {
+    let wake: (() => void) | undefined;
+    let ended = false;
+    const reader = (async () => {
+      try {
+        for await (const msg of messages) {
+          held.push(msg);
+          wake?.();
+        }
+      } catch (error) {
+        if (isActive()) this.#onUnreported(error, { source: `subscription:${name}`, pattern });
+      } finally {
+        ended = true;
+        wake?.();
+      }
+    })();
+    for (;;) {
+      const msg = held.shift();
+      if (msg === undefined) {
+        if (ended) break;
+        await new Promise<void>((resolve) => (wake = resolve));
+        wake = undefined;
+        continue;
+      }
+      try {
+        await handle(msg);
+      } catch (error) {
+        this.#onUnreported(error, { source: `subscription:${name}`, pattern });
+      }
+    }
+    await reader;
   }
 
   async #ensureDurable(name: string, filterSubject: string, from: 'new' | 'all'): Promise<void> {
