@@ -1,5 +1,6 @@
 import { createServer } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { createInMemoryEventBus, type EventBus } from '../src/bus/index.js';
 import { createFleetClient } from '../src/dispatch/index.js';
 import { isFleetgateError } from '../src/protocol/index.js';
@@ -86,6 +87,61 @@ describe('card refresher', () => {
     broker.stop();
   });
 
+  it('keeps refreshing and goes stale when the bus throws synchronously while reporting (default reporter)', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    const card = new StaticCardSource({ a: cardWith('a', { s: 'repo' }) });
+    let fetches = 0;
+    const source: CardSource = {
+      fetch(target, previous) {
+        fetches += 1;
+        if (fetches === 1) return card.fetch(target, previous);
+        return Promise.reject(new Error('connection refused'));
+      },
+    };
+    const bus: Pick<EventBus, 'publish'> = {
+      publish: () => {
+        throw new Error('bus is broken');
+      },
+    };
+    const unhandled: unknown[] = [];
+    const warnings: string[] = [];
+    const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
+    const onWarning = (warning: Error): void => void warnings.push(warning.message);
+    process.on('unhandledRejection', onUnhandled);
+    process.on('warning', onWarning);
+    try {
+      const directory = new AgentDirectory();
+      directory.add({ name: 'a', url: 'http://127.0.0.1:9/' });
+      const regs = registries();
+      const broker = createCardBroker({
+        directory,
+        source,
+        registries: regs,
+        ratchet: await DeclarationRatchet.open(createMemoryRatchetPersistence()),
+        bus,
+        refreshIntervalMs: 1000,
+        backoffBaseMs: 100,
+        jitter: 0,
+        staleAfterFailures: 3,
+      });
+      // No onError: the default reporter publishes on system.error, which throws here too.
+      expect(await broker.start()).toMatchObject([{ result: 'changed' }]);
+      await vi.advanceTimersByTimeAsync(2500);
+      await broker.whenIdle();
+      vi.useRealTimers();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(fetches).toBe(6);
+      expect(broker.state('a')).toMatchObject({ status: 'stale', failures: 5 });
+      expect(regs.blast.lookup('a', 's')).toMatchObject({ stale: true });
+      expect(unhandled).toEqual([]);
+      expect(warnings.some((w) => w.includes('bus is broken'))).toBe(true);
+      broker.stop();
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+      process.off('warning', onWarning);
+    }
+  });
+
   it('reports a configured agent whose card never loaded as unavailable, with the last fetch error', async () => {
     const bus = createInMemoryEventBus();
     const directory = new AgentDirectory();
@@ -151,6 +207,38 @@ describe('card refresher', () => {
       floor: undefined,
       source: 'declared',
     });
+    broker.stop();
+  });
+
+  it('applies operator floors from a configuration file to every skill name, __proto__ included', async () => {
+    const names = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf'];
+    // As a YAML file reads: `__proto__` is an own key of the parsed object.
+    const config = parseYaml(
+      `agents:\n  - name: a\n    url: http://127.0.0.1:9/\n    floors:\n` +
+        names.map((n) => `      ${n}: fleet\n`).join(''),
+    ) as { agents: unknown[] };
+    const directory = new AgentDirectory();
+    directory.load(config.agents);
+    expect([...directory.get('a')!.floors.keys()]).toEqual(names);
+    const broker = createCardBroker({
+      directory,
+      source: new StaticCardSource({
+        a: cardWith('a', Object.fromEntries(names.map((n) => [n, 'self']))),
+      }),
+      registries: registries(),
+      ratchet: await DeclarationRatchet.open(createMemoryRatchetPersistence()),
+    });
+    await broker.start();
+    for (const name of names) {
+      expect(broker.effectiveRadius('a', name), name).toMatchObject({
+        radius: 'fleet',
+        declared: 'self',
+        floor: 'fleet',
+        source: 'operator-floor',
+      });
+    }
+    // A skill nobody named has no floor, whatever Object.prototype holds.
+    expect(broker.floor('a', 'isPrototypeOf')).toBeUndefined();
     broker.stop();
   });
 });

@@ -4,7 +4,7 @@
  * claim in a real SQLite file and PostgreSQL.
  */
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,7 +18,7 @@ import { deterministicEventId } from '../src/protocol/index.js';
 import type { EventEnvelope } from '../src/protocol/index.js';
 import type { NormalizedStreamEvent } from '../src/protocol/index.js';
 import { extractWorldStateDeltas, isTerminalState } from '../src/protocol/index.js';
-import type { TaskRecord, TaskRecordStore } from '../src/tasks/index.js';
+import type { PushReceiverOptions, TaskRecord, TaskRecordStore } from '../src/tasks/index.js';
 import {
   createPushReceiver,
   createPushToken,
@@ -34,6 +34,8 @@ const pgUp = await requirePostgres();
 interface Receiver {
   url: (taskId: string) => string;
   events: { record: TaskRecord; event: NormalizedStreamEvent }[];
+  /** Bytes the server had read from each push's socket when the receiver answered. */
+  bytesRead: number[];
   close: () => Promise<void>;
 }
 
@@ -42,9 +44,12 @@ async function startReceiver(
   records: TaskRecordStore,
   onEvent: (record: TaskRecord, event: NormalizedStreamEvent) => Promise<void> = () =>
     Promise.resolve(),
+  limits: Pick<PushReceiverOptions, 'maxBodyBytes' | 'bodyTimeoutMs'> = {},
 ): Promise<Receiver> {
   const events: Receiver['events'] = [];
+  const bytesRead: number[] = [];
   const receive = createPushReceiver({
+    ...limits,
     records,
     onEvent: async (record, event) => {
       events.push({ record, event });
@@ -57,29 +62,88 @@ async function startReceiver(
       res.writeHead(404).end();
       return;
     }
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      receive({
-        taskId: decodeURIComponent(match[1]!),
-        headers: req.headers,
-        body: Buffer.concat(chunks),
+    // The body goes to the receiver unread: it authenticates first and reads within its limits.
+    receive({ taskId: decodeURIComponent(match[1]!), headers: req.headers, body: req })
+      .then((answer) => {
+        bytesRead.push(req.socket.bytesRead);
+        res
+          .writeHead(answer.status, {
+            'content-type': 'application/json',
+            ...(answer.discardBody === true ? { connection: 'close' } : {}),
+          })
+          .end(JSON.stringify(answer.body));
       })
-        .then((answer) => {
-          res
-            .writeHead(answer.status, { 'content-type': 'application/json' })
-            .end(JSON.stringify(answer.body));
-        })
-        .catch((error: unknown) => res.writeHead(500).end(String(error)));
-    });
+      .catch((error: unknown) => res.writeHead(500).end(String(error)));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
     url: (taskId) => `http://127.0.0.1:${port}/callbacks/a2a/${encodeURIComponent(taskId)}`,
     events,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    bytesRead,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
+}
+
+/**
+ * POSTs a body of `total` bytes, produced while it is sent (never held in memory), and stops
+ * sending as soon as the answer arrives. `declared` sends a Content-Length; `drip` sends one small
+ * chunk every few milliseconds.
+ */
+function streamPost(
+  url: string,
+  headers: Record<string, string>,
+  total: number,
+  declared = false,
+  drip?: { chunkBytes: number; everyMs: number },
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        ...(declared ? { 'content-length': String(total) } : {}),
+        ...headers,
+      },
+    });
+    let answered = false;
+    let sent = 0;
+    const chunk = Buffer.alloc(drip?.chunkBytes ?? 64 * 1024, 0x20);
+    const pump = (): void => {
+      while (!answered && sent < total) {
+        const piece = chunk.subarray(0, Math.min(chunk.length, total - sent));
+        sent += piece.length;
+        if (drip !== undefined) {
+          request.write(piece);
+          setTimeout(pump, drip.everyMs);
+          return;
+        }
+        if (!request.write(piece)) {
+          request.once('drain', pump);
+          return;
+        }
+      }
+      if (!answered) request.end();
+    };
+    request.on('response', (response) => {
+      answered = true;
+      const parts: Buffer[] = [];
+      response.on('data', (c: Buffer) => parts.push(c));
+      response.on('end', () => {
+        request.destroy();
+        resolve({ status: response.statusCode ?? 0, body: Buffer.concat(parts).toString('utf8') });
+      });
+    });
+    // The server may close while the body is still going out: the answer counts, not the pipe.
+    request.on('error', (error) => {
+      if (!answered) reject(error);
+    });
+    pump();
+  });
 }
 
 function working(task: Task): StreamResponse {
@@ -187,7 +251,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       }
     });
 
-    it('answers 401 for a wrong secret, 404 for an unknown task, 400 with a reason for garbage', async () => {
+    it('answers 401 for a wrong secret and for an unknown task alike, 400 with a reason for garbage', async () => {
       const receiver = await startReceiver(records);
       try {
         const token = createPushToken();
@@ -208,9 +272,22 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         expect(
           (await post(`guarded-${backend}`, { authorization: `Bearer ${token}x` }, body)).status,
         ).toBe(401);
+        // An unknown task id gets the very answer a wrong secret gets: ids cannot be probed.
+        const unknown = await post('no-such-task', { 'x-a2a-notification-token': token }, body);
+        const wrong = await post(`guarded-${backend}`, { 'x-a2a-notification-token': 'x' }, body);
+        expect(unknown.status).toBe(401);
+        expect(await unknown.text()).toBe(await wrong.text());
+        // Only the Bearer scheme carries the secret (in any case).
+        for (const scheme of ['Basic', 'Token', 'Digest']) {
+          expect(
+            (await post(`guarded-${backend}`, { authorization: `${scheme} ${token}` }, body))
+              .status,
+            scheme,
+          ).toBe(401);
+        }
         expect(
-          (await post('no-such-task', { 'x-a2a-notification-token': token }, body)).status,
-        ).toBe(404);
+          (await post(`guarded-${backend}`, { authorization: `bearer ${token}` }, body)).status,
+        ).toBe(200);
         const garbage = await post(
           `guarded-${backend}`,
           { 'x-a2a-notification-token': token },
@@ -237,10 +314,83 @@ for (const backend of ['sqlite', 'postgres'] as const) {
           }),
         );
         expect(otherTask.status).toBe(400);
-        expect(receiver.events).toEqual([]);
+        expect(receiver.events).toHaveLength(1);
         expect(
           (await post(`guarded-${backend}`, { authorization: `Bearer ${token}` }, body)).status,
         ).toBe(200);
+      } finally {
+        await receiver.close();
+      }
+    });
+
+    it('answers an unauthenticated push of a huge body without reading it', async () => {
+      const receiver = await startReceiver(records);
+      try {
+        const token = createPushToken();
+        await track({ ...threeArtifactTask(), id: `huge-${backend}` }, token);
+        for (const headers of [
+          {},
+          { 'x-a2a-notification-token': 'wrong' },
+          { authorization: `Basic ${token}` },
+        ]) {
+          const answer = await streamPost(receiver.url(`huge-${backend}`), headers, 256 << 20);
+          expect(answer.status).toBe(401);
+          expect(answer.body).toContain('FLEETGATE_PUSH_UNAUTHORIZED');
+        }
+        const unknown = await streamPost(receiver.url('nobody'), {}, 256 << 20);
+        expect(unknown.status).toBe(401);
+        // At most what the socket buffers before the answer: nowhere near 256 MiB.
+        for (const read of receiver.bytesRead) expect(read).toBeLessThan(4 << 20);
+        expect(receiver.events).toEqual([]);
+      } finally {
+        await receiver.close();
+      }
+    });
+
+    it('stops reading an authenticated body past the limit (413), declared or streamed', async () => {
+      const limit = 64 * 1024;
+      const receiver = await startReceiver(records, undefined, { maxBodyBytes: limit });
+      try {
+        const token = createPushToken();
+        const id = `big-${backend}`;
+        await track({ ...threeArtifactTask(), id }, token);
+        const headers = { 'x-a2a-notification-token': token };
+        const chunked = await streamPost(receiver.url(id), headers, 64 << 20);
+        expect(chunked.status).toBe(413);
+        expect(chunked.body).toContain(`limit of ${limit} bytes`);
+        const declared = await streamPost(receiver.url(id), headers, 64 << 20, true);
+        expect(declared.status).toBe(413);
+        for (const read of receiver.bytesRead) expect(read).toBeLessThan(4 << 20);
+        // Within the limit, the same push goes through.
+        const ok = await fetch(receiver.url(id), {
+          method: 'POST',
+          headers: { ...headers, 'content-type': 'application/json' },
+          body: JSON.stringify({
+            statusUpdate: { taskId: id, status: { state: 'TASK_STATE_WORKING' } },
+          }),
+        });
+        expect(ok.status).toBe(200);
+      } finally {
+        await receiver.close();
+      }
+    });
+
+    it('gives up on a body that drips in too slowly (408)', async () => {
+      const receiver = await startReceiver(records, undefined, { bodyTimeoutMs: 300 });
+      try {
+        const token = createPushToken();
+        const id = `drip-${backend}`;
+        await track({ ...threeArtifactTask(), id }, token);
+        const answer = await streamPost(
+          receiver.url(id),
+          { 'x-a2a-notification-token': token },
+          1 << 20,
+          false,
+          { chunkBytes: 1, everyMs: 50 },
+        );
+        expect(answer.status).toBe(408);
+        expect(answer.body).toContain('not received within 300 ms');
+        expect(receiver.events).toEqual([]);
       } finally {
         await receiver.close();
       }

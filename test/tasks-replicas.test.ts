@@ -143,22 +143,21 @@ async function mountReceiver(t: TaskTracker): Promise<{
   const statuses = new Map<number, number>();
   const server: Server = createServer((req, res) => {
     const taskId = decodeURIComponent((req.url ?? '').replace(/^\/callbacks\/a2a\//, ''));
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      receive({ taskId, headers: req.headers, body: Buffer.concat(chunks) }).then(
-        (a) => {
-          statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
-          res
-            .writeHead(a.status, { 'content-type': 'application/json' })
-            .end(JSON.stringify(a.body));
-        },
-        (error: unknown) => {
-          statuses.set(500, (statuses.get(500) ?? 0) + 1);
-          res.writeHead(500).end(String(error));
-        },
-      );
-    });
+    receive({ taskId, headers: req.headers, body: req }).then(
+      (a) => {
+        statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
+        res
+          .writeHead(a.status, {
+            'content-type': 'application/json',
+            ...(a.discardBody === true ? { connection: 'close' } : {}),
+          })
+          .end(JSON.stringify(a.body));
+      },
+      (error: unknown) => {
+        statuses.set(500, (statuses.get(500) ?? 0) + 1);
+        res.writeHead(500).end(String(error));
+      },
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

@@ -9,6 +9,7 @@ import {
 import { FleetgateError, LEGACY_EXTENSIONS_HEADER } from '../protocol/index.js';
 import { readDeclarations, type Declarations } from '../protocol/index.js';
 import { createEchoedExtensionsReader } from './headers.js';
+import { createAgentFetch, type AgentFetchLimits } from './agent-fetch.js';
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -142,6 +143,8 @@ export interface CreateAgentClientOptions {
   name: string;
   agent: FleetAgent;
   fetch: typeof fetch;
+  /** Size, time and redirect limits of every exchange with the agent (see {@link AgentFetchLimits}). */
+  limits?: AgentFetchLimits;
   /** Where the fetch wrapper leaves what it saw for each in-flight call. */
   wire: Map<string, WireRecord>;
 }
@@ -149,11 +152,13 @@ export interface CreateAgentClientOptions {
 /**
  * Builds the one SDK client of an agent from the card the fleet already has — no card fetch. The
  * fetch it uses strips {@link CALL_ID_HEADER} and records the echoed `A2A-Extensions` header and
- * the HTTP status for that call.
+ * the HTTP status for that call; under it, every exchange is limited in size and time and follows
+ * redirects only within the agent's origin (`agent-fetch.ts`).
  */
 export async function createAgentClient(options: CreateAgentClientOptions): Promise<AgentClient> {
   const { name, agent, wire } = options;
-  const baseFetch = options.fetch;
+  // Every request to the agent: bounded in size and time, never sent to another origin.
+  const baseFetch = createAgentFetch(options.fetch, name, options.limits);
   const sdkCard = pinCard(await toSdkAgentCard(agent.card, name), agent.url);
   const declarations = agent.declarations ?? readDeclarations(agent.card);
 

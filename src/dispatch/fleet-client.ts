@@ -23,6 +23,7 @@ import {
 } from './agent-clients.js';
 import type { CallInput, CallOptions, CallResult, FollowRequest } from './call-types.js';
 import { mergeExtensionHeader } from './headers.js';
+import type { AgentFetchLimits } from './agent-fetch.js';
 import { NEVER_ABORTED, buildMessage, callError } from './request.js';
 import { TaskAccumulator, readReply } from './task-accumulator.js';
 import { createTaskTerminal, type TaskCall, type TaskTerminal } from './terminal.js';
@@ -39,6 +40,11 @@ export interface FleetClientOptions {
   cards: FleetAgentSource;
   /** `fetch` used for every request (default: global `fetch`). */
   fetch?: typeof fetch;
+  /**
+   * Limits of every exchange with an agent: response bytes (default 16 MiB), response time
+   * (default 10 minutes) and same-origin redirects (default 3). See {@link AgentFetchLimits}.
+   */
+  limits?: AgentFetchLimits;
   /**
    * Default per-call timeout in milliseconds (none by default). A timed-out call rejects with
    * `FLEETGATE_CALL_TIMEOUT` but its request goes on: see {@link CallOptions.timeoutMs}.
@@ -128,7 +134,13 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
     const cached = clients.get(name);
     // The card broker replaces the card object on refresh; a new object means a new client.
     if (cached !== undefined && cached.source === agent.card) return cached.promise;
-    const promise = createAgentClient({ name, agent, fetch: baseFetch, wire });
+    const promise = createAgentClient({
+      name,
+      agent,
+      fetch: baseFetch,
+      wire,
+      ...(options.limits === undefined ? {} : { limits: options.limits }),
+    });
     const entry: CachedClient = { source: agent.card, promise };
     clients.set(name, entry);
     promise.then(

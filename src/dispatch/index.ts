@@ -21,6 +21,12 @@ export {
   type FleetAgentSource,
   type TransportBinding,
 } from './agent-clients.js';
+export {
+  createAgentFetch,
+  DEFAULT_AGENT_RESPONSE_BYTES,
+  DEFAULT_AGENT_RESPONSE_TIMEOUT_MS,
+  type AgentFetchLimits,
+} from './agent-fetch.js';
 export { mergeExtensionHeader, readEchoedExtensions } from './headers.js';
 export { TaskAccumulator, readReply, type DataPart } from './task-accumulator.js';
 export {

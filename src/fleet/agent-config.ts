@@ -4,6 +4,12 @@ import type { BlastRadius } from '../protocol/index.js';
 import { BLAST_RADII, LIMITS } from '../protocol/index.js';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+function isPlainRecord(value: unknown): value is Record<string, unknown> {
+  return (
+    typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Map)
+  );
+}
 const AGENT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
 /** zod schema of one agent of the `agents:` config section. */
@@ -28,8 +34,17 @@ export const agentConfigSchema = z.strictObject({
         .optional(),
     })
     .optional(),
-  /** Operator floors: the narrowest radius a skill is treated as, whatever the card says. */
-  floors: z.record(z.string().min(1).max(LIMITS.nameLength), z.enum(BLAST_RADII)).optional(),
+  /**
+   * Operator floors: the narrowest radius a skill is treated as, whatever the card says. Read into
+   * a `Map` from the object's own entries, so every skill name is a key like any other: a plain
+   * object (or zod's record) silently drops `__proto__` and answers `constructor` with Object's.
+   */
+  floors: z
+    .preprocess(
+      (value) => (isPlainRecord(value) ? new Map(Object.entries(value)) : value),
+      z.map(z.string().min(1).max(LIMITS.nameLength), z.enum(BLAST_RADII)),
+    )
+    .optional(),
   transport: z.enum(['JSONRPC', 'HTTP+JSON']).optional(),
 });
 
@@ -42,7 +57,8 @@ export interface AgentEntry {
   url: string;
   /** Request headers (auth) resolved from the environment variables the config names. */
   headers: Readonly<Record<string, string>>;
-  floors: Readonly<Record<string, BlastRadius>>;
+  /** Operator floors by skill id. */
+  floors: ReadonlyMap<string, BlastRadius>;
   transport?: 'JSONRPC' | 'HTTP+JSON';
 }
 
@@ -102,7 +118,7 @@ export function parseAgentConfig(
     name: config.name,
     url: config.url.replace(/\/+$/, ''),
     headers,
-    floors: { ...config.floors },
+    floors: new Map(config.floors),
   };
   if (config.transport !== undefined) entry.transport = config.transport;
   return entry;

@@ -102,17 +102,25 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
     o.onError ??
     ((error: unknown, context: { agent?: string; topic?: string; source: string }): void => {
       const message = error instanceof Error ? error.message : String(error);
-      const report = bus?.publish('system.error', {
-        source: `fleet:${context.source}`,
-        message: context.agent === undefined ? message : `${context.agent}: ${message}`,
-        ...(isFleetgateError(error) ? { code: error.code } : {}),
-        ...(context.topic === undefined ? {} : { topic: context.topic }),
-      });
-      if (report === undefined) warnUnreportedError(error, context);
-      else
-        report.catch((again: unknown) =>
-          warnUnreportedError(again, { ...context, error: message }),
-        );
+      if (bus === undefined) {
+        warnUnreportedError(error, context);
+        return;
+      }
+      // The reporter never throws: a bus that throws (even synchronously) while it is reporting a
+      // failed publish must not turn into an unhandled rejection of a scheduled refresh.
+      let report: Promise<unknown>;
+      try {
+        report = bus.publish('system.error', {
+          source: `fleet:${context.source}`,
+          message: context.agent === undefined ? message : `${context.agent}: ${message}`,
+          ...(isFleetgateError(error) ? { code: error.code } : {}),
+          ...(context.topic === undefined ? {} : { topic: context.topic }),
+        });
+      } catch (again) {
+        warnUnreportedError(again, { ...context, error: message });
+        return;
+      }
+      report.catch((again: unknown) => warnUnreportedError(again, { ...context, error: message }));
     });
   const states = new Map<string, CardState>();
   const inflight = new Map<string, Promise<RefreshOutcome>>();

@@ -151,9 +151,7 @@ export function createDeclarationBook(options: DeclarationBookOptions): Declarat
   const known = new Set<string>();
 
   function operatorFloor(agent: string, skill: string): BlastRadius | undefined {
-    const configured = directory.get(agent)?.floors;
-    // Config floors are a plain object: a skill named `constructor` must not find Object's.
-    return configured === undefined ? undefined : own(configured, skill);
+    return directory.get(agent)?.floors.get(skill);
   }
 
   function floorOf(agent: string, skill: string): Pick<EffectiveRadius, 'floor' | 'floorSource'> {

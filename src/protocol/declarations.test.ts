@@ -95,6 +95,53 @@ describe('readDeclarations', () => {
     expect(d.diagnostics[0]!.message).toContain(`limit of ${LIMITS.cardExtensions}`);
   });
 
+  it('says clearly, with a code, when card.skills is over the limit, and warns about no listed skill', () => {
+    const count = LIMITS.cardSkills + 200;
+    const ids = Array.from({ length: count }, (_, i) => `k${i}`);
+    // Declarations for the last skills of the list, past the limit, and one truly unlisted skill.
+    const declared = [...ids.slice(-50), 'ghost'];
+    const d = readDeclarations({
+      skills: ids.map((id) => ({ id })),
+      capabilities: {
+        extensions: [
+          {
+            uri: BLAST_V1_URI,
+            params: { skills: Object.fromEntries(declared.map((id) => [id, { radius: 'repo' }])) },
+          },
+        ],
+      },
+    });
+    expect(d.skills).toHaveLength(LIMITS.cardSkills);
+    const limit = d.diagnostics.filter((x) => x.code === 'FLEETGATE_LIMIT_EXCEEDED');
+    expect(limit).toEqual([
+      {
+        path: 'skills',
+        severity: 'error',
+        code: 'FLEETGATE_LIMIT_EXCEEDED',
+        message: `lists ${count} skills, more than the limit of ${LIMITS.cardSkills}; only the first ${LIMITS.cardSkills} are read`,
+      },
+    ]);
+    // Only the skill that is not listed at all is warned about.
+    const unlisted = d.diagnostics.filter((x) => x.message.includes('not in card.skills'));
+    expect(unlisted.map((x) => x.path)).toEqual([`capabilities.extensions[0].params.skills.ghost`]);
+    expect(d.blast[ids[count - 1]!]?.radius).toBe('repo');
+  });
+
+  it('gives the skill-declaration limit a code and says what was read', () => {
+    const many = Object.fromEntries(
+      Array.from({ length: LIMITS.cardSkills + 1 }, (_, i) => [`s${i}`, { radius: 'self' }]),
+    );
+    const d = readDeclarations({
+      capabilities: { extensions: [{ uri: BLAST_V1_URI, params: { skills: many } }] },
+    });
+    expect(Object.keys(d.blast)).toHaveLength(LIMITS.cardSkills);
+    expect(d.diagnostics[0]).toMatchObject({
+      path: 'capabilities.extensions[0].params.skills',
+      code: 'FLEETGATE_LIMIT_EXCEEDED',
+    });
+    expect(d.diagnostics[0]!.message).toContain(`only the first ${LIMITS.cardSkills} are read`);
+  });
+
   it('never lets a skill id reach the prototype', () => {
     const d = readDeclarations({
       capabilities: {

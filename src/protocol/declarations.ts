@@ -4,6 +4,7 @@ import type { HitlMode } from './hitl.js';
 import { HITL_MODES, isHitlMode } from './hitl.js';
 import { isRecord, jsonPath, preview } from './json-path.js';
 import { LIMITS } from './limits.js';
+import type { ErrorCode } from './errors.js';
 import {
   BLAST_V1_URI,
   canonicalExtensionUri,
@@ -21,7 +22,19 @@ export interface Diagnostic {
   path: string;
   severity: DiagnosticSeverity;
   message: string;
+  /**
+   * The error code of a problem that has one: `FLEETGATE_LIMIT_EXCEEDED` when a size or count
+   * limit cut the card short (the message names the limit and what was read).
+   */
+  code?: ErrorCode;
 }
+
+type Report = (
+  path: string,
+  severity: DiagnosticSeverity,
+  message: string,
+  code?: ErrorCode,
+) => void;
 
 /** A skill's blast-v1 declaration. */
 export interface BlastDeclaration {
@@ -69,16 +82,12 @@ export interface Declarations {
   diagnostics: Diagnostic[];
 }
 
-type Reader<T> = (
-  entry: Record<string, unknown>,
-  path: string,
-  report: (path: string, severity: DiagnosticSeverity, message: string) => void,
-) => T | undefined;
+type Reader<T> = (entry: Record<string, unknown>, path: string, report: Report) => T | undefined;
 
 function readNote(
   entry: Record<string, unknown>,
   path: string,
-  report: (path: string, severity: DiagnosticSeverity, message: string) => void,
+  report: Report,
 ): string | undefined {
   if (entry.note === undefined) return undefined;
   if (typeof entry.note !== 'string') {
@@ -188,7 +197,7 @@ function readSkillMap<T>(
   base: string,
   read: Reader<T>,
   knownSkills: ReadonlySet<string> | undefined,
-  report: (path: string, severity: DiagnosticSeverity, message: string) => void,
+  report: Report,
   requireSkills: boolean,
 ): Record<string, T> {
   const out: Record<string, T> = Object.create(null) as Record<string, T>;
@@ -219,7 +228,8 @@ function readSkillMap<T>(
     report(
       skillsPath,
       'error',
-      `declares ${ids.length} skills, more than the limit of ${LIMITS.cardSkills}; the rest are ignored`,
+      `declares ${ids.length} skills, more than the limit of ${LIMITS.cardSkills}; only the first ${LIMITS.cardSkills} are read, the rest are ignored`,
+      'FLEETGATE_LIMIT_EXCEEDED',
     );
   }
   for (const id of ids.slice(0, LIMITS.cardSkills)) {
@@ -263,8 +273,10 @@ export function readDeclarations(card: unknown): Declarations {
     skills: [],
     diagnostics: [],
   };
-  const report = (path: string, severity: DiagnosticSeverity, message: string): void => {
-    result.diagnostics.push({ path: path === '' ? '$' : path, severity, message });
+  const report: Report = (path, severity, message, code) => {
+    const diagnostic: Diagnostic = { path: path === '' ? '$' : path, severity, message };
+    if (code !== undefined) diagnostic.code = code;
+    result.diagnostics.push(diagnostic);
   };
   if (!isRecord(card)) {
     report('', 'error', `the agent card must be a JSON object (got ${preview(card)})`);
@@ -273,15 +285,34 @@ export function readDeclarations(card: unknown): Declarations {
 
   let knownSkills: Set<string> | undefined;
   if (Array.isArray(card.skills)) {
-    knownSkills = new Set();
-    card.skills.slice(0, LIMITS.cardSkills).forEach((skill: unknown, i) => {
+    const listed: unknown[] = card.skills;
+    if (listed.length > LIMITS.cardSkills) {
+      report(
+        'skills',
+        'error',
+        `lists ${listed.length} skills, more than the limit of ${LIMITS.cardSkills}; only the first ${LIMITS.cardSkills} are read`,
+        'FLEETGATE_LIMIT_EXCEEDED',
+      );
+    }
+    const read = new Set<string>();
+    listed.slice(0, LIMITS.cardSkills).forEach((skill: unknown, i) => {
       if (isRecord(skill) && typeof skill.id === 'string' && skill.id !== '') {
-        knownSkills?.add(skill.id);
+        read.add(skill.id);
       } else {
         report(jsonPath(jsonPath('skills', i), 'id'), 'warning', 'skill has no string id');
       }
     });
-    result.skills = [...knownSkills];
+    result.skills = [...read];
+    // Whether a declaration names a listed skill is answered from the whole list (the card is
+    // already within its byte limit): a skill past the first LIMITS.cardSkills is listed, and a
+    // warning saying otherwise would send the author looking for a mistake that is not there.
+    knownSkills = read;
+    if (listed.length > LIMITS.cardSkills) {
+      knownSkills = new Set(read);
+      for (const skill of listed.slice(LIMITS.cardSkills)) {
+        if (isRecord(skill) && typeof skill.id === 'string') knownSkills.add(skill.id);
+      }
+    }
   } else if (card.skills !== undefined) {
     report('skills', 'warning', `must be a list of skills (got ${preview(card.skills)})`);
   }
@@ -303,6 +334,7 @@ export function readDeclarations(card: unknown): Declarations {
       'capabilities.extensions',
       'error',
       `has ${extensions.length} entries, more than the limit of ${LIMITS.cardExtensions}; the rest are ignored`,
+      'FLEETGATE_LIMIT_EXCEEDED',
     );
   }
 

@@ -22,6 +22,10 @@ export const ERROR_CODES = {
   FLEETGATE_CALL_FAILED: 'The call to the agent failed.',
   FLEETGATE_CALL_TIMEOUT: 'The call to the agent timed out.',
   FLEETGATE_CALL_ABORTED: 'The call to the agent was aborted by the caller.',
+  FLEETGATE_CALL_REDIRECT_REFUSED:
+    'The agent redirected the call to another origin (or too often); the request was not sent there.',
+  FLEETGATE_AGENT_RESPONSE_TOO_LARGE:
+    "The agent's response exceeds the size limit; it was not read further.",
   FLEETGATE_TASK_FAILED: 'The task ended in a failed, canceled or rejected state.',
   FLEETGATE_TASK_ID_INVALID: 'A task id is empty, too long or contains a NUL character.',
   FLEETGATE_HOOK_ERROR: 'An optional extension hook failed; the call went on.',

@@ -25,6 +25,25 @@ export function parseDuration(value: string | number): number | undefined {
   return Math.round(Number(match[1]) * UNITS[match[2]!]!);
 }
 
+const SIZE_UNITS: Readonly<Record<string, number>> = {
+  b: 1,
+  kb: 1000,
+  kib: 1024,
+  mb: 1000 ** 2,
+  mib: 1024 ** 2,
+  gb: 1000 ** 3,
+  gib: 1024 ** 3,
+};
+
+/** Parses `512KiB`, `4MiB`, `1MB`, `300B` or a number of bytes (whole bytes, ≥ 0). */
+export function parseSize(value: string | number): number | undefined {
+  if (typeof value === 'number')
+    return Number.isSafeInteger(value) && value >= 0 ? value : undefined;
+  const match = /^(\d+(?:\.\d+)?)\s*(b|kb|kib|mb|mib|gb|gib)$/i.exec(value.trim());
+  if (match === null) return undefined;
+  return Math.round(Number(match[1]) * SIZE_UNITS[match[2]!.toLowerCase()]!);
+}
+
 const blastRadiusSchema = z.enum(BLAST_RADII);
 const hitlModeSchema = z.enum(HITL_MODES);
 
@@ -39,6 +58,57 @@ const duration = z.union([z.string(), z.number()]).transform((value, ctx) => {
   }
   return ms;
 });
+
+const size = (min: number) =>
+  z.union([z.string(), z.number()]).transform((value, ctx) => {
+    const bytes = parseSize(value);
+    if (bytes === undefined || bytes < min) {
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          bytes === undefined
+            ? `must be a size like 512KiB, 4MiB or a number of bytes (got ${JSON.stringify(value)})`
+            : `must be at least ${min} bytes (got ${bytes})`,
+      });
+      return z.NEVER;
+    }
+    return bytes;
+  });
+
+/** The defaults of the `limits` section (bytes and milliseconds). */
+export const DEFAULT_LIMITS = {
+  eventBytes: 512 * 1024,
+  domainBytes: 16 * 1024 * 1024,
+  agentResponseBytes: 16 * 1024 * 1024,
+  agentResponseTimeout: 600_000,
+  pushBodyBytes: 4 * 1024 * 1024,
+  pushBodyTimeout: 10_000,
+} as const;
+
+/**
+ * `limits`: what the gateway accepts from the network and keeps, each enforced with a coded
+ * error (see docs/operations.md, "Resource limits").
+ */
+const limitsSchema = z
+  .strictObject({
+    /**
+     * Largest event written to the outbox, as JSON bytes: a `world.state.delta` over it is split
+     * into parts under it; any other event over it is parked. Keep it below the bus's largest
+     * message (NATS `max_payload`, 1 MiB by default).
+     */
+    eventBytes: size(70 * 1024).default(DEFAULT_LIMITS.eventBytes),
+    /** Largest world-state domain (about its JSON size); entries past it are rejected. */
+    domainBytes: size(1024).default(DEFAULT_LIMITS.domainBytes),
+    /** Most bytes read of one response from an agent. */
+    agentResponseBytes: size(1024).default(DEFAULT_LIMITS.agentResponseBytes),
+    /** Longest single HTTP exchange with an agent, body included. */
+    agentResponseTimeout: duration.default(DEFAULT_LIMITS.agentResponseTimeout),
+    /** Largest push-notification body. */
+    pushBodyBytes: size(1024).default(DEFAULT_LIMITS.pushBodyBytes),
+    /** Longest time reading one push-notification body. */
+    pushBodyTimeout: duration.default(DEFAULT_LIMITS.pushBodyTimeout),
+  })
+  .default(DEFAULT_LIMITS);
 
 /** zod schema of `fleetgate.yaml`. Durations come out in milliseconds. */
 export const configSchema = z.strictObject({
@@ -117,6 +187,7 @@ export const configSchema = z.strictObject({
   domains: z
     .record(z.string().min(1), z.strictObject({ minRadius: blastRadiusSchema }))
     .default({}),
+  limits: limitsSchema,
   auth: z
     .strictObject({
       tokens: z

@@ -219,12 +219,20 @@ export async function createGateway(
     cards: runtime.broker,
     terminal,
     follow: (task) => tracker.follow(task),
+    limits: {
+      maxResponseBytes: config.limits.agentResponseBytes,
+      responseTimeoutMs: config.limits.agentResponseTimeout,
+    },
     ...(deps.fetch === undefined ? {} : { fetch: deps.fetch }),
   });
   const tracker: TaskTracker = new Tracker({
     records: taskRecords,
     fleet,
     ...deps.tracking,
+    push: {
+      maxBodyBytes: config.limits.pushBodyBytes,
+      bodyTimeoutMs: config.limits.pushBodyTimeout,
+    },
     ...(deps.pushBaseUrl === undefined ? {} : { pushBaseUrl: deps.pushBaseUrl }),
     ...(deps.now === undefined ? {} : { now: deps.now }),
     onStateChanged: (change) => dispatcher.onTaskState(change),

@@ -14,7 +14,7 @@ import type { NormalizedStreamEvent, TaskStateName } from '../protocol/index.js'
 import { isInterruptedState, isTerminalState, normalizeTaskState } from '../protocol/index.js';
 import type { PollResult, PollSchedulerOptions } from './poll-scheduler.js';
 import { PollScheduler } from './poll-scheduler.js';
-import type { PushRequest, PushResponse } from './push-receiver.js';
+import type { PushReceiverOptions, PushRequest, PushResponse } from './push-receiver.js';
 import { createPushReceiver, createPushToken, hashPushToken } from './push-receiver.js';
 import type { TaskRecord, TaskRecordStore } from './task-records.js';
 
@@ -59,6 +59,8 @@ export interface TaskTrackerOptions {
    * `<base>/callbacks/a2a/<taskId>`; polling goes on alongside, whichever sees the end first wins.
    */
   pushBaseUrl?: string;
+  /** Limits of the push receiver: body bytes (default 4 MiB) and body read time (default 10 s). */
+  push?: Pick<PushReceiverOptions, 'maxBodyBytes' | 'bodyTimeoutMs'>;
   /** After this long a task is canceled at the agent and its call fails (default 1 hour). */
   maxTrackingTimeMs?: number;
   /**
@@ -321,9 +323,13 @@ export class TaskTracker implements TaskFollower {
     return records.length;
   }
 
-  /** The `POST /callbacks/a2a/:taskId` handler (mount it in any HTTP framework). */
+  /**
+   * The `POST /callbacks/a2a/:taskId` handler (mount it in any HTTP framework; pass the request
+   * body as the unread stream — see the contract in `push-receiver.ts`).
+   */
   pushReceiver(): (request: PushRequest) => Promise<PushResponse> {
     return createPushReceiver({
+      ...this.#o.push,
       records: this.#o.records,
       onEvent: (record, event, body) => this.#onPush(record, event, body),
     });

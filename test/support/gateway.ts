@@ -166,17 +166,19 @@ export async function startCallbackServer(
   const statuses: number[] = [];
   const server: Server = createServer((req, res) => {
     const taskId = decodeURIComponent((req.url ?? '').replace(/^\/callbacks\/a2a\//, ''));
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      if (bound === undefined) {
-        res.writeHead(503).end();
-        return;
-      }
-      void bound({ taskId, headers: req.headers, body: Buffer.concat(chunks) }).then((a) => {
-        statuses.push(a.status);
-        res.writeHead(a.status, { 'content-type': 'application/json' }).end(JSON.stringify(a.body));
-      });
+    if (bound === undefined) {
+      res.writeHead(503, { connection: 'close' }).end();
+      return;
+    }
+    // The body goes to the receiver unread: it authenticates first and reads within its limits.
+    void bound({ taskId, headers: req.headers, body: req }).then((a) => {
+      statuses.push(a.status);
+      res
+        .writeHead(a.status, {
+          'content-type': 'application/json',
+          ...(a.discardBody === true ? { connection: 'close' } : {}),
+        })
+        .end(JSON.stringify(a.body));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -92,7 +92,7 @@ function renderReport(report: LintReport, color: boolean): string {
   }
   for (const d of report.diagnostics) {
     const tag = d.severity === 'error' ? s.red('error  ') : s.yellow('warning');
-    out.push(`${tag} ${d.path}: ${d.message}`);
+    out.push(`${tag} ${d.path}: ${d.message}${d.code === undefined ? '' : s.dim(` (${d.code})`)}`);
   }
   const { errors, warnings } = report.summary;
   const summary = `${errors} error${errors === 1 ? '' : 's'}, ${warnings} warning${warnings === 1 ? '' : 's'}`;
