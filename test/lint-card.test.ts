@@ -124,6 +124,12 @@ describe('fleetgate lint-card', () => {
     expect(missing.stderr).toContain(
       'FLEETGATE_FILE_ACCESS_FAILED: Cannot read the card file no/such/card.json',
     );
+    // A 404 names both card URLs tried, not only the legacy one.
+    const absent = await runCli(['lint-card', `${agent.url}/nobody`]);
+    expect(absent.code).toBe(2);
+    expect(absent.stderr).toContain(
+      `FLEETGATE_CARD_FETCH_FAILED: ${agent.url}/nobody/.well-known/agent.json: HTTP 404 Not Found (also tried ${agent.url}/nobody/.well-known/agent-card.json)`,
+    );
     const notJson = await runCli(['lint-card', 'README.md']);
     expect(notJson.code).toBe(2);
     expect(notJson.stderr).toContain('FLEETGATE_CARD_INVALID: README.md: not valid JSON');

@@ -48,6 +48,17 @@ describe('formatEventLine', () => {
     );
   });
 
+  it('shows the severity of an alert, coloured by weight', () => {
+    const critical = { ...alert, payload: { ...alert.payload, severity: 'critical' } };
+    expect(formatEventLine(critical, false)).toMatch(
+      /^05:00:01\.234 ops\.alert\.radius \[critical\] repo /,
+    );
+    expect(formatEventLine(critical, true)).toContain('\x1b[1m\x1b[31m[critical]');
+    // Only alerts carry one; another event's "severity" field is just payload.
+    const other = { ...alert, topic: 'cost.sample', payload: { severity: 'critical' } };
+    expect(formatEventLine(other, false)).not.toContain('[critical]');
+  });
+
   it('colours by topic family when colour is on, and truncates long payloads', () => {
     const coloured = formatEventLine({ ...alert, topic: 'world.state.delta' }, true);
     expect(coloured).toContain('\x1b[32mworld.state.delta');
