@@ -58,12 +58,20 @@ describe('fleetgate agents / cards refresh', () => {
 
   it('refreshes every card with a summary, and a second run finds the cards unchanged', async () => {
     const first = await runCli(['cards', 'refresh', '--config', config], { QUINN_TOKEN: 's3cret' });
-    expect(first.stdout).toMatch(/2 agents: \d fresh, \d changed, 1 failed/);
+    // The first test's run cached quinn's card: unchanged now, never "changed".
+    expect(first.stdout).toContain('2 agents: 0 new, 0 changed, 1 unchanged, 1 failed');
     expect(first.code).toBe(1);
-    const second = await runCli(['cards', 'refresh', '--config', config], {
+    const second = await runCli(['cards', 'refresh', '--config', config, '--json'], {
       QUINN_TOKEN: 's3cret',
     });
-    expect(second.stdout).toContain('2 agents: 1 fresh, 0 changed, 1 failed');
+    expect(second.code).toBe(1);
+    expect(JSON.parse(second.stdout)).toMatchObject({
+      agents: [
+        { agent: 'quinn', result: 'unchanged' },
+        { agent: 'down', result: 'failed', error: { code: 'FLEETGATE_CARD_FETCH_FAILED' } },
+      ],
+      summary: { new: 0, changed: 0, unchanged: 1, failed: 1 },
+    });
   });
 
   it('holds a narrowed radius until `agents ack`, which persists', async () => {
@@ -107,7 +115,9 @@ describe('fleetgate agents / cards refresh', () => {
   it('names the missing secret and the bad config key', async () => {
     const missing = await runCli(['agents', '--config', config], { QUINN_TOKEN: '' });
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain('agents[0].auth.bearerEnv: QUINN_TOKEN is not set');
+    expect(missing.stderr).toMatch(
+      /^FLEETGATE_CONFIG_INVALID: .*fleetgate\.yaml:5:24 agents\[0\]\.auth\.bearerEnv: QUINN_TOKEN is not set in the environment$/m,
+    );
     const bad = join(dir, 'bad.yaml');
     writeFileSync(
       bad,

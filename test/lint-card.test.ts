@@ -65,9 +65,9 @@ describe('fleetgate lint-card', () => {
     expect(run.stdout).toContain('\x1b[38;5;');
   });
 
-  it('exits 2 on a broken card and names the paths', async () => {
+  it('exits 1 on a card with errors (it ran and found problems) and names the paths', async () => {
     const run = await runCli(['lint-card', 'test/fixtures/broken-cards/bad-hitl.json']);
-    expect(run.code).toBe(2);
+    expect(run.code).toBe(1);
     expect(run.stdout).toContain('capabilities.extensions[0].params.skills.a.vetoTtlMs');
     expect(run.stdout).toContain('capabilities.extensions[0].params.skills.c.mode');
     expect(run.stdout).toMatch(/b\s+-\s+gated/);
@@ -101,7 +101,7 @@ describe('fleetgate lint-card', () => {
       'test/fixtures/broken-cards/skills-array.json',
       '--json',
     ]);
-    expect(run.code).toBe(2);
+    expect(run.code).toBe(1);
     const report = JSON.parse(run.stdout) as LintReport;
     expect(report.ok).toBe(false);
     expect(report.diagnostics).toEqual([
@@ -121,7 +121,15 @@ describe('fleetgate lint-card', () => {
     );
     const missing = await runCli(['lint-card', 'no/such/card.json']);
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain('cannot read no/such/card.json');
+    expect(missing.stderr).toContain(
+      'FLEETGATE_FILE_ACCESS_FAILED: Cannot read the card file no/such/card.json',
+    );
+    // A 404 names both card URLs tried, not only the legacy one.
+    const absent = await runCli(['lint-card', `${agent.url}/nobody`]);
+    expect(absent.code).toBe(2);
+    expect(absent.stderr).toContain(
+      `FLEETGATE_CARD_FETCH_FAILED: ${agent.url}/nobody/.well-known/agent.json: HTTP 404 Not Found (also tried ${agent.url}/nobody/.well-known/agent-card.json)`,
+    );
     const notJson = await runCli(['lint-card', 'README.md']);
     expect(notJson.code).toBe(2);
     expect(notJson.stderr).toContain('FLEETGATE_CARD_INVALID: README.md: not valid JSON');

@@ -7,7 +7,14 @@ import { createInMemoryEventBus } from '../src/bus/index.js';
 import type { CliIo } from '../src/cli/index.js';
 import { formatEventLine, runTail } from '../src/cli/index.js';
 import { createJetStreamEventBus } from '../src/nats.js';
-import { NATS_URL, deleteNatsStream, requireNats, uniqueName } from './support/services.js';
+import { runCli } from './support/cli.js';
+import {
+  NATS_URL,
+  deleteNatsStream,
+  natsStreamExists,
+  requireNats,
+  uniqueName,
+} from './support/services.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const natsUp = await requireNats();
@@ -39,6 +46,17 @@ describe('formatEventLine', () => {
     expect(line).toBe(
       '05:00:01.234 ops.alert.radius repo ef0123456789 ⇠call-1 {"kind":"radius","radius":"repo","message":"wider than declared"}',
     );
+  });
+
+  it('shows the severity of an alert, coloured by weight', () => {
+    const critical = { ...alert, payload: { ...alert.payload, severity: 'critical' } };
+    expect(formatEventLine(critical, false)).toMatch(
+      /^05:00:01\.234 ops\.alert\.radius \[critical\] repo /,
+    );
+    expect(formatEventLine(critical, true)).toContain('\x1b[1m\x1b[31m[critical]');
+    // Only alerts carry one; another event's "severity" field is just payload.
+    const other = { ...alert, topic: 'cost.sample', payload: { severity: 'critical' } };
+    expect(formatEventLine(other, false)).not.toContain('[critical]');
   });
 
   it('colours by topic family when colour is on, and truncates long payloads', () => {
@@ -166,16 +184,34 @@ describe.skipIf(!natsUp)('fleetgate tail --nats (the command, in a child process
     }
   }, 30_000);
 
-  it('exits 64 with a hint when no NATS URL is given', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/run.ts', 'tail'], {
-      cwd: ROOT,
-      env: { ...process.env, FLEETGATE_NATS_URL: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-    expect(code).toBe(64);
-    expect(stderr).toContain('--nats URL');
+  it('exits 2 with a hint when no NATS URL is given', async () => {
+    const run = await runCli(['tail'], { FLEETGATE_NATS_URL: '' });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/^FLEETGATE_USAGE: .*pass --nats URL/m);
+  }, 30_000);
+
+  it('explains a missing stream instead of creating it', async () => {
+    const prefix = uniqueName('fgnostream');
+    const missing = prefix.toUpperCase();
+    const run = await runCli([
+      'tail',
+      '--nats',
+      NATS_URL,
+      '--stream',
+      missing,
+      '--prefix',
+      prefix,
+      '--count',
+      '1',
+    ]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(
+      new RegExp(
+        `^FLEETGATE_BUS_STREAM_NOT_FOUND: No stream ${missing} on .*: no gateway has published to this NATS yet`,
+        'm',
+      ),
+    );
+    expect(run.stderr).toMatch(/^ {2}fix: Start a gateway with `bus: nats:\/\/…`/m);
+    expect(await natsStreamExists(missing)).toBe(false);
   }, 30_000);
 });

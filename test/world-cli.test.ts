@@ -1,5 +1,5 @@
 /** `fleetgate world`: domains, one domain, its history, JSON output, and usage errors. */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -103,15 +103,17 @@ describe('fleetgate world', () => {
   it('fails clearly for an unknown domain, a missing store and --history without a domain', async () => {
     const unknown = capture();
     expect(await main(['node', 'fleetgate', 'world', 'nope', '--store', url], unknown)).toBe(2);
-    expect(unknown.stderr).toMatch(/no domain "nope"/);
+    expect(unknown.stderr).toMatch(
+      /^FLEETGATE_WORLD_DOMAIN_UNKNOWN: No world-state domain "nope" in .* \(it has board, ci\)$/m,
+    );
     const missing = capture();
-    expect(
-      await main(
-        ['node', 'fleetgate', 'world', '--store', `sqlite:${join(dir, 'absent.db')}`],
-        missing,
-      ),
-    ).toBe(2);
-    expect(missing.stderr).toMatch(/FLEETGATE_USAGE: no store at/);
+    const absent = join(dir, 'absent.db');
+    expect(await main(['node', 'fleetgate', 'world', '--store', `sqlite:${absent}`], missing)).toBe(
+      2,
+    );
+    expect(missing.stderr).toMatch(/^FLEETGATE_STORE_NOT_INITIALISED: No store at /m);
+    // Reading creates nothing.
+    expect(existsSync(absent)).toBe(false);
     const usage = capture();
     expect(await main(['node', 'fleetgate', 'world', '--history', '--store', url], usage)).toBe(2);
     expect(usage.stderr).toMatch(/--history needs a DOMAIN/);

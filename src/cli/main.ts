@@ -1,20 +1,17 @@
 /**
- * The `fleetgate` command. Each sub-command lives in `commands/` and registers itself on the
- * program; an action returns its exit code instead of calling `process.exit`, so the CLI can be
- * driven in-process by tests and always flushes its output.
+ * The `fleetgate` command. Each sub-command lives in `commands/` and is listed once in
+ * `commands/index.ts`; an action returns its exit code instead of calling `process.exit`, so the
+ * CLI can be driven in-process by tests and always flushes its output. Whatever goes wrong — a
+ * command's error, commander's usage errors, anything unexpected — goes through the one printer
+ * in `errors.ts`.
  */
 import { Command, CommanderError } from 'commander';
-import { isFleetgateError } from '../protocol/index.js';
-import { registerAgents } from './commands/agents.js';
-import { registerApprovals } from './commands/approvals.js';
-import { registerLintCard } from './commands/lint-card.js';
-import { registerTail } from './commands/tail.js';
-import { registerWorld } from './commands/world.js';
+import { COMMANDS } from './commands/index.js';
+import { EXIT, printError, usageError } from './errors.js';
 import type { CliIo } from './io.js';
 import { processIo } from './io.js';
 
-/** Exit codes shared by every command. */
-export const EXIT = { ok: 0, warnings: 1, errors: 2, usage: 64 } as const;
+export { EXIT } from './errors.js';
 
 /** Builds the command tree; `setExit` receives the exit code an action decides on. */
 export function buildProgram(io: CliIo, setExit: (code: number) => void): Command {
@@ -24,21 +21,39 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
     .configureOutput({
       writeOut: (s) => io.out(s),
       writeErr: (s) => io.err(s),
+      // Commander's own error text is replaced by the printer's (see `main`).
+      outputError: () => undefined,
     })
     .exitOverride()
-    .showHelpAfterError()
     // Options after a sub-command belong to it (`agents ack A S --config F`).
     .enablePositionalOptions();
-  registerLintCard(program, io, setExit);
-  registerAgents(program, io, setExit);
-  registerTail(program, io, setExit);
-  registerWorld(program, io, setExit);
-  registerApprovals(program, io, setExit);
+  for (const register of COMMANDS) register(program, io, setExit);
   return program;
 }
 
+/** The words of the command `args` run (`fleetgate approvals approve`), for a usage hint. */
+function commandOf(program: Command, args: readonly string[]): string {
+  const words = [program.name()];
+  let current = program;
+  for (const arg of args) {
+    if (arg.startsWith('-')) continue;
+    const sub = current.commands.find((c) => c.name() === arg || c.aliases().includes(arg));
+    if (sub === undefined) break;
+    words.push(sub.name());
+    current = sub;
+  }
+  return words.join(' ');
+}
+
+/** `--json` among the arguments (before a `--`): errors are then JSON on stdout too. */
+function wantsJson(args: readonly string[]): boolean {
+  const end = args.indexOf('--');
+  return (end === -1 ? args : args.slice(0, end)).includes('--json');
+}
+
 /**
- * Runs the CLI with `argv` (as in `process.argv`) and resolves to the exit code.
+ * Runs the CLI with `argv` (as in `process.argv`) and resolves to the exit code: 0 done, 1 ran and
+ * found problems, 2 could not do its work (see docs/errors.md).
  *
  * @example
  * ```ts
@@ -50,15 +65,26 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
   const program = buildProgram(io, (code) => {
     exitCode = code;
   });
+  const args = argv.slice(2);
+  const report = { json: wantsJson(args), command: commandOf(program, args) };
   try {
     await program.parseAsync([...argv]);
   } catch (error) {
     if (error instanceof CommanderError) {
       // --help and --version end through here with exit code 0.
-      return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+      if (error.exitCode === 0) return EXIT.ok;
+      printError(
+        io,
+        error.code === 'commander.help'
+          ? usageError(
+              new CommanderError(2, error.code, `${report.command} needs a command (listed above)`),
+            )
+          : usageError(error),
+        report,
+      );
+      return EXIT.errors;
     }
-    const code = isFleetgateError(error) ? `${error.code}: ` : '';
-    io.err(`fleetgate: ${code}${error instanceof Error ? error.message : String(error)}\n`);
+    printError(io, error, report);
     return EXIT.errors;
   }
   return exitCode;

@@ -13,16 +13,35 @@ export interface CachedCard {
   changedAt: number;
 }
 
+/** The consecutive failed refreshes of an agent's card, as persisted. */
+export interface CardFailures {
+  agent: string;
+  /** The agent URL that failed; a count for another URL is not reused. */
+  url: string;
+  failures: number;
+  lastError: { code: string; message: string };
+  lastAttemptAt: number;
+}
+
 /**
  * Where the broker keeps last good cards across restarts, so a gateway that restarts while an
  * agent is down still knows its declarations, and an unchanged card costs a 304 after a restart.
+ * The failure counts live beside them, so an agent failing across runs (each `fleetgate agents`
+ * is a run) becomes stale as it would in one long-running gateway.
  */
 export interface CardCache {
   load(): Promise<CachedCard[]>;
   save(card: CachedCard): Promise<void>;
   /** Marks a cached card as fetched again, unchanged. */
   touch(agent: string, fetchedAt: number): Promise<void>;
+  /** Forgets the card and the failure count of an agent. */
   delete(agent: string): Promise<void>;
+  /** The persisted failure counts (a cache without them starts every count at 0). */
+  loadFailures?(): Promise<CardFailures[]>;
+  /** Records the count after a failed refresh. */
+  saveFailures?(record: CardFailures): Promise<void>;
+  /** Clears the count after a good refresh. */
+  clearFailures?(agent: string): Promise<void>;
 }
 
 /** The table of {@link createStoreCardCache} (migration `0002_fleet`). */
@@ -37,9 +56,20 @@ export interface AgentCardTable {
   changed_at: number;
 }
 
-/** The card cache's table. */
+/** The failure counts of {@link createStoreCardCache} (migration `0101_fleet_card_failures`). */
+export interface CardFailureTable {
+  agent: string;
+  url: string;
+  failures: number;
+  last_error_code: string;
+  last_error_message: string;
+  last_attempt_at: number;
+}
+
+/** The card cache's tables. */
 export interface CardCacheDatabase {
   fleetgate_agent_card: AgentCardTable;
+  fleetgate_card_failure: CardFailureTable;
 }
 
 /** A {@link CardCache} in the store (SQLite or PostgreSQL). */
@@ -89,6 +119,36 @@ export function createStoreCardCache<DB extends CardCacheDatabase>(
     },
     async delete(agent) {
       await db.deleteFrom('fleetgate_agent_card').where('agent', '=', agent).execute();
+      await db.deleteFrom('fleetgate_card_failure').where('agent', '=', agent).execute();
+    },
+    async loadFailures() {
+      const rows = await db.selectFrom('fleetgate_card_failure').selectAll().execute();
+      return rows.map((r) => ({
+        agent: r.agent,
+        url: r.url,
+        failures: Number(r.failures),
+        lastError: { code: r.last_error_code, message: r.last_error_message },
+        lastAttemptAt: Number(r.last_attempt_at),
+      }));
+    },
+    async saveFailures(record) {
+      const row: CardFailureTable = {
+        agent: record.agent,
+        url: record.url,
+        failures: record.failures,
+        last_error_code: record.lastError.code,
+        last_error_message: record.lastError.message,
+        last_attempt_at: record.lastAttemptAt,
+      };
+      const { agent: _agent, ...update } = row;
+      await db
+        .insertInto('fleetgate_card_failure')
+        .values(row)
+        .onConflict((oc) => oc.column('agent').doUpdateSet(update))
+        .execute();
+    },
+    async clearFailures(agent) {
+      await db.deleteFrom('fleetgate_card_failure').where('agent', '=', agent).execute();
     },
   };
 }

@@ -175,6 +175,29 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
         },
       });
     }
+    await loadFailures();
+  }
+
+  /** Restores the failure counts of the last runs, so `stale` carries across them. */
+  async function loadFailures(): Promise<void> {
+    if (cache?.loadFailures === undefined) return;
+    let rows;
+    try {
+      rows = await cache.loadFailures();
+    } catch (error) {
+      onError(error, { source: 'card-cache' }); // counts start at 0, as without a cache
+      return;
+    }
+    for (const row of rows) {
+      const state = states.get(row.agent);
+      if (state === undefined || state.failures > 0) continue;
+      if (directory.get(row.agent)?.url !== row.url) continue;
+      state.failures = row.failures;
+      state.lastError = row.lastError;
+      state.lastAttemptAt = row.lastAttemptAt;
+      state.status = row.failures >= o.staleAfterFailures ? 'stale' : 'failed';
+      if (state.status === 'stale') book.setStale(row.agent, true);
+    }
   }
 
   /** Runs a side effect whose failure must not fail the refresh: reported, never swallowed. */
@@ -236,6 +259,7 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
           state.diagnostics = d.diagnostics;
           throw new FleetgateError('FLEETGATE_CARD_INVALID', `${fetched.url}: ${fatal.message}`);
         }
+        const previousDigest = state.digest;
         const provenance = { cardDigest: fetched.digest, fetchedAt: now };
         const changes = await book.apply(agent.name, d, provenance);
         Object.assign(state, {
@@ -273,9 +297,17 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
             }),
           );
         }
-        outcome = { agent: agent.name, result: 'changed', digest: fetched.digest };
+        outcome = {
+          agent: agent.name,
+          result: 'changed',
+          digest: fetched.digest,
+          ...(previousDigest === undefined ? {} : { previousDigest }),
+        };
       }
       if (state.status === 'stale') book.setStale(agent.name, false);
+      if (state.failures > 0 && cache?.clearFailures !== undefined) {
+        await guarded(agent.name, 'card-cache', () => cache.clearFailures!(agent.name));
+      }
       state.status = 'fresh';
       state.failures = 0;
       state.lastError = undefined;
@@ -302,6 +334,16 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
         publications.push({ topic: 'fleet.agent.stale', payload });
       }
       state.status = state.failures >= o.staleAfterFailures ? 'stale' : 'failed';
+      if (cache?.saveFailures !== undefined) {
+        const record = {
+          agent: agent.name,
+          url: agent.url,
+          failures: state.failures,
+          lastError: info,
+          lastAttemptAt: now,
+        };
+        await guarded(agent.name, 'card-cache', () => cache.saveFailures!(record));
+      }
       return { agent: agent.name, result: 'failed', error: info };
     }
   }

@@ -118,7 +118,11 @@ export class HttpCardSource implements CardSource {
     for (const [i, url] of urls.entries()) {
       const result = await this.#fetchOne(url, target, previous, signal);
       if (result === 'not-found' && i < urls.length - 1) continue;
-      if (result === 'not-found') throw failed(url, 'HTTP 404 Not Found', undefined, 404);
+      if (result === 'not-found') {
+        // Name every URL tried: the legacy one alone reads as if the current path was never asked.
+        const tried = urls.length === 1 ? '' : ` (also tried ${urls.slice(0, -1).join(', ')})`;
+        throw failed(url, `HTTP 404 Not Found${tried}`, undefined, 404);
+      }
       return result;
     }
     /* c8 ignore next */

@@ -27,7 +27,13 @@ export interface AgentCardState {
 
 /** The outcome of one refresh. */
 export type RefreshOutcome =
-  | { agent: string; result: 'changed' | 'unchanged'; digest: string }
+  | {
+      agent: string;
+      result: 'changed' | 'unchanged';
+      digest: string;
+      /** A changed card's digest before: absent when the agent's card is new (first seen). */
+      previousDigest?: string;
+    }
   | { agent: string; result: 'failed'; error: { code: string; message: string } };
 
 /**

@@ -4,7 +4,10 @@
  */
 import type { StoreMigration } from '../store/index.js';
 
-/** The fleet's migrations (`fleetgate_declaration_ratchet`, `fleetgate_agent_card`), by name. */
+/**
+ * The fleet's migrations (`fleetgate_declaration_ratchet`, `fleetgate_agent_card`,
+ * `fleetgate_card_failure`), by name.
+ */
 export const FLEET_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
   '0002_fleet': {
     async up(db) {
@@ -37,6 +40,24 @@ export const FLEET_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
     async down(db) {
       await db.schema.dropTable('fleetgate_agent_card').execute();
       await db.schema.dropTable('fleetgate_declaration_ratchet').execute();
+    },
+  },
+  '0101_fleet_card_failures': {
+    async up(db) {
+      // Consecutive failed refreshes per agent (src/fleet/card-cache.ts), so `stale` survives
+      // restarts and short runs such as `fleetgate agents`.
+      await db.schema
+        .createTable('fleetgate_card_failure')
+        .addColumn('agent', 'text', (col) => col.primaryKey())
+        .addColumn('url', 'text', (col) => col.notNull())
+        .addColumn('failures', 'integer', (col) => col.notNull())
+        .addColumn('last_error_code', 'text', (col) => col.notNull())
+        .addColumn('last_error_message', 'text', (col) => col.notNull())
+        .addColumn('last_attempt_at', 'bigint', (col) => col.notNull())
+        .execute();
+    },
+    async down(db) {
+      await db.schema.dropTable('fleetgate_card_failure').execute();
     },
   },
 };

@@ -156,4 +156,42 @@ describe('readDeclarations', () => {
     expect(({} as Record<string, unknown>).radius).toBeUndefined();
     expect(Object.getPrototypeOf(d.blast)).toBeNull();
   });
+
+  it('warns when effect-domain-v1 names no domains for any skill, and not when one has them', () => {
+    const card = (params?: unknown): unknown => ({
+      skills: [{ id: 'triage' }, { id: 'sitrep' }],
+      capabilities: { extensions: [{ uri: EFFECT_DOMAIN_V1_URI, params }] },
+    });
+    for (const params of [undefined, {}, { skills: {} }]) {
+      expect(readDeclarations(card(params)).diagnostics).toEqual([
+        expect.objectContaining({
+          severity: 'warning',
+          path: 'capabilities.extensions[0].params.skills',
+          message: expect.stringContaining('raises ops.alert.undeclared_effect') as unknown,
+        }),
+      ]);
+    }
+    const some = readDeclarations(card({ skills: { triage: { domains: ['board'] } } }));
+    expect(some.diagnostics).toEqual([]);
+  });
+
+  it('names an older alias declared beside its canonical URI, instead of "declared twice"', () => {
+    const entry = { params: { skills: { triage: { domains: ['board'] } } } };
+    const d = readDeclarations({
+      skills: [{ id: 'triage' }],
+      capabilities: {
+        extensions: [
+          { uri: EFFECT_DOMAIN_V1_URI, ...entry },
+          { uri: WORLDSTATE_DELTA_V1_URI, ...entry },
+        ],
+      },
+    });
+    expect(d.diagnostics).toEqual([
+      expect.objectContaining({ severity: 'warning', path: 'capabilities.extensions[1].uri' }),
+    ]);
+    expect(d.diagnostics[0]!.message).toBe(
+      `${WORLDSTATE_DELTA_V1_URI} is the older name of ${EFFECT_DOMAIN_V1_URI}, which is declared under both names; the declaration at capabilities.extensions[0] is used (keep one entry, under ${EFFECT_DOMAIN_V1_URI})`,
+    );
+    expect(d.diagnostics[0]!.message).not.toContain('declared twice');
+  });
 });

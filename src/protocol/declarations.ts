@@ -338,7 +338,8 @@ export function readDeclarations(card: unknown): Declarations {
     );
   }
 
-  const seen = new Map<string, string>();
+  /** Where each canonical URI was first declared, and under which URI. */
+  const seen = new Map<string, { path: string; uri: string }>();
   extensions.slice(0, LIMITS.cardExtensions).forEach((raw: unknown, i) => {
     const base = jsonPath('capabilities.extensions', i);
     if (!isRecord(raw)) {
@@ -352,14 +353,19 @@ export function readDeclarations(card: unknown): Declarations {
     const canonicalUri = canonicalExtensionUri(raw.uri);
     const first = seen.get(canonicalUri);
     if (first !== undefined) {
+      // An older alias beside the canonical URI is one extension under two names, not a repeat.
+      const names =
+        first.uri === raw.uri
+          ? `${canonicalUri} is declared twice`
+          : `${raw.uri === canonicalUri ? first.uri : raw.uri} is the older name of ${canonicalUri}, which is declared under both names`;
       report(
         jsonPath(base, 'uri'),
         'warning',
-        `${canonicalUri} is declared twice; the declaration at ${first} is used`,
+        `${names}; the declaration at ${first.path} is used (keep one entry, under ${canonicalUri})`,
       );
       return;
     }
-    seen.set(canonicalUri, base);
+    seen.set(canonicalUri, { path: base, uri: raw.uri });
     if (canonicalUri !== raw.uri) {
       report(
         jsonPath(base, 'uri'),
@@ -383,7 +389,8 @@ export function readDeclarations(card: unknown): Declarations {
       case HITL_MODE_V1_URI:
         result.hitlMode = readSkillMap(raw.params, base, readHitl, knownSkills, report, true);
         break;
-      case EFFECT_DOMAIN_V1_URI:
+      case EFFECT_DOMAIN_V1_URI: {
+        const before = result.diagnostics.length;
         result.effectDomain = readSkillMap(
           raw.params,
           base,
@@ -392,7 +399,17 @@ export function readDeclarations(card: unknown): Declarations {
           report,
           false,
         );
+        // Declaring the extension says the agent reports deltas; with no domains for any skill,
+        // every delta it reports is outside its declaration.
+        if (Object.keys(result.effectDomain).length === 0 && result.diagnostics.length === before) {
+          report(
+            jsonPath(jsonPath(base, 'params'), 'skills'),
+            'warning',
+            'declares no domains for any skill: every delta the agent reports raises ops.alert.undeclared_effect; list the domains of each skill that reports deltas (params.skills.<skill>.domains)',
+          );
+        }
         break;
+      }
       default:
         break;
     }

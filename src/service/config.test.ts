@@ -1,5 +1,26 @@
-import { describe, expect, it } from 'vitest';
-import { parseConfig, parseDuration } from './config.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { isFleetgateError } from '../protocol/index.js';
+import { checkConfig, loadConfigFile, parseConfig, parseDuration } from './config.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'fleetgate-config-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Writes `text` to a file and returns the problems `loadConfigFile` reports for it. */
+async function problemsOf(text: string, secrets?: Record<string, string>): Promise<string[]> {
+  const file = join(dir, `c${Math.random().toString(36).slice(2)}.yaml`);
+  writeFileSync(file, text);
+  try {
+    await loadConfigFile(file, secrets === undefined ? {} : { secrets: (n) => secrets[n] });
+  } catch (error) {
+    if (!isFleetgateError(error, 'FLEETGATE_CONFIG_INVALID')) throw error;
+    expect(error.message).not.toContain('\n');
+    return (error.details?.problems as string[]).map((p) => p.replace(`${file}:`, ''));
+  }
+  return [];
+}
 
 describe('configuration', () => {
   it('fills the embedded defaults', () => {
@@ -13,26 +34,82 @@ describe('configuration', () => {
     });
   });
 
-  it('parses durations and reports every problem with its path', () => {
+  it('parses durations and reports every problem of an object with its path', () => {
     expect(parseDuration('10m')).toBe(600_000);
     expect(parseDuration('1.5s')).toBe(1500);
     expect(parseDuration('soon')).toBeUndefined();
-    expect(() =>
-      parseConfig(
-        {
-          cards: { refreshInterval: 'soon', concurrency: 0 },
-          bus: 'kafka://x',
-          domains: { deploy: { minRadius: 'x' } },
-        },
-        'fleetgate.yaml',
-      ),
-    ).toThrow(
-      expect.objectContaining({
-        code: 'FLEETGATE_CONFIG_INVALID',
-        message: expect.stringMatching(
-          /fleetgate\.yaml:[\s\S]*bus: must be memory[\s\S]*cards\.refreshInterval: must be a duration[\s\S]*cards\.concurrency[\s\S]*domains\.deploy\.minRadius/,
-        ),
-      }),
+    const { problems } = checkConfig({
+      cards: { refreshInterval: 'soon', concurrency: 0 },
+      bus: 'kafka://x',
+      domains: { deploy: { minRadius: 'x' } },
+    });
+    expect(problems.map((p) => [p.path.join('.'), p.message])).toEqual([
+      ['bus', 'must be memory or nats://host:port (got "kafka://x")'],
+      ['cards.refreshInterval', 'must be a duration like 5s, 10m or 1h (got "soon")'],
+      ['cards.concurrency', 'must be at least 1 (got 0)'],
+      ['domains.deploy.minRadius', 'must be one of self, project, repo, fleet, public (got "x")'],
+    ]);
+  });
+
+  it('reports 8 different problems of a file in one run, with lines, columns and paths', async () => {
+    const problems = await problemsOf(
+      [
+        'lisen: { port: 7420 }', // 1 unknown key, a typo
+        'store: mysql://db/fleet', // 2 unsupported store
+        'cards:',
+        '  refreshInterval: often', // 3 not a duration
+        'policy:',
+        '  unknownRadius: everything', // 4 not an allowed value
+        'bus: memory',
+        'bus: memory', // 5 written twice
+        'agents:',
+        '  - name: quinn',
+        '    url: http://127.0.0.1:8080',
+        '  - name: quinn', // 6 name used twice
+        '    url: ftp://127.0.0.1:8081', // 7 not http(s)
+        '  - name: ava',
+        '    urll: http://127.0.0.1:8082', // 8 unknown key in an agent entry (and url missing)
+        '',
+      ].join('\n'),
+    );
+    expect(problems).toEqual([
+      '1:1 lisen: unknown key; did you mean "listen"?',
+      '2:8 store: must be sqlite:PATH or postgres://user@host:port/database (got "mysql://db/fleet")',
+      '4:20 cards.refreshInterval: must be a duration like 5s, 10m or 1h (got "often")',
+      '6:18 policy.unknownRadius: must be one of self, project, repo, fleet, public, proceed (got "everything")',
+      '8:1 bus: duplicate key (first written at line 7)',
+      '12:11 agents[1].name: agent name "quinn" is already used by agents[0]',
+      '13:10 agents[1].url: must be an http:// or https:// URL (got "ftp://127.0.0.1:8081")',
+      '14:5 agents[2].url: is required',
+      '15:5 agents[2].urll: unknown key; did you mean "url"?',
+    ]);
+  });
+
+  it('names unset secrets of valid agents only when asked to check the environment', async () => {
+    const text =
+      'agents:\n  - name: quinn\n    url: http://127.0.0.1:8080\n    auth: { bearerEnv: QUINN_TOKEN, headersEnv: { X-Key: KEY } }\n';
+    expect(await problemsOf(text)).toEqual([]);
+    expect(await problemsOf(text, { KEY: 'k' })).toEqual([
+      '4:24 agents[0].auth.bearerEnv: QUINN_TOKEN is not set in the environment',
+    ]);
+    expect(await problemsOf(text, { KEY: 'k', QUINN_TOKEN: 't' })).toEqual([]);
+  });
+
+  it('lists the allowed keys when no known key is close, and reports YAML syntax with its line', async () => {
+    expect(await problemsOf('cards: { zzz: 1 }\n')).toEqual([
+      '1:10 cards.zzz: unknown key (allowed: refreshInterval, timeout, concurrency, staleAfterFailures)',
+    ]);
+    expect(await problemsOf('agents: [\nstore: x\n')).toEqual([
+      expect.stringMatching(/^2:\d+ not valid YAML: /),
+    ]);
+    expect(await problemsOf('- just\n- a list\n')).toEqual([
+      '1:1 must be a mapping of keys (got a list)',
+    ]);
+  });
+
+  it('names an unreadable file with its own code', async () => {
+    await expect(loadConfigFile(join(dir, 'absent.yaml'))).rejects.toSatisfy((e: unknown) =>
+      isFleetgateError(e, 'FLEETGATE_FILE_ACCESS_FAILED'),
     );
   });
 });

@@ -1,13 +1,25 @@
 /**
- * The gateway configuration (`fleetgate.yaml`): parsed once, validated with zod, every problem
- * reported with its path. Only `service/` and `cli/` read files and the environment.
+ * The gateway configuration (`fleetgate.yaml`): parsed once, validated with zod, every problem of
+ * the file reported at once with its line, column and path. Only `service/` and `cli/` read files
+ * and the environment.
  */
 import { readFile } from 'node:fs/promises';
-import { parse as parseYaml, YAMLParseError } from 'yaml';
+import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { FleetgateError } from '../protocol/index.js';
-import { formatIssues } from '../fleet/index.js';
+import type { SecretResolver } from '../fleet/index.js';
+import { agentConfigSchema } from '../fleet/index.js';
 import { BLAST_RADII, HITL_MODES } from '../protocol/index.js';
+import { parseStoreUrl } from '../store/index.js';
+import type { ConfigProblem } from './config-problems.js';
+import {
+  duplicateKeys,
+  formatProblem,
+  issueProblems,
+  locate,
+  pathText,
+  valueAt,
+} from './config-problems.js';
 
 const UNITS: Readonly<Record<string, number>> = {
   ms: 1,
@@ -47,17 +59,21 @@ export function parseSize(value: string | number): number | undefined {
 const blastRadiusSchema = z.enum(BLAST_RADII);
 const hitlModeSchema = z.enum(HITL_MODES);
 
-const duration = z.union([z.string(), z.number()]).transform((value, ctx) => {
-  const ms = parseDuration(value);
-  if (ms === undefined) {
-    ctx.addIssue({
-      code: 'custom',
-      message: `must be a duration like 5s, 10m or 1h (got ${JSON.stringify(value)})`,
-    });
-    return z.NEVER;
-  }
-  return ms;
-});
+const DURATION_WORDS = 'must be a duration like 5s, 10m or 1h';
+
+const duration = z
+  .union([z.string(), z.number()], { error: DURATION_WORDS })
+  .transform((value, ctx) => {
+    const ms = parseDuration(value);
+    if (ms === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `${DURATION_WORDS} (got ${JSON.stringify(value)})`,
+      });
+      return z.NEVER;
+    }
+    return ms;
+  });
 
 const size = (min: number) =>
   z.union([z.string(), z.number()]).transform((value, ctx) => {
@@ -120,7 +136,16 @@ export const configSchema = z.strictObject({
     .default({ host: '127.0.0.1', port: 7420 }),
   store: z
     .string()
-    .regex(/^(sqlite:|postgres(ql)?:\/\/)/, 'must be sqlite:PATH or postgres://…')
+    .superRefine((url, ctx) => {
+      try {
+        parseStoreUrl(url);
+      } catch {
+        ctx.addIssue({
+          code: 'custom',
+          message: `must be sqlite:PATH or postgres://user@host:port/database (got ${JSON.stringify(url)})`,
+        });
+      }
+    })
     .default('sqlite:./data/fleetgate.db'),
   /** PostgreSQL timeouts; 0 turns one off (see docs/operations.md, "Failure modes"). */
   storeTimeouts: z
@@ -142,11 +167,14 @@ export const configSchema = z.strictObject({
       staleAfterFailures: z.number().int().min(1).max(100).default(3),
     })
     .default({ refreshInterval: 600_000, timeout: 5000, concurrency: 16, staleAfterFailures: 3 }),
-  /** Validated in full by the agent directory (it resolves auth from the environment). */
+  /**
+   * Each entry is checked against the agent schema by {@link checkConfig} (in the same pass); the
+   * agent directory parses them again when it resolves their secrets.
+   */
   agents: z.array(z.unknown()).default([]),
   policy: z
     .strictObject({
-      unknownRadius: z.union([blastRadiusSchema, z.literal('proceed')]).default('public'),
+      unknownRadius: z.enum([...BLAST_RADII, 'proceed']).default('public'),
       approvalAtOrAbove: blastRadiusSchema.default('repo'),
       vetoAtOrAbove: blastRadiusSchema.optional(),
       notifyAtOrAbove: blastRadiusSchema.optional(),
@@ -211,51 +239,161 @@ export type FleetgateConfig = z.infer<typeof configSchema>;
 /** A configuration as written: every key optional, durations as `5s` or milliseconds. */
 export type FleetgateConfigInput = z.input<typeof configSchema>;
 
-/**
- * Validates a configuration object.
- *
- * @throws FleetgateError `FLEETGATE_CONFIG_INVALID` listing every problem with its path.
- */
-export function parseConfig(value: unknown, source = 'config'): FleetgateConfig {
-  const result = configSchema.safeParse(value ?? {});
-  if (result.success) return result.data;
-  const problems = formatIssues('', result.error).map((p) => p.replace(/^\./, ''));
-  throw new FleetgateError('FLEETGATE_CONFIG_INVALID', `${source}:\n  ${problems.join('\n  ')}`, {
-    details: { source, problems },
-  });
+/** Options of {@link checkConfig}, {@link parseConfig} and {@link loadConfigFile}. */
+export interface ConfigCheckOptions {
+  /**
+   * Resolves the environment variables the agents' `auth` names; when given, one that is not set
+   * is a problem too (what the gateway would refuse at start).
+   */
+  secrets?: SecretResolver;
 }
 
 /**
- * Reads and validates a YAML (or JSON) configuration file.
- *
- * @throws FleetgateError `FLEETGATE_CONFIG_INVALID`
+ * Every problem of a configuration object in one pass: the sections, each agent entry, agent
+ * names used twice and (with `secrets`) unset secrets. No problems means `config` is defined.
  */
-export async function loadConfigFile(path: string): Promise<FleetgateConfig> {
+export function checkConfig(
+  value: unknown,
+  options: ConfigCheckOptions = {},
+): { config: FleetgateConfig | undefined; problems: ConfigProblem[] } {
+  const input = value ?? {};
+  const result = configSchema.safeParse(input);
+  const problems: ConfigProblem[] = result.success
+    ? []
+    : result.error.issues.flatMap((issue) => issueProblems(issue, configSchema, input));
+  const agents = valueAt(input, ['agents']);
+  if (Array.isArray(agents)) {
+    const names = new Map<string, number>();
+    agents.forEach((entry: unknown, i) => {
+      const agent = agentConfigSchema.safeParse(entry);
+      if (!agent.success) {
+        problems.push(
+          ...agent.error.issues.flatMap((issue) =>
+            issueProblems(issue, agentConfigSchema, entry, ['agents', i]),
+          ),
+        );
+      }
+      const name = valueAt(entry, ['name']);
+      if (typeof name === 'string') {
+        const first = names.get(name);
+        if (first === undefined) names.set(name, i);
+        else {
+          problems.push({
+            path: ['agents', i, 'name'],
+            message: `agent name "${name}" is already used by agents[${first}]`,
+          });
+        }
+      }
+      if (agent.success && options.secrets !== undefined) {
+        problems.push(...unsetSecrets(agent.data, i, options.secrets));
+      }
+    });
+  }
+  return { config: problems.length === 0 && result.success ? result.data : undefined, problems };
+}
+
+function unsetSecrets(
+  agent: z.infer<typeof agentConfigSchema>,
+  i: number,
+  secrets: SecretResolver,
+): ConfigProblem[] {
+  const unset = (env: string): boolean => {
+    const found = secrets(env);
+    return found === undefined || found === '';
+  };
+  const problems: ConfigProblem[] = [];
+  const bearer = agent.auth?.bearerEnv;
+  if (bearer !== undefined && unset(bearer)) {
+    problems.push({
+      path: ['agents', i, 'auth', 'bearerEnv'],
+      message: `${bearer} is not set in the environment`,
+    });
+  }
+  for (const [header, env] of Object.entries(agent.auth?.headersEnv ?? {})) {
+    if (unset(env)) {
+      problems.push({
+        path: ['agents', i, 'auth', 'headersEnv', header],
+        message: `${env} is not set in the environment`,
+      });
+    }
+  }
+  return problems;
+}
+
+/** `FLEETGATE_CONFIG_INVALID` listing every problem, one line each. */
+function configError(source: string, problems: readonly ConfigProblem[]): FleetgateError {
+  const lines = problems.map((p) => formatProblem(source, p));
+  const summary = lines.length === 1 ? lines[0]! : `${source} has ${lines.length} problems`;
+  return new FleetgateError(
+    'FLEETGATE_CONFIG_INVALID',
+    lines.length === 1 ? summary : `${summary}: ${lines.join('; ')}`,
+    {
+      details: {
+        source,
+        summary,
+        problems: lines,
+        issues: problems.map((p) => ({ ...p, path: pathText(p.path) })),
+      },
+    },
+  );
+}
+
+/**
+ * Validates a configuration object.
+ *
+ * @throws FleetgateError `FLEETGATE_CONFIG_INVALID` listing every problem with its path
+ * (`details.problems`, one line each).
+ */
+export function parseConfig(
+  value: unknown,
+  source = 'config',
+  options: ConfigCheckOptions = {},
+): FleetgateConfig {
+  const { config, problems } = checkConfig(value, options);
+  if (config === undefined) throw configError(source, problems);
+  return config;
+}
+
+/**
+ * Reads and validates a YAML (or JSON) configuration file; every problem is reported at once as
+ * `file:line:col path: message`.
+ *
+ * @throws FleetgateError `FLEETGATE_FILE_ACCESS_FAILED` when the file cannot be read,
+ * `FLEETGATE_CONFIG_INVALID` listing every problem of its content.
+ */
+export async function loadConfigFile(
+  path: string,
+  options: ConfigCheckOptions = {},
+): Promise<FleetgateConfig> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
   } catch (error) {
+    const reason = error instanceof Error ? error.message.replace(/^[A-Z]+: /u, '') : '';
     throw new FleetgateError(
-      'FLEETGATE_CONFIG_INVALID',
-      `${path}: cannot read (${(error as Error).message})`,
-      {
-        cause: error,
-      },
+      'FLEETGATE_FILE_ACCESS_FAILED',
+      `Cannot read the configuration file ${path} (${reason})`,
+      { cause: error, details: { path } },
     );
   }
-  let value: unknown;
-  try {
-    value = parseYaml(text);
-  } catch (error) {
-    const where =
-      error instanceof YAMLParseError ? ` at line ${error.linePos?.[0].line ?? '?'}` : '';
-    throw new FleetgateError(
-      'FLEETGATE_CONFIG_INVALID',
-      `${path}: not valid YAML${where}: ${(error as Error).message}`,
-      {
-        cause: error,
-      },
-    );
-  }
-  return parseConfig(value, path);
+  const counter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: counter, uniqueKeys: false, prettyErrors: false });
+  const syntax = doc.errors.map((error): ConfigProblem => {
+    const pos = counter.linePos(error.pos[0]);
+    return {
+      path: [],
+      message: `not valid YAML: ${error.message.split('\n', 1)[0]!.replace(/ at line \d+, column \d+:?$/u, '')}`,
+      line: pos.line,
+      column: pos.col,
+    };
+  });
+  // A file that is not YAML has no structure to check: its syntax errors are all there is.
+  if (syntax.length > 0) throw configError(path, syntax);
+  const value: unknown = doc.toJS();
+  const problems = [
+    ...duplicateKeys(doc, counter),
+    ...checkConfig(value, options).problems.map((p) => locate(doc, counter, p)),
+  ].sort((a, b) => (a.line ?? 0) - (b.line ?? 0) || (a.column ?? 0) - (b.column ?? 0));
+  if (problems.length > 0) throw configError(path, problems);
+  return parseConfig(value, path, options);
 }

@@ -7,7 +7,7 @@
  * where a dialect needs its own spelling (auto-increment keys) the migration receives the kind.
  */
 import type { Kysely, MigrationProvider, Migration } from 'kysely';
-import { Migrator } from 'kysely';
+import { Migrator, sql } from 'kysely';
 import { FleetgateError } from '../protocol/index.js';
 
 /** Which database engine a store runs on. */
@@ -31,6 +31,9 @@ export interface StoreMigration {
 export function serialKeyType(kind: StoreKind): 'bigserial' | 'integer' {
   return kind === 'postgres' ? 'bigserial' : 'integer';
 }
+
+/** The table where the Migrator records the migrations that ran. */
+const MIGRATION_TABLE = 'fleetgate_migration';
 
 /** Migrations by name; kysely's Migrator runs them in name order. */
 export type StoreMigrations = Readonly<Record<string, StoreMigration>>;
@@ -120,7 +123,7 @@ export async function migrateToLatest(
   const migrator = new Migrator({
     db,
     provider,
-    migrationTableName: 'fleetgate_migration',
+    migrationTableName: MIGRATION_TABLE,
     migrationLockTableName: 'fleetgate_migration_lock',
     ...(options.schema === undefined ? {} : { migrationTableSchema: options.schema }),
   });
@@ -134,4 +137,55 @@ export async function migrateToLatest(
     );
   }
   return results.filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/**
+ * Checks, without writing anything, that every migration of `options.migrations` has run: what a
+ * command that must not set up a store (it only reads, or writes into tables a gateway made) does
+ * instead of {@link migrateToLatest}.
+ *
+ * @throws FleetgateError `FLEETGATE_STORE_NOT_INITIALISED` when the store has no migration table
+ * (no gateway ever opened it) or misses some migrations (a gateway of an older release did).
+ */
+export async function verifyMigrated(
+  db: Kysely<unknown>,
+  kind: StoreKind,
+  options: MigrateOptions & { url: string },
+): Promise<void> {
+  const { schema, url } = options;
+  const exists =
+    kind === 'sqlite'
+      ? await sql<{ name: string }>`select name from sqlite_master
+          where type = 'table' and name = ${MIGRATION_TABLE}`.execute(db)
+      : await sql<{ name: string }>`select to_regclass(${
+          schema === undefined ? MIGRATION_TABLE : `"${schema}".${MIGRATION_TABLE}`
+        })::text as name`.execute(db);
+  if (exists.rows[0]?.name == null) {
+    throw new FleetgateError(
+      'FLEETGATE_STORE_NOT_INITIALISED',
+      `The store ${url} has not been initialised by a gateway (it has no Fleetgate tables${
+        schema === undefined ? '' : ` in schema ${schema}`
+      }); start a gateway on it first (\`fleetgate start\`)`,
+      { details: { url, ...(schema === undefined ? {} : { schema }) } },
+    );
+  }
+  const table = schema === undefined ? db : db.withSchema(schema);
+  const ran = new Set(
+    (
+      await (table as Kysely<Record<typeof MIGRATION_TABLE, { name: string }>>)
+        .selectFrom(MIGRATION_TABLE)
+        .select('name')
+        .execute()
+    ).map((r) => r.name),
+  );
+  const missing = Object.keys(options.migrations).filter((name) => !ran.has(name));
+  if (missing.length > 0) {
+    throw new FleetgateError(
+      'FLEETGATE_STORE_NOT_INITIALISED',
+      `The store ${url} was set up by an older gateway: migration${
+        missing.length === 1 ? '' : 's'
+      } ${missing.join(', ')} not run yet; start a gateway of this release on it first (\`fleetgate start\`)`,
+      { details: { url, missing } },
+    );
+  }
 }

@@ -4,21 +4,31 @@
  * caller hands in. Each driver is loaded only when a URL names it: importing the store costs
  * neither.
  */
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import type { PoolConfig } from 'pg';
 import { FleetgateError } from '../protocol/index.js';
 import type { StoreKind, StoreMigrations } from './migrations.js';
-import { migrateToLatest } from './migrations.js';
+import { migrateToLatest, verifyMigrated } from './migrations.js';
 import type { GuardedPool, StoreTimeouts } from './pg-pool.js';
 import { guardPool, timeoutConfig } from './pg-pool.js';
 
 /** Options of {@link openStore}. */
 export interface StoreOptions {
-  /** Run pending migrations on open (default true). */
-  migrate?: boolean;
+  /**
+   * `true` (the default unless `readOnly`): run pending migrations on open, creating the SQLite
+   * file and its directory when missing. `'verify'` (the default with `readOnly`): create and run
+   * nothing, fail with `FLEETGATE_STORE_NOT_INITIALISED` when a migration has not run. `false`:
+   * neither.
+   */
+  migrate?: boolean | 'verify';
+  /**
+   * Open for reading only: the SQLite file is opened read-only (it must exist), every PostgreSQL
+   * session is read-only, no schema is created and nothing migrates. For commands that only look.
+   */
+  readOnly?: boolean;
   /**
    * Migrations to run, by name: every domain's, composed by the caller (the gateway passes
    * `GATEWAY_MIGRATIONS`). The store knows no table of its own.
@@ -154,12 +164,23 @@ export async function openStore<DB = unknown>(
   if (schema !== undefined && (location.kind !== 'postgres' || !SCHEMA_NAME.test(schema))) {
     throw invalidUrl(url, `schema ${JSON.stringify(schema)} needs postgres and [a-z0-9_]`);
   }
+  const readOnly = options.readOnly === true;
+  const migrate = options.migrate ?? (readOnly ? 'verify' : true);
+  if (readOnly && migrate === true) {
+    throw invalidUrl(url, 'a store opened read-only cannot be migrated');
+  }
   let idleErrors = 0;
   let connectionErrors = 0;
   const onError = options.onError;
   const dialect =
     location.kind === 'sqlite'
-      ? new SqliteDialect({ database: await openSqlite(location.file) })
+      ? new SqliteDialect({
+          database: await openSqlite(
+            location.file,
+            { readOnly, create: !readOnly && migrate !== 'verify' },
+            url,
+          ),
+        })
       : new PostgresDialect({
           pool: await openPool(
             {
@@ -176,6 +197,7 @@ export async function openStore<DB = unknown>(
               connectionErrors += 1;
               onError?.(error);
             },
+            readOnly,
           ),
         });
   const db = new Kysely<DB>({ dialect });
@@ -186,16 +208,21 @@ export async function openStore<DB = unknown>(
     await db.destroy();
   };
   try {
-    if (schema !== undefined) {
+    if (location.kind === 'postgres') {
+      // The first connection tells a server that cannot be reached, refuses the credentials or
+      // has no such database apart from a migration that fails.
+      await sql`select 1`.execute(db).catch((error: unknown) => {
+        throw postgresOpenError(error, url);
+      });
+    }
+    if (schema !== undefined && migrate === true) {
       await sql`create schema if not exists ${sql.id(schema)}`.execute(db);
     }
-    const migrated =
-      options.migrate === false
-        ? []
-        : await migrateToLatest(db as unknown as Kysely<unknown>, location.kind, {
-            migrations: options.migrations,
-            ...(schema === undefined ? {} : { schema }),
-          });
+    const db0 = db as unknown as Kysely<unknown>;
+    const context = { migrations: options.migrations, ...(schema === undefined ? {} : { schema }) };
+    const migrated = migrate === true ? await migrateToLatest(db0, location.kind, context) : [];
+    if (migrate === 'verify')
+      await verifyMigrated(db0, location.kind, { ...context, url: redact(url) });
     return {
       db,
       kind: location.kind,
@@ -215,6 +242,66 @@ export async function openStore<DB = unknown>(
   }
 }
 
+/** PostgreSQL error fields the classification reads (pg errors and Node socket errors). */
+interface DriverError {
+  code?: unknown;
+  message?: unknown;
+  errors?: unknown;
+}
+
+/** Node's socket error codes that mean "the server cannot be reached". */
+const UNREACHABLE = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+]);
+
+/**
+ * Names what went wrong on the first PostgreSQL connection: the server cannot be reached, it
+ * refused the credentials, or the database does not exist. Anything else passes through.
+ */
+function postgresOpenError(error: unknown, url: string): unknown {
+  const e = (error ?? {}) as DriverError;
+  // Node reports a host with several addresses (localhost: ::1 and 127.0.0.1) as an
+  // AggregateError with an empty message; its parts carry the reason.
+  const first = Array.isArray(e.errors) ? ((e.errors[0] ?? {}) as DriverError) : e;
+  const code =
+    typeof e.code === 'string' ? e.code : typeof first.code === 'string' ? first.code : '';
+  const text =
+    [e.message, first.message].find((m): m is string => typeof m === 'string' && m !== '') ?? code;
+  const where = redact(url);
+  const details = { url: where, driverCode: code };
+  if (UNREACHABLE.has(code) || /timeout|terminated unexpectedly/iu.test(text)) {
+    return new FleetgateError(
+      'FLEETGATE_STORE_CONNECT_FAILED',
+      `Cannot reach PostgreSQL for store ${where}: ${text}`,
+      { cause: error, details },
+    );
+  }
+  // SQLSTATE 28P01 invalid_password, 28000 invalid_authorization_specification.
+  if (code === '28P01' || code === '28000') {
+    return new FleetgateError(
+      'FLEETGATE_STORE_AUTH_FAILED',
+      `PostgreSQL refused the credentials of store ${where}: ${text}`,
+      { cause: error, details },
+    );
+  }
+  // SQLSTATE 3D000 invalid_catalog_name.
+  if (code === '3D000') {
+    return new FleetgateError(
+      'FLEETGATE_STORE_DATABASE_MISSING',
+      `The database of store ${where} does not exist: ${text}`,
+      { cause: error, details },
+    );
+  }
+  return error;
+}
+
 /**
  * A pg pool (pg loaded on first use), guarded ({@link guardPool}): every connection error, idle or
  * in use, goes to `onConnectionError` (an `error` event without a listener would throw from the
@@ -224,6 +311,7 @@ async function openPool(
   config: PoolConfig,
   onIdleError: (error: Error) => void,
   onConnectionError: (error: Error) => void,
+  readOnly: boolean,
 ): Promise<GuardedPool> {
   const pg = (await import('pg')).default;
   // PostgreSQL returns BIGINT (int8) as a string by default; our bigint columns hold epoch ms and
@@ -236,21 +324,92 @@ async function openPool(
   }) as typeof pg.types.getTypeParser;
   const pool = new pg.Pool({ ...config, types: { getTypeParser } });
   pool.on('error', onIdleError);
+  if (readOnly) {
+    // Queued on the new connection before any query of the caller: the server refuses writes.
+    // A connection that cannot take it fails its next query too; the failure is reported as an
+    // error of a pooled connection.
+    pool.on('connect', (client) => {
+      client
+        .query('set session characteristics as transaction read only')
+        .catch((error: unknown) =>
+          onIdleError(error instanceof Error ? error : new Error(String(error))),
+        );
+    });
+  }
   return guardPool(pool, onConnectionError);
 }
 
-async function openSqlite(file: string): Promise<BetterSqlite3.Database> {
+async function openSqlite(
+  file: string,
+  mode: { readOnly: boolean; create: boolean },
+  url: string,
+): Promise<BetterSqlite3.Database> {
   const Database = (await import('better-sqlite3')).default;
-  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-  const database = new Database(file);
-  // WAL lets readers run beside the single writer; NORMAL sync is durable across process crashes
-  // in WAL mode (only an OS crash may lose the last transactions).
-  database.pragma('journal_mode = WAL');
-  database.pragma('synchronous = NORMAL');
-  database.pragma('busy_timeout = 5000');
-  database.pragma('foreign_keys = ON');
+  const memory = file === ':memory:';
+  let database: BetterSqlite3.Database;
+  try {
+    if (!memory && !mode.create && !existsSync(file)) {
+      throw new FleetgateError(
+        'FLEETGATE_STORE_NOT_INITIALISED',
+        `No store at ${file}: it has not been initialised by a gateway; start a gateway on it first (\`fleetgate start\`) or pass the store URL of one`,
+        { details: { url: redact(url), file } },
+      );
+    }
+    if (!memory && mode.create) createDirectory(dirname(file));
+    database = new Database(file, {
+      readonly: mode.readOnly && !memory,
+      fileMustExist: !mode.create,
+    });
+    // WAL lets readers run beside the single writer; NORMAL sync is durable across process crashes
+    // in WAL mode (only an OS crash may lose the last transactions). A reader changes neither.
+    if (!mode.readOnly) {
+      database.pragma('journal_mode = WAL');
+      database.pragma('synchronous = NORMAL');
+    }
+    database.pragma('busy_timeout = 5000');
+    database.pragma('foreign_keys = ON');
+  } catch (error) {
+    if (error instanceof FleetgateError) throw error;
+    throw new FleetgateError(
+      'FLEETGATE_STORE_OPEN_FAILED',
+      `Cannot open the SQLite store ${file}: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error, details: { url: redact(url), file } },
+    );
+  }
   cachePreparedStatements(database, STATEMENT_CACHE_SIZE);
   return database;
+}
+
+/**
+ * Creates a directory and its missing parents one level at a time. Node's recursive `mkdirSync`
+ * never returns on some paths (under `/proc` it loops at full CPU) and reports a file in the way
+ * as `EEXIST`; here the first level that cannot be made fails, naming it.
+ */
+function createDirectory(dir: string): void {
+  const missing: string[] = [];
+  for (let current = dir; ;) {
+    let isDirectory: boolean;
+    try {
+      isDirectory = statSync(current).isDirectory();
+    } catch (error) {
+      const parent = dirname(current);
+      if ((error as { code?: unknown }).code !== 'ENOENT' || parent === current) throw error;
+      missing.push(current);
+      current = parent;
+      continue;
+    }
+    if (!isDirectory) throw new Error(`${current} is not a directory`);
+    break;
+  }
+  for (const level of missing.reverse()) {
+    try {
+      mkdirSync(level);
+    } catch (error) {
+      const reason =
+        error instanceof Error ? error.message.replace(/^[A-Z]+: /u, '') : String(error);
+      throw new Error(`cannot create directory ${level} (${reason})`, { cause: error });
+    }
+  }
 }
 
 /** Distinct SQL texts whose prepared statements a SQLite store keeps. */

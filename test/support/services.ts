@@ -86,3 +86,18 @@ export async function deleteNatsStream(stream: string, url: string = NATS_URL): 
     await admin.close();
   }
 }
+
+/** True when a JetStream stream of this name exists. */
+export async function natsStreamExists(stream: string, url: string = NATS_URL): Promise<boolean> {
+  const { jetstreamManager } = await import('@nats-io/jetstream');
+  const admin = await connect({ servers: url });
+  try {
+    const jsm = await jetstreamManager(admin);
+    return await jsm.streams.info(stream).then(
+      () => true,
+      () => false,
+    );
+  } finally {
+    await admin.close();
+  }
+}

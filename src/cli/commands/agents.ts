@@ -1,38 +1,41 @@
-import { existsSync } from 'node:fs';
 import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
-import { FleetgateError } from '../../protocol/index.js';
 import type { AgentCardState, CardBroker, RefreshOutcome } from '../../fleet/index.js';
-import type { FleetgateConfig } from '../../service/index.js';
-import { loadConfigFile } from '../../service/index.js';
+import type { BlastRadius } from '../../protocol/index.js';
+import { maxRadius } from '../../protocol/index.js';
 import type { FleetRuntime } from '../../service/index.js';
 import { createFleetRuntime } from '../../service/index.js';
+import { EXIT } from '../errors.js';
 import type { CliIo } from '../io.js';
+import { textFlag } from '../options.js';
+import { DEFAULT_CONFIG, fromEnvironment, readConfig } from '../store.js';
 import type { Style } from '../style.js';
 import { createStyle, renderTable } from '../style.js';
 
-const DEFAULT_CONFIG = 'fleetgate.yaml';
+/** What the policy counts an unknown radius as (`policy.unknownRadius`). */
+type UnknownRule = BlastRadius | 'proceed';
 
-async function config(path: string | undefined): Promise<FleetgateConfig> {
-  const file = path ?? DEFAULT_CONFIG;
-  if (path === undefined && !existsSync(file)) {
-    throw new FleetgateError('FLEETGATE_USAGE', `no ${DEFAULT_CONFIG} here; pass --config FILE`);
-  }
-  return loadConfigFile(file);
-}
-
+/**
+ * Runs `run` on the fleet of a configuration. These commands keep the card cache (last good
+ * cards, failure counts, acknowledgements) in the configured store, and set the store up when
+ * it is new.
+ */
 async function withRuntime<T>(
   path: string | undefined,
-  run: (rt: FleetRuntime) => Promise<T>,
+  run: (rt: FleetRuntime, unknownRule: UnknownRule) => Promise<T>,
 ): Promise<T> {
-  const rt = await createFleetRuntime(await config(path), {
-    secrets: (name) => process.env[name],
-  });
+  const config = await readConfig(path, { required: true, secrets: fromEnvironment });
+  const rt = await createFleetRuntime(config, { secrets: fromEnvironment });
   try {
-    return await run(rt);
+    return await run(rt, config.policy.unknownRadius);
   } finally {
     await rt.close();
   }
+}
+
+/** `1 agent`, `2 agents`. */
+function count(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
 
 /** Refreshes every card, with a progress bar on a terminal. */
@@ -80,8 +83,35 @@ function statusCell(state: AgentCardState, s: Style): string {
   }
 }
 
-/** The fleet table: one row per skill (or per agent without skills). */
-export function renderFleet(broker: CardBroker, s: Style, now = Date.now()): string {
+/**
+ * The radius cell when the card gives none the policy trusts (no declaration, or a stale card):
+ * what the policy counts it as, then why (`public (unknown)`), as the gate decides it.
+ */
+function untrustedRadius(
+  r: ReturnType<CardBroker['effectiveRadius']>,
+  rule: UnknownRule,
+  s: Style,
+): string {
+  const counted = maxRadius(
+    rule === 'proceed' ? undefined : rule,
+    r.stale ? r.radius : undefined,
+    r.accepted,
+    r.floor,
+  );
+  const why = s.dim(r.stale ? '(stale)' : '(unknown)');
+  return counted === undefined ? `proceed ${why}` : `${s.radius(counted)} ${why}`;
+}
+
+/**
+ * The fleet table: one row per skill (or per agent without skills). A radius the policy does not
+ * take from the card shows what `unknownRule` makes of it.
+ */
+export function renderFleet(
+  broker: CardBroker,
+  s: Style,
+  unknownRule: UnknownRule = 'public',
+  now = Date.now(),
+): string {
   const rows: string[][] = [];
   const pending = broker.pendingAcknowledgements();
   for (const state of broker.states()) {
@@ -94,8 +124,8 @@ export function renderFleet(broker: CardBroker, s: Style, now = Date.now()): str
       const r = broker.effectiveRadius(state.name, skill);
       const m = broker.effectiveHitlMode(state.name, skill);
       const radius =
-        r.radius === undefined
-          ? s.dim('unknown')
+        r.radius === undefined || r.stale
+          ? untrustedRadius(r, unknownRule, s)
           : r.declared !== r.radius
             ? `${s.radius(r.radius)} ${s.dim(`(declares ${r.declared ?? '?'})`)}`
             : s.radius(r.radius);
@@ -126,18 +156,27 @@ export function renderFleet(broker: CardBroker, s: Style, now = Date.now()): str
   );
 }
 
+/** What a refresh did, as `cards refresh` reports it: a first card is new, not changed. */
+type RefreshResult = 'new' | 'changed' | 'unchanged' | 'failed';
+
+function refreshResult(o: RefreshOutcome): RefreshResult {
+  if (o.result === 'changed' && o.previousDigest === undefined) return 'new';
+  return o.result;
+}
+
 /** `fleetgate agents`, `fleetgate agents ack`, `fleetgate cards refresh`. */
 export function registerAgents(program: Command, io: CliIo, setExit: (code: number) => void): void {
+  const configHelp = `configuration file (default ./${DEFAULT_CONFIG})`;
   const agents = program
     .command('agents')
     .description(
-      'refresh every agent card and print the fleet: status, card age, effective radius per skill',
+      'refresh every agent card and print the fleet: status, card age, effective radius per skill; exit 1 when an agent is not fresh',
     )
-    .option('-c, --config <file>', `configuration file (default ./${DEFAULT_CONFIG})`)
+    .option('-c, --config <file>', configHelp)
     .option('--json', 'print the card states and effective declarations as JSON')
     .enablePositionalOptions()
     .action(async (opts: { config?: string; json?: boolean }) => {
-      await withRuntime(opts.config, async (rt) => {
+      await withRuntime(opts.config, async (rt, unknownRule) => {
         await refreshWithProgress(rt.broker, rt.directory.size, io);
         if (opts.json) {
           const report = rt.broker.states().map((st) => ({
@@ -156,32 +195,31 @@ export function registerAgents(program: Command, io: CliIo, setExit: (code: numb
               })),
           }));
           io.out(
-            `${JSON.stringify({ agents: report, pendingAcknowledgements: rt.broker.pendingAcknowledgements() }, null, 2)}\n`,
+            `${JSON.stringify({ agents: report, unknownRadius: unknownRule, pendingAcknowledgements: rt.broker.pendingAcknowledgements() }, null, 2)}\n`,
           );
-        } else io.out(renderFleet(rt.broker, createStyle(io.color)));
-        setExit(rt.broker.states().some((st) => st.status !== 'fresh') ? 1 : 0);
+        } else io.out(renderFleet(rt.broker, createStyle(io.color), unknownRule));
+        setExit(rt.broker.states().some((st) => st.status !== 'fresh') ? EXIT.problems : EXIT.ok);
       });
     });
 
   agents
     .command('ack')
     .description('accept the narrower radius / hitl mode a skill now declares')
-    .argument('<agent>')
-    .argument('<skill>')
-    .option('-c, --config <file>', `configuration file (default ./${DEFAULT_CONFIG})`)
-    .option('--by <name>', 'who acknowledges', process.env.USER ?? 'operator')
-    .action(async (agent: string, skill: string, opts: { config?: string; by: string }) => {
+    .argument('<agent>', 'agent name')
+    .argument('<skill>', 'skill id')
+    .option('-c, --config <file>', configHelp)
+    .option('--by <name>', 'who acknowledges (default $USER)', textFlag)
+    .action(async (agent: string, skill: string, opts: { config?: string; by?: string }) => {
+      const by = opts.by ?? process.env.USER ?? 'operator';
       await withRuntime(opts.config, async (rt) => {
         await rt.broker.refresh(agent);
-        const result = await rt.broker.acknowledge(agent, skill, opts.by);
+        const result = await rt.broker.acknowledge(agent, skill, by);
         const parts = [
           result.radius === undefined ? '' : `radius ${result.radius}`,
           result.mode === undefined ? '' : `hitl mode ${result.mode}`,
         ].filter(Boolean);
-        io.out(
-          `${agent}/${skill}: ${parts.join(' and ')} now in effect (acknowledged by ${opts.by})\n`,
-        );
-        setExit(0);
+        io.out(`${agent}/${skill}: ${parts.join(' and ')} now in effect (acknowledged by ${by})\n`);
+        setExit(EXIT.ok);
       });
     });
 
@@ -189,22 +227,35 @@ export function registerAgents(program: Command, io: CliIo, setExit: (code: numb
     .command('cards')
     .description('agent card maintenance')
     .command('refresh')
-    .description('refresh every agent card now and print a summary (fresh / changed / failed)')
-    .option('-c, --config <file>', `configuration file (default ./${DEFAULT_CONFIG})`)
-    .action(async (opts: { config?: string }) => {
+    .description(
+      'refresh every agent card now and print a summary (new / changed / unchanged / failed); exit 1 when one failed',
+    )
+    .option('-c, --config <file>', configHelp)
+    .option('--json', 'print each outcome and the summary as JSON')
+    .action(async (opts: { config?: string; json?: boolean }) => {
       await withRuntime(opts.config, async (rt) => {
         const outcomes = await refreshWithProgress(rt.broker, rt.directory.size, io);
+        const tally: Record<RefreshResult, number> = {
+          new: 0,
+          changed: 0,
+          unchanged: 0,
+          failed: 0,
+        };
+        for (const o of outcomes) tally[refreshResult(o)] += 1;
+        setExit(tally.failed > 0 ? EXIT.problems : EXIT.ok);
+        if (opts.json === true) {
+          const agentsOut = outcomes.map((o) => ({ ...o, result: refreshResult(o) }));
+          io.out(`${JSON.stringify({ agents: agentsOut, summary: tally }, null, 2)}\n`);
+          return;
+        }
         const s = createStyle(io.color);
-        const count = (r: RefreshOutcome['result']): number =>
-          outcomes.filter((o) => o.result === r).length;
         for (const o of outcomes)
           if (o.result === 'failed') io.out(`${s.red('failed')}  ${o.agent}: ${o.error.message}\n`);
         io.out(
-          `${outcomes.length} agents: ${s.green(`${count('unchanged')} fresh`)}, ${count('changed')} changed, ${
-            count('failed') > 0 ? s.red(`${count('failed')} failed`) : '0 failed'
+          `${count(outcomes.length, 'agent')}: ${tally.new} new, ${tally.changed} changed, ${s.green(`${tally.unchanged} unchanged`)}, ${
+            tally.failed > 0 ? s.red(`${tally.failed} failed`) : '0 failed'
           }\n`,
         );
-        setExit(count('failed') > 0 ? 1 : 0);
       });
     });
 }

@@ -4,65 +4,25 @@
  * Decisions are written to the gateway's store; the running gateway (any replica) sees them on
  * its next sweep and sends or refuses the held call, so the CLI needs no connection to it.
  */
-import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
-import { FleetgateError } from '../../protocol/index.js';
 import type { ApprovalRecord, Explanation, Reason } from '../../policy/index.js';
 import { createApprovalInbox, createHitlGate } from '../../policy/index.js';
-import type { FleetgateConfig } from '../../service/index.js';
 import {
   createFleetRuntime,
-  loadConfigFile,
-  parseConfig,
-  parseDuration,
+  openGatewayStore,
   policyDeclarations,
   policyRules,
 } from '../../service/index.js';
-import type { GatewayStore } from '../../service/index.js';
-import { parseStoreUrl } from '../../store/index.js';
-import { openGatewayStore } from '../../service/index.js';
+import { EXIT } from '../errors.js';
 import type { CliIo } from '../io.js';
+import { durationFlag, storeFlag, textFlag } from '../options.js';
+import type { StoreFlags } from '../store.js';
+import { DEFAULT_CONFIG, DEFAULT_STORE, fromEnvironment, readConfig, withStore } from '../store.js';
 import type { Style } from '../style.js';
 import { createStyle, renderTable } from '../style.js';
 
-const DEFAULT_CONFIG = 'fleetgate.yaml';
-const DEFAULT_STORE = 'sqlite:./data/fleetgate.db';
-
-interface StoreOptions {
-  store?: string;
-  config?: string;
+interface StoreOptions extends StoreFlags {
   json?: boolean;
-}
-
-async function loadConfig(path: string | undefined): Promise<FleetgateConfig> {
-  if (path !== undefined || existsSync(DEFAULT_CONFIG)) {
-    return loadConfigFile(path ?? DEFAULT_CONFIG);
-  }
-  return parseConfig({});
-}
-
-async function withStore<T>(
-  opts: StoreOptions,
-  run: (store: GatewayStore) => Promise<T>,
-): Promise<T> {
-  const url =
-    opts.store ??
-    (opts.config !== undefined || existsSync(DEFAULT_CONFIG)
-      ? (await loadConfig(opts.config)).store
-      : DEFAULT_STORE);
-  const location = parseStoreUrl(url);
-  if (location.kind === 'sqlite' && location.file !== ':memory:' && !existsSync(location.file)) {
-    throw new FleetgateError(
-      'FLEETGATE_USAGE',
-      `no store at ${location.file}; start the gateway first or pass --store URL`,
-    );
-  }
-  const store = await openGatewayStore(url);
-  try {
-    return await run(store);
-  } finally {
-    await store.close();
-  }
 }
 
 function left(ms: number): string {
@@ -121,7 +81,12 @@ export function renderExplanation(e: Explanation, s: Style): string {
 const storeOption = '--store <url>';
 const storeHelp = `store URL (default: the config\u2019s store, else ${DEFAULT_STORE})`;
 const configHelp = `configuration file (default ${DEFAULT_CONFIG} when present)`;
-const byDefault = process.env.FLEETGATE_USER ?? process.env.USER ?? 'operator';
+const byHelp = '(default $FLEETGATE_USER, else $USER)';
+
+/** Who decides: `--by`, else the user the environment names. */
+function decider(by: string | undefined): string {
+  return by ?? process.env.FLEETGATE_USER ?? process.env.USER ?? 'operator';
+}
 
 /** Registers `fleetgate approvals` and `fleetgate policy`. */
 export function registerApprovals(
@@ -131,13 +96,15 @@ export function registerApprovals(
 ): void {
   const approvals = program
     .command('approvals')
-    .description('list pending approvals; approve, reject or snooze one')
-    .option(storeOption, storeHelp)
+    .description(
+      'list pending approvals (reads the store, never writes it); approve, reject or snooze one',
+    )
+    .option(storeOption, storeHelp, storeFlag)
     .option('--config <file>', configHelp)
     .option('--all', 'include snoozed approvals')
     .option('--json', 'print JSON')
     .action(async (opts: StoreOptions & { all?: boolean }) => {
-      await withStore(opts, async (store) => {
+      await withStore(opts, { readOnly: true }, async (store) => {
         const inbox = createApprovalInbox({ db: store.db });
         const list = await inbox.list({ includeSnoozed: opts.all === true });
         io.out(
@@ -145,6 +112,7 @@ export function registerApprovals(
             ? `${JSON.stringify(list, null, 2)}\n`
             : renderApprovals(list, createStyle(io.color)),
         );
+        setExit(EXIT.ok);
       });
     });
 
@@ -154,32 +122,36 @@ export function registerApprovals(
       .description(`${verb} a pending approval`)
       .argument('<id>', 'approval id')
       .option('--reason <text>', 'why (kept in the audit trail)')
-      .option('--by <name>', 'who decides', byDefault)
-      .option(storeOption, storeHelp)
+      .option('--by <name>', `who decides ${byHelp}`, textFlag)
+      .option(storeOption, storeHelp, storeFlag)
       .option('--config <file>', configHelp)
       .option('--json', 'print the approval as JSON');
-    if (verb === 'snooze') cmd.option('--for <duration>', 'how long (default 15m)', '15m');
+    if (verb === 'snooze') {
+      cmd.option('--for <duration>', 'how long, e.g. 30m or 2h (default 15m)', durationFlag);
+    }
     cmd.action(
-      async (id: string, opts: StoreOptions & { reason?: string; by: string; for?: string }) => {
-        await withStore(opts, async (store) => {
+      async (id: string, opts: StoreOptions & { reason?: string; by?: string; for?: number }) => {
+        const by = decider(opts.by);
+        await withStore(opts, { readOnly: false }, async (store) => {
           const inbox = createApprovalInbox({ db: store.db });
           let record: ApprovalRecord;
           switch (verb) {
             case 'approve':
-              record = await inbox.approve(id, opts.by, opts.reason);
+              record = await inbox.approve(id, by, opts.reason);
               break;
             case 'reject':
-              record = await inbox.reject(id, opts.by, opts.reason);
+              record = await inbox.reject(id, by, opts.reason);
               break;
-            case 'snooze': {
-              const ms = parseDuration(opts.for ?? '15m');
-              if (ms === undefined) {
-                throw new FleetgateError('FLEETGATE_USAGE', '--for must be a duration like 15m');
-              }
-              record = await inbox.snooze(id, opts.by, Date.now() + ms, opts.reason);
+            case 'snooze':
+              record = await inbox.snooze(
+                id,
+                by,
+                Date.now() + (opts.for ?? 15 * 60_000),
+                opts.reason,
+              );
               break;
-            }
           }
+          setExit(EXIT.ok);
           if (opts.json === true) {
             io.out(`${JSON.stringify(record, null, 2)}\n`);
             return;
@@ -211,12 +183,17 @@ export function registerApprovals(
     .description("answer a task's question (input-required); the gateway sends it to the agent")
     .argument('<id>', 'approval id of the question')
     .argument('<text>', 'the answer')
-    .option('--by <name>', 'who answers', byDefault)
-    .option(storeOption, storeHelp)
+    .option('--by <name>', `who answers ${byHelp}`, textFlag)
+    .option(storeOption, storeHelp, storeFlag)
     .option('--config <file>', configHelp)
-    .action(async (id: string, text: string, opts: StoreOptions & { by: string }) => {
-      await withStore(opts, async (store) => {
-        const record = await createApprovalInbox({ db: store.db }).answer(id, opts.by, text);
+    .action(async (id: string, text: string, opts: StoreOptions & { by?: string }) => {
+      await withStore(opts, { readOnly: false }, async (store) => {
+        const record = await createApprovalInbox({ db: store.db }).answer(
+          id,
+          decider(opts.by),
+          text,
+        );
+        setExit(EXIT.ok);
         const s = createStyle(io.color);
         io.out(
           `${s.bold(record.id)} ${record.agent}/${record.skill}: answered` +
@@ -230,7 +207,9 @@ export function registerApprovals(
     .command('policy')
     .description('the HITL policy')
     .command('explain')
-    .description('print the decision for AGENT SKILL and every reason behind it')
+    .description(
+      "print the decision for AGENT SKILL and every reason behind it, from the gateway's store and the agent's card; exit 1 when denied",
+    )
     .argument('<agent>', 'agent name')
     .argument('<skill>', 'skill id')
     .option('--text <text>', 'an input, to print the call fingerprint too')
@@ -242,8 +221,19 @@ export function registerApprovals(
         skill: string,
         opts: { config?: string; json?: boolean; text?: string },
       ) => {
-        const config = await loadConfig(opts.config);
-        const rt = await createFleetRuntime(config, { secrets: (name) => process.env[name] });
+        const config = await readConfig(opts.config, {
+          required: false,
+          secrets: fromEnvironment,
+        });
+        // The gateway's store as it is: explaining sets nothing up.
+        const store = await openGatewayStore(config.store, { migrate: 'verify' });
+        let rt;
+        try {
+          rt = await createFleetRuntime(config, { secrets: fromEnvironment, store });
+        } catch (error) {
+          await store.close();
+          throw error;
+        }
         try {
           // Cached cards first, then a refresh: the decision the gateway would take now.
           await rt.broker.start();
@@ -263,9 +253,10 @@ export function registerApprovals(
               ? `${JSON.stringify(explained, null, 2)}\n`
               : renderExplanation(explained, createStyle(io.color)),
           );
-          if (explained.decision.deny !== undefined) setExit(1);
+          setExit(explained.decision.deny === undefined ? EXIT.ok : EXIT.problems);
         } finally {
           await rt.close();
+          await store.close();
         }
       },
     );

@@ -2,8 +2,10 @@ import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { HttpCardSource } from '../../fleet/index.js';
 import type { Declarations, Diagnostic } from '../../protocol/index.js';
-import { parseCardJson, readDeclarations } from '../../protocol/index.js';
+import { FleetgateError, parseCardJson, readDeclarations } from '../../protocol/index.js';
+import { EXIT } from '../errors.js';
 import type { CliIo } from '../io.js';
+import { millisecondsFlag, readTarget } from '../options.js';
 import { createStyle, renderTable } from '../style.js';
 
 /** One skill row of the lint report. */
@@ -58,10 +60,6 @@ export function lintCard(card: unknown, source: string): LintReport {
   };
 }
 
-function isUrl(target: string): boolean {
-  return /^https?:\/\//i.test(target);
-}
-
 function renderReport(report: LintReport, color: boolean): string {
   const s = createStyle(color);
   const out: string[] = [s.bold(`Agent card ${report.source}`), ''];
@@ -100,6 +98,42 @@ function renderReport(report: LintReport, color: boolean): string {
   return `${out.join('\n')}\n`;
 }
 
+/** Reads the card text of a lint target: a file, or a card / agent URL. */
+async function readCard(
+  input: string,
+  timeoutMs: number,
+): Promise<{ text: string; source: string }> {
+  const target = readTarget(input, {
+    what: 'lint-card CARD',
+    schemes: ['http', 'https'],
+    defaultScheme: 'http',
+    files: true,
+  });
+  if (target.kind === 'url') {
+    const fetched = await new HttpCardSource({ timeoutMs }).fetch({
+      name: target.url,
+      url: target.url,
+    });
+    if (fetched.status !== 'fetched') {
+      throw new FleetgateError(
+        'FLEETGATE_CARD_FETCH_FAILED',
+        `${target.url}: answered 304 Not Modified to a request without validators`,
+      );
+    }
+    return { text: fetched.text, source: fetched.url };
+  }
+  try {
+    return { text: await readFile(target.path, 'utf8'), source: target.path };
+  } catch (error) {
+    const reason = error instanceof Error ? error.message.replace(/^[A-Z]+: /u, '') : '';
+    throw new FleetgateError(
+      'FLEETGATE_FILE_ACCESS_FAILED',
+      `Cannot read the card file ${target.path} (${reason})`,
+      { cause: error, details: { path: target.path } },
+    );
+  }
+}
+
 /** `fleetgate lint-card FILE|URL [--json] [--strict] [--timeout MS]` */
 export function registerLintCard(
   program: Command,
@@ -109,35 +143,22 @@ export function registerLintCard(
   program
     .command('lint-card')
     .description(
-      'check the extension declarations of an agent card (a file, or an agent URL); exit 0 clean, 1 warnings with --strict, 2 errors',
+      'check the extension declarations of an agent card (a file, or an agent URL); exit 1 on errors, or on warnings with --strict',
     )
-    .argument('<card>', 'a card file, a card URL, or an agent base URL')
+    .argument('<card>', 'a card file, a card URL, or an agent base URL (host:port means http://)')
     .option('--json', 'print a machine-readable report')
-    .option('--strict', 'exit 1 when there are warnings')
-    .option('--timeout <ms>', 'fetch timeout in milliseconds', (v) => Number.parseInt(v, 10), 5000)
+    .option('--strict', 'exit 1 on warnings too')
+    .option(
+      '--timeout <ms>',
+      'fetch timeout: milliseconds, or a duration like 10s',
+      millisecondsFlag,
+      5000,
+    )
     .action(async (target: string, opts: { json?: boolean; strict?: boolean; timeout: number }) => {
-      let text: string;
-      let source = target;
-      if (isUrl(target)) {
-        const fetched = await new HttpCardSource({ timeoutMs: opts.timeout }).fetch({
-          name: target,
-          url: target,
-        });
-        if (fetched.status !== 'fetched') throw new Error('unexpected 304 without validators');
-        text = fetched.text;
-        source = fetched.url;
-      } else {
-        try {
-          text = await readFile(target, 'utf8');
-        } catch (error) {
-          io.err(`fleetgate lint-card: cannot read ${target}: ${(error as Error).message}\n`);
-          setExit(2);
-          return;
-        }
-      }
+      const { text, source } = await readCard(target, opts.timeout);
       const report = lintCard(parseCardJson(text, source), source);
       io.out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report, io.color));
       const { errors, warnings } = report.summary;
-      setExit(errors > 0 ? 2 : warnings > 0 && opts.strict === true ? 1 : 0);
+      setExit(errors > 0 || (warnings > 0 && opts.strict === true) ? EXIT.problems : EXIT.ok);
     });
 }

@@ -1,17 +1,24 @@
 /**
  * `fleetgate tail [PATTERN…]`: prints live bus events, one line each, coloured by topic family
- * (`--json` for the raw envelopes, one per line). For now it reads a NATS JetStream bus
- * (`--nats URL`); reading the in-memory bus of a running gateway comes with the gateway.
+ * (`--json` for the raw envelopes, one per line). It reads the NATS JetStream bus of gateways
+ * configured with `bus: nats://…` (`--nats URL`), and creates nothing there: no stream means no
+ * gateway has published to that NATS yet. An in-memory bus lives inside its gateway process and
+ * cannot be tailed from outside.
  */
+import { Option } from 'commander';
 import type { Command } from 'commander';
 import pc from 'picocolors';
+import type { Severity } from '../../alerts/index.js';
+import { ALERT_SEVERITIES } from '../../alerts/index.js';
 import type { EventBus, StartFrom } from '../../bus/index.js';
 import type { EventEnvelope, OpenTopics } from '../../protocol/index.js';
 import { TopicTrie, parsePattern } from '../../bus/index.js';
-import { FleetgateError } from '../../protocol/index.js';
+import { FleetgateError, isFleetgateError } from '../../protocol/index.js';
 import { isBlastRadius } from '../../protocol/index.js';
 import { createJetStreamEventBus } from '../../bus/jetstream/index.js';
+import { EXIT } from '../errors.js';
 import type { CliIo } from '../io.js';
+import { integerFlag, natsServers } from '../options.js';
 import { createStyle } from '../style.js';
 
 /** Longest payload summary printed on one line. */
@@ -42,6 +49,21 @@ function familyPaint(family: string, color: boolean): Paint {
   }
 }
 
+/** An alert's severity, coloured by weight; empty for other events. */
+function severityTag(payload: unknown, color: boolean): string {
+  if (typeof payload !== 'object' || payload === null || !('severity' in payload)) return '';
+  const severity = payload.severity;
+  if (!(ALERT_SEVERITIES as readonly unknown[]).includes(severity)) return '';
+  const c = pc.createColors(color);
+  const paint: Record<Severity, Paint> = {
+    info: c.dim,
+    warning: c.yellow,
+    error: c.red,
+    critical: (t) => c.bold(c.red(t)),
+  };
+  return ` ${paint[severity as Severity](`[${String(severity)}]`)}`;
+}
+
 function summarise(payload: unknown): string {
   let text: string;
   try {
@@ -56,7 +78,8 @@ function summarise(payload: unknown): string {
  * One human line for an event: time, topic (coloured by family), the id's last 12 characters
  * (generated ids share their prefix within a process), the correlation id when it differs from
  * the event id, and the payload.
- * An `ops.alert.*` line shows the radius in the radius colours used by every table.
+ * An `ops.alert.*` line shows its severity (`[critical]`) and the radius in the radius colours
+ * used by every table.
  */
 export function formatEventLine(event: EventEnvelope, color: boolean): string {
   const s = createStyle(color);
@@ -71,7 +94,8 @@ export function formatEventLine(event: EventEnvelope, color: boolean): string {
       : '';
   const correlation =
     event.correlationId === event.id ? '' : s.dim(` ⇠${event.correlationId.slice(-12)}`);
-  return `${s.dim(time)} ${familyPaint(family, color)(event.topic)}${radius} ${s.dim(event.id.slice(-12))}${correlation} ${summarise(event.payload)}`;
+  const severity = family === 'ops' ? severityTag(event.payload, color) : '';
+  return `${s.dim(time)} ${familyPaint(family, color)(event.topic)}${severity}${radius} ${s.dim(event.id.slice(-12))}${correlation} ${summarise(event.payload)}`;
 }
 
 /** Options of {@link runTail}. */
@@ -140,48 +164,68 @@ interface TailCliOptions {
   stream: string;
   prefix: string;
   json?: boolean;
-  from: string;
+  from: StartFrom;
   count?: number;
+}
+
+/** The bus of the gateways on a NATS server, explaining a missing stream. */
+async function openTailBus(url: string, opts: TailCliOptions): Promise<EventBus<OpenTopics>> {
+  try {
+    return await createJetStreamEventBus<OpenTopics>({
+      servers: url,
+      stream: opts.stream,
+      subjectPrefix: opts.prefix,
+      // Tail only reads: it never creates the gateways' stream.
+      manageStream: false,
+      name: 'fleetgate-tail',
+    });
+  } catch (error) {
+    const cause = isFleetgateError(error)
+      ? (error.cause as { name?: unknown } | undefined)
+      : undefined;
+    if (cause?.name === 'StreamNotFoundError') {
+      throw new FleetgateError(
+        'FLEETGATE_BUS_STREAM_NOT_FOUND',
+        `No stream ${opts.stream} on ${url}: no gateway has published to this NATS yet (or it uses another --stream / --prefix)`,
+        { cause: error, details: { servers: url, stream: opts.stream } },
+      );
+    }
+    throw error;
+  }
 }
 
 /** `fleetgate tail [PATTERN…] --nats URL [--stream S] [--prefix P] [--json] [--from new|all] [--count N]` */
 export function registerTail(program: Command, io: CliIo, setExit: (code: number) => void): void {
   program
     .command('tail')
-    .description('print live bus events, one line each, coloured by topic family')
+    .description(
+      'print live bus events of the gateways on a NATS JetStream bus, one line each, coloured by topic family',
+    )
     .argument('[patterns...]', "topic patterns in NATS syntax ('*' one token, '>' the rest)", [])
-    .option('--nats <url>', 'read the NATS JetStream bus at this URL (default $FLEETGATE_NATS_URL)')
-    .option('--stream <name>', 'JetStream stream of the gateway', 'FLEETGATE')
-    .option('--prefix <prefix>', 'subject prefix of the gateway', 'fleetgate')
+    .option(
+      '--nats <url>',
+      'the NATS server of the gateways (nats://, tls:// or host:port; default $FLEETGATE_NATS_URL)',
+    )
+    .option('--stream <name>', "the gateways' JetStream stream", 'FLEETGATE')
+    .option('--prefix <prefix>', "the gateways' subject prefix", 'fleetgate')
     .option('--json', 'print raw event envelopes as JSON lines')
-    .option('--from <where>', "'new' (default) or 'all' retained events", 'new')
-    .option('--count <n>', 'exit after N events', (v) => Number.parseInt(v, 10))
+    .addOption(
+      new Option('--from <where>', 'start with new events, or with all retained ones')
+        .choices(['new', 'all'])
+        .default('new'),
+    )
+    .option('--count <n>', 'exit after N events', integerFlag(1))
     .action(async (patterns: string[], opts: TailCliOptions) => {
-      const url = opts.nats ?? process.env.FLEETGATE_NATS_URL;
-      if (url === undefined || url === '') {
-        io.err(
-          'fleetgate tail: pass --nats URL (or set FLEETGATE_NATS_URL); tailing a running gateway comes with the gateway\n',
-        );
-        setExit(64);
-        return;
-      }
-      if (opts.from !== 'new' && opts.from !== 'all') {
+      const given = opts.nats ?? process.env.FLEETGATE_NATS_URL;
+      if (given === undefined || given === '') {
         throw new FleetgateError(
           'FLEETGATE_USAGE',
-          `--from must be 'new' or 'all', not ${opts.from}`,
+          'tail reads the NATS JetStream bus of gateways configured with bus: nats://…; pass --nats URL (or set FLEETGATE_NATS_URL)',
         );
       }
-      if (opts.count !== undefined && !(Number.isSafeInteger(opts.count) && opts.count > 0)) {
-        throw new FleetgateError('FLEETGATE_USAGE', '--count must be a positive integer');
-      }
+      const url = natsServers(given, opts.nats === undefined ? 'FLEETGATE_NATS_URL' : '--nats');
       for (const p of patterns) parsePattern(p);
-      const bus = await createJetStreamEventBus<OpenTopics>({
-        servers: url,
-        stream: opts.stream,
-        subjectPrefix: opts.prefix,
-        manageStream: false,
-        name: 'fleetgate-tail',
-      });
+      const bus = await openTailBus(url, opts);
       const controller = new AbortController();
       const stop = (): void => controller.abort();
       process.once('SIGINT', stop);
@@ -201,6 +245,6 @@ export function registerTail(program: Command, io: CliIo, setExit: (code: number
         process.off('SIGTERM', stop);
         await bus.close();
       }
-      setExit(0);
+      setExit(EXIT.ok);
     });
 }

@@ -2,19 +2,17 @@
  * `fleetgate world [DOMAIN]`: the materialised world state, read from the gateway's store. Without
  * a domain, one row per domain; with one, its state as JSON; with `--history`, its audit log.
  */
-import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { FleetgateError } from '../../protocol/index.js';
-import { loadConfigFile } from '../../service/index.js';
-import { parseStoreUrl } from '../../store/index.js';
 import type { AuditRecord, DomainSnapshot } from '../../world/index.js';
 import { createSqlWorldStore } from '../../world/index.js';
+import { EXIT } from '../errors.js';
 import type { CliIo } from '../io.js';
+import { integerFlag, storeFlag } from '../options.js';
+import { DEFAULT_CONFIG, DEFAULT_STORE, withStore } from '../store.js';
 import type { Style } from '../style.js';
 import { createStyle, renderTable } from '../style.js';
-import { openGatewayStore } from '../../service/index.js';
 
-const DEFAULT_CONFIG = 'fleetgate.yaml';
 const CELL_WIDTH = 40;
 
 interface WorldCliOptions {
@@ -81,53 +79,38 @@ export function renderHistory(records: readonly AuditRecord[], s: Style): string
   return renderTable(['SEQ', 'TIME', 'AGENT/SKILL', 'TASK', 'CHANGE', 'RESULT'], rows);
 }
 
-async function storeUrl(opts: WorldCliOptions): Promise<string> {
-  if (opts.store !== undefined) return opts.store;
-  if (opts.config !== undefined || existsSync(DEFAULT_CONFIG)) {
-    return (await loadConfigFile(opts.config ?? DEFAULT_CONFIG)).store;
-  }
-  return 'sqlite:./data/fleetgate.db';
-}
-
 /** Registers `fleetgate world`. */
 export function registerWorld(program: Command, io: CliIo, setExit: (code: number) => void): void {
   program
     .command('world')
-    .description('show the world state (all domains, one domain, or its audit log)')
+    .description(
+      'show the world state (all domains, one domain, or its audit log); reads the store, never writes it',
+    )
     .argument('[domain]', 'a world-state domain')
     .option(
       '--store <url>',
-      'store URL (default: the config\u2019s store, else sqlite:./data/fleetgate.db)',
+      `store URL (default: the config\u2019s store, else ${DEFAULT_STORE})`,
+      storeFlag,
     )
     .option('--config <file>', `configuration file (default ${DEFAULT_CONFIG} when present)`)
     .option('--history', "print the domain's audit log instead of its state")
     .option('--path <path>', 'with --history: only this path and below')
-    .option('--limit <n>', 'with --history: most records (default 50)', (v) =>
-      Number.parseInt(v, 10),
-    )
+    .option('--limit <n>', 'with --history: most records (default 50)', integerFlag(1, 10_000))
     .option('--json', 'print JSON')
     .action(async (domain: string | undefined, opts: WorldCliOptions) => {
       if (opts.history === true && domain === undefined) {
         throw new FleetgateError('FLEETGATE_USAGE', '--history needs a DOMAIN');
       }
-      if (opts.limit !== undefined && !(Number.isSafeInteger(opts.limit) && opts.limit > 0)) {
-        throw new FleetgateError('FLEETGATE_USAGE', '--limit must be a positive integer');
+      for (const [flag, value] of [
+        ['--path', opts.path],
+        ['--limit', opts.limit],
+      ] as const) {
+        if (value !== undefined && opts.history !== true) {
+          throw new FleetgateError('FLEETGATE_USAGE', `${flag} applies only with --history`);
+        }
       }
-      const url = await storeUrl(opts);
-      const location = parseStoreUrl(url);
-      if (
-        location.kind === 'sqlite' &&
-        location.file !== ':memory:' &&
-        !existsSync(location.file)
-      ) {
-        throw new FleetgateError(
-          'FLEETGATE_USAGE',
-          `no store at ${location.file}; start the gateway first or pass --store URL`,
-        );
-      }
-      const store = await openGatewayStore(url);
-      const s = createStyle(io.color);
-      try {
+      await withStore(opts, { readOnly: true }, async (store) => {
+        const s = createStyle(io.color);
         const world = createSqlWorldStore({ db: store.db, kind: store.kind });
         if (domain === undefined) {
           const domains = await world.domains();
@@ -140,13 +123,19 @@ export function registerWorld(program: Command, io: CliIo, setExit: (code: numbe
           io.out(
             opts.json === true ? `${JSON.stringify(view, null, 2)}\n` : renderDomains(view, s),
           );
+          setExit(EXIT.ok);
           return;
         }
         const found = await world.domain(domain);
         if (found === undefined) {
-          io.err(`fleetgate world: no domain ${JSON.stringify(domain)}\n`);
-          setExit(2);
-          return;
+          const known = (await world.domains()).map((d) => d.name);
+          throw new FleetgateError(
+            'FLEETGATE_WORLD_DOMAIN_UNKNOWN',
+            `No world-state domain ${JSON.stringify(domain)} in ${store.url} (${
+              known.length === 0 ? 'it has none yet' : `it has ${known.join(', ')}`
+            })`,
+            { details: { domain, known } },
+          );
         }
         if (opts.history === true) {
           const records = await world.history(domain, {
@@ -158,6 +147,7 @@ export function registerWorld(program: Command, io: CliIo, setExit: (code: numbe
               ? `${JSON.stringify(records, null, 2)}\n`
               : renderHistory(records, s),
           );
+          setExit(EXIT.ok);
           return;
         }
         const { name, version, state, updatedAt } = found;
@@ -169,8 +159,7 @@ export function registerWorld(program: Command, io: CliIo, setExit: (code: numbe
           );
           io.out(`${JSON.stringify(state, null, 2)}\n`);
         }
-      } finally {
-        await store.close();
-      }
+        setExit(EXIT.ok);
+      });
     });
 }

@@ -1,0 +1,121 @@
+/**
+ * `fleetgate init [FILE]` writes a commented starter configuration; `fleetgate config check
+ * [FILE]` reports every problem of one at once (`file:line:col path: message`).
+ */
+import { writeFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { FleetgateError, isFleetgateError } from '../../protocol/index.js';
+import { loadConfigFile } from '../../service/index.js';
+import { EXIT, printError } from '../errors.js';
+import type { CliIo } from '../io.js';
+import { DEFAULT_CONFIG, fromEnvironment } from '../store.js';
+import { createStyle } from '../style.js';
+
+/** The file `fleetgate init` writes: every section, commented, with its default values. */
+export const STARTER_CONFIG = `# Fleetgate configuration: read by the gateway and by the fleetgate commands.
+# Every key is optional; the values written here are the defaults.
+# Reference: docs/configuration.md. Check this file with: fleetgate config check
+
+# Where the gateway's HTTP API listens.
+listen: { host: 127.0.0.1, port: 7420 }
+
+# The store: an SQLite file (embedded), or PostgreSQL: postgres://user@127.0.0.1:5432/fleetgate
+store: sqlite:./data/fleetgate.db
+
+# The event bus: in-process (memory), or NATS JetStream: nats://127.0.0.1:4222
+bus: memory
+
+# How often agent cards are fetched again, how long a fetch may take, how many at once, and
+# after how many failed refreshes in a row an agent is stale.
+cards: { refreshInterval: 10m, timeout: 5s, concurrency: 16, staleAfterFailures: 3 }
+
+# The agents of the fleet. Replace [] with one entry per agent, for example:
+#   - name: quinn                       # lowercase letters, digits, - and _
+#     url: http://127.0.0.1:8080        # the agent's base URL; its card is read from there
+#     auth: { bearerEnv: QUINN_TOKEN }  # optional: the variable that holds its bearer token
+#     floors: { pr_review: repo }       # optional: the narrowest radius a skill counts as
+agents: []
+
+# The approval policy (docs/policy.md).
+policy:
+  unknownRadius: public # a skill without a blast-v1 declaration counts as this radius
+  approvalAtOrAbove: repo # calls at this radius or wider wait for a human
+  vetoWindow: 60s
+  approvalTtl: 1h
+
+# Domains whose deltas imply a radius, for example:
+#   deploy: { minRadius: public }
+domains: {}
+`;
+
+/** Registers `fleetgate init`. */
+export function registerInit(program: Command, io: CliIo, setExit: (code: number) => void): void {
+  program
+    .command('init')
+    .description('write a commented starter configuration (fleetgate.yaml)')
+    .argument('[file]', 'where to write it', DEFAULT_CONFIG)
+    .option('--force', 'replace the file when it exists')
+    .action((file: string, opts: { force?: boolean }) => {
+      try {
+        writeFileSync(file, STARTER_CONFIG, { flag: opts.force === true ? 'w' : 'wx' });
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        if (code === 'EEXIST') {
+          throw new FleetgateError(
+            'FLEETGATE_USAGE',
+            `${file} already exists; pass --force to replace it`,
+          );
+        }
+        const reason = error instanceof Error ? error.message.replace(/^[A-Z]+: /u, '') : '';
+        throw new FleetgateError(
+          'FLEETGATE_FILE_ACCESS_FAILED',
+          `Cannot write ${file} (${reason})`,
+          {
+            cause: error,
+            details: { path: file },
+          },
+        );
+      }
+      const s = createStyle(io.color);
+      io.out(
+        `wrote ${s.bold(file)}; add your agents, then check it with: fleetgate config check${
+          file === DEFAULT_CONFIG ? '' : ` ${file}`
+        }\n`,
+      );
+      setExit(EXIT.ok);
+    });
+}
+
+/** Registers `fleetgate config check`. */
+export function registerConfig(program: Command, io: CliIo, setExit: (code: number) => void): void {
+  program
+    .command('config')
+    .description('the configuration file')
+    .command('check')
+    .description(
+      'report every problem of a configuration at once (file:line:col path: message); exit 1 when there are any',
+    )
+    .argument('[file]', 'the configuration file', DEFAULT_CONFIG)
+    .option('--no-env', 'do not check that the environment variables the agents name are set')
+    .option('--json', 'print the result as JSON')
+    .action(async (file: string, opts: { env: boolean; json?: boolean }) => {
+      try {
+        const config = await loadConfigFile(file, opts.env ? { secrets: fromEnvironment } : {});
+        if (opts.json === true) {
+          io.out(`${JSON.stringify({ ok: true, file, config }, null, 2)}\n`);
+        } else {
+          const s = createStyle(io.color);
+          const agents = config.agents.length;
+          io.out(
+            `${s.green('valid')} ${file}: ${agents} agent${agents === 1 ? '' : 's'}, store ${config.store}, bus ${config.bus}\n`,
+          );
+        }
+        setExit(EXIT.ok);
+      } catch (error) {
+        // Problems of the content are what this command looks for: reported, exit 1.
+        if (!isFleetgateError(error, 'FLEETGATE_CONFIG_INVALID')) throw error;
+        printError(io, error, { json: opts.json === true });
+        setExit(EXIT.problems);
+      }
+    });
+}
