@@ -49,7 +49,10 @@ describe('formatEventLine', () => {
   });
 
   it('shows the severity of an alert, coloured by weight', () => {
-    const critical = { ...alert, payload: { ...alert.payload, severity: 'critical' } };
+    const critical = {
+      ...alert,
+      payload: { kind: 'radius', radius: 'repo', message: 'wider', severity: 'critical' },
+    };
     expect(formatEventLine(critical, false)).toMatch(
       /^05:00:01\.234 ops\.alert\.radius \[critical\] repo /,
     );
