@@ -9,7 +9,7 @@ import { dirname, resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import type { PoolConfig } from 'pg';
-import { FleetgateError } from '../protocol/index.js';
+import { FleetgateError, isFleetgateError } from '../protocol/index.js';
 import type { StoreKind, StoreMigrations } from './migrations.js';
 import { migrateToLatest, verifyMigrated } from './migrations.js';
 import type { GuardedPool, StoreTimeouts } from './pg-pool.js';
@@ -266,6 +266,12 @@ const UNREACHABLE = new Set([
  * refused the credentials, or the database does not exist. Anything else passes through.
  */
 function postgresOpenError(error: unknown, url: string): unknown {
+  // The guarded pool already coded it: a server that does not answer in time stays a timeout;
+  // one that is away is told apart (unreachable, credentials, database) from the pg error inside.
+  if (isFleetgateError(error, 'FLEETGATE_STORE_TIMEOUT')) return error;
+  if (isFleetgateError(error, 'FLEETGATE_STORE_UNAVAILABLE') && error.cause !== undefined) {
+    return postgresOpenError(error.cause, url);
+  }
   const e = (error ?? {}) as DriverError;
   // Node reports a host with several addresses (localhost: ::1 and 127.0.0.1) as an
   // AggregateError with an empty message; its parts carry the reason.
