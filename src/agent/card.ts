@@ -35,9 +35,22 @@ export interface CardExtensionLike {
  * `AgentCard` object. Everything else on the card is kept as it is.
  */
 export interface CardLike {
+  name?: string | undefined;
   skills?: readonly { readonly id: string }[] | undefined;
-  capabilities?: { extensions?: readonly CardExtensionLike[] | undefined } | undefined;
+  capabilities?:
+    | {
+        streaming?: boolean | undefined;
+        pushNotifications?: boolean | undefined;
+        extendedAgentCard?: boolean | undefined;
+        extensions?: readonly CardExtensionLike[] | undefined;
+      }
+    | undefined;
 }
+
+/** A card as the helpers return it: the same card, with `capabilities.extensions` present. */
+export type Declared<C extends CardLike> = C & {
+  capabilities: { extensions: CardExtensionLike[] };
+};
 
 /**
  * The skill ids of a card: a literal union for a card typed `as const`, else `string`. Declaring
@@ -101,7 +114,7 @@ function declare<C extends CardLike>(
   uri: string,
   helper: string,
   skills: Readonly<Record<string, Record<string, unknown>>> | undefined,
-): C {
+): Declared<C> {
   if (!isRecord(card)) {
     throw invalid(`${helper}: the card must be an object`, { helper });
   }
@@ -143,7 +156,7 @@ function declare<C extends CardLike>(
   } else {
     extensions[index] = entry;
   }
-  const next = { ...card, capabilities: { ...capabilities, extensions } } as C;
+  const next = { ...card, capabilities: { ...capabilities, extensions } } as Declared<C>;
   check(next, index, helper);
   return next;
 }
@@ -215,11 +228,12 @@ function entries<I>(
   skills: Readonly<Record<string, I | undefined>>,
   build: (skill: string, input: I) => Record<string, unknown>,
 ): Record<string, Record<string, unknown>> {
-  const out: Record<string, Record<string, unknown>> = {};
-  for (const [skill, input] of Object.entries(skills)) {
-    if (input !== undefined) out[skill] = build(skill, input);
-  }
-  return out;
+  // fromEntries defines own keys: a skill id such as "__proto__" stays a key, not a prototype.
+  return Object.fromEntries(
+    Object.entries(skills)
+      .filter((pair): pair is [string, I] => pair[1] !== undefined)
+      .map(([skill, input]) => [skill, build(skill, input)]),
+  );
 }
 
 /**
@@ -237,7 +251,7 @@ function entries<I>(
 export function declareBlast<C extends CardLike>(
   card: C,
   skills: Partial<Readonly<Record<SkillIdOf<C>, BlastInput>>>,
-): C {
+): Declared<C> {
   const map = skills as Readonly<Record<string, BlastInput | undefined>>;
   return declare(card, BLAST_V1_URI, 'declareBlast', entries(map, blastEntry));
 }
@@ -256,7 +270,7 @@ export function declareBlast<C extends CardLike>(
 export function declareHitlMode<C extends CardLike>(
   card: C,
   skills: Partial<Readonly<Record<SkillIdOf<C>, HitlModeInput>>>,
-): C {
+): Declared<C> {
   const map = skills as Readonly<Record<string, HitlModeInput | undefined>>;
   return declare(card, HITL_MODE_V1_URI, 'declareHitlMode', entries(map, hitlEntry));
 }
@@ -277,12 +291,12 @@ export function declareHitlMode<C extends CardLike>(
 export function declareEffectDomain<C extends CardLike>(
   card: C,
   skills: Partial<Readonly<Record<SkillIdOf<C>, EffectDomainInput>>> = {},
-): C {
+): Declared<C> {
   const map = skills as Readonly<Record<string, EffectDomainInput | undefined>>;
   return declare(card, EFFECT_DOMAIN_V1_URI, 'declareEffectDomain', entries(map, domainsEntry));
 }
 
 /** Declares cost-v1: the agent reports usage and cost samples (a copy is returned). */
-export function declareCost<C extends CardLike>(card: C): C {
+export function declareCost<C extends CardLike>(card: C): Declared<C> {
   return declare(card, COST_V1_URI, 'declareCost', undefined);
 }

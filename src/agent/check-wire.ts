@@ -203,7 +203,9 @@ function rpcResult(envelope: unknown): { result?: unknown; error?: string } {
   if (envelope.error !== undefined) {
     const e = envelope.error;
     return {
-      error: isRecord(e) ? `JSON-RPC error ${String(e.code)}: ${String(e.message)}` : JSON.stringify(e),
+      error: isRecord(e)
+        ? `JSON-RPC error ${String(e.code)}: ${String(e.message)}`
+        : JSON.stringify(e),
     };
   }
   if (!('result' in envelope)) return { error: 'the JSON-RPC response has no result' };

@@ -14,6 +14,7 @@ export {
   type BlastInput,
   type CardExtensionLike,
   type CardLike,
+  type Declared,
   type EffectDomainInput,
   type HitlModeInput,
   type SkillIdOf,

@@ -14,7 +14,7 @@ import {
   maxRadius,
   readDeclarations,
 } from '../protocol/index.js';
-import type { BlastInput, CardLike, SkillIdOf } from './card.js';
+import type { BlastInput, CardLike, Declared, SkillIdOf } from './card.js';
 import { declareBlast } from './card.js';
 
 /**
@@ -208,7 +208,7 @@ export function declareBlastFromMcpTools<C extends CardLike>(
   card: C,
   tools: readonly McpTool[] | { tools: readonly McpTool[] },
   options: McpBlastOptions<C> = {},
-): C {
+): Declared<C> {
   const list = parseMcpTools(tools);
   const implied = impliedBySkill(list, options.skillOf ?? ((tool) => tool.name));
   const overrides = (options.overrides ?? {}) as Readonly<Record<string, BlastInput | undefined>>;
