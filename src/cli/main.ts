@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { isFleetgateError } from '../protocol/index.js';
 import { registerAgents } from './commands/agents.js';
 import { registerApprovals } from './commands/approvals.js';
+import { registerCheckAgent } from './commands/check-agent.js';
 import { registerLintCard } from './commands/lint-card.js';
 import { registerTail } from './commands/tail.js';
 import { registerWorld } from './commands/world.js';
@@ -34,6 +35,7 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
   registerTail(program, io, setExit);
   registerWorld(program, io, setExit);
   registerApprovals(program, io, setExit);
+  registerCheckAgent(program, io, setExit);
   return program;
 }
 

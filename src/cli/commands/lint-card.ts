@@ -1,8 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
+import type { McpTool } from '../../agent/index.js';
+import { checkRadiiAgainstMcpTools, parseMcpTools } from '../../agent/index.js';
 import { HttpCardSource } from '../../fleet/index.js';
 import type { Declarations, Diagnostic } from '../../protocol/index.js';
-import { parseCardJson, readDeclarations } from '../../protocol/index.js';
+import { FleetgateError, parseCardJson, readDeclarations } from '../../protocol/index.js';
 import type { CliIo } from '../io.js';
 import { createStyle, renderTable } from '../style.js';
 
@@ -26,9 +28,19 @@ export interface LintReport {
   summary: { errors: number; warnings: number };
 }
 
-/** Builds the lint report of a parsed card. */
-export function lintCard(card: unknown, source: string): LintReport {
+/**
+ * Builds the lint report of a parsed card; with `mcpTools`, also warns where a declared radius is
+ * narrower than the tools' MCP annotations imply (tool name = skill id).
+ */
+export function lintCard(
+  card: unknown,
+  source: string,
+  options: { mcpTools?: readonly McpTool[] } = {},
+): LintReport {
   const d = readDeclarations(card);
+  if (options.mcpTools !== undefined) {
+    d.diagnostics.push(...checkRadiiAgainstMcpTools(card, options.mcpTools));
+  }
   const ids = [
     ...d.skills,
     ...[...Object.keys(d.blast), ...Object.keys(d.hitlMode), ...Object.keys(d.effectDomain)].filter(
@@ -100,7 +112,25 @@ function renderReport(report: LintReport, color: boolean): string {
   return `${out.join('\n')}\n`;
 }
 
-/** `fleetgate lint-card FILE|URL [--json] [--strict] [--timeout MS]` */
+type LintOptions = { json?: boolean; strict?: boolean; timeout: number; mcp?: string };
+
+/** Reads an MCP tools/list JSON file (`--mcp`). */
+async function readMcpTools(path: string): Promise<McpTool[]> {
+  const text = await readFile(path, 'utf8');
+  let json: unknown;
+  try {
+    json = JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new FleetgateError(
+      'FLEETGATE_MCP_TOOLS_INVALID',
+      `${path}: not valid JSON (${(error as Error).message})`,
+      { cause: error, details: { source: path } },
+    );
+  }
+  return parseMcpTools(json, path);
+}
+
+/** `fleetgate lint-card FILE|URL [--json] [--strict] [--timeout MS] [--mcp TOOLS.json]` */
 export function registerLintCard(
   program: Command,
   io: CliIo,
@@ -115,7 +145,8 @@ export function registerLintCard(
     .option('--json', 'print a machine-readable report')
     .option('--strict', 'exit 1 when there are warnings')
     .option('--timeout <ms>', 'fetch timeout in milliseconds', (v) => Number.parseInt(v, 10), 5000)
-    .action(async (target: string, opts: { json?: boolean; strict?: boolean; timeout: number }) => {
+    .option('--mcp <tools.json>', 'warn where a radius is narrower than MCP tool annotations imply')
+    .action(async (target: string, opts: LintOptions) => {
       let text: string;
       let source = target;
       if (isUrl(target)) {
@@ -135,7 +166,8 @@ export function registerLintCard(
           return;
         }
       }
-      const report = lintCard(parseCardJson(text, source), source);
+      const mcpTools = opts.mcp === undefined ? undefined : await readMcpTools(opts.mcp);
+      const report = lintCard(parseCardJson(text, source), source, mcpTools && { mcpTools });
       io.out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report, io.color));
       const { errors, warnings } = report.summary;
       setExit(errors > 0 ? 2 : warnings > 0 && opts.strict === true ? 1 : 0);
