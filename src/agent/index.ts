@@ -1,7 +1,8 @@
 /**
  * `fleetgate/agent`: the agent-author kit. Declare the extensions on a card (`declareBlast`,
  * `declareHitlMode`, `declareEffectDomain`, `declareCost`, or radii derived from MCP tool
- * annotations), report deltas and cost from an SDK executor (`withEffects`), activate the
+ * annotations), report deltas and cost from an SDK executor (`withEffects`; `startTask` and
+ * `endTask` publish the first and last event of a turn), activate the
  * extensions so they are echoed on every transport (`activateExtensions`), read the caller's
  * stamps typed, and check an agent as a gateway would (`checkAgent`). Imports only the protocol
  * contracts and the A2A SDK server.
@@ -33,6 +34,7 @@ export {
   type TaskEffects,
   type WithEffectsOptions,
 } from './effects.js';
+export { endTask, startTask, type TaskEnd, type TaskIds } from './task-events.js';
 export {
   checkRadiiAgainstMcpTools,
   declareBlastFromMcpTools,
