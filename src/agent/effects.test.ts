@@ -22,8 +22,9 @@ import {
   isFleetgateError,
 } from '../protocol/index.js';
 import { declareBlast, declareCost, declareEffectDomain } from './card.js';
-import type { EffectsWarning, TaskEffects } from './effects.js';
-import { EFFECTS_ARTIFACT_ID, withEffects } from './effects.js';
+import { withEffects } from './effects.js';
+import type { EffectsWarning, TaskEffects } from './effects-types.js';
+import { EFFECTS_ARTIFACT_ID } from './effects-types.js';
 
 const CARD = declareCost(
   declareBlast(

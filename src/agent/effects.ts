@@ -8,24 +8,16 @@ import { TaskState } from '@a2a-js/sdk';
 import type {
   AgentExecutionEvent,
   AgentExecutor,
-  EventListener,
   ExecutionEventBus,
-  ExecutionEventName,
-  FinishedListener,
   RequestContext,
 } from '@a2a-js/sdk/server';
 import { AgentEvent } from '@a2a-js/sdk/server';
 import type { CostPayload, Declarations, WorldStateDeltaEntry } from '../protocol/index.js';
 import {
   COST_V1_URI,
-  DELTA_OPS,
   EFFECT_DOMAIN_V1_URI,
   FleetgateError,
   LIMITS,
-  PART_MIME_METADATA_KEY,
-  WORLDSTATE_DELTA_MIME,
-  checkDeltaDomain,
-  checkDeltaPath,
   createCostPart,
   createWorldStateDeltaPart,
   isTerminalState,
@@ -34,74 +26,16 @@ import {
   parseDeltaEntry,
   readDeclarations,
 } from '../protocol/index.js';
-import type { CardLike } from './card.js';
+import { InterceptingBus, addCost, failingField, hasDeltaPart } from './effects-support.js';
+import type {
+  EffectsAgentExecutor,
+  EffectsWarning,
+  TaskEffects,
+  WithEffectsOptions,
+} from './effects-types.js';
+import { EFFECTS_ARTIFACT_ID } from './effects-types.js';
 import type { CallerStamps } from './stamps.js';
 import { declaredExtensionUris, readCallerStamps } from './stamps.js';
-
-/** The id of the artifact that carries a task's effects. */
-export const EFFECTS_ARTIFACT_ID = 'fleetgate-effects';
-
-/** What a task of a {@link withEffects} executor can report, and what the caller stamped. */
-export interface TaskEffects {
-  readonly taskId: string;
-  readonly contextId: string;
-  /**
-   * The skill this call runs: the `x-effect-domain-skill` stamp, else `x-cost-skill`, else the
-   * user message's `metadata.skill`, else the card's only skill.
-   */
-  readonly skill: string | undefined;
-  /** The caller's stamps (`x-effect-domain-skill`, `x-blast-radius`, `x-hitl-mode`, …), typed. */
-  readonly stamps: CallerStamps;
-  /**
-   * Records world-state changes this task made. Each entry is validated now, by the rule the
-   * gateway applies: a bad entry throws `FLEETGATE_DELTA_INVALID` naming its index and field, and
-   * nothing of that call is recorded. Everything recorded is sent once, when the task ends.
-   */
-  report(deltas: WorldStateDeltaEntry | readonly WorldStateDeltaEntry[]): void;
-  /**
-   * Records usage and cost. Several samples add up (counters, `durationMs`, `costUsd`); the last
-   * `success` given wins. An invalid sample throws `FLEETGATE_COST_INVALID`.
-   */
-  reportCost(sample: CostPayload): void;
-  /** What was reported so far. */
-  readonly deltas: readonly WorldStateDeltaEntry[];
-}
-
-/** Something the agent did that a Fleetgate gateway will not read the way the author meant. */
-export interface EffectsWarning {
-  kind:
-    | 'undeclared-domain'
-    | 'extension-not-declared'
-    | 'unknown-skill'
-    | 'effects-dropped'
-    | 'delta-part-published';
-  message: string;
-  taskId: string;
-  skill?: string;
-  domain?: string;
-}
-
-/** An `AgentExecutor` that is handed the task's {@link TaskEffects}. */
-export interface EffectsAgentExecutor {
-  execute(
-    requestContext: RequestContext,
-    eventBus: ExecutionEventBus,
-    effects: TaskEffects,
-  ): Promise<void>;
-  /**
-   * Stops a running task; must publish a final `canceled` status. Default: publishes it and
-   * finishes the bus. What the task reported before is sent with the canceled status.
-   */
-  cancelTask?(taskId: string, eventBus: ExecutionEventBus, effects: TaskEffects): Promise<void>;
-}
-
-/** Options of {@link withEffects}. */
-export interface WithEffectsOptions {
-  /** The card the agent serves: its declarations decide the warnings (domains, extensions). */
-  card: CardLike;
-  /** Receives every warning (default: `process.emitWarning`). */
-  onWarning?: (warning: EffectsWarning) => void;
-}
 
 interface TaskRecord {
   taskId: string;
@@ -116,92 +50,6 @@ interface TaskRecord {
   sealed: boolean;
   warned: Set<string>;
 }
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** The first field of a delta entry that breaks the rule (the reason itself is the protocol's). */
-function failingField(entry: unknown): string {
-  if (!isRecord(entry)) return 'entry';
-  const { domain, path, op } = entry;
-  if (typeof domain !== 'string' || checkDeltaDomain(domain) !== undefined) return 'domain';
-  if (typeof path !== 'string' || checkDeltaPath(path) !== undefined) return 'path';
-  if (!(DELTA_OPS as readonly unknown[]).includes(op)) return 'op';
-  return 'value';
-}
-
-function addCost(total: CostPayload | undefined, sample: CostPayload): CostPayload {
-  if (total === undefined) return sample;
-  const out: CostPayload = { ...total };
-  if (sample.usage !== undefined) {
-    const usage: NonNullable<CostPayload['usage']> = { ...total.usage };
-    for (const [key, value] of Object.entries(sample.usage)) {
-      const before = usage[key];
-      usage[key] = typeof value === 'number' && typeof before === 'number' ? before + value : value;
-    }
-    out.usage = usage;
-  }
-  if (sample.durationMs !== undefined) out.durationMs = (total.durationMs ?? 0) + sample.durationMs;
-  if (sample.costUsd !== undefined) out.costUsd = (total.costUsd ?? 0) + sample.costUsd;
-  if (sample.success !== undefined) out.success = sample.success;
-  return out;
-}
-
-function hasDeltaPart(parts: readonly Part[]): boolean {
-  return parts.some(
-    (p) =>
-      p.content?.$case === 'data' &&
-      isRecord(p.metadata) &&
-      p.metadata[PART_MIME_METADATA_KEY] === WORLDSTATE_DELTA_MIME,
-  );
-}
-
-/** An event bus that hands every published event to `publish` and everything else to `inner`. */
-class InterceptingBus implements ExecutionEventBus {
-  readonly #inner: ExecutionEventBus;
-  readonly #publish: (event: AgentExecutionEvent) => void;
-
-  constructor(inner: ExecutionEventBus, publish: (event: AgentExecutionEvent) => void) {
-    this.#inner = inner;
-    this.#publish = publish;
-  }
-
-  publish(event: AgentExecutionEvent): void {
-    this.#publish(event);
-  }
-
-  on(eventName: 'event', listener: EventListener): this;
-  on(eventName: 'finished', listener: FinishedListener): this;
-  on(eventName: ExecutionEventName, listener: EventListener | FinishedListener): this {
-    this.#inner.on(eventName as 'event', listener);
-    return this;
-  }
-
-  off(eventName: 'event', listener: EventListener): this;
-  off(eventName: 'finished', listener: FinishedListener): this;
-  off(eventName: ExecutionEventName, listener: EventListener | FinishedListener): this {
-    this.#inner.off(eventName as 'event', listener);
-    return this;
-  }
-
-  once(eventName: 'event', listener: EventListener): this;
-  once(eventName: 'finished', listener: FinishedListener): this;
-  once(eventName: ExecutionEventName, listener: EventListener | FinishedListener): this {
-    this.#inner.once(eventName as 'event', listener);
-    return this;
-  }
-
-  removeAllListeners(eventName?: ExecutionEventName): this {
-    this.#inner.removeAllListeners(eventName);
-    return this;
-  }
-
-  finished(): void {
-    this.#inner.finished();
-  }
-}
-
 function defaultWarning(warning: EffectsWarning): void {
   process.emitWarning(warning.message, { type: 'FleetgateAgentWarning', code: warning.kind });
 }

@@ -26,14 +26,14 @@ export {
   readCallerStamps,
   type CallerStamps,
 } from './stamps.js';
+export { withEffects } from './effects.js';
 export {
   EFFECTS_ARTIFACT_ID,
-  withEffects,
   type EffectsAgentExecutor,
   type EffectsWarning,
   type TaskEffects,
   type WithEffectsOptions,
-} from './effects.js';
+} from './effects-types.js';
 export { endTask, startTask, type TaskEnd, type TaskIds } from './task-events.js';
 export {
   checkRadiiAgainstMcpTools,
@@ -46,9 +46,5 @@ export {
   type McpTool,
   type McpToolAnnotations,
 } from './mcp.js';
-export {
-  checkAgent,
-  type AgentCheckCall,
-  type AgentCheckReport,
-  type CheckAgentOptions,
-} from './check.js';
+export { checkAgent } from './check.js';
+export type { AgentCheckCall, AgentCheckReport, CheckAgentOptions } from './check-types.js';
