@@ -25,6 +25,14 @@ const MAY_IMPORT = {
   bus: ['protocol'],
   world: ['protocol'],
   policy: ['protocol'],
+  // The agent-author kit (`fleetgate/agent`) ships to agents: the contracts and nothing else.
+  agent: ['protocol'],
+};
+
+/** The only packages a folder may import, where it is restricted (Node built-ins are allowed). */
+const MAY_IMPORT_PACKAGES = {
+  // An agent needs the A2A SDK's server side, never the gateway's client, store or bus.
+  agent: ['@a2a-js/sdk', '@a2a-js/sdk/server'],
 };
 
 /** Folders a folder must not import, where it may import the rest. */
@@ -60,6 +68,14 @@ function sourcePatterns(folder, depth, { direction }) {
         allowed.length === 0
           ? `src/${folder} imports nothing from the rest of src/ (house rules).`
           : `src/${folder} may import only ${allowed.join(', ')} (house rules).`,
+    });
+  }
+  const packages = MAY_IMPORT_PACKAGES[folder];
+  if (direction && packages !== undefined) {
+    const names = packages.map((p) => p.replace(/[/.+]/g, '\\$&')).join('|');
+    patterns.push({
+      regex: `^(?!\\.|node:|(?:${names})$)`,
+      message: `src/${folder} may import only ${[...(allowed ?? []), ...packages].join(', ')} and Node built-ins (house rules).`,
     });
   }
   for (const denied of direction ? (MAY_NOT_IMPORT[folder] ?? []) : []) {

@@ -72,6 +72,32 @@ describe('house rules (lint)', () => {
     expect(test).toEqual([expect.stringContaining('through their index.ts')]);
   }, 60_000);
 
+  it('keeps the agent kit to protocol and the A2A SDK server', async () => {
+    const room = await lintAs(
+      'src/agent/house-rules-probe.ts',
+      "export type { CardBroker } from '../fleet/index.js';\n",
+    );
+    expect(room).toEqual([expect.stringContaining('src/agent may import only protocol (house')]);
+    const client = await lintAs(
+      'src/agent/house-rules-probe-client.ts',
+      "export { ClientFactory } from '@a2a-js/sdk/client';\n",
+    );
+    expect(client).toEqual([
+      expect.stringContaining('may import only protocol, @a2a-js/sdk, @a2a-js/sdk/server and Node'),
+    ]);
+    const allowed = await lintAs(
+      'src/agent/house-rules-probe-door.ts',
+      [
+        "export { randomUUID } from 'node:crypto';",
+        "export { AgentEvent } from '@a2a-js/sdk/server';",
+        "export { TaskState } from '@a2a-js/sdk';",
+        "export { STAMPS } from '../protocol/index.js';",
+        '',
+      ].join('\n'),
+    );
+    expect(allowed).toEqual([]);
+  }, 60_000);
+
   it('lets a folder in through its door', async () => {
     const messages = await lintAs(
       'src/world/house-rules-probe-door.ts',

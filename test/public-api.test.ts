@@ -14,6 +14,7 @@ const DOORS: Record<string, () => Promise<Record<string, unknown>>> = {
   'fleetgate/protocol': () => import('../src/protocol/index.js'),
   'fleetgate/store': () => import('../src/store/index.js'),
   'fleetgate/nats': () => import('../src/nats.js'),
+  'fleetgate/agent': () => import('../src/agent/index.js'),
 };
 
 async function currentApi(): Promise<Record<string, string[]>> {

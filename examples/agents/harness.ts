@@ -1,8 +1,11 @@
 /**
- * A small harness that turns an "agent behaviour" into a real `@a2a-js/sdk` server on 127.0.0.1:
- * agent card, JSON-RPC and HTTP+JSON transports, optional v0.3 compatibility. Every request the
- * executor sees is recorded (headers, requested extensions, request metadata) so tests can assert
- * on what actually crossed the wire.
+ * A small harness that turns an "agent behaviour" into a real `@a2a-js/sdk` server on 127.0.0.1,
+ * built on the agent-author kit (`fleetgate/agent`): agent card (declarations written with the
+ * kit's helpers), JSON-RPC and HTTP+JSON transports with the kit's `activateExtensions` context
+ * builder, optional v0.3 compatibility, and an executor decorated with `withEffects`, so the
+ * deltas and cost a plan reports go out once, on the artifact sent as the task ends. Every request
+ * the executor sees is recorded (headers, requested extensions, request metadata, typed stamps) so
+ * tests can assert on what actually crossed the wire.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
@@ -27,11 +30,8 @@ import {
   InMemoryPushNotificationStore,
   InMemoryTaskStore,
   STATE_HEADERS_KEY,
-  defaultServerCallContextBuilder,
-  type AgentExecutor,
   type ExecutionEventBus,
   type RequestContext,
-  type ServerCallContextBuilder,
 } from '@a2a-js/sdk/server';
 import {
   UserBuilder,
@@ -39,6 +39,16 @@ import {
   jsonRpcHandler,
   restHandler,
 } from '@a2a-js/sdk/server/express';
+import {
+  activateExtensions,
+  readCallerStamps,
+  withEffects,
+  type CallerStamps,
+  type EffectsAgentExecutor,
+  type EffectsWarning,
+  type TaskEffects,
+} from '../../src/agent/index.js';
+import type { CostPayload, WorldStateDeltaEntry } from '../../src/protocol/index.js';
 
 /** Final state an example agent drives a task to. */
 export type ExampleFinalState =
@@ -48,6 +58,13 @@ export type ExampleFinalState =
 export interface AgentPlan {
   /** Artifacts to emit, each a list of SDK parts, in order. */
   artifacts?: Part[][];
+  /**
+   * World-state changes to report through the kit (`effects.report`), after the artifacts: they
+   * go out on the effects artifact, right before the final status.
+   */
+  deltas?: WorldStateDeltaEntry[];
+  /** A cost-v1 sample to report through the kit (`effects.reportCost`). */
+  cost?: CostPayload;
   /** The state the task ends in (default `completed`). */
   state?: ExampleFinalState;
   /** Text of the final status message. */
@@ -70,6 +87,8 @@ export interface ReceivedCall {
   text: string;
   /** The skill: the effect-domain stamp when sent, else the user message's `metadata.skill`. */
   skill: string | undefined;
+  /** The caller's stamps, typed (the kit's `readCallerStamps`). */
+  stamps?: CallerStamps;
   /** The protocol version the client requested (`A2A-Version`, absent means 0.3). */
   requestedVersion: string;
   taskId: string;
@@ -93,7 +112,10 @@ export interface StartAgentOptions {
   /** 0 (default) picks a free port. */
   port?: number;
   skills: readonly { id: string; name?: string; description?: string }[];
+  /** Raw `capabilities.extensions` entries (a test's misdeclared card); prefer `declare`. */
   extensions?: readonly ExampleExtensionDeclaration[];
+  /** Writes the extension declarations with the kit's helpers (`declareBlast`, …). */
+  declare?: (card: AgentCard) => AgentCard;
   behaviour: AgentBehaviour;
   /** Advertise `capabilities.streaming` (default false). */
   streaming?: boolean;
@@ -127,6 +149,8 @@ export interface RunningAgent {
   card: AgentCard;
   /** Every request the executor received, oldest first. */
   received: ReceivedCall[];
+  /** What the kit warned about (undeclared domains, deltas it will not send, …), oldest first. */
+  warnings: EffectsWarning[];
   /** Fetches the card over HTTP as a client would (v0.3 shape when `version` is `0.3`). */
   fetchCard(options?: { version?: '0.3' | '1.0' }): Promise<unknown>;
   close(): Promise<void>;
@@ -184,7 +208,7 @@ function userText(message: Message | undefined): string {
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-class PlanExecutor implements AgentExecutor {
+class PlanExecutor implements EffectsAgentExecutor {
   readonly #behaviour: AgentBehaviour;
   readonly #received: ReceivedCall[];
   readonly #maxReceived: number;
@@ -195,22 +219,22 @@ class PlanExecutor implements AgentExecutor {
     this.#maxReceived = maxReceived;
   }
 
-  async execute(requestContext: RequestContext, bus: ExecutionEventBus): Promise<void> {
+  async execute(
+    requestContext: RequestContext,
+    bus: ExecutionEventBus,
+    effects: TaskEffects,
+  ): Promise<void> {
     const { taskId, contextId, context, request } = requestContext;
     const metadata: Record<string, unknown> = { ...(request.metadata ?? {}) };
-    const stampSkill = metadata['x-effect-domain-skill'];
+    const stamps = readCallerStamps(metadata);
     const messageSkill: unknown = request.message?.metadata?.['skill'];
     const call: ReceivedCall = {
       headers: flattenHeaders(context.state.get(STATE_HEADERS_KEY)),
       requestedExtensions: [...(context.requestedExtensions ?? [])],
       metadata,
       text: userText(request.message),
-      skill:
-        typeof stampSkill === 'string'
-          ? stampSkill
-          : typeof messageSkill === 'string'
-            ? messageSkill
-            : undefined,
+      skill: stamps.skill ?? (typeof messageSkill === 'string' ? messageSkill : undefined),
+      stamps,
       requestedVersion: context.requestedVersion,
       taskId,
     };
@@ -262,6 +286,9 @@ class PlanExecutor implements AgentExecutor {
         }),
       );
     }
+    if (plan.deltas !== undefined) effects.report(plan.deltas);
+    if (plan.cost !== undefined) effects.reportCost(plan.cost);
+    // The kit publishes the effects artifact right before this status, when the state ends the task.
     bus.publish(
       AgentEvent.statusUpdate({
         taskId,
@@ -271,19 +298,6 @@ class PlanExecutor implements AgentExecutor {
       }),
     );
     bus.finished();
-  }
-
-  cancelTask(taskId: string, bus: ExecutionEventBus): Promise<void> {
-    bus.publish(
-      AgentEvent.statusUpdate({
-        taskId,
-        contextId: '',
-        status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: undefined },
-        metadata: undefined,
-      }),
-    );
-    bus.finished();
-    return Promise.resolve();
   }
 }
 
@@ -307,8 +321,6 @@ export async function startAgent(options: StartAgentOptions): Promise<RunningAge
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
   const version = options.legacy === true ? '0.3' : '1.0';
-  const declared = new Set((options.extensions ?? []).map((e) => e.uri));
-
   const extensions: AgentExtension[] = (options.extensions ?? []).map((e) => ({
     uri: e.uri,
     description: e.description ?? '',
@@ -339,27 +351,27 @@ export async function startAgent(options: StartAgentOptions): Promise<RunningAge
     extensions,
   };
   card.skills = skills;
+  const served = options.declare?.(card) ?? card;
 
   const received: ReceivedCall[] = [];
+  const warnings: EffectsWarning[] = [];
   const pushStore =
     options.pushNotifications === true ? new InMemoryPushNotificationStore() : undefined;
-  const sdkHandler = new DefaultRequestHandler(
-    card,
-    new InMemoryTaskStore(),
+  const executor = withEffects(
     new PlanExecutor(options.behaviour, received, options.maxReceived ?? 1_000),
+    { card: served, onWarning: (warning) => void warnings.push(warning) },
+  );
+  const sdkHandler = new DefaultRequestHandler(
+    served,
+    new InMemoryTaskStore(),
+    executor,
     undefined,
     pushStore,
     pushStore === undefined ? undefined : new DefaultPushNotificationSender(pushStore),
   );
-  // Activating here rather than in the executor keeps the echoed `A2A-Extensions` header on
-  // JSON-RPC streams too (a2a-js#710).
-  const contextBuilder: ServerCallContextBuilder = (builderOptions) => {
-    const context = defaultServerCallContextBuilder(builderOptions);
-    for (const uri of builderOptions.extensions ?? []) {
-      if (declared.has(uri)) context.addActivatedExtension(uri);
-    }
-    return context;
-  };
+  // The kit activates the declared extensions in the context builder, before the executor runs:
+  // the only place that keeps the echoed `A2A-Extensions` header on JSON-RPC streams (a2a-js#710).
+  const contextBuilder = activateExtensions(served);
   const legacyCompat = { enabled: options.legacy === true };
   const requestHandler = options.decorateHandler?.(sdkHandler) ?? sdkHandler;
 
@@ -399,8 +411,9 @@ export async function startAgent(options: StartAgentOptions): Promise<RunningAge
   return {
     name: options.name,
     url,
-    card,
+    card: served,
     received,
+    warnings,
     async fetchCard(fetchOptions = {}) {
       const headers: Record<string, string> = {};
       if ((fetchOptions.version ?? version) === '1.0') headers[A2A_VERSION_HEADER] = '1.0';

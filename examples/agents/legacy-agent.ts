@@ -1,25 +1,16 @@
 /**
- * "legacy": an example agent that speaks only A2A v0.3 (the SDK's `legacyCompat` layer): a v0.3
- * card, `message/send`, `kind` discriminators, lowercase states, `X-A2A-Extensions`. It declares
- * effect-domain-v1 and blast-v1 and reports deltas.
+ * "legacy": an example agent on the agent-author kit that speaks only A2A v0.3 (the SDK's
+ * `legacyCompat` layer): a v0.3 card, `message/send`, `kind` discriminators, lowercase states,
+ * `X-A2A-Extensions`. It declares effect-domain-v1 and blast-v1 and reports deltas through the
+ * kit; the v0.3 layer carries the same parts a v1.0 caller reads.
  */
-import {
-  BLAST_V1_URI,
-  EFFECT_DOMAIN_V1_URI,
-  createWorldStateDeltaPart,
-} from '../../src/protocol/index.js';
+import { declareBlast, declareEffectDomain } from '../../src/agent/index.js';
 import { startAgent, textPart, type AgentBehaviour, type RunningAgent } from './harness.js';
 
 /** The legacy agent's behaviour. */
 export const legacyBehaviour: AgentBehaviour = (call) => ({
-  artifacts: [
-    [
-      textPart(`triaged (${call.requestedVersion})`),
-      createWorldStateDeltaPart([
-        { domain: 'board', path: 'data.untriaged', op: 'inc', value: -2 },
-      ]),
-    ],
-  ],
+  artifacts: [[textPart(`triaged (${call.requestedVersion})`)]],
+  deltas: [{ domain: 'board', path: 'data.untriaged', op: 'inc', value: -2 }],
 });
 
 /** Starts the legacy agent. */
@@ -32,10 +23,7 @@ export function startLegacyAgent(
     ...(options.port === undefined ? {} : { port: options.port }),
     legacy: true,
     skills: [{ id: 'triage' }],
-    extensions: [
-      { uri: EFFECT_DOMAIN_V1_URI },
-      { uri: BLAST_V1_URI, params: { skills: { triage: { radius: 'project' } } } },
-    ],
+    declare: (card) => declareBlast(declareEffectDomain(card), { triage: 'project' }),
     behaviour: options.behaviour ?? legacyBehaviour,
   });
 }

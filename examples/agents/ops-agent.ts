@@ -1,16 +1,16 @@
 /**
- * "ops": an example agent that declares blast-v1, hitl-mode-v1, effect-domain-v1 and cost-v1 and
- * reports what each skill changed as worldstate-delta parts, plus a cost-v1 sample.
+ * "ops": an example agent on the agent-author kit. Its card declares blast-v1, hitl-mode-v1,
+ * effect-domain-v1 and cost-v1 with the kit's helpers; each skill reports what it changed and a
+ * cost sample through the kit, which sends them once, on the artifact that ends the task.
  */
+import { AgentCard } from '@a2a-js/sdk';
 import {
-  BLAST_V1_URI,
-  COST_V1_URI,
-  EFFECT_DOMAIN_V1_URI,
-  HITL_MODE_V1_URI,
-  createCostPart,
-  createWorldStateDeltaPart,
-  type WorldStateDeltaEntry,
-} from '../../src/protocol/index.js';
+  declareBlast,
+  declareCost,
+  declareEffectDomain,
+  declareHitlMode,
+} from '../../src/agent/index.js';
+import type { WorldStateDeltaEntry } from '../../src/protocol/index.js';
 import {
   startAgent,
   textPart,
@@ -37,36 +37,45 @@ export const OPS_DELTAS: Readonly<Record<string, WorldStateDeltaEntry[]>> = {
   bulk_migration: [{ domain: 'github_issues', path: 'data.migrated', op: 'push', value: 'repo-a' }],
 };
 
-/** The extension declarations of the ops agent's card. */
-export function opsDeclarations(): ExampleExtensionDeclaration[] {
-  const blast: Record<string, unknown> = {};
-  const hitl: Record<string, unknown> = {};
-  const domains: Record<string, unknown> = {};
-  for (const [skill, d] of Object.entries(OPS_SKILLS)) {
-    blast[skill] = { radius: d.radius };
-    hitl[skill] = 'vetoTtlMs' in d ? { mode: d.mode, vetoTtlMs: d.vetoTtlMs } : { mode: d.mode };
-    domains[skill] = { domains: [...d.domains] };
-  }
-  return [
-    { uri: BLAST_V1_URI, params: { skills: blast } },
-    { uri: HITL_MODE_V1_URI, params: { skills: hitl } },
-    { uri: EFFECT_DOMAIN_V1_URI, params: { skills: domains } },
-    { uri: COST_V1_URI },
-  ];
+/** Writes the ops agent's declarations on a card with the kit's helpers. */
+export function declareOps(card: AgentCard): AgentCard {
+  const skills = Object.entries(OPS_SKILLS);
+  let out = declareBlast(card, Object.fromEntries(skills.map(([id, d]) => [id, d.radius])));
+  out = declareHitlMode(
+    out,
+    Object.fromEntries(
+      skills.map(([id, d]) => [
+        id,
+        'vetoTtlMs' in d ? { mode: d.mode, vetoTtlMs: d.vetoTtlMs } : d.mode,
+      ]),
+    ),
+  );
+  out = declareEffectDomain(
+    out,
+    Object.fromEntries(skills.map(([id, d]) => [id, { domains: [...d.domains] }])),
+  );
+  return declareCost(out);
 }
 
-/** The ops agent's default behaviour: one artifact with a summary, the deltas and a cost sample. */
+/** The extension declarations of the ops agent's card (as the kit writes them). */
+export function opsDeclarations(): ExampleExtensionDeclaration[] {
+  const skills = Object.keys(OPS_SKILLS).map((id) => ({ id, name: id, description: id, tags: [] }));
+  const card = declareOps(AgentCard.fromJSON({ skills }));
+  return (card.capabilities?.extensions ?? []).map((e) => ({
+    uri: e.uri,
+    description: e.description,
+    ...(e.params === undefined ? {} : { params: e.params }),
+  }));
+}
+
+/** The ops agent's default behaviour: a summary artifact; the deltas and a cost sample reported. */
 export const opsBehaviour: AgentBehaviour = (call) => {
   const skill = call.skill ?? 'sitrep';
   const deltas = OPS_DELTAS[skill] ?? [];
   return {
-    artifacts: [
-      [
-        textPart(`${skill}: ${deltas.length} change(s)`),
-        createWorldStateDeltaPart(deltas),
-        createCostPart({ usage: { input_tokens: 120, output_tokens: 40 }, costUsd: 0.0021 }),
-      ],
-    ],
+    artifacts: [[textPart(`${skill}: ${deltas.length} change(s)`)]],
+    deltas,
+    cost: { usage: { input_tokens: 120, output_tokens: 40 }, costUsd: 0.0021 },
   };
 };
 
@@ -90,7 +99,7 @@ export function startOpsAgent(
     streaming: options.streaming ?? false,
     pushNotifications: options.pushNotifications ?? false,
     skills: Object.keys(OPS_SKILLS).map((id) => ({ id })),
-    extensions: opsDeclarations(),
+    declare: declareOps,
     behaviour: options.behaviour ?? opsBehaviour,
     ...(options.decorateHandler === undefined ? {} : { decorateHandler: options.decorateHandler }),
   });

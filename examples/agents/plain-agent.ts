@@ -1,18 +1,14 @@
 /**
- * "plain": an example agent that declares no extension. It still returns a worldstate-delta part,
- * so a test can show that nothing is published for an agent that never declared effect-domain-v1.
+ * "plain": an example agent that declares no extension. It still reports a delta through the kit
+ * (which warns that no gateway will read it: `agent.warnings`), so a test can show that nothing is
+ * published for an agent that never declared effect-domain-v1.
  */
-import { createWorldStateDeltaPart } from '../../src/protocol/index.js';
 import { startAgent, textPart, type AgentBehaviour, type RunningAgent } from './harness.js';
 
-/** The plain agent's behaviour: echoes the text, with an (undeclared) delta part. */
+/** The plain agent's behaviour: echoes the text, with an (undeclared) delta. */
 export const plainBehaviour: AgentBehaviour = (call) => ({
-  artifacts: [
-    [
-      textPart(`echo: ${call.text}`),
-      createWorldStateDeltaPart([{ domain: 'board', path: 'data.echoes', op: 'inc', value: 1 }]),
-    ],
-  ],
+  artifacts: [[textPart(`echo: ${call.text}`)]],
+  deltas: [{ domain: 'board', path: 'data.echoes', op: 'inc', value: 1 }],
 });
 
 /** Starts the plain agent. */

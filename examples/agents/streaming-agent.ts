@@ -1,28 +1,21 @@
 /**
- * "stream": an example agent that declares `capabilities.streaming` and effect-domain-v1, and
- * emits submitted → working → artifact(s) → completed with a pause before finishing.
+ * "stream": an example agent on the agent-author kit that declares `capabilities.streaming`,
+ * effect-domain-v1 and cost-v1, and emits submitted → working → progress artifact → effects
+ * artifact → completed with a pause before finishing. The deltas of the build are reported through
+ * the kit, which sends them once, on the effects artifact right before the final status — never on
+ * the progress artifact.
  */
-import {
-  COST_V1_URI,
-  EFFECT_DOMAIN_V1_URI,
-  createWorldStateDeltaPart,
-} from '../../src/protocol/index.js';
+import { declareCost, declareEffectDomain } from '../../src/agent/index.js';
 import { startAgent, textPart, type AgentBehaviour, type RunningAgent } from './harness.js';
 
-/** The streaming agent's behaviour: two artifacts, each with deltas, after `delayMs`. */
+/** The streaming agent's behaviour: a progress artifact and two deltas, after `delayMs`. */
 export function streamingBehaviour(delayMs = 20): AgentBehaviour {
   return (call) => ({
     delayMs,
-    artifacts: [
-      [
-        textPart(`building ${call.skill ?? 'build'}`),
-        createWorldStateDeltaPart([{ domain: 'ci', path: 'data.running', op: 'inc', value: 1 }]),
-      ],
-      [
-        createWorldStateDeltaPart([
-          { domain: 'ci', path: 'data.lastBuild', op: 'set', value: 'ok' },
-        ]),
-      ],
+    artifacts: [[textPart(`building ${call.skill ?? 'build'}`)]],
+    deltas: [
+      { domain: 'ci', path: 'data.running', op: 'inc', value: 1 },
+      { domain: 'ci', path: 'data.lastBuild', op: 'set', value: 'ok' },
     ],
   });
 }
@@ -37,7 +30,7 @@ export function startStreamingAgent(
     ...(options.port === undefined ? {} : { port: options.port }),
     streaming: true,
     skills: [{ id: 'build' }],
-    extensions: [{ uri: EFFECT_DOMAIN_V1_URI }, { uri: COST_V1_URI }],
+    declare: (card) => declareCost(declareEffectDomain(card, { build: { domains: ['ci'] } })),
     behaviour: options.behaviour ?? streamingBehaviour(),
   });
 }

@@ -73,6 +73,11 @@ export const ERROR_CODES = {
     'The identical call was rejected recently; it is not asked again.',
   FLEETGATE_APPROVAL_VOID:
     'The call changed after it was approved (input, radius or policy); the approval no longer applies.',
+  FLEETGATE_DECLARATION_INVALID:
+    'A card declaration names a skill missing from card.skills or carries an invalid value.',
+  FLEETGATE_EFFECTS_CLOSED:
+    'The task already ended and its effects were sent; nothing more can be reported.',
+  FLEETGATE_MCP_TOOLS_INVALID: 'The MCP tool list is not a tools/list result or a list of tools.',
 } as const;
 
 /** A stable, documented error code. */

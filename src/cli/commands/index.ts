@@ -6,6 +6,7 @@ import type { Command } from 'commander';
 import type { CliIo } from '../io.js';
 import { registerAgents } from './agents.js';
 import { registerApprovals } from './approvals.js';
+import { registerCheckAgent } from './check-agent.js';
 import { registerConfig, registerInit } from './config.js';
 import { registerLintCard } from './lint-card.js';
 import { registerTail } from './tail.js';
@@ -30,4 +31,5 @@ export const COMMANDS: readonly RegisterCommand[] = [
   registerTail,
   registerWorld,
   registerApprovals,
+  registerCheckAgent,
 ];

@@ -1,5 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
+import type { McpTool } from '../../agent/index.js';
+import { checkRadiiAgainstMcpTools, parseMcpTools } from '../../agent/index.js';
 import { HttpCardSource } from '../../fleet/index.js';
 import type { Declarations, Diagnostic } from '../../protocol/index.js';
 import { FleetgateError, parseCardJson, readDeclarations } from '../../protocol/index.js';
@@ -28,9 +30,19 @@ export interface LintReport {
   summary: { errors: number; warnings: number };
 }
 
-/** Builds the lint report of a parsed card. */
-export function lintCard(card: unknown, source: string): LintReport {
+/**
+ * Builds the lint report of a parsed card; with `mcpTools`, also warns where a declared radius is
+ * narrower than the tools' MCP annotations imply (tool name = skill id).
+ */
+export function lintCard(
+  card: unknown,
+  source: string,
+  options: { mcpTools?: readonly McpTool[] } = {},
+): LintReport {
   const d = readDeclarations(card);
+  if (options.mcpTools !== undefined) {
+    d.diagnostics.push(...checkRadiiAgainstMcpTools(card, options.mcpTools));
+  }
   const ids = [
     ...d.skills,
     ...[...Object.keys(d.blast), ...Object.keys(d.hitlMode), ...Object.keys(d.effectDomain)].filter(
@@ -134,7 +146,35 @@ async function readCard(
   }
 }
 
-/** `fleetgate lint-card FILE|URL [--json] [--strict] [--timeout MS]` */
+type LintOptions = { json?: boolean; strict?: boolean; timeout: number; mcp?: string };
+
+/** Reads an MCP tools/list JSON file (`--mcp`). */
+async function readMcpTools(path: string): Promise<McpTool[]> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    const reason = error instanceof Error ? error.message.replace(/^[A-Z]+: /u, '') : '';
+    throw new FleetgateError(
+      'FLEETGATE_FILE_ACCESS_FAILED',
+      `Cannot read the MCP tools file ${path} (${reason})`,
+      { cause: error, details: { path } },
+    );
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new FleetgateError(
+      'FLEETGATE_MCP_TOOLS_INVALID',
+      `${path}: not valid JSON (${(error as Error).message})`,
+      { cause: error, details: { source: path } },
+    );
+  }
+  return parseMcpTools(json, path);
+}
+
+/** `fleetgate lint-card FILE|URL [--json] [--strict] [--timeout MS] [--mcp TOOLS.json]` */
 export function registerLintCard(
   program: Command,
   io: CliIo,
@@ -154,9 +194,11 @@ export function registerLintCard(
       millisecondsFlag,
       5000,
     )
-    .action(async (target: string, opts: { json?: boolean; strict?: boolean; timeout: number }) => {
+    .option('--mcp <tools.json>', 'warn where a radius is narrower than MCP tool annotations imply')
+    .action(async (target: string, opts: LintOptions) => {
       const { text, source } = await readCard(target, opts.timeout);
-      const report = lintCard(parseCardJson(text, source), source);
+      const mcpTools = opts.mcp === undefined ? undefined : await readMcpTools(opts.mcp);
+      const report = lintCard(parseCardJson(text, source), source, mcpTools && { mcpTools });
       io.out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report, io.color));
       const { errors, warnings } = report.summary;
       setExit(errors > 0 || (warnings > 0 && opts.strict === true) ? EXIT.problems : EXIT.ok);
