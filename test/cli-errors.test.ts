@@ -15,6 +15,10 @@ import { requirePostgres } from './support/services.js';
 
 const pgUp = await requirePostgres();
 
+/** A child process per run: slow on a busy machine, never a hang (runCli kills it first). */
+const RUN_MS = 60_000;
+const TEST_MS = 2 * RUN_MS + 10_000;
+
 interface Case {
   /** What the user did wrong. */
   name: string;
@@ -331,46 +335,62 @@ describe('fleetgate: every bad input gives a code, an exit status and a fix', ()
   afterAll(() => rmSync(dirs.dir, { recursive: true, force: true }));
 
   describe.concurrent.each(CASES.filter((c) => pgUp || c.pg !== true))('$name', (c) => {
-    it(`prints ${c.code} with its fix and exits ${c.exit ?? 2}`, async () => {
-      const run = await runCli(c.args(dirs), c.env ?? {}, { timeoutMs: 30_000 });
-      expectNoStackTrace(run);
-      expect(run.code).toBe(c.exit ?? 2);
-      const printed = parseText(run);
-      expect(printed.code).toBe(c.code);
-      expect(printed.message).toMatch(c.message);
-      expect(printed.fix).toMatch(c.fix);
-      expect(run.stdout).toBe('');
-    });
+    it(
+      `prints ${c.code} with its fix and exits ${c.exit ?? 2}`,
+      async () => {
+        const run = await runCli(c.args(dirs), c.env ?? {}, { timeoutMs: RUN_MS });
+        expectNoStackTrace(run);
+        expect(run.code).toBe(c.exit ?? 2);
+        const printed = parseText(run);
+        expect(printed.code).toBe(c.code);
+        expect(printed.message).toMatch(c.message);
+        expect(printed.fix).toMatch(c.fix);
+        expect(run.stdout).toBe('');
+      },
+      TEST_MS,
+    );
 
-    it.runIf(c.json === true)('prints the same error as JSON on stdout with --json', async () => {
-      const args = c.args(dirs);
-      const run = await runCli(args.includes('--json') ? args : [...args, '--json'], c.env ?? {}, {
-        timeoutMs: 30_000,
-      });
-      expectNoStackTrace(run);
-      expect(run.code).toBe(c.exit ?? 2);
-      const parsed = JSON.parse(run.stdout) as {
-        error: { code: string; message: string; fix: string | null };
-      };
-      expect(parsed.error.code).toBe(c.code);
-      expect(parsed.error.message).toMatch(c.message);
-      expect(parsed.error.fix).toMatch(c.fix);
-      expect(run.stderr).not.toMatch(/FLEETGATE_/u);
-    });
+    it.runIf(c.json === true)(
+      'prints the same error as JSON on stdout with --json',
+      async () => {
+        const args = c.args(dirs);
+        const run = await runCli(
+          args.includes('--json') ? args : [...args, '--json'],
+          c.env ?? {},
+          {
+            timeoutMs: RUN_MS,
+          },
+        );
+        expectNoStackTrace(run);
+        expect(run.code).toBe(c.exit ?? 2);
+        const parsed = JSON.parse(run.stdout) as {
+          error: { code: string; message: string; fix: string | null };
+        };
+        expect(parsed.error.code).toBe(c.code);
+        expect(parsed.error.message).toMatch(c.message);
+        expect(parsed.error.fix).toMatch(c.fix);
+        expect(run.stderr).not.toMatch(/FLEETGATE_/u);
+      },
+      TEST_MS,
+    );
   });
 
-  it('lists every problem of a configuration under the one error line', async () => {
-    const run = await runCli(['agents', '--config', join(dirs.dir, 'bad.yaml')]);
-    expect(run.stderr.split('\n').slice(0, 4)).toEqual([
-      expect.stringMatching(/^FLEETGATE_CONFIG_INVALID: .*bad\.yaml has 2 problems$/),
-      expect.stringMatching(/^ {2}.*bad\.yaml:1:1 lisen: unknown key; did you mean "listen"\?$/),
-      expect.stringMatching(
-        /^ {2}.*bad\.yaml:2:26 policy\.unknownRadius: must be one of self, project, repo, fleet, public, proceed \(got "everything"\)$/,
-      ),
-      expect.stringMatching(/^ {2}fix: /),
-    ]);
-    const json = await runCli(['agents', '--config', join(dirs.dir, 'bad.yaml'), '--json']);
-    const parsed = JSON.parse(json.stdout) as { error: { problems: string[] } };
-    expect(parsed.error.problems).toHaveLength(2);
-  });
+  it(
+    'lists every problem of a configuration under the one error line',
+    async () => {
+      const run = await runCli(['agents', '--config', join(dirs.dir, 'bad.yaml')]);
+      expect(run.stderr.split('\n').slice(0, 4)).toEqual([
+        expect.stringMatching(/^FLEETGATE_CONFIG_INVALID: .*bad\.yaml has 2 problems$/),
+        expect.stringMatching(/^ {2}.*bad\.yaml:1:1 lisen: unknown key; did you mean "listen"\?$/),
+        expect.stringMatching(
+          /^ {2}.*bad\.yaml:2:26 policy\.unknownRadius: must be one of self, project, repo, fleet, public, proceed \(got "everything"\)$/,
+        ),
+        expect.stringMatching(/^ {2}fix: /),
+      ]);
+      const json = await runCli(['agents', '--config', join(dirs.dir, 'bad.yaml'), '--json']);
+      const parsed = JSON.parse(json.stdout) as { error: { problems: string[] } };
+      expect(parsed.error.problems).toHaveLength(2);
+    },
+    TEST_MS,
+  );
 });

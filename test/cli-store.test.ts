@@ -19,6 +19,9 @@ import { PG_URL, requirePostgres, uniqueName } from './support/services.js';
 
 const pgUp = await requirePostgres();
 
+/** Several child processes per test: slow on a busy machine. */
+const TEST_MS = 180_000;
+
 let dir: string;
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'fleetgate-cli-store-'));
@@ -26,24 +29,28 @@ beforeAll(() => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('reading commands on SQLite', () => {
-  it('never create the store file, and leave an existing store unchanged', async () => {
-    const absent = join(dir, 'never', 'fleetgate.db');
-    for (const args of [['world'], ['approvals'], ['approvals', 'approve', 'x1']]) {
-      const run = await runCli([...args, '--store', `sqlite:${absent}`]);
-      expect(run.code).toBe(2);
-      expect(run.stderr).toMatch(/^FLEETGATE_STORE_NOT_INITIALISED: /m);
-    }
-    expect(existsSync(join(dir, 'never'))).toBe(false);
+  it(
+    'never create the store file, and leave an existing store unchanged',
+    async () => {
+      const absent = join(dir, 'never', 'fleetgate.db');
+      for (const args of [['world'], ['approvals'], ['approvals', 'approve', 'x1']]) {
+        const run = await runCli([...args, '--store', `sqlite:${absent}`]);
+        expect(run.code).toBe(2);
+        expect(run.stderr).toMatch(/^FLEETGATE_STORE_NOT_INITIALISED: /m);
+      }
+      expect(existsSync(join(dir, 'never'))).toBe(false);
 
-    const file = join(dir, 'gw.db');
-    await (await openGatewayStore(`sqlite:${file}`)).close();
-    const before = readFileSync(file);
-    const world = await runCli(['world', '--store', `sqlite:${file}`, '--json']);
-    expect(world.code).toBe(0);
-    expect(JSON.parse(world.stdout)).toEqual([]);
-    expect(readFileSync(file).equals(before)).toBe(true);
-    expect(existsSync(`${file}-wal`) ? statSync(`${file}-wal`).size : 0).toBe(0);
-  });
+      const file = join(dir, 'gw.db');
+      await (await openGatewayStore(`sqlite:${file}`)).close();
+      const before = readFileSync(file);
+      const world = await runCli(['world', '--store', `sqlite:${file}`, '--json']);
+      expect(world.code).toBe(0);
+      expect(JSON.parse(world.stdout)).toEqual([]);
+      expect(readFileSync(file).equals(before)).toBe(true);
+      expect(existsSync(`${file}-wal`) ? statSync(`${file}-wal`).size : 0).toBe(0);
+    },
+    TEST_MS,
+  );
 
   it('open the store read-only: a write through it is refused', async () => {
     const url = `sqlite:${join(dir, 'ro.db')}`;
@@ -58,19 +65,23 @@ describe('reading commands on SQLite', () => {
     }
   });
 
-  it('refuse a store set up by an older release, naming the migrations it misses', async () => {
-    const url = `sqlite:${join(dir, 'old.db')}`;
-    const store = await openGatewayStore(url);
-    await sql`delete from fleetgate_migration where name = '0101_fleet_card_failures'`.execute(
-      store.db,
-    );
-    await store.close();
-    const run = await runCli(['world', '--store', url]);
-    expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(
-      /^FLEETGATE_STORE_NOT_INITIALISED: The store sqlite:.*old\.db was set up by an older gateway: migration 0101_fleet_card_failures not run yet/m,
-    );
-  });
+  it(
+    'refuse a store set up by an older release, naming the migrations it misses',
+    async () => {
+      const url = `sqlite:${join(dir, 'old.db')}`;
+      const store = await openGatewayStore(url);
+      await sql`delete from fleetgate_migration where name = '0101_fleet_card_failures'`.execute(
+        store.db,
+      );
+      await store.close();
+      const run = await runCli(['world', '--store', url]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toMatch(
+        /^FLEETGATE_STORE_NOT_INITIALISED: The store sqlite:.*old\.db was set up by an older gateway: migration 0101_fleet_card_failures not run yet/m,
+      );
+    },
+    TEST_MS,
+  );
 });
 
 describe.skipIf(!pgUp)('reading commands on PostgreSQL', () => {
@@ -96,35 +107,45 @@ describe.skipIf(!pgUp)('reading commands on PostgreSQL', () => {
     await admin.end();
   });
 
-  it('world and approvals on an empty schema create nothing and say why they stop', async () => {
-    for (const args of [['world'], ['approvals'], ['approvals', 'reject', 'x1']]) {
-      const run = await runCli([...args, '--store', url]);
-      expect(run.code).toBe(2);
-      expect(run.stderr).toMatch(
-        /^FLEETGATE_STORE_NOT_INITIALISED: The store postgres:\/\/.* has not been initialised by a gateway \(it has no Fleetgate tables\); start a gateway on it first/m,
-      );
-    }
-    expect(await tables()).toEqual([]);
-  });
+  it(
+    'world and approvals on an empty schema create nothing and say why they stop',
+    async () => {
+      for (const args of [['world'], ['approvals'], ['approvals', 'reject', 'x1']]) {
+        const run = await runCli([...args, '--store', url]);
+        expect(run.code).toBe(2);
+        expect(run.stderr).toMatch(
+          /^FLEETGATE_STORE_NOT_INITIALISED: The store postgres:\/\/.* has not been initialised by a gateway \(it has no Fleetgate tables\); start a gateway on it first/m,
+        );
+      }
+      expect(await tables()).toEqual([]);
+    },
+    TEST_MS,
+  );
 
-  it('read a schema a gateway set up, through read-only sessions', async () => {
-    await (await openGatewayStore(PG_URL, { schema })).close();
-    const count = (await tables()).length;
-    expect(count).toBeGreaterThan(5);
-    const world = await runCli(['world', '--store', url, '--json']);
-    expect(world.stderr).toBe('');
-    expect(world.code).toBe(0);
-    expect(JSON.parse(world.stdout)).toEqual([]);
-    const store = await openGatewayStore(url, { readOnly: true });
-    try {
-      await expect(
-        sql`insert into fleetgate_card_failure values ('a', 'u', 1, 'c', 'm', 0)`.execute(store.db),
-      ).rejects.toThrow(/read-only transaction/);
-    } finally {
-      await store.close();
-    }
-    expect((await tables()).length).toBe(count);
-  });
+  it(
+    'read a schema a gateway set up, through read-only sessions',
+    async () => {
+      await (await openGatewayStore(PG_URL, { schema })).close();
+      const count = (await tables()).length;
+      expect(count).toBeGreaterThan(5);
+      const world = await runCli(['world', '--store', url, '--json']);
+      expect(world.stderr).toBe('');
+      expect(world.code).toBe(0);
+      expect(JSON.parse(world.stdout)).toEqual([]);
+      const store = await openGatewayStore(url, { readOnly: true });
+      try {
+        await expect(
+          sql`insert into fleetgate_card_failure values ('a', 'u', 1, 'c', 'm', 0)`.execute(
+            store.db,
+          ),
+        ).rejects.toThrow(/read-only transaction/);
+      } finally {
+        await store.close();
+      }
+      expect((await tables()).length).toBe(count);
+    },
+    TEST_MS,
+  );
 });
 
 describe('card failure counts across runs', () => {
@@ -163,76 +184,88 @@ describe('card failure counts across runs', () => {
     return report.agents.find((a) => a.name === 'flaky')!;
   }
 
-  it('turns an agent stale after 3 failing runs, and fresh again after a good one', async () => {
-    expect(await flaky()).toMatchObject({ status: 'failed', failures: 1 });
-    expect(await flaky()).toMatchObject({ status: 'failed', failures: 2 });
-    expect(await flaky()).toMatchObject({ status: 'stale', failures: 3 });
-    const table = await runCli(['agents', '--config', config]);
-    expect(table.stdout).toMatch(/flaky\s+stale/);
-    // A skill without a declared radius shows what the policy counts it as.
-    expect(table.stdout).toMatch(/deploy\s+public \(unknown\)\s+gated/);
+  it(
+    'turns an agent stale after 3 failing runs, and fresh again after a good one',
+    async () => {
+      expect(await flaky()).toMatchObject({ status: 'failed', failures: 1 });
+      expect(await flaky()).toMatchObject({ status: 'failed', failures: 2 });
+      expect(await flaky()).toMatchObject({ status: 'stale', failures: 3 });
+      const table = await runCli(['agents', '--config', config]);
+      expect(table.stdout).toMatch(/flaky\s+stale/);
+      // A skill without a declared radius shows what the policy counts it as.
+      expect(table.stdout).toMatch(/deploy\s+public \(unknown\)\s+gated/);
 
-    server.set('flaky', { type: 'card', card: cardWith('flaky', { x: 'self' }) });
-    const refreshed = await runCli(['cards', 'refresh', '--config', config]);
-    expect(refreshed.stdout).toContain('2 agents: 1 new, 0 changed, 1 unchanged, 0 failed');
-    expect(refreshed.code).toBe(0);
-    server.set('flaky', { type: 'status', status: 503 });
-    expect(await flaky()).toMatchObject({ status: 'failed', failures: 1 });
-  }, 120_000);
+      server.set('flaky', { type: 'card', card: cardWith('flaky', { x: 'self' }) });
+      const refreshed = await runCli(['cards', 'refresh', '--config', config]);
+      expect(refreshed.stdout).toContain('2 agents: 1 new, 0 changed, 1 unchanged, 0 failed');
+      expect(refreshed.code).toBe(0);
+      server.set('flaky', { type: 'status', status: 503 });
+      expect(await flaky()).toMatchObject({ status: 'failed', failures: 1 });
+    },
+    TEST_MS,
+  );
 });
 
 describe('fleetgate init and config check', () => {
-  it('writes a commented starter that config check accepts, and never overwrites by accident', async () => {
-    const cwd = mkdtempSync(join(dir, 'init-'));
-    const init = await runCli(['init'], {}, { cwd });
-    expect(init.code).toBe(0);
-    expect(init.stdout).toContain('wrote fleetgate.yaml');
-    expect(readFileSync(join(cwd, 'fleetgate.yaml'), 'utf8')).toBe(STARTER_CONFIG);
-    expect(STARTER_CONFIG).toMatch(/^# /m);
+  it(
+    'writes a commented starter that config check accepts, and never overwrites by accident',
+    async () => {
+      const cwd = mkdtempSync(join(dir, 'init-'));
+      const init = await runCli(['init'], {}, { cwd });
+      expect(init.code).toBe(0);
+      expect(init.stdout).toContain('wrote fleetgate.yaml');
+      expect(readFileSync(join(cwd, 'fleetgate.yaml'), 'utf8')).toBe(STARTER_CONFIG);
+      expect(STARTER_CONFIG).toMatch(/^# /m);
 
-    const check = await runCli(['config', 'check'], {}, { cwd });
-    expect(check.stderr).toBe('');
-    expect(check.code).toBe(0);
-    expect(check.stdout).toBe(
-      'valid fleetgate.yaml: 0 agents, store sqlite:./data/fleetgate.db, bus memory\n',
-    );
+      const check = await runCli(['config', 'check'], {}, { cwd });
+      expect(check.stderr).toBe('');
+      expect(check.code).toBe(0);
+      expect(check.stdout).toBe(
+        'valid fleetgate.yaml: 0 agents, store sqlite:./data/fleetgate.db, bus memory\n',
+      );
 
-    const again = await runCli(['init'], {}, { cwd });
-    expect(again.code).toBe(2);
-    expect(again.stderr).toMatch(
-      /^FLEETGATE_USAGE: fleetgate\.yaml already exists; pass --force to replace it$/m,
-    );
-    writeFileSync(join(cwd, 'fleetgate.yaml'), 'bus: kafka\n');
-    expect((await runCli(['init', '--force'], {}, { cwd })).code).toBe(0);
-    expect(readFileSync(join(cwd, 'fleetgate.yaml'), 'utf8')).toBe(STARTER_CONFIG);
-  });
+      const again = await runCli(['init'], {}, { cwd });
+      expect(again.code).toBe(2);
+      expect(again.stderr).toMatch(
+        /^FLEETGATE_USAGE: fleetgate\.yaml already exists; pass --force to replace it$/m,
+      );
+      writeFileSync(join(cwd, 'fleetgate.yaml'), 'bus: kafka\n');
+      expect((await runCli(['init', '--force'], {}, { cwd })).code).toBe(0);
+      expect(readFileSync(join(cwd, 'fleetgate.yaml'), 'utf8')).toBe(STARTER_CONFIG);
+    },
+    TEST_MS,
+  );
 
-  it('reports every problem with exit 1, as text or JSON', async () => {
-    const file = join(dir, 'check.yaml');
-    writeFileSync(
-      file,
-      'bus: kafka\nagents:\n  - { name: a, url: "http://127.0.0.1:1", auth: { bearerEnv: FG_UNSET_TOKEN } }\n',
-    );
-    const run = await runCli(['config', 'check', file], { FG_UNSET_TOKEN: '' });
-    expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/^FLEETGATE_CONFIG_INVALID: .*check\.yaml has 2 problems$/m);
-    expect(run.stderr).toMatch(/check\.yaml:1:6 bus: must be memory or nats:\/\/host:port/);
-    expect(run.stderr).toMatch(
-      /check\.yaml:3:62 agents\[0\]\.auth\.bearerEnv: FG_UNSET_TOKEN is not set/,
-    );
-    const noEnv = await runCli(['config', 'check', file, '--no-env', '--json']);
-    expect(noEnv.code).toBe(1);
-    const single = JSON.parse(noEnv.stdout) as {
-      error: { code: string; message: string; problems?: string[] };
-    };
-    // One problem: it is the message itself.
-    expect(single.error.code).toBe('FLEETGATE_CONFIG_INVALID');
-    expect(single.error.message).toMatch(/check\.yaml:1:6 bus: /);
-    expect(single.error.problems).toBeUndefined();
-    const unreadable = await runCli(['config', 'check', join(dir, 'nope.yaml')]);
-    expect(unreadable.code).toBe(2);
-    expect(unreadable.stderr).toMatch(/^FLEETGATE_FILE_ACCESS_FAILED: /m);
-  });
+  it(
+    'reports every problem with exit 1, as text or JSON',
+    async () => {
+      const file = join(dir, 'check.yaml');
+      writeFileSync(
+        file,
+        'bus: kafka\nagents:\n  - { name: a, url: "http://127.0.0.1:1", auth: { bearerEnv: FG_UNSET_TOKEN } }\n',
+      );
+      const run = await runCli(['config', 'check', file], { FG_UNSET_TOKEN: '' });
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(/^FLEETGATE_CONFIG_INVALID: .*check\.yaml has 2 problems$/m);
+      expect(run.stderr).toMatch(/check\.yaml:1:6 bus: must be memory or nats:\/\/host:port/);
+      expect(run.stderr).toMatch(
+        /check\.yaml:3:62 agents\[0\]\.auth\.bearerEnv: FG_UNSET_TOKEN is not set/,
+      );
+      const noEnv = await runCli(['config', 'check', file, '--no-env', '--json']);
+      expect(noEnv.code).toBe(1);
+      const single = JSON.parse(noEnv.stdout) as {
+        error: { code: string; message: string; problems?: string[] };
+      };
+      // One problem: it is the message itself.
+      expect(single.error.code).toBe('FLEETGATE_CONFIG_INVALID');
+      expect(single.error.message).toMatch(/check\.yaml:1:6 bus: /);
+      expect(single.error.problems).toBeUndefined();
+      const unreadable = await runCli(['config', 'check', join(dir, 'nope.yaml')]);
+      expect(unreadable.code).toBe(2);
+      expect(unreadable.stderr).toMatch(/^FLEETGATE_FILE_ACCESS_FAILED: /m);
+    },
+    TEST_MS,
+  );
 });
 
 describe('a store path that cannot be created', () => {

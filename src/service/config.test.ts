@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -105,6 +105,13 @@ describe('configuration', () => {
     expect(await problemsOf('- just\n- a list\n')).toEqual([
       '1:1 must be a mapping of keys (got a list)',
     ]);
+  });
+
+  it('accepts the sample of docs/configuration.md', async () => {
+    const doc = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
+    const sample = /```yaml\n([\s\S]*?)```/u.exec(doc)?.[1];
+    expect(sample).toContain('agents:');
+    expect(await problemsOf(sample!)).toEqual([]);
   });
 
   it('names an unreadable file with its own code', async () => {
