@@ -375,7 +375,7 @@ describe('fleetgate check-agent', () => {
     ]);
   });
 
-  it('exits 2 with the code when the agent cannot be reached, 64 without --skill', async () => {
+  it('exits 2 with the code when the agent cannot be reached, and without --skill', async () => {
     const refused = await runCli([
       'check-agent',
       'http://127.0.0.1:9',
@@ -388,6 +388,9 @@ describe('fleetgate check-agent', () => {
     expect(refused.stderr).toMatch(
       /FLEETGATE_CARD_FETCH_FAILED: http:\/\/127\.0\.0\.1:9\/\.well-known\/agent-card\.json/,
     );
-    expect((await runCli(['check-agent', kit.url])).code).toBe(64);
+    const usage = await runCli(['check-agent', kit.url]);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toMatch(/^FLEETGATE_USAGE: .*--skill/mu);
+    expect(usage.stderr).toMatch(/^ {2}fix: /mu);
   });
 });
