@@ -18,9 +18,13 @@ import type { GatewayStore } from '../src/service/index.js';
 import { openGatewayStore } from '../src/service/index.js';
 import { createStoreTaskRecords, TaskTracker } from '../src/tasks/index.js';
 
-/** Forwards to the agent; the first SendStreamingMessage response is cut after its first chunk. */
+/**
+ * Forwards to the agent; the first SendStreamingMessage response is cut after its first chunk.
+ * `onResubscribed` runs once the agent answered a SubscribeToTask (its stream is attached).
+ */
 async function startDroppingProxy(
   target: string,
+  onResubscribed: () => void,
 ): Promise<{ url: string; cut: () => number; close: () => Promise<void> }> {
   const { hostname, port } = new URL(target);
   let cut = 0;
@@ -30,10 +34,12 @@ async function startDroppingProxy(
     req.on('end', () => {
       const body = Buffer.concat(chunks);
       const dropThis = cut === 0 && body.toString().includes('SendStreamingMessage');
+      const resubscribe = body.toString().includes('SubscribeToTask');
       const upstream = httpRequest(
         { hostname, port, path: req.url, method: req.method, headers: req.headers },
         (up) => {
           res.writeHead(up.statusCode ?? 502, up.headers);
+          if (resubscribe) onResubscribed();
           up.on('data', (chunk: Buffer) => {
             if (!dropThis) {
               res.write(chunk);
@@ -64,12 +70,24 @@ async function startDroppingProxy(
   };
 }
 
+/** Settled once the tracker's SubscribeToTask stream is attached at the agent. */
+const resubscribed = (() => {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+})();
+
 describe('resubscribe', () => {
   let agent: RunningAgent;
   let store: GatewayStore;
   let dir: string;
   beforeAll(async () => {
-    agent = await startStreamingAgent({ behaviour: streamingBehaviour(150) });
+    // The task stays working until the tracker's SubscribeToTask reached the agent: the end is
+    // seen on the resumed stream however slow the machine is.
+    const base = streamingBehaviour(0);
+    agent = await startStreamingAgent({
+      behaviour: async (call) => ({ ...(await base(call)), hold: resubscribed.promise }),
+    });
     dir = mkdtempSync(join(tmpdir(), 'fleetgate-resub-'));
     store = await openGatewayStore(`sqlite:${join(dir, 'tasks.db')}`);
   });
@@ -80,7 +98,7 @@ describe('resubscribe', () => {
   });
 
   it('resumes a dropped stream with SubscribeToTask and finishes the task once', async () => {
-    const proxy = await startDroppingProxy(agent.url);
+    const proxy = await startDroppingProxy(agent.url, () => resubscribed.resolve());
     const bus = createInMemoryEventBus<OpenTopics>();
     const deltas: EventEnvelope[] = [];
     await bus.subscribe('world.state.delta', (e) => void deltas.push(e), { name: 'deltas' });

@@ -71,6 +71,8 @@ export interface AgentPlan {
   statusText?: string;
   /** Delay before the final status, in milliseconds (e.g. to exercise `returnImmediately`). */
   delayMs?: number;
+  /** Keeps the task working until this settles (after `delayMs`): a test decides when it ends. */
+  hold?: Promise<unknown>;
   /** Throw from the executor instead of finishing the task. */
   throwError?: string;
 }
@@ -267,6 +269,7 @@ class PlanExecutor implements EffectsAgentExecutor {
       }),
     );
     if (plan.delayMs !== undefined) await sleep(plan.delayMs);
+    if (plan.hold !== undefined) await plan.hold;
     for (const [index, parts] of (plan.artifacts ?? []).entries()) {
       bus.publish(
         AgentEvent.artifactUpdate({
