@@ -360,11 +360,11 @@ describe('fleetgate check-agent', () => {
     expect(run.stdout).toContain('0 errors, 0 warnings');
   });
 
-  it('exits 1 on warnings only with --strict, 2 on errors, and prints JSON', async () => {
+  it('exits 1 on errors, on warnings only with --strict, and prints JSON', async () => {
     expect((await runCli(['check-agent', ops.url, '--skill', 'sitrep'])).code).toBe(0);
     expect((await runCli(['check-agent', ops.url, '--skill', 'sitrep', '--strict'])).code).toBe(1);
     const run = await runCli(['check-agent', broken.url, '--skill', 'triage', '--json']);
-    expect(run.code).toBe(2);
+    expect(run.code).toBe(1);
     const report = JSON.parse(run.stdout) as AgentCheckReport;
     expect(report.ok).toBe(false);
     expect(report.diagnostics).toEqual([

@@ -3,6 +3,8 @@ import type { AgentCheckCall, AgentCheckReport } from '../../agent/index.js';
 import { checkAgent } from '../../agent/index.js';
 import { FleetgateError } from '../../protocol/index.js';
 import type { CliIo } from '../io.js';
+import { EXIT } from '../errors.js';
+import { millisecondsFlag } from '../options.js';
 import type { Style } from '../style.js';
 import { createStyle, renderTable } from '../style.js';
 
@@ -97,14 +99,19 @@ export function registerCheckAgent(
   program
     .command('check-agent')
     .description(
-      'call an agent as the gateway would and report its declarations, echo and deltas; exit 0 clean, 1 warnings with --strict, 2 errors',
+      'call an agent as the gateway would and report its declarations, echo and deltas; exit 1 on errors, or on warnings with --strict',
     )
     .argument('<url>', 'the agent base URL (or its card URL)')
     .requiredOption('--skill <id>', 'the skill to call')
     .option('--input <text>', 'the text of the user message', 'fleetgate check-agent')
     .option('--json', 'print a machine-readable report')
     .option('--strict', 'exit 1 when there are warnings')
-    .option('--timeout <ms>', 'per request, in milliseconds', (v) => Number.parseInt(v, 10), 10_000)
+    .option(
+      '--timeout <ms>',
+      'per request: milliseconds, or a duration like 10s',
+      millisecondsFlag,
+      10_000,
+    )
     .option('--no-stream', 'skip the streaming call even when the card declares streaming')
     .option(
       '--header <name: value>',
@@ -121,6 +128,6 @@ export function registerCheckAgent(
       });
       io.out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report, io.color));
       const { errors, warnings } = report.summary;
-      setExit(errors > 0 ? 2 : warnings > 0 && opts.strict === true ? 1 : 0);
+      setExit(errors > 0 || (warnings > 0 && opts.strict === true) ? EXIT.problems : EXIT.ok);
     });
 }
