@@ -23,7 +23,10 @@ export function startLegacyAgent(
     ...(options.port === undefined ? {} : { port: options.port }),
     legacy: true,
     skills: [{ id: 'triage' }],
-    declare: (card) => declareBlast(declareEffectDomain(card), { triage: 'project' }),
+    declare: (card) =>
+      declareBlast(declareEffectDomain(card, { triage: { domains: ['board'] } }), {
+        triage: 'project',
+      }),
     behaviour: options.behaviour ?? legacyBehaviour,
   });
 }
