@@ -63,6 +63,8 @@ import { policyDeclarations, policyRules } from './policy-wiring.js';
 import { createFleetRuntime } from './fleet-runtime.js';
 import type { GatewayStore } from './migrations.js';
 import { openGatewayStore } from './migrations.js';
+import type { RetentionSweeper } from './retention.js';
+import { createRetentionSweeper } from './retention.js';
 
 /** What tests and embedders may inject instead of what the config names. */
 export interface GatewayDeps {
@@ -123,6 +125,7 @@ export interface Gateway {
     readonly fleet: FleetClient;
     readonly tracker: TaskTracker;
     readonly relay: OutboxRelay;
+    readonly retention: RetentionSweeper;
   };
   /** Publishes everything committed so far and waits for the bus to deliver it. */
   settle(): Promise<void>;
@@ -248,6 +251,19 @@ export async function createGateway(
     onError: reportError,
     ...(deps.now === undefined ? {} : { now: deps.now }),
   });
+  const retention = createRetentionSweeper({
+    store,
+    tasks: taskRecords,
+    dispatches: dispatchRecords,
+    policy: {
+      outboxMs: config.retention.outbox,
+      tasksMs: config.retention.tasks,
+      dispatchesMs: config.retention.dispatches,
+      intervalMs: config.retention.interval,
+    },
+    ...(deps.now === undefined ? {} : { now: deps.now }),
+    onError: (error) => reportError(error, 'retention'),
+  });
   const approvals = createGatewayApprovals({
     gate: hitl,
     dispatcher,
@@ -297,6 +313,7 @@ export async function createGateway(
   await tracker.recover();
   await approvals.api.sweep();
   approvals.start();
+  retention.start();
 
   const inFlight = new Set<Promise<unknown>>();
   let closing: Promise<void> | undefined;
@@ -336,12 +353,13 @@ export async function createGateway(
     events: bus,
     costs,
     pushReceiver: tracker.pushReceiver(),
-    internals: { store, bus, fleet, tracker, relay },
+    internals: { store, bus, fleet, tracker, relay, retention },
     settle,
     close() {
       closing ??= (async () => {
         closingSignal.abort();
         runtime.broker.stop();
+        await retention.stop();
         dispatcher.stop();
         await approvals.stop();
         await Promise.allSettled([...inFlight]);

@@ -99,6 +99,9 @@ interface Tracked {
 
 const keyOf = (agent: string, taskId: string): string => `${agent}\u0000${taskId}`;
 
+/** Task records read per page by {@link TaskTracker.recover}. */
+const RECOVERY_PAGE = 1_000;
+
 /**
  * Follows non-terminal tasks until they end: polls with `GetTask` on one heap-scheduled timer,
  * receives push notifications, and claims each task terminal exactly once across every path
@@ -298,21 +301,31 @@ export class TaskTracker implements TaskFollower {
    * a task that finished while no gateway was watching completes now, with its events once.
    */
   async recover(): Promise<number> {
-    const records = await this.#o.records.inFlight();
-    for (const record of records) {
-      const key = keyOf(record.agent, record.taskId);
-      if (this.#tracked.has(key) || this.#finishing.has(key)) continue;
-      this.#tracked.set(key, {
-        skill: record.skill,
-        correlationId: record.correlationId,
-        createdAt: record.createdAt,
-        recovered: true,
-        state: record.state,
-        pushed: false,
+    let total = 0;
+    let after: TaskRecord | undefined;
+    for (;;) {
+      // Page by page, however many there are: every task in flight is recovered.
+      const records = await this.#o.records.inFlight({
+        limit: RECOVERY_PAGE,
+        ...(after === undefined ? {} : { after }),
       });
-      this.#scheduler.add(record.agent, record.taskId, 0);
+      for (const record of records) {
+        const key = keyOf(record.agent, record.taskId);
+        if (this.#tracked.has(key) || this.#finishing.has(key)) continue;
+        this.#tracked.set(key, {
+          skill: record.skill,
+          correlationId: record.correlationId,
+          createdAt: record.createdAt,
+          recovered: true,
+          state: record.state,
+          pushed: false,
+        });
+        this.#scheduler.add(record.agent, record.taskId, 0);
+      }
+      total += records.length;
+      after = records.at(-1);
+      if (records.length < RECOVERY_PAGE) return total;
     }
-    return records.length;
   }
 
   /** The `POST /callbacks/a2a/:taskId` handler (mount it in any HTTP framework). */
