@@ -9,7 +9,7 @@ import type {
   TaskTerminal,
 } from '../dispatch/index.js';
 import { TaskAccumulator } from '../dispatch/index.js';
-import { checkTaskId, FleetgateError } from '../protocol/index.js';
+import { checkTaskId, FleetgateError, isStoreUnavailable } from '../protocol/index.js';
 import type { NormalizedStreamEvent, TaskStateName } from '../protocol/index.js';
 import { isInterruptedState, isTerminalState, normalizeTaskState } from '../protocol/index.js';
 import type { PollResult, PollSchedulerOptions } from './poll-scheduler.js';
@@ -172,16 +172,25 @@ export class TaskTracker implements TaskFollower {
           });
       }
     }
-    await this.#o.records.create({
-      agent: input.agent,
-      taskId: input.taskId,
-      skill: input.skill,
-      correlationId: input.correlationId,
-      state: input.state,
-      pushTokenHash: pushToken === undefined ? null : hashPushToken(pushToken),
-      createdAt: now,
-      updatedAt: now,
-    });
+    try {
+      await this.#o.records.create({
+        agent: input.agent,
+        taskId: input.taskId,
+        skill: input.skill,
+        correlationId: input.correlationId,
+        state: input.state,
+        pushTokenHash: pushToken === undefined ? null : hashPushToken(pushToken),
+        createdAt: now,
+        updatedAt: now,
+      });
+    } catch (error) {
+      if (!isStoreUnavailable(error)) throw error;
+      // The store is away: the task lives on at the agent, so it is followed from memory (polls
+      // only: a push could not be authenticated without the record). Its claim records it when it
+      // ends; only a restart before that loses it.
+      this.#o.onError?.(error, { agent: input.agent, taskId: input.taskId, where: 'record' });
+      register = undefined;
+    }
     this.#tracked.set(keyOf(input.agent, input.taskId), {
       skill: input.skill,
       correlationId: input.correlationId,
