@@ -40,8 +40,11 @@ export interface SoakOptions {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** A full collection (twice: the first frees what finalizers release), when exposed. */
 function gc(): void {
-  (globalThis as { gc?: () => void }).gc?.();
+  const collect = (globalThis as { gc?: () => void }).gc;
+  collect?.();
+  collect?.();
 }
 
 /** Starts the soak agents' process; resolves their URLs by name. */
