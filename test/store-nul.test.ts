@@ -103,7 +103,7 @@ describe('a task id with NUL from an agent', () => {
         const renaming = Object.create(handler) as typeof handler;
         renaming.sendMessage = async (params, context) => {
           const reply = await handler.sendMessage(params, context);
-          return 'messageId' in reply ? reply : ({ ...reply, id: `${reply.id}\u0000` });
+          return 'messageId' in reply ? reply : { ...reply, id: `${reply.id}\u0000` };
         };
         return renaming;
       },
