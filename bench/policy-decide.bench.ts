@@ -95,6 +95,7 @@ function memoryRecords(): DispatchRecordStore {
     },
     get: (id) => Promise.resolve(rows.get(id)),
     byTask: () => Promise.resolve(undefined),
+    prune: () => Promise.resolve(0),
     update(id, change) {
       const row = rows.get(id);
       if (row !== undefined) {

@@ -1,7 +1,8 @@
 /**
- * `npm run bench [-- NAME…]`: runs every `bench/<name>.bench.ts` (or only the named ones), each in
- * its own process so one benchmark's heap and timers never disturb another's. Each benchmark prints
- * one JSON object per line and per figure on stdout; progress and diagnostics go to stderr.
+ * `npm run bench [-- NAME…]`: runs every `bench/<name>.bench.ts` but the opt-in ones (or only the
+ * named ones), each in its own process so one benchmark's heap and timers never disturb
+ * another's. Each benchmark prints one JSON object per line and per figure on stdout; progress
+ * and diagnostics go to stderr.
  */
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
@@ -14,6 +15,9 @@ const available = readdirSync(here)
   .map((f) => f.slice(0, -'.bench.ts'.length))
   .sort();
 
+/** Benchmarks too long for every run: only when named (`npm run bench -- soak`). */
+const OPT_IN: ReadonlySet<string> = new Set(['soak']);
+
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const unknown = wanted.filter((w) => !available.includes(w));
 if (unknown.length > 0) {
@@ -24,7 +28,7 @@ if (unknown.length > 0) {
 }
 
 let failed = 0;
-for (const name of wanted.length > 0 ? wanted : available) {
+for (const name of wanted.length > 0 ? wanted : available.filter((b) => !OPT_IN.has(b))) {
   process.stderr.write(`# bench ${name}\n`);
   const code = await new Promise<number>((resolve) => {
     const child = spawn(

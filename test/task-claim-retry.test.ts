@@ -8,6 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPS_DELTAS } from '../examples/agents/ops-agent.js';
 import type { EventEnvelope } from '../src/protocol/index.js';
 import { FleetgateError } from '../src/protocol/index.js';
+import type { DispatchRecordStore } from '../src/dispatch/index.js';
+import { createStoreDispatchRecords, Dispatcher } from '../src/dispatch/index.js';
+import { isFleetgateError } from '../src/protocol/index.js';
 import type { TaskRecordStore } from '../src/tasks/index.js';
 import { createStoreTaskRecords } from '../src/tasks/index.js';
 import type { World } from './support/gateway.js';
@@ -18,21 +21,24 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 const deltasOf = (w: World, taskId: string): EventEnvelope[] =>
   w.deltas.filter((e) => (e.payload as { taskId: string }).taskId === taskId);
 
-/** Task records whose claim fails with FLEETGATE_STORE_UNAVAILABLE while `down()` says so. */
+const unavailable = (): Promise<never> =>
+  Promise.reject(
+    new FleetgateError('FLEETGATE_STORE_UNAVAILABLE', 'PostgreSQL is unavailable (query)'),
+  );
+
+/** Task records whose claim and create fail with FLEETGATE_STORE_UNAVAILABLE while `down()`. */
 function flakyRecords(w: World, down: () => boolean): TaskRecordStore & { failures: number } {
   const real = createStoreTaskRecords(w.store.db);
   const records = {
     ...real,
     failures: 0,
     claim: (...args: Parameters<TaskRecordStore['claim']>) => {
-      if (down()) {
-        records.failures += 1;
-        return Promise.reject(
-          new FleetgateError('FLEETGATE_STORE_UNAVAILABLE', 'PostgreSQL is unavailable (query)'),
-        );
-      }
-      return real.claim(...args);
+      if (!down()) return real.claim(...args);
+      records.failures += 1;
+      return unavailable();
     },
+    create: (...args: Parameters<TaskRecordStore['create']>) =>
+      down() ? unavailable() : real.create(...args),
   };
   return records;
 }
@@ -111,5 +117,51 @@ describe('task terminal: a claim while the store is away', () => {
     await terminal.stop();
     expect(records.failures).toBe(failuresBefore + 1);
     expect(terminal.retrying()).toBe(0);
+  });
+});
+
+describe('dispatcher: a task that outlives the store going away', () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await world(40);
+  });
+  afterAll(() => w.close());
+
+  it('still follows a task whose dispatch record could not be updated, and publishes its delta once the store is back', async () => {
+    let down = false;
+    const records = flakyRecords(w, () => down);
+    const real = createStoreDispatchRecords(w.store.db);
+    const dispatches: DispatchRecordStore = {
+      ...real,
+      // The store goes away right after the dispatch was recorded and the call went out.
+      update: () => {
+        down = true;
+        return unavailable();
+      },
+    };
+    const g = gateway(w, { records, polling: { intervalMs: 15 } });
+    const dispatcher = new Dispatcher({
+      fleet: g.fleet,
+      records: dispatches,
+      tracker: g.tracker,
+      bus: w.bus,
+      mode: 'return-immediately',
+    });
+    try {
+      const error = await dispatcher
+        .dispatch({ agent: 'ops', skill: 'sitrep', text: 'go' })
+        .catch((e: unknown) => e);
+      expect(isFleetgateError(error, 'FLEETGATE_STORE_UNAVAILABLE')).toBe(true);
+      // Followed from memory: polled to its end, its claim waiting for the store.
+      await until(() => g.fleet.terminal.retrying() === 1, 5_000, 'the claim to wait');
+      const [taskId] = w.agent.received.slice(-1).map((c) => c.taskId);
+      down = false;
+      await until(() => deltasOf(w, taskId!).length > 0, 15_000, 'the delta');
+      await sleep(100);
+      expect(deltasOf(w, taskId!)).toHaveLength(1);
+      expect(await records.get('ops', taskId!)).toMatchObject({ state: 'completed' });
+    } finally {
+      await g.stop();
+    }
   });
 });

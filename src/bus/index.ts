@@ -29,7 +29,7 @@ export { EventCollector } from './collecting-bus.js';
 export type { CollectedEvent, DeferredEffect, PublishTarget } from './collecting-bus.js';
 export { InMemoryEventBus, createInMemoryEventBus } from './in-memory-bus.js';
 export type { InMemoryBusStats, InMemoryEventBusOptions } from './in-memory-bus.js';
-export { createOutboxRelay, createOutboxWriter, writeOutboxEvent } from './outbox.js';
+export { createOutboxRelay, createOutboxWriter, pruneOutbox, writeOutboxEvent } from './outbox.js';
 export { OUTBOX_MIGRATIONS } from './outbox-tables.js';
 export type {
   OutboxDatabase,

@@ -143,6 +143,42 @@ export function writeOutboxEvent<T extends TopicOf<FleetgateTopics>>(
   return fleetgateWriter.write(executor, topic, payload, options);
 }
 
+/**
+ * Retention: deletes outbox rows sent before `sentBefore` (epoch ms), at most `batchSize` per
+ * statement (default 1,000), and resolves how many. Unsent rows are never deleted, whatever their
+ * age. Keep sent rows at least as long as the bus's duplicate window.
+ *
+ * @example
+ * ```ts
+ * await pruneOutbox(store.db, Date.now() - 7 * 86_400_000);
+ * ```
+ */
+export async function pruneOutbox(
+  database: OutboxRelayDatabase,
+  sentBefore: number,
+  batchSize = 1_000,
+): Promise<number> {
+  const db = database as unknown as Kysely<OutboxDatabase>;
+  let total = 0;
+  for (;;) {
+    // In batches: one huge delete would hold its locks (and grow the log) for long.
+    const result = await db
+      .deleteFrom('fleetgate_outbox')
+      .where('seq', 'in', (eb) =>
+        eb
+          .selectFrom('fleetgate_outbox')
+          .select('seq')
+          .where('sent_at', 'is not', null)
+          .where('sent_at', '<', sentBefore)
+          .limit(batchSize),
+      )
+      .executeTakeFirst();
+    const n = Number(result.numDeletedRows);
+    total += n;
+    if (n < batchSize) return total;
+  }
+}
+
 /** A publish of one outbox row failed (internal: carries the row to the failure bookkeeping). */
 class RelayPublishError extends Error {
   constructor(

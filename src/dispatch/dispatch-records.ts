@@ -34,6 +34,12 @@ export interface DispatchRecordStore {
     id: string,
     change: { status: DispatchStatus; taskId?: string; result?: DispatchResult; at: number },
   ): Promise<DispatchRecord | undefined>;
+  /**
+   * Retention: deletes dispatches that ended (completed, failed, rejected, canceled) before
+   * `before` (epoch ms), at most `batchSize` rows per statement (default 1,000); resolves how many.
+   * Dispatches still running or waiting are never deleted.
+   */
+  prune(before: number, batchSize?: number): Promise<number>;
 }
 
 const ENDED: readonly DispatchStatus[] = ['completed', 'failed', 'rejected', 'canceled'];
@@ -106,6 +112,26 @@ export function createStoreDispatchRecords<DB extends DispatchDatabase>(
         .where('status', 'not in', [...ENDED])
         .execute();
       return get(id);
+    },
+    async prune(before, batchSize = 1_000) {
+      let total = 0;
+      for (;;) {
+        // In batches: one huge delete would hold its locks (and grow the log) for long.
+        const result = await db
+          .deleteFrom('fleetgate_dispatch')
+          .where('id', 'in', (eb) =>
+            eb
+              .selectFrom('fleetgate_dispatch')
+              .select('id')
+              .where('status', 'in', [...ENDED])
+              .where('updated_at', '<', before)
+              .limit(batchSize),
+          )
+          .executeTakeFirst();
+        const n = Number(result.numDeletedRows);
+        total += n;
+        if (n < batchSize) return total;
+      }
     },
   };
 }

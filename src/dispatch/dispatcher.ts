@@ -175,25 +175,40 @@ export class Dispatcher {
     if (!result.terminal && result.task !== undefined && taskId !== undefined) {
       const state = normalizeTaskState(result.task.status?.state);
       const status = statusOfState(state);
-      const updated = await this.#o.records.update(record.id, {
-        status,
-        taskId,
-        at: this.#o.now(),
-      });
+      // A continued task is already followed.
+      const follow = (): Promise<void> =>
+        more.taskId !== undefined
+          ? Promise.resolve()
+          : this.#o.tracker.follow({
+              agent: record.agent,
+              skill: record.skill,
+              correlationId: record.correlationId,
+              taskId,
+              state,
+              ...(result.streamDropped === true ? { resubscribe: true, task: result.task } : {}),
+            });
+      let updated: DispatchRecord | undefined;
+      try {
+        updated = await this.#o.records.update(record.id, {
+          status,
+          taskId,
+          at: this.#o.now(),
+        });
+      } catch (error) {
+        // The record could not be moved on (the store is away), but the task runs at the agent:
+        // it is still followed, so its end is claimed and its events published.
+        try {
+          await follow();
+        } catch (followError) {
+          if (this.#o.onError === undefined) throw new AggregateError([error, followError]);
+          this.#o.onError(followError, 'dispatcher.follow');
+        }
+        throw error;
+      }
       if (status === 'awaiting-input') {
         await this.#publish('skill.dispatch.awaiting-input', updated!, { state });
       }
-      // A continued task is already followed.
-      if (more.taskId === undefined) {
-        await this.#o.tracker.follow({
-          agent: record.agent,
-          skill: record.skill,
-          correlationId: record.correlationId,
-          taskId,
-          state,
-          ...(result.streamDropped === true ? { resubscribe: true, task: result.task } : {}),
-        });
-      }
+      await follow();
       if (state === 'input-required') {
         await this.#checkpoint(
           record,

@@ -155,6 +155,23 @@ export const configSchema = z.strictObject({
       query: duration.default(40_000),
     })
     .default({ connect: 10_000, statement: 30_000, query: 40_000 }),
+  /**
+   * How long the gateway keeps its bookkeeping: sent outbox rows, terminal task records, ended
+   * dispatch records (0 keeps them forever), swept every `interval` (0: never).
+   */
+  retention: z
+    .strictObject({
+      outbox: duration.default(7 * 86_400_000),
+      tasks: duration.default(7 * 86_400_000),
+      dispatches: duration.default(30 * 86_400_000),
+      interval: duration.default(3_600_000),
+    })
+    .default({
+      outbox: 7 * 86_400_000,
+      tasks: 7 * 86_400_000,
+      dispatches: 30 * 86_400_000,
+      interval: 3_600_000,
+    }),
   bus: z
     .string()
     .regex(/^(memory|nats:\/\/.+)$/, 'must be memory or nats://host:port')

@@ -62,6 +62,8 @@ import { policyDeclarations, policyRules } from './policy-wiring.js';
 import { createFleetRuntime } from './fleet-runtime.js';
 import type { GatewayStore } from './migrations.js';
 import { openGatewayStore } from './migrations.js';
+import type { RetentionSweeper } from './retention.js';
+import { createRetentionSweeper } from './retention.js';
 
 /** What tests and embedders may inject instead of what the config names. */
 export interface GatewayDeps {
@@ -127,6 +129,7 @@ export interface Gateway {
     readonly fleet: FleetClient;
     readonly tracker: TaskTracker;
     readonly relay: OutboxRelay;
+    readonly retention: RetentionSweeper;
   };
   /** Publishes everything committed so far and waits for the bus to deliver it. */
   settle(): Promise<void>;
@@ -259,6 +262,19 @@ export async function createGateway(
     ...(deps.dispatchMode === undefined ? {} : { mode: deps.dispatchMode }),
     ...(deps.now === undefined ? {} : { now: deps.now }),
   });
+  const retention = createRetentionSweeper({
+    store,
+    tasks: taskRecords,
+    dispatches: dispatchRecords,
+    policy: {
+      outboxMs: config.retention.outbox,
+      tasksMs: config.retention.tasks,
+      dispatchesMs: config.retention.dispatches,
+      intervalMs: config.retention.interval,
+    },
+    ...(deps.now === undefined ? {} : { now: deps.now }),
+    onError: (error) => reportError(error, 'retention'),
+  });
   const approvals = createGatewayApprovals({
     gate: hitl,
     dispatcher,
@@ -308,6 +324,7 @@ export async function createGateway(
   await tracker.recover();
   await approvals.api.sweep();
   approvals.start();
+  retention.start();
 
   const inFlight = new Set<Promise<unknown>>();
   let closing: Promise<void> | undefined;
@@ -347,12 +364,13 @@ export async function createGateway(
     events: bus,
     costs,
     pushReceiver: tracker.pushReceiver(),
-    internals: { store, bus, fleet, tracker, relay },
+    internals: { store, bus, fleet, tracker, relay, retention },
     settle,
     close() {
       closing ??= (async () => {
         closingSignal.abort();
         runtime.broker.stop();
+        await retention.stop();
         dispatcher.stop();
         await approvals.stop();
         await Promise.allSettled([...inFlight]);

@@ -50,8 +50,22 @@ export interface TaskRecordStore {
   get(agent: string, taskId: string): Promise<TaskRecord | undefined>;
   /** Every record with this task id (task ids are the agents', so two agents may share one). */
   byTaskId(taskId: string): Promise<TaskRecord[]>;
-  /** Records not yet terminal, oldest first (restart recovery). */
-  inFlight(limit?: number): Promise<TaskRecord[]>;
+  /**
+   * Records not yet terminal, oldest first, one page at a time (restart recovery pages through
+   * all of them): `limit` records (default 1,000) after the record `after` (the last of the
+   * previous page).
+   */
+  inFlight(page?: {
+    after?: Pick<TaskRecord, 'createdAt' | 'agent' | 'taskId'>;
+    limit?: number;
+  }): Promise<TaskRecord[]>;
+  /**
+   * Retention: deletes records claimed terminal before `before` (epoch ms), at most `batchSize`
+   * per statement (default 1,000); resolves how many. Records in flight are never deleted. Keep
+   * terminal records longer than any path can still see the task (the tracking time, a late
+   * push): the record is what makes a late sighting a no-op.
+   */
+  prune(before: number, batchSize?: number): Promise<number>;
   /** Notes a non-terminal state seen; no effect on a terminal record. */
   noteState(agent: string, taskId: string, state: TaskStateName, at: number): Promise<void>;
   /**
@@ -131,15 +145,55 @@ export function createStoreTaskRecords<DB extends ClaimDatabase>(
         .execute();
       return rows.map(fromRow);
     },
-    async inFlight(limit = 10_000) {
-      const rows = await db
-        .selectFrom('fleetgate_task')
-        .selectAll()
-        .where('terminal_at', 'is', null)
+    async inFlight(page = {}) {
+      const after = page.after;
+      let query = db.selectFrom('fleetgate_task').selectAll().where('terminal_at', 'is', null);
+      if (after !== undefined) {
+        // Keyset paging on (created_at, agent, task_id): stable while records come and go.
+        query = query.where((eb) =>
+          eb.or([
+            eb('created_at', '>', after.createdAt),
+            eb.and([
+              eb('created_at', '=', after.createdAt),
+              eb.or([
+                eb('agent', '>', after.agent),
+                eb.and([eb('agent', '=', after.agent), eb('task_id', '>', after.taskId)]),
+              ]),
+            ]),
+          ]),
+        );
+      }
+      const rows = await query
         .orderBy('created_at')
-        .limit(limit)
+        .orderBy('agent')
+        .orderBy('task_id')
+        .limit(page.limit ?? 1_000)
         .execute();
       return rows.map(fromRow);
+    },
+    async prune(before, batchSize = 1_000) {
+      let total = 0;
+      for (;;) {
+        const result = await db
+          .deleteFrom('fleetgate_task')
+          .where((eb) =>
+            eb(
+              eb.refTuple('agent', 'task_id'),
+              'in',
+              eb
+                .selectFrom('fleetgate_task')
+                .select(['agent', 'task_id'])
+                .where('terminal_at', 'is not', null)
+                .where('terminal_at', '<', before)
+                .limit(batchSize)
+                .$asTuple('agent', 'task_id'),
+            ),
+          )
+          .executeTakeFirst();
+        const n = Number(result.numDeletedRows);
+        total += n;
+        if (n < batchSize) return total;
+      }
     },
     async noteState(agent, taskId, state, at) {
       await db

@@ -9,7 +9,7 @@ import type {
   TaskTerminal,
 } from '../dispatch/index.js';
 import { TaskAccumulator } from '../dispatch/index.js';
-import { checkTaskId, FleetgateError } from '../protocol/index.js';
+import { checkTaskId, FleetgateError, isStoreUnavailable } from '../protocol/index.js';
 import type { NormalizedStreamEvent, TaskStateName } from '../protocol/index.js';
 import { isInterruptedState, isTerminalState, normalizeTaskState } from '../protocol/index.js';
 import type { PollResult, PollSchedulerOptions } from './poll-scheduler.js';
@@ -107,6 +107,9 @@ interface Tracked {
 
 const keyOf = (agent: string, taskId: string): string => `${agent}\u0000${taskId}`;
 
+/** Task records read per page by {@link TaskTracker.recover}. */
+const RECOVERY_PAGE = 1_000;
+
 /**
  * Follows non-terminal tasks until they end: polls with `GetTask` on one heap-scheduled timer,
  * receives push notifications, and claims each task terminal exactly once across every path
@@ -177,16 +180,25 @@ export class TaskTracker implements TaskFollower {
           });
       }
     }
-    await this.#o.records.create({
-      agent: input.agent,
-      taskId: input.taskId,
-      skill: input.skill,
-      correlationId: input.correlationId,
-      state: input.state,
-      pushTokenHash: pushToken === undefined ? null : hashPushToken(pushToken),
-      createdAt: now,
-      updatedAt: now,
-    });
+    try {
+      await this.#o.records.create({
+        agent: input.agent,
+        taskId: input.taskId,
+        skill: input.skill,
+        correlationId: input.correlationId,
+        state: input.state,
+        pushTokenHash: pushToken === undefined ? null : hashPushToken(pushToken),
+        createdAt: now,
+        updatedAt: now,
+      });
+    } catch (error) {
+      if (!isStoreUnavailable(error)) throw error;
+      // The store is away: the task lives on at the agent, so it is followed from memory (polls
+      // only: a push could not be authenticated without the record). Its claim records it when it
+      // ends; only a restart before that loses it.
+      this.#o.onError?.(error, { agent: input.agent, taskId: input.taskId, where: 'record' });
+      register = undefined;
+    }
     this.#tracked.set(keyOf(input.agent, input.taskId), {
       skill: input.skill,
       correlationId: input.correlationId,
@@ -306,21 +318,31 @@ export class TaskTracker implements TaskFollower {
    * a task that finished while no gateway was watching completes now, with its events once.
    */
   async recover(): Promise<number> {
-    const records = await this.#o.records.inFlight();
-    for (const record of records) {
-      const key = keyOf(record.agent, record.taskId);
-      if (this.#tracked.has(key) || this.#finishing.has(key)) continue;
-      this.#tracked.set(key, {
-        skill: record.skill,
-        correlationId: record.correlationId,
-        createdAt: record.createdAt,
-        recovered: true,
-        state: record.state,
-        pushed: false,
+    let total = 0;
+    let after: TaskRecord | undefined;
+    for (;;) {
+      // Page by page, however many there are: every task in flight is recovered.
+      const records = await this.#o.records.inFlight({
+        limit: RECOVERY_PAGE,
+        ...(after === undefined ? {} : { after }),
       });
-      this.#scheduler.add(record.agent, record.taskId, 0);
+      for (const record of records) {
+        const key = keyOf(record.agent, record.taskId);
+        if (this.#tracked.has(key) || this.#finishing.has(key)) continue;
+        this.#tracked.set(key, {
+          skill: record.skill,
+          correlationId: record.correlationId,
+          createdAt: record.createdAt,
+          recovered: true,
+          state: record.state,
+          pushed: false,
+        });
+        this.#scheduler.add(record.agent, record.taskId, 0);
+      }
+      total += records.length;
+      after = records.at(-1);
+      if (records.length < RECOVERY_PAGE) return total;
     }
-    return records.length;
   }
 
   /**

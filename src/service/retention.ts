@@ -1,0 +1,95 @@
+/**
+ * Retention of the gateway's bookkeeping tables: sent outbox rows, terminal task records and ended
+ * dispatch records are deleted once older than their configured age, on a timer. Nothing in
+ * flight is ever deleted: an unsent outbox row, a task not yet terminal, a dispatch still running
+ * or waiting stay whatever their age.
+ */
+import { pruneOutbox } from '../bus/index.js';
+import type { DispatchRecordStore } from '../dispatch/index.js';
+import type { TaskRecordStore } from '../tasks/index.js';
+import type { GatewayStore } from './migrations.js';
+
+/** Ages in milliseconds; 0 keeps those rows forever. */
+export interface RetentionPolicy {
+  /** Sent outbox rows (default 7 days; keep it longer than the bus's duplicate window). */
+  outboxMs: number;
+  /** Terminal task records (default 7 days; longer than the longest tracked task). */
+  tasksMs: number;
+  /** Ended dispatch records (default 30 days). */
+  dispatchesMs: number;
+  /** Time between sweeps (default 1 hour); 0: only when {@link RetentionSweeper.sweep} is called. */
+  intervalMs: number;
+}
+
+/** What one sweep deleted, by table. */
+export interface RetentionResult {
+  outbox: number;
+  tasks: number;
+  dispatches: number;
+}
+
+/** Runs the retention sweeps. */
+export interface RetentionSweeper {
+  /** Sweeps now (also what the timer runs). */
+  sweep(): Promise<RetentionResult>;
+  start(): void;
+  /** Stops the timer and waits for a sweep in progress. */
+  stop(): Promise<void>;
+}
+
+/** Options of {@link createRetentionSweeper}. */
+export interface RetentionSweeperOptions {
+  store: GatewayStore;
+  tasks: Pick<TaskRecordStore, 'prune'>;
+  dispatches: Pick<DispatchRecordStore, 'prune'>;
+  policy: RetentionPolicy;
+  now?: () => number;
+  /** A failed sweep (the next one tries again). */
+  onError: (error: unknown) => void;
+}
+
+/** Creates the sweeper; {@link RetentionSweeper.start} starts its timer. */
+export function createRetentionSweeper(options: RetentionSweeperOptions): RetentionSweeper {
+  const { policy } = options;
+  const now = options.now ?? Date.now;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<RetentionResult> | undefined;
+
+  const before = (ageMs: number, at: number): number | undefined =>
+    ageMs > 0 ? at - ageMs : undefined;
+
+  async function sweepOnce(): Promise<RetentionResult> {
+    const at = now();
+    const outbox = before(policy.outboxMs, at);
+    const tasks = before(policy.tasksMs, at);
+    const dispatches = before(policy.dispatchesMs, at);
+    return {
+      outbox: outbox === undefined ? 0 : await pruneOutbox(options.store.db, outbox),
+      tasks: tasks === undefined ? 0 : await options.tasks.prune(tasks),
+      dispatches: dispatches === undefined ? 0 : await options.dispatches.prune(dispatches),
+    };
+  }
+
+  const sweep = (): Promise<RetentionResult> => {
+    running ??= sweepOnce().finally(() => {
+      running = undefined;
+    });
+    return running;
+  };
+
+  return {
+    sweep,
+    start() {
+      if (timer !== undefined || policy.intervalMs <= 0) return;
+      timer = setInterval(() => {
+        sweep().catch(options.onError);
+      }, policy.intervalMs);
+      timer.unref();
+    },
+    async stop() {
+      if (timer !== undefined) clearInterval(timer);
+      timer = undefined;
+      await running?.catch(() => undefined);
+    },
+  };
+}

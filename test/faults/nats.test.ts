@@ -1,0 +1,61 @@
+/**
+ * Fault campaign: a private nats-server with JetStream is killed (SIGKILL) under load and started
+ * again on the same port and data after 1 s and 30 s (`npm run test:faults`: 5 minutes). The
+ * gateway (PostgreSQL store) stays up; events committed meanwhile wait in the outbox, and every
+ * task the agent executed gets exactly one applied delta once the server is back.
+ */
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { openGatewayStore } from '../../src/service/index.js';
+import { NATS_SERVER, startPrivateNats } from '../support/private-servers.js';
+import { PG_URL, requirePostgres, uniqueName } from '../support/services.js';
+import { outagesSeconds, startFaultFleet } from './fault-fleet.js';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const pgUp = await requirePostgres();
+if (NATS_SERVER === undefined && process.env.FLEETGATE_REQUIRE_SERVICES) {
+  throw new Error('The NATS fault campaign needs a nats-server binary (FLEETGATE_NATS_SERVER)');
+}
+
+describe.skipIf(NATS_SERVER === undefined || !pgUp)(
+  'fault: NATS killed and restarted under load',
+  () => {
+    it.each(outagesSeconds())(
+      '%i s outage: no crash, no delta lost or doubled, the world converges',
+      async (seconds) => {
+        const server = await startPrivateNats();
+        const schema = uniqueName('fgnatsfault');
+        const store = await openGatewayStore(PG_URL, {
+          schema,
+          timeouts: { connectMs: 1_000, statementMs: 10_000, queryMs: 15_000 },
+        });
+        const fleet = await startFaultFleet({ store, bus: server.url });
+        try {
+          const load = fleet.drive();
+          await sleep(1_500);
+          await server.kill();
+          await sleep(seconds * 1_000);
+          await server.start();
+          await sleep(2_000);
+          const stats = await load.stop();
+          const tally = await fleet.converge(90_000);
+          expect(tally).toMatchObject({ lost: 0, doubled: 0 });
+          expect(tally.count).toBe(tally.executed);
+          expect(tally.executed).toBeGreaterThan(0);
+          expect(stats.ok).toBeGreaterThan(0);
+          expect(Object.keys(stats.codes).every((c) => c.startsWith('FLEETGATE_'))).toBe(true);
+          const record = await fleet.gateway.dispatch({ agent: 'ops', skill: 'sitrep' });
+          expect(record.status).toBe('completed');
+          const final = await fleet.converge(30_000);
+          expect(final).toMatchObject({ lost: 0, doubled: 0, count: final.executed });
+        } finally {
+          await fleet.close();
+          await server.remove();
+          await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(store.db);
+          await store.close();
+        }
+      },
+      (Math.max(...outagesSeconds()) + 150) * 1_000,
+    );
+  },
+);
