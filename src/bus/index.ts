@@ -34,6 +34,7 @@ export { OUTBOX_MIGRATIONS } from './outbox-tables.js';
 export type {
   OutboxDatabase,
   OutboxExecutor,
+  OutboxParkedTable,
   OutboxRelay,
   OutboxRelayDatabase,
   OutboxRelayOptions,

@@ -12,7 +12,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Generated, Kysely } from 'kysely';
-import { FleetgateError } from '../protocol/index.js';
+import { FleetgateError, isFleetgateError } from '../protocol/index.js';
 import { parseTopic } from './topic-pattern.js';
 import type { FleetgateTopics, TopicMap, TopicOf } from '../protocol/index.js';
 import type { EventBus, UnreportedErrorHandler } from './types.js';
@@ -36,9 +36,29 @@ export interface OutboxTable {
   last_error: string | null;
 }
 
+/**
+ * Row shape of `fleetgate_outbox_parked` (migration `0101_outbox_parked`): outbox rows the relay
+ * set aside because no bus will ever take them (too large, not JSON, an invalid topic), moved
+ * here whole so an operator can look at them; `reason` says why.
+ */
+export interface OutboxParkedTable {
+  id: string;
+  /** The row's position in the outbox when it was parked. */
+  seq: number;
+  topic: string;
+  payload: string;
+  correlation_id: string;
+  time: string;
+  created_at: number;
+  /** Epoch milliseconds. */
+  parked_at: number;
+  reason: string;
+}
+
 /** The tables the outbox needs; the store's database type includes them. */
 export interface OutboxDatabase {
   fleetgate_outbox: OutboxTable;
+  fleetgate_outbox_parked: OutboxParkedTable;
 }
 
 /**
@@ -154,6 +174,81 @@ class RelayPublishError extends Error {
   }
 }
 
+/** A row set aside in a round, with the error that says why. */
+interface ParkedRow {
+  id: string;
+  topic: string;
+  bytes: number;
+  payload: string;
+  error: FleetgateError;
+}
+
+/** Errors no retry can fix: the bus refuses this event every time. */
+function isPoisonError(error: unknown): boolean {
+  return (
+    isFleetgateError(error, 'FLEETGATE_EVENT_TOO_LARGE') ||
+    isFleetgateError(error, 'FLEETGATE_TOPIC_INVALID')
+  );
+}
+
+function parkedRow(row: { id: string; topic: string; payload: string }, error: unknown): ParkedRow {
+  const reason = errorMessage(error);
+  return {
+    id: row.id,
+    topic: row.topic,
+    bytes: Buffer.byteLength(row.payload, 'utf8'),
+    payload: row.payload,
+    error: new FleetgateError(
+      'FLEETGATE_OUTBOX_EVENT_PARKED',
+      `Outbox event ${row.id} (${row.topic}) can never be published and was parked: ${reason}`,
+      { cause: error, details: { eventId: row.id, topic: row.topic, reason } },
+    ),
+  };
+}
+
+/** The payload of a row, or why no bus will take it whatever it does: too large, not JSON. */
+function readRow(
+  row: { id: string; topic: string; payload: string },
+  maxPayloadBytes: number | undefined,
+): { payload: unknown } | { parked: ParkedRow } {
+  if (maxPayloadBytes !== undefined && row.payload.length > maxPayloadBytes / 3) {
+    // A string of n UTF-16 units is at most 3n UTF-8 bytes: only a long one is measured.
+    const bytes = Buffer.byteLength(row.payload, 'utf8');
+    if (bytes > maxPayloadBytes) {
+      return {
+        parked: parkedRow(
+          row,
+          new FleetgateError(
+            'FLEETGATE_EVENT_TOO_LARGE',
+            `The payload is ${bytes} bytes, more than the limit of ${maxPayloadBytes}.`,
+            { details: { bytes, limit: maxPayloadBytes } },
+          ),
+        ),
+      };
+    }
+  }
+  try {
+    return { payload: JSON.parse(row.payload) as unknown };
+  } catch (error) {
+    return { parked: parkedRow(row, error) };
+  }
+}
+
+/** The agent, skill and task of a payload, read from its first bytes (it may be huge). */
+function describePayload(payload: string): { agent: string; skill: string; taskId?: string } {
+  const head = payload.slice(0, 65_536);
+  const field = (name: string): string | undefined => {
+    const match = new RegExp(`"${name}":"([^"\\\\]{1,256})"`).exec(head);
+    return match?.[1];
+  };
+  const taskId = field('taskId');
+  return {
+    agent: field('source') ?? field('agent') ?? '',
+    skill: field('skill') ?? '',
+    ...(taskId === undefined ? {} : { taskId }),
+  };
+}
+
 /** Options of {@link createOutboxRelay}. */
 export interface OutboxRelayOptions<M extends TopicMap> {
   /** The store's database (any schema that includes the outbox table). */
@@ -173,6 +268,11 @@ export interface OutboxRelayOptions<M extends TopicMap> {
    * locks; leave it off for SQLite (one writer).
    */
   lockRows?: boolean;
+  /**
+   * Largest payload published, as JSON bytes (default: no limit of its own; the bus's still
+   * applies). A row over it is parked without a publish, like a row the bus refuses as too large.
+   */
+  maxPayloadBytes?: number;
 }
 
 /** Publishes unsent outbox rows in order and marks them sent after the bus acknowledged them. */
@@ -183,7 +283,11 @@ export interface OutboxRelay {
   notify(): void;
   /**
    * One round: publishes up to `batchSize` unsent rows in `seq` order and returns how many it
-   * marked sent. Stops at the first failure (later rows wait, so per-topic order holds) and throws
+   * marked sent. A row no bus will ever accept — larger than `maxPayloadBytes` or than the bus
+   * takes (`FLEETGATE_EVENT_TOO_LARGE`), a payload that is not JSON, an invalid topic — is
+   * **parked** (`parked_at`, `last_error`), reported as `FLEETGATE_OUTBOX_EVENT_PARKED` with an
+   * `ops.alert.outbox_parked` alert, and the round goes on with the next row. Any other failure
+   * (the bus is down) stops the round there (later rows wait, so per-topic order holds) and throws
    * `FLEETGATE_OUTBOX_RELAY_FAILED`.
    */
   relayOnce(): Promise<number>;
@@ -234,15 +338,25 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
     if (lock) select = select.forUpdate().skipLocked();
     const rows = await select.execute();
     const published: string[] = [];
+    const parked: ParkedRow[] = [];
     try {
       for (const row of rows) {
+        const read = readRow(row, options.maxPayloadBytes);
+        if ('parked' in read) {
+          parked.push(read.parked);
+          continue;
+        }
         try {
-          await looseBus.publish(row.topic, JSON.parse(row.payload) as unknown, {
+          await looseBus.publish(row.topic, read.payload, {
             id: row.id,
             correlationId: row.correlation_id,
             time: row.time,
           });
         } catch (error) {
+          if (isPoisonError(error)) {
+            parked.push(parkedRow(row, error));
+            continue;
+          }
           throw new RelayPublishError(row.id, row.topic, error);
         }
         published.push(row.id);
@@ -259,8 +373,84 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
           .where('sent_at', 'is', null)
           .execute();
       }
+      // Parked rows leave the outbox for good (an operator looks at them); the rows after them go
+      // on. Moved in one transaction: the round's own with `lockRows`, else one of their own.
+      if (parked.length > 0) {
+        await (q.isTransaction
+          ? parkRows(q, parked)
+          : q.transaction().execute((trx) => parkRows(trx, parked)));
+      }
     }
+    for (const row of parked) await announceParked(row);
     return published.length;
+  }
+
+  /** Moves parked rows from the outbox into `fleetgate_outbox_parked`. */
+  async function parkRows(q: Kysely<OutboxDatabase>, rows: readonly ParkedRow[]): Promise<void> {
+    const at = Date.now();
+    for (const row of rows) {
+      await q
+        .insertInto('fleetgate_outbox_parked')
+        .columns([
+          'id',
+          'seq',
+          'topic',
+          'payload',
+          'correlation_id',
+          'time',
+          'created_at',
+          'parked_at',
+          'reason',
+        ])
+        .expression((eb) =>
+          eb
+            .selectFrom('fleetgate_outbox')
+            .select((s) => [
+              'id',
+              'seq',
+              'topic',
+              'payload',
+              'correlation_id',
+              'time',
+              'created_at',
+              s.val(at).as('parked_at'),
+              s.val(row.error.message.slice(0, 1000)).as('reason'),
+            ])
+            .where('id', '=', row.id)
+            .where('sent_at', 'is', null),
+        )
+        .onConflict((oc) => oc.column('id').doNothing())
+        .execute();
+      await q
+        .deleteFrom('fleetgate_outbox')
+        .where('id', '=', row.id)
+        .where('sent_at', 'is', null)
+        .execute();
+    }
+  }
+
+  /** Tells the operator: the error to `onError`, and an `ops.alert.outbox_parked` on the bus. */
+  async function announceParked(row: ParkedRow): Promise<void> {
+    onError(row.error, { source: 'outbox-relay', eventId: row.id, topic: row.topic });
+    const about = describePayload(row.payload);
+    try {
+      await looseBus.publish('ops.alert.outbox_parked', {
+        kind: 'outbox_parked',
+        severity: 'error',
+        agent: about.agent,
+        skill: about.skill,
+        radius: 'unknown',
+        message: row.error.message,
+        evidence: {
+          eventId: row.id,
+          topic: row.topic,
+          bytes: row.bytes,
+          ...(about.taskId === undefined ? {} : { taskId: about.taskId }),
+        },
+      });
+    } catch (error) {
+      onError(error, { source: 'outbox-relay', eventId: row.id, topic: 'ops.alert.outbox_parked' });
+    }
   }
 
   async function relayRound(): Promise<number> {

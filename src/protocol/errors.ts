@@ -40,6 +40,9 @@ export const ERROR_CODES = {
   FLEETGATE_BUS_DEAD_LETTERED: 'An event was dead-lettered after repeated handler failures.',
   FLEETGATE_STORE_MIGRATION_FAILED: 'A store migration failed.',
   FLEETGATE_OUTBOX_RELAY_FAILED: 'The outbox relay could not publish or mark an event.',
+  FLEETGATE_EVENT_TOO_LARGE: 'The event is larger than the bus (or the configured limit) accepts.',
+  FLEETGATE_OUTBOX_EVENT_PARKED:
+    'An outbox event that can never be published was set aside (parked); the events after it went on.',
   FLEETGATE_CONFIG_INVALID: 'The configuration is invalid.',
   FLEETGATE_TASK_TIMEOUT: 'The task did not finish within the tracking time and was canceled.',
   FLEETGATE_DISPATCH_DENIED: 'The policy gate did not let the call go out.',

@@ -168,9 +168,17 @@ export async function createGateway(
     store,
     ...(deps.cardSource === undefined ? {} : { source: deps.cardSource }),
   });
+  // The largest event written to the outbox: the configured limit, within what the bus carries
+  // (room left for the envelope and headers).
+  const busMax = bus.maxPayloadBytes;
+  const eventBytes = Math.min(
+    config.limits.eventBytes,
+    busMax === undefined ? Number.POSITIVE_INFINITY : busMax - 4096,
+  );
   const relay = createOutboxRelay({
     db: store.db,
     bus,
+    maxPayloadBytes: eventBytes,
     pollIntervalMs: (deps.relay === false ? undefined : deps.relay?.pollIntervalMs) ?? 250,
     lockRows: store.kind === 'postgres',
     onError: (error) => reportError(error, 'outbox-relay'),
@@ -179,6 +187,7 @@ export async function createGateway(
   const registry = registerStandardExtensions(new ExtensionRegistry(), {
     bus: collector,
     declarations: runtime.broker.stamps,
+    maxEventBytes: eventBytes,
   });
   const taskRecords = createStoreTaskRecords(store.db);
   // The callbacks below point at the tracker and dispatcher built after them; they run only once
@@ -249,6 +258,7 @@ export async function createGateway(
       onCommitted: () => relay.notify(),
     }),
     bus,
+    maxEventBytes: eventBytes,
     ...(deps.seeds === undefined ? {} : { seeds: deps.seeds }),
     ...(deps.now === undefined ? {} : { now: deps.now }),
   });

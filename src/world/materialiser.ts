@@ -9,7 +9,7 @@ import type { WorldBus, WorldSubscription } from './bus-port.js';
 import { deterministicEventId } from '../protocol/index.js';
 import { FleetgateError } from '../protocol/index.js';
 import type { RejectedDeltaEntry } from '../protocol/index.js';
-import { FORBIDDEN_PATH_SEGMENTS } from '../protocol/index.js';
+import { FORBIDDEN_PATH_SEGMENTS, LIMITS, partEventId, splitBySize } from '../protocol/index.js';
 import { applyDeltaAt } from './apply.js';
 import { PathCache } from './path-cache.js';
 import type { ParsedEvent, RecordBase, WorldStateDeltaEnvelope } from './parse-event.js';
@@ -55,6 +55,11 @@ export interface WorldMaterialiserOptions {
   retention?: WorldRetention;
   /** Largest value of a rejected entry kept whole in its audit record, as JSON bytes (default 8 KiB). */
   auditValueMaxBytes?: number;
+  /**
+   * Largest payload of one emitted event, as JSON bytes (default `LIMITS.eventBytes`): the
+   * rejections of an event that need more go out in parts.
+   */
+  maxEventBytes?: number;
   /** Subscription name (default {@link WORLD_MATERIALISER_SUBSCRIPTION}). */
   subscriptionName?: string;
   /** Clock in epoch milliseconds (tests pass a fake). */
@@ -161,6 +166,7 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
   const { store, bus } = options;
   const now = options.now ?? Date.now;
   const auditMax = options.auditValueMaxBytes ?? DEFAULT_AUDIT_VALUE_MAX_BYTES;
+  const maxEventBytes = options.maxEventBytes ?? LIMITS.eventBytes;
   const seeds = new Map<string, JsonObject>();
   for (const [name, seed] of Object.entries(options.seeds ?? {}))
     seeds.set(name, checkSeed(name, seed));
@@ -348,16 +354,22 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
     }
     if (report.rejected.length > 0) {
       report.rejected.sort((a, b) => a.index - b.index);
-      emissions.push({
-        topic: 'world.state.delta.rejected',
-        payload: {
-          source: e.source,
-          skill: e.skill,
-          taskId: e.taskId,
-          rejected: report.rejected,
-        },
-        id: deterministicEventId('world.state.delta.rejected', 'materialiser', id),
-        correlationId: e.envelope.correlationId,
+      const rejectedId = deterministicEventId('world.state.delta.rejected', 'materialiser', id);
+      const about = { source: e.source, skill: e.skill, taskId: e.taskId };
+      // Many summarised entries can still be more than one event carries: parts, in order.
+      const runs = splitBySize(report.rejected, maxEventBytes, {
+        baseBytes: Buffer.byteLength(JSON.stringify(about)) + 600,
+      });
+      runs.forEach((run, index) => {
+        emissions.push({
+          topic: 'world.state.delta.rejected',
+          payload:
+            runs.length === 1
+              ? { ...about, rejected: run }
+              : { ...about, rejected: run, part: { index, count: runs.length } },
+          id: partEventId(rejectedId, index),
+          correlationId: e.envelope.correlationId,
+        });
       });
     }
     return report;
