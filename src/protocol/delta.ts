@@ -39,6 +39,8 @@ export interface RejectedDeltaEntry {
   reason: string;
   /** Where it was found, e.g. `artifacts[1].parts[0].data.deltas[3]`. */
   location?: string;
+  /** The error code when the reason has one (`FLEETGATE_WORLD_DOMAIN_FULL`). */
+  code?: string;
 }
 
 /**

@@ -53,6 +53,8 @@ export const ERROR_CODES = {
   FLEETGATE_WORLD_EVENT_INVALID: 'A world.state.delta event payload is malformed.',
   FLEETGATE_WORLD_SEED_INVALID: 'A configured world-state domain seed is invalid.',
   FLEETGATE_WORLD_QUERY_INVALID: 'A world-state history query is invalid.',
+  FLEETGATE_WORLD_DOMAIN_FULL:
+    'A delta entry would grow a world-state domain past its size limit; it was rejected.',
   FLEETGATE_FLOOR_WRITE_FAILED: 'A learned operator floor could not be persisted.',
   FLEETGATE_GATEWAY_CLOSED: 'The gateway is shutting down and accepts no new calls.',
   FLEETGATE_APPROVAL_NOT_FOUND: 'No approval or standing approval with this id exists.',

@@ -259,6 +259,7 @@ export async function createGateway(
     }),
     bus,
     maxEventBytes: eventBytes,
+    maxDomainBytes: config.limits.domainBytes,
     ...(deps.seeds === undefined ? {} : { seeds: deps.seeds }),
     ...(deps.now === undefined ? {} : { now: deps.now }),
   });
