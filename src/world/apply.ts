@@ -243,8 +243,25 @@ export function applyDeltaAt(
   }
 }
 
-/** Length of `value` as JSON text (infinite when it is not JSON). */
+/**
+ * Length of `value` as JSON text, about (a string's escapes are not counted); infinite when it
+ * is not JSON. Primitives — most values — are measured without serialising them.
+ */
 export function jsonLength(value: unknown): number {
+  switch (typeof value) {
+    case 'string':
+      return value.length + 2;
+    case 'number':
+      return Number.isInteger(value) && Math.abs(value) < 1e9
+        ? (value < 0 ? 2 : 1) + (Math.abs(value) < 10 ? 0 : Math.floor(Math.log10(Math.abs(value))))
+        : String(value).length;
+    case 'boolean':
+      return value ? 4 : 5;
+    case 'undefined':
+      return 0;
+    default:
+      if (value === null) return 4;
+  }
   try {
     return JSON.stringify(value)?.length ?? 0;
   } catch {
