@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseConfig, parseDuration } from './config.js';
+import { DEFAULT_LIMITS, parseConfig, parseDuration, parseSize } from './config.js';
 
 describe('configuration', () => {
   it('fills the embedded defaults', () => {
@@ -31,6 +31,30 @@ describe('configuration', () => {
         code: 'FLEETGATE_CONFIG_INVALID',
         message: expect.stringMatching(
           /fleetgate\.yaml:[\s\S]*bus: must be memory[\s\S]*cards\.refreshInterval: must be a duration[\s\S]*cards\.concurrency[\s\S]*domains\.deploy\.minRadius/,
+        ),
+      }),
+    );
+  });
+
+  it('reads the limits section: sizes with units, durations, defaults, and every bad value with its path', () => {
+    expect(parseConfig({}).limits).toEqual(DEFAULT_LIMITS);
+    expect(parseSize('512KiB')).toBe(524_288);
+    expect(parseSize('4 MiB')).toBe(4_194_304);
+    expect(parseSize('1MB')).toBe(1_000_000);
+    expect(parseSize(300)).toBe(300);
+    expect(parseSize('lots')).toBeUndefined();
+    expect(
+      parseConfig({
+        limits: { eventBytes: '256KiB', domainBytes: 1 << 20, agentResponseTimeout: '30s' },
+      }).limits,
+    ).toMatchObject({ eventBytes: 262_144, domainBytes: 1_048_576, agentResponseTimeout: 30_000 });
+    expect(() =>
+      parseConfig({ limits: { eventBytes: '1KiB', pushBodyBytes: 'huge', extra: 1 } }, 'f.yaml'),
+    ).toThrow(
+      expect.objectContaining({
+        code: 'FLEETGATE_CONFIG_INVALID',
+        message: expect.stringMatching(
+          /limits\.eventBytes: must be at least 71680 bytes[\s\S]*limits\.pushBodyBytes: must be a size/,
         ),
       }),
     );
