@@ -9,9 +9,10 @@ import type { WorldBus, WorldSubscription } from './bus-port.js';
 import { deterministicEventId } from '../protocol/index.js';
 import { FleetgateError, assertNever } from '../protocol/index.js';
 import type { RejectedDeltaEntry } from '../protocol/index.js';
-import { FORBIDDEN_PATH_SEGMENTS, LIMITS, partEventId, splitBySize } from '../protocol/index.js';
+import { FORBIDDEN_PATH_SEGMENTS, LIMITS } from '../protocol/index.js';
 import { applyDeltaAt, growthOf, jsonLength } from './apply.js';
 import type { PathNeed } from './value-rows.js';
+import { DomainsFull, domainFullRejection, rejectionEmissions } from './emissions.js';
 import { PathCache } from './path-cache.js';
 import type { ParsedEvent, RecordBase, WorldStateDeltaEnvelope } from './parse-event.js';
 import { appliedRecord, parseEvent, rejectedRecord, safeSnapshot } from './parse-event.js';
@@ -283,7 +284,7 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
     // entry applies (so every applied record is built with its version).
     const touched: DomainTouch[] = [];
     /** Domains this event found full: one alert each. */
-    const domainsFull = new Map<string, { bytes: number; count: number; needed: number }>();
+    const domainsFull = new DomainsFull();
     const first = audit.length;
     for (const entry of e.entries) {
       let touch: DomainTouch | undefined;
@@ -303,28 +304,11 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
       const growth =
         segments === undefined ? 0 : growthOf(domain.state, segments, entry.op, entry.value);
       if (growth > 0 && domain.bytes + growth > maxDomainBytes) {
-        const reason =
-          `domain ${entry.domain} would grow to about ${domain.bytes + growth} bytes, more than ` +
-          `its limit of ${maxDomainBytes} (FLEETGATE_WORLD_DOMAIN_FULL)`;
-        report.rejected.push({
-          index: entry.index,
-          entry: {
-            domain: entry.domain,
-            path: entry.path,
-            op: entry.op,
-            value: safeSnapshot(entry.value, auditMax),
-          },
-          reason,
-          code: 'FLEETGATE_WORLD_DOMAIN_FULL',
-        });
-        audit.push(rejectedRecord(base, entry, safeSnapshot(entry.value, auditMax), reason));
-        const full = domainsFull.get(entry.domain);
-        if (full === undefined) {
-          domainsFull.set(entry.domain, { bytes: domain.bytes, count: 1, needed: growth });
-        } else {
-          full.count += 1;
-          full.needed = Math.max(full.needed, growth);
-        }
+        const value = safeSnapshot(entry.value, auditMax);
+        const rejection = domainFullRejection(entry, value, domain.bytes + growth, maxDomainBytes);
+        report.rejected.push(rejection);
+        audit.push(rejectedRecord(base, entry, value, rejection.reason));
+        domainsFull.note(entry.domain, domain.bytes);
         continue;
       }
       const outcome = applyDeltaAt(domain.state, entry.path, segments, entry.op, entry.value);
@@ -396,51 +380,14 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
         correlationId: e.envelope.correlationId,
       });
     }
-    for (const [name, full] of domainsFull) {
-      emissions.push({
-        topic: 'ops.alert.world_domain_full',
-        payload: {
-          kind: 'world_domain_full',
-          severity: 'warning',
-          agent: e.source,
-          skill: e.skill,
-          radius: 'unknown',
-          message:
-            `World domain ${name} is at about ${full.bytes} bytes of its ${maxDomainBytes} limit: ` +
-            `${full.count} ${full.count === 1 ? 'entry' : 'entries'} of task ${e.taskId} rejected ` +
-            `(FLEETGATE_WORLD_DOMAIN_FULL). Shrink the domain or raise limits.domainBytes.`,
-          evidence: {
-            domain: name,
-            bytes: full.bytes,
-            limit: maxDomainBytes,
-            rejected: full.count,
-            taskId: e.taskId,
-            eventId: id,
-          },
-        },
-        id: deterministicEventId('ops.alert.world_domain_full', id, name),
-        correlationId: e.envelope.correlationId,
-      });
-    }
+    const about = { source: e.source, skill: e.skill, taskId: e.taskId };
+    const context = { eventId: id, correlationId: e.envelope.correlationId, ...about };
+    for (const alert of domainsFull.alerts(context, maxDomainBytes)) emissions.push(alert);
     if (report.rejected.length > 0) {
       report.rejected.sort((a, b) => a.index - b.index);
-      const rejectedId = deterministicEventId('world.state.delta.rejected', 'materialiser', id);
-      const about = { source: e.source, skill: e.skill, taskId: e.taskId };
-      // Many summarised entries can still be more than one event carries: parts, in order.
-      const runs = splitBySize(report.rejected, maxEventBytes, {
-        baseBytes: Buffer.byteLength(JSON.stringify(about)) + 600,
-      });
-      runs.forEach((run, index) => {
-        emissions.push({
-          topic: 'world.state.delta.rejected',
-          payload:
-            runs.length === 1
-              ? { ...about, rejected: run }
-              : { ...about, rejected: run, part: { index, count: runs.length } },
-          id: partEventId(rejectedId, index),
-          correlationId: e.envelope.correlationId,
-        });
-      });
+      for (const part of rejectionEmissions(report.rejected, context, maxEventBytes)) {
+        emissions.push(part);
+      }
     }
     return report;
   }

@@ -26,17 +26,10 @@ import {
   toAuditRecord,
   toAuditRow,
 } from './sql-rows.js';
-import type { PathNeed, RowsHeader, SplitRow, ValueRow } from './value-rows.js';
-import {
-  DEFAULT_SPLIT_DEPTH,
-  assembleState,
-  decodeHeader,
-  encodeHeader,
-  rowBytes,
-  rowsNeeded,
-  splitState,
-} from './value-rows.js';
-import type { WorldDomainTable } from './store-tables.js';
+import type { ValueRow } from './value-rows.js';
+import { assembleState, decodeHeader, encodeHeader, rowBytes, splitState } from './value-rows.js';
+import type { LoadedRows } from './sql-value-rows.js';
+import { SPLIT_DEPTH, loadDomainRows, toBase, writeValueRows } from './sql-value-rows.js';
 import type {
   AuditRecord,
   HistoryQuery,
@@ -72,19 +65,6 @@ export interface SqlWorldStoreOptions<DB extends SqlWorldDatabase = SqlWorldData
 
 type Db = Kysely<SqlWorldDatabase> | Transaction<SqlWorldDatabase>;
 
-/** What a unit of work loaded of one domain: the rows as they are stored, and the header. */
-interface LoadedRows {
-  rows: Map<string, ValueRow>;
-  header: RowsHeader;
-}
-
-function toBase(row: WorldDomainTable): Pick<StoredDomain, 'base' | 'baseVersion'> {
-  return {
-    base: JSON.parse(row.base_state) as JsonObject,
-    baseVersion: Number(row.base_version),
-  };
-}
-
 /** A {@link WorldStore} in the tables of the `0003_world` migration. */
 export class SqlWorldStore implements WorldStore {
   readonly durableEmit = true;
@@ -92,15 +72,12 @@ export class SqlWorldStore implements WorldStore {
   readonly #kind: 'sqlite' | 'postgres';
   readonly #onCommitted: (() => void) | undefined;
   readonly #auditMax: number;
-  readonly #splitDepth: number;
 
   constructor(options: SqlWorldStoreOptions<SqlWorldDatabase>) {
     this.#db = options.db;
     this.#kind = options.kind;
     this.#onCommitted = options.onCommitted;
     this.#auditMax = options.auditValueMaxBytes ?? 8 * 1024;
-    // Fixed for a store: rows written at one depth are read back at the same depth.
-    this.#splitDepth = DEFAULT_SPLIT_DEPTH;
   }
 
   async unitOfWork<T>(
@@ -176,7 +153,7 @@ export class SqlWorldStore implements WorldStore {
             // Created here: its state is the initial one, every row still to be written.
             loaded.set(d.name, { rows: new Map(), header: { bytes: 0, next: 1 } });
             d.bytes = 0;
-            for (const row of splitState(d.state, this.#splitDepth)) d.bytes += rowBytes(row);
+            for (const row of splitState(d.state, SPLIT_DEPTH)) d.bytes += rowBytes(row);
             out.set(d.name, { domain: d, created: true });
           }
           // A row another replica created meanwhile is read (and locked) like any other.
@@ -185,7 +162,7 @@ export class SqlWorldStore implements WorldStore {
         }
         for (const row of found) {
           const need = needs?.get(row.name);
-          const domain = await this.#loadDomain(trx, row, need);
+          const domain = await loadDomainRows(trx, row, need);
           loaded.set(row.name, domain.loaded);
           out.set(row.name, { domain: domain.stored, created: false });
         }
@@ -195,7 +172,7 @@ export class SqlWorldStore implements WorldStore {
         for (const d of domains) {
           const before = loaded.get(d.name);
           if (before === undefined) continue;
-          const header = await this.#writeRows(trx, d, before);
+          const header = await writeValueRows(trx, d, before);
           await trx
             .updateTable('fleetgate_world_domains')
             .set({
@@ -240,147 +217,6 @@ export class SqlWorldStore implements WorldStore {
     };
   }
 
-  /**
-   * The rows of one domain a unit of work needs (all of them without `need`), as a partial tree.
-   * A domain an older store kept whole is read whole; its first save writes it as rows.
-   */
-  async #loadDomain(
-    db: Db,
-    row: WorldDomainTable,
-    need: readonly PathNeed[] | undefined,
-  ): Promise<{ stored: StoredDomain; loaded: LoadedRows }> {
-    const header = decodeHeader(row.state);
-    const base = {
-      name: row.name,
-      version: Number(row.version),
-      updatedAt: Number(row.updated_at),
-      ...toBase(row),
-    };
-    if (header === undefined) {
-      const state = JSON.parse(row.state) as JsonObject;
-      let bytes = 0;
-      for (const r of splitState(state, this.#splitDepth)) bytes += rowBytes(r);
-      // Nothing loaded as rows: the first save writes every row (and the header).
-      return {
-        stored: { ...base, state, bytes },
-        loaded: { rows: new Map(), header: { bytes: 0, next: 1 } },
-      };
-    }
-    const rows = await this.#selectRows(db, row.name, need);
-    const byPath = new Map<string, ValueRow>();
-    for (const r of rows) byPath.set(r.path, r);
-    return {
-      stored: { ...base, state: assembleState(rows), bytes: header.bytes },
-      loaded: { rows: byPath, header },
-    };
-  }
-
-  /** Rows of `domain`: those `need` asks for, or all. */
-  async #selectRows(
-    db: Db,
-    domain: string,
-    need: readonly PathNeed[] | undefined,
-  ): Promise<ValueRow[]> {
-    let query = db
-      .selectFrom('fleetgate_world_values')
-      .select(['path', 'kind', 'value', 'pos'])
-      .where('domain', '=', domain);
-    if (need !== undefined) {
-      const { paths, subtrees } = rowsNeeded(need, this.#splitDepth);
-      if (paths.size === 0) return [];
-      // Rows below a prefix P are exactly those in [P + '.', P + '/'): '/' follows '.' in byte
-      // order, the column's collation on both engines.
-      query = query.where((eb) =>
-        eb.or([
-          eb('path', 'in', [...paths]),
-          ...[...subtrees].map((p) => eb.and([eb('path', '>', `${p}.`), eb('path', '<', `${p}/`)])),
-        ]),
-      );
-    }
-    const rows = await query.execute();
-    return rows.map((r) => ({
-      path: r.path,
-      kind: r.kind as ValueRow['kind'],
-      value: r.value,
-      pos: Number(r.pos),
-    }));
-  }
-
-  /**
-   * Writes what changed between the rows a unit of work loaded and the rows of the domain's
-   * (partial) state now: new rows inserted, changed ones updated in place (keeping their
-   * position), rows that are gone deleted. Returns the new header.
-   */
-  async #writeRows(db: Db, domain: StoredDomain, before: LoadedRows): Promise<RowsHeader> {
-    const now = splitState(domain.state, this.#splitDepth);
-    let { bytes, next } = before.header;
-    const inserts: ValueRow[] = [];
-    const updates: SplitRow[] = [];
-    const kept = new Set<string>();
-    for (const row of now) {
-      kept.add(row.path);
-      const old = before.rows.get(row.path);
-      if (old === undefined) {
-        inserts.push({ ...row, pos: next });
-        next += 1;
-        bytes += rowBytes(row);
-      } else if (old.kind !== row.kind || old.value !== row.value) {
-        updates.push(row);
-        bytes += rowBytes(row) - rowBytes(old);
-      }
-    }
-    const gone: string[] = [];
-    for (const [path, old] of before.rows) {
-      if (kept.has(path)) continue;
-      gone.push(path);
-      bytes -= rowBytes(old);
-    }
-    for (const chunk of chunks(gone, INSERT_CHUNK)) {
-      await db
-        .deleteFrom('fleetgate_world_values')
-        .where('domain', '=', domain.name)
-        .where('path', 'in', chunk)
-        .execute();
-    }
-    for (const row of updates) {
-      await db
-        .updateTable('fleetgate_world_values')
-        .set({ kind: row.kind, value: row.value })
-        .where('domain', '=', domain.name)
-        .where('path', '=', row.path)
-        .execute();
-    }
-    for (const chunk of chunks(inserts, INSERT_CHUNK)) {
-      await db
-        .insertInto('fleetgate_world_values')
-        .values(
-          chunk.map((r) => ({
-            domain: domain.name,
-            path: r.path,
-            kind: r.kind,
-            value: r.value,
-            pos: r.pos,
-          })),
-        )
-        .onConflict((oc) =>
-          oc.columns(['domain', 'path']).doUpdateSet((eb) => ({
-            kind: eb.ref('excluded.kind'),
-            value: eb.ref('excluded.value'),
-          })),
-        )
-        .execute();
-    }
-    // What is stored now is what was loaded plus these changes (a second save writes the rest).
-    for (const path of gone) before.rows.delete(path);
-    for (const row of updates) {
-      const old = before.rows.get(row.path)!;
-      before.rows.set(row.path, { ...row, pos: old.pos });
-    }
-    for (const row of inserts) before.rows.set(row.path, row);
-    before.header = { bytes, next };
-    return before.header;
-  }
-
   async seed(name: string, state: JsonObject, now: number): Promise<boolean> {
     return this.#db.transaction().execute(async (trx) => {
       const inserted = await trx
@@ -405,7 +241,7 @@ export class SqlWorldStore implements WorldStore {
         base: state,
         baseVersion: 0,
       };
-      const header = await this.#writeRows(trx, domain, {
+      const header = await writeValueRows(trx, domain, {
         rows: new Map(),
         header: { bytes: 0, next: 1 },
       });
@@ -424,9 +260,7 @@ export class SqlWorldStore implements WorldStore {
       .selectAll()
       .where('name', '=', name)
       .executeTakeFirst();
-    return row === undefined
-      ? undefined
-      : (await this.#loadDomain(this.#db, row, undefined)).stored;
+    return row === undefined ? undefined : (await loadDomainRows(this.#db, row, undefined)).stored;
   }
 
   async domains(): Promise<StoredDomain[]> {
