@@ -2,13 +2,14 @@
  * A domain's rows in `fleetgate_world_values` (see `value-rows.ts` for the model): what a unit of
  * work of the SQL world store loads of a domain, and how it writes back only what changed.
  */
-import type { Kysely, Transaction } from 'kysely';
+import type { Expression, Kysely, SqlBool, Transaction } from 'kysely';
+import { expressionBuilder } from 'kysely';
 import type { JsonObject } from './json.js';
 import { INSERT_CHUNK, chunks } from './sql-rows.js';
 import type { SqlWorldDatabase } from './sql-world-store.js';
 import type { WorldDomainTable } from './store-tables.js';
 import type { StoredDomain } from './types.js';
-import type { PathNeed, RowsHeader, SplitRow, ValueRow } from './value-rows.js';
+import type { PathNeed, RowsHeader, ValueRow } from './value-rows.js';
 import {
   DEFAULT_SPLIT_DEPTH,
   assembleState,
@@ -36,76 +37,109 @@ export function toBase(row: WorldDomainTable): Pick<StoredDomain, 'base' | 'base
   };
 }
 
+/** One domain as a unit of work loaded it. */
+export interface LoadedDomainRows {
+  stored: StoredDomain;
+  loaded: LoadedRows;
+}
+
 /**
- * The rows of one domain a unit of work needs (all of them without `need`), as a partial tree.
- * A domain an older store kept whole is read whole; its first save writes it as rows.
+ * The rows the domains need (all of a domain's rows when `needs` has nothing for it), as partial
+ * trees, read in one query. A domain an older store kept whole is read whole; its first save
+ * writes it as rows.
  */
 export async function loadDomainRows(
   db: Db,
-  row: WorldDomainTable,
-  need: readonly PathNeed[] | undefined,
-): Promise<{ stored: StoredDomain; loaded: LoadedRows }> {
-  const header = decodeHeader(row.state);
-  const base = {
-    name: row.name,
-    version: Number(row.version),
-    updatedAt: Number(row.updated_at),
-    ...toBase(row),
-  };
-  if (header === undefined) {
-    const state = JSON.parse(row.state) as JsonObject;
-    let bytes = 0;
-    for (const r of splitState(state, SPLIT_DEPTH)) bytes += rowBytes(r);
-    // Nothing loaded as rows: the first save writes every row (and the header).
-    return {
-      stored: { ...base, state, bytes },
-      loaded: { rows: new Map(), header: { bytes: 0, next: 1 } },
+  domains: readonly WorldDomainTable[],
+  needs: ReadonlyMap<string, readonly PathNeed[]> | undefined,
+): Promise<Map<string, LoadedDomainRows>> {
+  const out = new Map<string, LoadedDomainRows>();
+  const wanted: { name: string; header: RowsHeader; need: readonly PathNeed[] | undefined }[] = [];
+  for (const row of domains) {
+    const header = decodeHeader(row.state);
+    const base = {
+      name: row.name,
+      version: Number(row.version),
+      updatedAt: Number(row.updated_at),
+      ...toBase(row),
     };
+    if (header === undefined) {
+      const state = JSON.parse(row.state) as JsonObject;
+      let bytes = 0;
+      for (const r of splitState(state, SPLIT_DEPTH)) bytes += rowBytes(r);
+      // Nothing loaded as rows: the first save writes every row (and the header).
+      out.set(row.name, {
+        stored: { ...base, state, bytes },
+        loaded: { rows: new Map(), header: { bytes: 0, next: 1 } },
+      });
+      continue;
+    }
+    out.set(row.name, {
+      stored: { ...base, state: {}, bytes: header.bytes },
+      loaded: { rows: new Map(), header },
+    });
+    wanted.push({ name: row.name, header, need: needs?.get(row.name) });
   }
-  const rows = await selectValueRows(db, row.name, need);
-  const byPath = new Map<string, ValueRow>();
-  for (const r of rows) byPath.set(r.path, r);
-  return {
-    stored: { ...base, state: assembleState(rows), bytes: header.bytes },
-    loaded: { rows: byPath, header },
-  };
+  const rows = await selectValueRows(db, wanted);
+  for (const { name } of wanted) {
+    const entry = out.get(name)!;
+    const mine = rows.get(name) ?? [];
+    for (const r of mine) entry.loaded.rows.set(r.path, r);
+    entry.stored.state = assembleState(mine);
+  }
+  return out;
 }
 
-/** Rows of `domain`: those `need` asks for, or all. */
+/** The rows each domain's need asks for (all of them without one), by domain, in one query. */
 async function selectValueRows(
   db: Db,
-  domain: string,
-  need: readonly PathNeed[] | undefined,
-): Promise<ValueRow[]> {
-  let query = db
-    .selectFrom('fleetgate_world_values')
-    .select(['path', 'kind', 'value', 'pos'])
-    .where('domain', '=', domain);
-  if (need !== undefined) {
+  wanted: readonly { name: string; need: readonly PathNeed[] | undefined }[],
+): Promise<Map<string, ValueRow[]>> {
+  const out = new Map<string, ValueRow[]>();
+  const filters: Expression<SqlBool>[] = [];
+  const eb = expressionBuilder<SqlWorldDatabase, 'fleetgate_world_values'>();
+  for (const { name, need } of wanted) {
+    if (need === undefined) {
+      filters.push(eb('domain', '=', name));
+      continue;
+    }
     const { paths, subtrees } = rowsNeeded(need, SPLIT_DEPTH);
-    if (paths.size === 0) return [];
+    if (paths.size === 0) continue;
     // Rows below a prefix P are exactly those in [P + '.', P + '/'): '/' follows '.' in byte
     // order, the column's collation on both engines.
-    query = query.where((eb) =>
-      eb.or([
-        eb('path', 'in', [...paths]),
-        ...[...subtrees].map((p) => eb.and([eb('path', '>', `${p}.`), eb('path', '<', `${p}/`)])),
+    filters.push(
+      eb.and([
+        eb('domain', '=', name),
+        eb.or([
+          eb('path', 'in', [...paths]),
+          ...[...subtrees].map((p) => eb.and([eb('path', '>', `${p}.`), eb('path', '<', `${p}/`)])),
+        ]),
       ]),
     );
   }
-  const rows = await query.execute();
-  return rows.map((r) => ({
-    path: r.path,
-    kind: r.kind as ValueRow['kind'],
-    value: r.value,
-    pos: Number(r.pos),
-  }));
+  if (filters.length === 0) return out;
+  const rows = await db
+    .selectFrom('fleetgate_world_values')
+    .select(['domain', 'path', 'kind', 'value', 'pos'])
+    .where(eb.or(filters))
+    .execute();
+  for (const r of rows) {
+    let list = out.get(r.domain);
+    if (list === undefined) out.set(r.domain, (list = []));
+    list.push({
+      path: r.path,
+      kind: r.kind as ValueRow['kind'],
+      value: r.value,
+      pos: Number(r.pos),
+    });
+  }
+  return out;
 }
 
 /**
  * Writes what changed between the rows a unit of work loaded and the rows of the domain's
- * (partial) state now: new rows inserted, changed ones updated in place (keeping their
- * position), rows that are gone deleted. Returns the new header.
+ * (partial) state now: new and changed rows upserted (a changed row keeps its position), rows
+ * that are gone deleted. Returns the new header.
  */
 export async function writeValueRows(
   db: Db,
@@ -114,18 +148,18 @@ export async function writeValueRows(
 ): Promise<RowsHeader> {
   const now = splitState(domain.state, SPLIT_DEPTH);
   let { bytes, next } = before.header;
-  const inserts: ValueRow[] = [];
-  const updates: SplitRow[] = [];
+  // New rows and changed ones, written by one upsert per chunk: a changed row keeps its position.
+  const writes: ValueRow[] = [];
   const kept = new Set<string>();
   for (const row of now) {
     kept.add(row.path);
     const old = before.rows.get(row.path);
     if (old === undefined) {
-      inserts.push({ ...row, pos: next });
+      writes.push({ ...row, pos: next });
       next += 1;
       bytes += rowBytes(row);
     } else if (old.kind !== row.kind || old.value !== row.value) {
-      updates.push(row);
+      writes.push({ ...row, pos: old.pos });
       bytes += rowBytes(row) - rowBytes(old);
     }
   }
@@ -142,15 +176,7 @@ export async function writeValueRows(
       .where('path', 'in', chunk)
       .execute();
   }
-  for (const row of updates) {
-    await db
-      .updateTable('fleetgate_world_values')
-      .set({ kind: row.kind, value: row.value })
-      .where('domain', '=', domain.name)
-      .where('path', '=', row.path)
-      .execute();
-  }
-  for (const chunk of chunks(inserts, INSERT_CHUNK)) {
+  for (const chunk of chunks(writes, INSERT_CHUNK)) {
     await db
       .insertInto('fleetgate_world_values')
       .values(
@@ -172,11 +198,7 @@ export async function writeValueRows(
   }
   // What is stored now is what was loaded plus these changes (a second save writes the rest).
   for (const path of gone) before.rows.delete(path);
-  for (const row of updates) {
-    const old = before.rows.get(row.path)!;
-    before.rows.set(row.path, { ...row, pos: old.pos });
-  }
-  for (const row of inserts) before.rows.set(row.path, row);
+  for (const row of writes) before.rows.set(row.path, row);
   before.header = { bytes, next };
   return before.header;
 }

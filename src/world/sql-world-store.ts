@@ -160,11 +160,9 @@ export class SqlWorldStore implements WorldStore {
           const raced = missing.filter((name) => !ours.has(name));
           if (raced.length > 0) found.push(...(await this.#selectDomains(trx, raced)));
         }
-        for (const row of found) {
-          const need = needs?.get(row.name);
-          const domain = await loadDomainRows(trx, row, need);
-          loaded.set(row.name, domain.loaded);
-          out.set(row.name, { domain: domain.stored, created: false });
+        for (const [name, domain] of await loadDomainRows(trx, found, needs)) {
+          loaded.set(name, domain.loaded);
+          out.set(name, { domain: domain.stored, created: false });
         }
         return out;
       },
@@ -260,7 +258,8 @@ export class SqlWorldStore implements WorldStore {
       .selectAll()
       .where('name', '=', name)
       .executeTakeFirst();
-    return row === undefined ? undefined : (await loadDomainRows(this.#db, row, undefined)).stored;
+    if (row === undefined) return undefined;
+    return (await loadDomainRows(this.#db, [row], undefined)).get(name)?.stored;
   }
 
   async domains(): Promise<StoredDomain[]> {
