@@ -114,7 +114,12 @@ export interface Gateway {
   readonly approvals: GatewayApprovals;
   /** Cost and success summaries per agent and skill. */
   readonly costs: Pick<CostSummaries, 'summary' | 'summaries'>;
-  /** The `POST /callbacks/a2a/:taskId` handler. */
+  /**
+   * The `POST /callbacks/a2a/:taskId` handler, free of any HTTP framework: give it the request
+   * headers and the **unread** body stream; it authenticates first and reads within
+   * `limits.pushBodyBytes` / `limits.pushBodyTimeout`. Close the connection when the answer says
+   * `discardBody`. The contract is spelled out in `src/tasks/push-receiver.ts`.
+   */
   readonly pushReceiver: (request: PushRequest) => Promise<PushResponse>;
   /** Internals for the service layer and tests (tracker statistics, relay). */
   readonly internals: {
