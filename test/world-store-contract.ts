@@ -438,6 +438,93 @@ export function worldStoreContract(name: string, make: () => Promise<WorldHarnes
       expect((await world.replay('ci'))?.state).toEqual({ data: { n: 12 } });
     });
 
+    it('rejects entries that would grow a domain past its limit, with a code and one alert, and applies the rest', async () => {
+      const alerts: EventEnvelope[] = [];
+      await h.bus.subscribe('ops.alert.world_domain_full', (e) => void alerts.push(e), {
+        name: 'test-domain-full',
+      });
+      const world = materialiser({ maxDomainBytes: 13_000 });
+      await world.start();
+      const chunk = 'z'.repeat(4000);
+      await world.apply(
+        deltaEvent([
+          { domain: 'log', path: 'data.lines', op: 'push', value: chunk },
+          { domain: 'log', path: 'data.lines', op: 'push', value: chunk },
+        ]),
+      );
+      const report = await world.apply(
+        deltaEvent(
+          [
+            { domain: 'log', path: 'data.lines', op: 'push', value: chunk },
+            { domain: 'log', path: 'data.lines', op: 'push', value: chunk },
+            { domain: 'log', path: 'data.count', op: 'inc', value: 2 },
+            { domain: 'other', path: 'data.lines', op: 'push', value: chunk },
+          ],
+          { source: 'chatty', skill: 'log_all', taskId: 'task-full' },
+        ),
+      );
+      await h.bus.idle();
+      await h.flush();
+      // The third line fits (about 12,100 bytes of 13,000), the fourth does not; the inc is tiny.
+      expect(report.applied).toBe(3);
+      expect(report.rejected).toEqual([
+        expect.objectContaining({
+          index: 1,
+          code: 'FLEETGATE_WORLD_DOMAIN_FULL',
+          reason: expect.stringMatching(
+            /domain log would grow to about \d+ bytes, more than its limit of 13000/,
+          ),
+        }),
+      ]);
+      const log = await world.getDomain('log');
+      expect((log?.state.data as { lines: string[] }).lines).toHaveLength(3);
+      expect(log?.state.data).toMatchObject({ count: 2 });
+      expect((await world.getDomain('other'))?.state).toEqual({ data: { lines: [chunk] } });
+      expect(alerts).toHaveLength(1);
+      expect(alerts[0]!.payload).toMatchObject({
+        kind: 'world_domain_full',
+        agent: 'chatty',
+        skill: 'log_all',
+        evidence: { domain: 'log', limit: 13_000, rejected: 1, taskId: 'task-full' },
+      });
+      expect(rejected.at(-1)?.payload.rejected).toEqual(report.rejected);
+      // A set that shrinks the domain applies, and makes room again.
+      await world.apply(deltaEvent([{ domain: 'log', path: 'data.lines', op: 'set', value: [] }]));
+      const after = await world.apply(
+        deltaEvent([{ domain: 'log', path: 'data.lines', op: 'push', value: chunk }]),
+      );
+      expect(after.applied).toBe(1);
+      expect((await world.replay('log'))?.state).toEqual((await world.getDomain('log'))?.state);
+    });
+
+    it('keeps keys no path can name, and key order, through every change', async () => {
+      const world = materialiser({ seeds: { odd: { 'a.b': 1, data: { z: 1 } } } });
+      await world.start();
+      await world.apply(
+        deltaEvent([
+          { domain: 'odd', path: 'data.obj', op: 'set', value: { '.': 'dot', '': 'empty', k: 1 } },
+          { domain: 'odd', path: 'data.obj.k', op: 'inc', value: 1 },
+          { domain: 'odd', path: 'data.a', op: 'set', value: 1 },
+          { domain: 'odd', path: 'data.z', op: 'set', value: 2 },
+          { domain: 'odd', path: 'data.list', op: 'push', value: { x: [1, { y: 2 }] } },
+          { domain: 'odd', path: 'data.list.0.x.1.y', op: 'inc', value: 1 },
+        ]),
+      );
+      const state = (await world.getDomain('odd'))?.state;
+      expect(JSON.stringify(state)).toBe(
+        JSON.stringify({
+          'a.b': 1,
+          data: {
+            z: 2,
+            obj: { '.': 'dot', '': 'empty', k: 2 },
+            a: 1,
+            list: [{ x: [1, { y: 3 }] }],
+          },
+        }),
+      );
+      expect((await world.replay('odd'))?.state).toEqual(state);
+    });
+
     it('refuses an invalid seed at construction', () => {
       expect(() =>
         createWorldMaterialiser({ store: h.store, bus: h.bus, seeds: { ci: [1, 2] } }),

@@ -2,6 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { KyselyPlugin } from 'kysely';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { createInMemoryEventBus, createOutboxRelay } from '../src/bus/index.js';
@@ -14,7 +15,7 @@ import { PG_URL, requirePostgres, uniqueName } from './support/services.js';
 import type { WorldHarness } from './world-store-contract.js';
 import { deltaEvent, worldStoreContract } from './world-store-contract.js';
 import type { GatewayStore } from '../src/service/index.js';
-import { openGatewayStore } from '../src/service/index.js';
+import { GATEWAY_MIGRATIONS, openGatewayStore } from '../src/service/index.js';
 
 const pgUp = await requirePostgres();
 
@@ -119,3 +120,167 @@ describe('SQL audit values', () => {
     }
   });
 });
+
+/** Sums the string bytes in every statement built through `db` and in every row it read. */
+function meter(): {
+  plugin: KyselyPlugin;
+  written: () => number;
+  read: () => number;
+  reset(): void;
+} {
+  let written = 0;
+  let read = 0;
+  const strings = (value: unknown, seen = new Set<unknown>()): number => {
+    if (typeof value === 'string') return value.length;
+    if (value === null || typeof value !== 'object' || seen.has(value)) return 0;
+    seen.add(value);
+    let total = 0;
+    for (const item of Object.values(value)) total += strings(item, seen);
+    return total;
+  };
+  return {
+    plugin: {
+      transformQuery(args) {
+        written += strings(args.node);
+        return args.node;
+      },
+      transformResult(args) {
+        read += strings(args.result.rows);
+        return Promise.resolve(args.result);
+      },
+    },
+    written: () => written,
+    read: () => read,
+    reset() {
+      written = 0;
+      read = 0;
+    },
+  };
+}
+
+for (const backend of ['sqlite', 'postgres'] as const) {
+  describe.skipIf(backend === 'postgres' && !pgUp)(
+    `SQL world store on ${backend}: updates in proportion to the change`,
+    () => {
+      it('reads and writes a few bytes for a tiny inc in a domain of megabytes', async () => {
+        const dir = mkdtempSync(join(tmpdir(), 'fleetgate-world-rows-'));
+        const schema = uniqueName('fgrows');
+        const store =
+          backend === 'sqlite'
+            ? await openGatewayStore(`sqlite:${join(dir, 'w.db')}`)
+            : await openGatewayStore(PG_URL, { schema });
+        const bus = createInMemoryEventBus();
+        const m = meter();
+        try {
+          const world = createWorldMaterialiser({
+            store: createSqlWorldStore({ db: store.db.withPlugin(m.plugin), kind: store.kind }),
+            bus,
+          });
+          const big = 'x'.repeat(60 * 1024);
+          for (let i = 0; i < 10; i += 1) {
+            await world.apply(
+              deltaEvent(
+                Array.from({ length: 10 }, () => ({
+                  domain: 'huge',
+                  path: 'data.log',
+                  op: 'push',
+                  value: big,
+                })),
+              ),
+            );
+          }
+          await world.apply(
+            deltaEvent([{ domain: 'huge', path: 'data.owner', op: 'set', value: { name: 'a' } }]),
+          );
+          // About 6 MB of pushes in one domain.
+          m.reset();
+          const report = await world.apply(
+            deltaEvent([{ domain: 'huge', path: 'data.count', op: 'inc', value: 1 }]),
+          );
+          expect(report.applied).toBe(1);
+          expect(m.written()).toBeLessThan(4096);
+          expect(m.read()).toBeLessThan(4096);
+          // A push appends a row: it costs the item, not the array.
+          m.reset();
+          await world.apply(
+            deltaEvent([{ domain: 'huge', path: 'data.log', op: 'push', value: 'y' }]),
+          );
+          expect(m.written()).toBeLessThan(4096);
+          expect(m.read()).toBeLessThan(4096);
+          // A change deep in a small value costs that value.
+          m.reset();
+          await world.apply(
+            deltaEvent([{ domain: 'huge', path: 'data.owner.name', op: 'set', value: 'b' }]),
+          );
+          expect(m.written()).toBeLessThan(4096);
+          const live = await world.getDomain('huge');
+          const data = live?.state.data as {
+            log: string[];
+            count: number;
+            owner: { name: string };
+          };
+          expect(data.log).toHaveLength(101);
+          expect(data.log[100]).toBe('y');
+          expect(data.count).toBe(1);
+          expect(data.owner).toEqual({ name: 'b' });
+          expect((await world.replay('huge'))?.state).toEqual(live?.state);
+        } finally {
+          await bus.close();
+          if (backend === 'postgres') {
+            await store.db.schema.dropSchema(schema).ifExists().cascade().execute();
+          }
+          await store.close();
+          rmSync(dir, { recursive: true, force: true });
+        }
+      });
+
+      it('moves domains an earlier release kept whole into rows when it migrates', async () => {
+        const dir = mkdtempSync(join(tmpdir(), 'fleetgate-world-migrate-'));
+        const schema = uniqueName('fgmig');
+        const url = backend === 'sqlite' ? `sqlite:${join(dir, 'w.db')}` : PG_URL;
+        const options = backend === 'sqlite' ? {} : { schema };
+        const names = Object.keys(GATEWAY_MIGRATIONS);
+        const before = Object.fromEntries(
+          names.filter((n) => n < '0102').map((n) => [n, GATEWAY_MIGRATIONS[n]!]),
+        );
+        const old = await openGatewayStore(url, { ...options, migrations: before });
+        const state = { data: { n: 1, items: [{ a: 1 }, 'two'], 'odd.key': true }, meta: 'm' };
+        await old.db
+          .insertInto('fleetgate_world_domains')
+          .values({
+            name: 'legacy',
+            version: 4,
+            state: JSON.stringify(state),
+            base_state: '{}',
+            base_version: 0,
+            updated_at: 1,
+          })
+          .execute();
+        await old.close();
+        const store = await openGatewayStore(url, options);
+        const bus = createInMemoryEventBus();
+        try {
+          const world = createWorldMaterialiser({
+            store: createSqlWorldStore({ db: store.db, kind: store.kind }),
+            bus,
+          });
+          expect(await world.getDomain('legacy')).toMatchObject({ version: 4, state });
+          await world.apply(
+            deltaEvent([{ domain: 'legacy', path: 'data.n', op: 'inc', value: 1 }]),
+          );
+          expect((await world.getDomain('legacy'))?.state).toEqual({
+            ...state,
+            data: { ...state.data, n: 2 },
+          });
+        } finally {
+          await bus.close();
+          if (backend === 'postgres') {
+            await store.db.schema.dropSchema(schema).ifExists().cascade().execute();
+          }
+          await store.close();
+          rmSync(dir, { recursive: true, force: true });
+        }
+      });
+    },
+  );
+}

@@ -29,14 +29,15 @@ export { EventCollector } from './collecting-bus.js';
 export type { CollectedEvent, DeferredEffect, PublishTarget } from './collecting-bus.js';
 export { InMemoryEventBus, createInMemoryEventBus } from './in-memory-bus.js';
 export type { InMemoryBusStats, InMemoryEventBusOptions } from './in-memory-bus.js';
-export { createOutboxRelay, createOutboxWriter, pruneOutbox, writeOutboxEvent } from './outbox.js';
+export { createOutboxWriter, pruneOutbox, writeOutboxEvent } from './outbox.js';
+export type { OutboxRelay, OutboxRelayOptions } from './outbox-relay.js';
+export { createOutboxRelay } from './outbox-relay.js';
 export { OUTBOX_MIGRATIONS } from './outbox-tables.js';
 export type {
   OutboxDatabase,
   OutboxExecutor,
-  OutboxRelay,
+  OutboxParkedTable,
   OutboxRelayDatabase,
-  OutboxRelayOptions,
   OutboxTable,
   OutboxWriter,
   OutboxWriteOptions,

@@ -48,4 +48,27 @@ export const OUTBOX_MIGRATIONS: Readonly<Record<string, OutboxMigration>> = {
       await db.schema.dropTable('fleetgate_outbox').execute();
     },
   },
+  // Named after the policy room's 0100 migration, which stores already ran (migrations run in
+  // name order and never out of it).
+  '0101_outbox_parked': {
+    async up(db, kind) {
+      // Rows the bus can never accept (too large, not JSON) leave the outbox for this table
+      // instead of being retried forever in front of every row after them.
+      await db.schema
+        .createTable('fleetgate_outbox_parked')
+        .addColumn('id', 'text', (col) => col.primaryKey())
+        .addColumn('seq', kind === 'postgres' ? 'bigint' : 'integer', (col) => col.notNull())
+        .addColumn('topic', 'text', (col) => col.notNull())
+        .addColumn('payload', 'text', (col) => col.notNull())
+        .addColumn('correlation_id', 'text', (col) => col.notNull())
+        .addColumn('time', 'text', (col) => col.notNull())
+        .addColumn('created_at', 'bigint', (col) => col.notNull())
+        .addColumn('parked_at', 'bigint', (col) => col.notNull())
+        .addColumn('reason', 'text', (col) => col.notNull())
+        .execute();
+    },
+    async down(db) {
+      await db.schema.dropTable('fleetgate_outbox_parked').execute();
+    },
+  },
 };

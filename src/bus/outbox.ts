@@ -12,12 +12,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Generated, Kysely } from 'kysely';
-import { FleetgateError } from '../protocol/index.js';
 import { parseTopic } from './topic-pattern.js';
 import type { FleetgateTopics, TopicMap, TopicOf } from '../protocol/index.js';
-import type { EventBus, PublishResult, UnreportedErrorHandler } from './types.js';
-import { warnUnreportedError } from './types.js';
-import { errorMessage } from './subscription-name.js';
 
 /** Row shape of the `fleetgate_outbox` table. */
 export interface OutboxTable {
@@ -36,9 +32,29 @@ export interface OutboxTable {
   last_error: string | null;
 }
 
+/**
+ * Row shape of `fleetgate_outbox_parked` (migration `0101_outbox_parked`): outbox rows the relay
+ * set aside because no bus will ever take them (too large, not JSON, an invalid topic), moved
+ * here whole so an operator can look at them; `reason` says why.
+ */
+export interface OutboxParkedTable {
+  id: string;
+  /** The row's position in the outbox when it was parked. */
+  seq: number;
+  topic: string;
+  payload: string;
+  correlation_id: string;
+  time: string;
+  created_at: number;
+  /** Epoch milliseconds. */
+  parked_at: number;
+  reason: string;
+}
+
 /** The tables the outbox needs; the store's database type includes them. */
 export interface OutboxDatabase {
   fleetgate_outbox: OutboxTable;
+  fleetgate_outbox_parked: OutboxParkedTable;
 }
 
 /**
@@ -179,239 +195,3 @@ export async function pruneOutbox(
   }
 }
 
-/** A publish of one outbox row failed (internal: carries the row to the failure bookkeeping). */
-class RelayPublishError extends Error {
-  constructor(
-    readonly eventId: string,
-    readonly topic: string,
-    override readonly cause: unknown,
-  ) {
-    super(`publishing ${eventId} failed`);
-  }
-}
-
-/** Options of {@link createOutboxRelay}. */
-export interface OutboxRelayOptions<M extends TopicMap> {
-  /** The store's database (any schema that includes the outbox table). */
-  db: OutboxRelayDatabase;
-  bus: EventBus<M>;
-  /** Rows read per round (default 100). */
-  batchSize?: number;
-  /** Poll interval when idle, in ms (default 1000); {@link OutboxRelay.notify} wakes it early. */
-  pollIntervalMs?: number;
-  /** Delay after a failed publish before the next round, in ms (default 1000). */
-  retryDelayMs?: number;
-  /** Receives publish and database failures (default: a process warning). */
-  onError?: UnreportedErrorHandler;
-  /**
-   * PostgreSQL: lock the rows of a round (`FOR UPDATE SKIP LOCKED`) so the relays of several
-   * replicas share the outbox instead of each publishing every row. Needs a database with row
-   * locks; leave it off for SQLite (one writer).
-   */
-  lockRows?: boolean;
-}
-
-/** Publishes unsent outbox rows in order and marks them sent after the bus acknowledged them. */
-export interface OutboxRelay {
-  /** Starts the polling loop (idempotent). */
-  start(): void;
-  /** Wakes the loop now, e.g. right after committing a transaction that wrote events. */
-  notify(): void;
-  /**
-   * One round: publishes up to `batchSize` unsent rows in `seq` order and returns how many it
-   * marked sent. Stops at the first failure (later rows wait, so per-topic order holds) and throws
-   * `FLEETGATE_OUTBOX_RELAY_FAILED`.
-   */
-  relayOnce(): Promise<number>;
-  /** Publishes until no unsent row is left; returns the number sent. */
-  drain(): Promise<number>;
-  /**
-   * Stops the loop and waits for the round in progress. A round still waiting for durable
-   * subscribers to handle its events (in-memory bus) stops waiting: those rows stay unsent and go
-   * out again on the next start, where consumers skip the ids they already applied.
-   */
-  stop(): Promise<void>;
-}
-
-/**
- * Creates the relay from the outbox table to the bus.
- *
- * @example
- * ```ts
- * const relay = createOutboxRelay({ db: store.db, bus });
- * relay.start();
- * // …on shutdown
- * await relay.stop();
- * ```
- */
-export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
-  options: OutboxRelayOptions<M>,
-): OutboxRelay {
-  const { bus } = options;
-  const db = options.db as unknown as Kysely<OutboxDatabase>;
-  const batchSize = options.batchSize ?? 100;
-  const pollIntervalMs = options.pollIntervalMs ?? 1000;
-  const retryDelayMs = options.retryDelayMs ?? 1000;
-  const onError = options.onError ?? warnUnreportedError;
-  // The relay publishes whatever topic a row holds; rows were type-checked when written.
-  const looseBus = bus as unknown as EventBus<Record<string, unknown> & TopicMap>;
-
-  let running = false;
-  let round: Promise<number> | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  let wake: (() => void) | undefined;
-  let loop: Promise<void> | undefined;
-  let notified = false;
-  let stopping: (() => void) | undefined;
-  let stopped = new Promise<void>((resolve) => (stopping = resolve));
-
-  /** `work`, or sooner when the relay is stopped (rows still being handled stay unsent). */
-  function untilStopped(work: Promise<unknown>): Promise<unknown> {
-    return Promise.race([work, stopped]);
-  }
-
-  /** Publishes the rows of one round through `q`; throws at the first failed publish. */
-  async function publishRows(q: Kysely<OutboxDatabase>, lock: boolean): Promise<number> {
-    let select = q
-      .selectFrom('fleetgate_outbox')
-      .select(['seq', 'id', 'topic', 'payload', 'correlation_id', 'time'])
-      .where('sent_at', 'is', null)
-      .orderBy('seq')
-      .limit(batchSize);
-    if (lock) select = select.forUpdate().skipLocked();
-    const rows = await select.execute();
-    const published: string[] = [];
-    const handling: Promise<void>[] = [];
-    try {
-      for (const row of rows) {
-        let result: PublishResult;
-        try {
-          result = await looseBus.publish(row.topic, JSON.parse(row.payload) as unknown, {
-            id: row.id,
-            correlationId: row.correlation_id,
-            time: row.time,
-          });
-        } catch (error) {
-          throw new RelayPublishError(row.id, row.topic, error);
-        }
-        const handled = result.handled;
-        if (handled === undefined) published.push(row.id);
-        // A bus that keeps nothing (in-memory) accepted the event, but only its durable
-        // subscribers' handling makes it safe: the row is marked after that, so a crash before
-        // (or a database outage the handler waits out) re-sends it instead of losing it.
-        else handling.push(handled.then((ok) => void (ok && published.push(row.id))));
-      }
-    } finally {
-      if (handling.length > 0) await untilStopped(Promise.all(handling));
-      // Marked only after the bus acknowledged them, in one statement per round (one commit, not
-      // one per row), also when a later row of the round failed. A crash before this line
-      // re-sends the round's rows: their ids make the copies no-ops for every consumer.
-      if (published.length > 0) {
-        await q
-          .updateTable('fleetgate_outbox')
-          .set({ sent_at: Date.now(), last_error: null })
-          .where('id', 'in', published)
-          .where('sent_at', 'is', null)
-          .execute();
-      }
-    }
-    return published.length;
-  }
-
-  async function relayRound(): Promise<number> {
-    try {
-      return options.lockRows === true
-        ? await db.transaction().execute((trx) => publishRows(trx, true))
-        : await publishRows(db, false);
-    } catch (error) {
-      if (!(error instanceof RelayPublishError)) throw error;
-      // Outside the round's transaction, so the failure is recorded even when it rolls back.
-      await db
-        .updateTable('fleetgate_outbox')
-        .set((eb) => ({
-          attempts: eb('attempts', '+', 1),
-          last_error: errorMessage(error.cause).slice(0, 1000),
-        }))
-        .where('id', '=', error.eventId)
-        .execute()
-        .catch((dbError: unknown) =>
-          onError(dbError, { source: 'outbox-relay', eventId: error.eventId }),
-        );
-      throw new FleetgateError(
-        'FLEETGATE_OUTBOX_RELAY_FAILED',
-        `Publishing outbox event ${error.eventId} (${error.topic}) failed: ${errorMessage(error.cause)}`,
-        { cause: error.cause, details: { eventId: error.eventId, topic: error.topic } },
-      );
-    }
-  }
-
-  function relayOnce(): Promise<number> {
-    // One round at a time per relay: concurrent rounds would only produce duplicates.
-    round ??= relayRound().finally(() => {
-      round = undefined;
-    });
-    return round;
-  }
-
-  async function drain(): Promise<number> {
-    let total = 0;
-    for (;;) {
-      const n = await relayOnce();
-      total += n;
-      if (n < batchSize) return total;
-    }
-  }
-
-  function sleep(ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      wake = resolve;
-      timer = setTimeout(resolve, ms);
-    }).finally(() => {
-      if (timer !== undefined) clearTimeout(timer);
-      timer = undefined;
-      wake = undefined;
-    });
-  }
-
-  async function runLoop(): Promise<void> {
-    while (running) {
-      notified = false;
-      let delay = pollIntervalMs;
-      try {
-        await drain();
-      } catch (error) {
-        onError(error, { source: 'outbox-relay' });
-        delay = retryDelayMs;
-      }
-      if (!running) break;
-      if (notified && delay === pollIntervalMs) {
-        notified = false;
-        continue;
-      }
-      await sleep(delay);
-    }
-  }
-
-  return {
-    start() {
-      if (running) return;
-      running = true;
-      stopped = new Promise<void>((resolve) => (stopping = resolve));
-      loop = runLoop();
-    },
-    notify() {
-      notified = wake === undefined;
-      wake?.();
-    },
-    relayOnce,
-    drain,
-    async stop() {
-      running = false;
-      stopping?.();
-      wake?.();
-      await loop;
-      loop = undefined;
-      await round?.catch(() => undefined);
-    },
-  };
-}

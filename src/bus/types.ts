@@ -134,6 +134,12 @@ export interface EventBus<M extends TopicMap = FleetgateTopics> {
   ): Promise<Subscription>;
   /** Stops accepting events, lets handlers in progress finish, releases resources. Idempotent. */
   close(): Promise<void>;
+  /**
+   * The largest message the bus carries, in bytes (envelope and headers included), when it has
+   * one: the NATS server's `max_payload` for JetStream; none for the in-memory bus. A publish over
+   * it fails with `FLEETGATE_EVENT_TOO_LARGE`.
+   */
+  readonly maxPayloadBytes?: number | undefined;
 }
 
 /** Called for an error the bus cannot report on `system.error` (for example, inside one). */

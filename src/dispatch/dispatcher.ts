@@ -174,7 +174,9 @@ export class Dispatcher {
     const taskId = result.task?.id;
     if (!result.terminal && result.task !== undefined && taskId !== undefined) {
       const state = normalizeTaskState(result.task.status?.state);
-      const status = statusOfState(state);
+      // A state Fleetgate cannot read (garbage, or v0.3's `unknown`) is not an end: the task is
+      // followed like any running one until it reports one, or its tracking time runs out.
+      const status = state === 'unknown' ? 'running' : statusOfState(state);
       // A continued task is already followed.
       const follow = (): Promise<void> =>
         more.taskId !== undefined

@@ -1,6 +1,13 @@
 import { hash } from 'node:crypto';
 
-import { EFFECT_DOMAIN_V1_URI, STAMPS, extractWorldStateDeltas } from '../protocol/index.js';
+import {
+  EFFECT_DOMAIN_V1_URI,
+  LIMITS,
+  STAMPS,
+  extractWorldStateDeltas,
+  partEventId,
+  splitBySize,
+} from '../protocol/index.js';
 import { normalizedTask } from './task-view.js';
 import type { Extension, ExtensionEventBus } from './types.js';
 
@@ -35,6 +42,21 @@ export function taskEventId(topic: string, agent: string, taskId: string): strin
 /** Dependencies of {@link createEffectDomainExtension}. */
 export interface EffectDomainExtensionOptions {
   bus: ExtensionEventBus;
+  /**
+   * Largest payload of one event, as JSON bytes (default `LIMITS.eventBytes`, 512 KiB): deltas or
+   * rejections that need more are published in parts under it (see `WorldStateDeltaEvent.part`).
+   */
+  maxEventBytes?: number;
+}
+
+/** Room left for the envelope (id, time, correlation id, topic) around a payload. */
+const ENVELOPE_BYTES = 512;
+/** The most bytes a validated delta entry can take as JSON (value, escaped path and domain, keys). */
+const DELTA_ENTRY_BOUND = LIMITS.deltaValueBytes + 6 * (LIMITS.pathLength + LIMITS.nameLength) + 64;
+
+/** The fixed part of a payload: everything but its list, as JSON bytes, plus the envelope. */
+function baseBytes(payload: Record<string, unknown>): number {
+  return Buffer.byteLength(JSON.stringify(payload)) + ENVELOPE_BYTES;
 }
 
 /**
@@ -43,10 +65,41 @@ export interface EffectDomainExtensionOptions {
  * `{ source, skill, deltas, taskId, correlationId, state }` with an id derived from agent + taskId,
  * and one `world.state.delta.rejected` listing the invalid entries with reasons. Nothing is
  * published for a task without delta parts. Deltas of a failed or canceled task are published too:
- * they are facts the agent reported; `state` says how the task ended.
+ * they are facts the agent reported; `state` says how the task ended. When the deltas (or the
+ * rejections) are more bytes than one event may carry, they go out in parts, in order, each with
+ * `part: { index, count }` and the id `<task event id>.part<index>` (the first keeps the task's
+ * id) — nothing is dropped, and no event is too large for the bus.
  */
 export function createEffectDomainExtension(options: EffectDomainExtensionOptions): Extension {
   const { bus } = options;
+  const maxBytes = options.maxEventBytes ?? LIMITS.eventBytes;
+
+  /** Publishes `payload` with its list `key` split into parts under the limit. */
+  function publishParts<K extends string>(
+    topic: string,
+    payload: Record<string, unknown> & Record<K, unknown[]>,
+    key: K,
+    id: string,
+    correlationId: string,
+    itemBound: number | undefined,
+  ): Promise<unknown> {
+    const items = payload[key];
+    const { [key]: _list, ...rest } = payload;
+    const runs = splitBySize(items, maxBytes, {
+      baseBytes: baseBytes({ ...rest, [key]: [], part: { index: 0, count: 0 } }),
+      ...(itemBound === undefined ? {} : { itemBound }),
+    });
+    if (runs.length === 1) return bus.publish(topic, payload, { id, correlationId });
+    const publishes = runs.map((run, index) =>
+      bus.publish(
+        topic,
+        { ...rest, [key]: run, part: { index, count: runs.length } },
+        { id: partEventId(id, index), correlationId },
+      ),
+    );
+    return settleAll(publishes);
+  }
+
   return {
     uri: EFFECT_DOMAIN_V1_URI,
     description: 'Stamps the skill and publishes the world-state deltas the agent reported.',
@@ -63,7 +116,7 @@ export function createEffectDomainExtension(options: EffectDomainExtensionOption
       const delta =
         extraction.entries.length === 0
           ? undefined
-          : bus.publish(
+          : publishParts(
               WORLD_STATE_DELTA_TOPIC,
               {
                 source: ctx.agent,
@@ -73,13 +126,13 @@ export function createEffectDomainExtension(options: EffectDomainExtensionOption
                 correlationId: ctx.correlationId,
                 state,
               },
-              {
-                id: taskEventId(WORLD_STATE_DELTA_TOPIC, ctx.agent, task.id),
-                correlationId: ctx.correlationId,
-              },
+              'deltas',
+              taskEventId(WORLD_STATE_DELTA_TOPIC, ctx.agent, task.id),
+              ctx.correlationId,
+              DELTA_ENTRY_BOUND,
             );
       if (extraction.rejected.length === 0) return delta;
-      const rejected = bus.publish(
+      const rejected = publishParts(
         WORLD_STATE_DELTA_REJECTED_TOPIC,
         {
           source: ctx.agent,
@@ -88,16 +141,20 @@ export function createEffectDomainExtension(options: EffectDomainExtensionOption
           rejected: extraction.rejected,
           state,
         },
-        {
-          id: taskEventId(WORLD_STATE_DELTA_REJECTED_TOPIC, ctx.agent, task.id),
-          correlationId: ctx.correlationId,
-        },
+        'rejected',
+        taskEventId(WORLD_STATE_DELTA_REJECTED_TOPIC, ctx.agent, task.id),
+        ctx.correlationId,
+        undefined,
       );
       if (delta === undefined) return rejected;
-      // Both publishes are attempted even when one fails; the first failure fails the hook.
-      return Promise.allSettled([delta, rejected]).then((results) => {
-        for (const result of results) if (result.status === 'rejected') throw result.reason;
-      });
+      return settleAll([delta, rejected]);
     },
   };
+}
+
+/** Every publish is attempted even when one fails; the first failure fails the hook. */
+function settleAll(publishes: readonly Promise<unknown>[]): Promise<void> {
+  return Promise.allSettled(publishes).then((results) => {
+    for (const result of results) if (result.status === 'rejected') throw result.reason;
+  });
 }

@@ -27,6 +27,8 @@ export interface StandardExtensionsOptions {
   options?: Readonly<Record<string, RegisterOptions>>;
   /** Passed to the cost-v1 extension. */
   cost?: Omit<CostExtensionOptions, 'bus'>;
+  /** Largest event payload effect-domain-v1 publishes before splitting (default 512 KiB). */
+  maxEventBytes?: number;
 }
 
 /**
@@ -46,7 +48,10 @@ export function registerStandardExtensions(
     createHitlModeExtension(
       lookup === undefined ? {} : { lookup: (ctx) => lookup.hitlMode(ctx.agent, ctx.skill) },
     ),
-    createEffectDomainExtension({ bus: options.bus }),
+    createEffectDomainExtension({
+      bus: options.bus,
+      ...(options.maxEventBytes === undefined ? {} : { maxEventBytes: options.maxEventBytes }),
+    }),
     createCostExtension({ ...options.cost, bus: options.bus }),
   ];
   for (const extension of extensions) {

@@ -29,12 +29,40 @@ export interface WorldStateDeltaPayload {
 export interface RejectedDeltaEntry {
   /** Position of the entry among all entries the task reported, counting from 0. */
   index: number;
-  /** The entry as the agent sent it. */
+  /**
+   * The entry as the agent sent it; a summary when it is larger than
+   * `LIMITS.rejectedEntryBytes` as JSON (see {@link summariseRejectedEntry}), or
+   * `{ $summary: 'entries', count }` for a run of entries past the per-task limit.
+   */
   entry: unknown;
   /** What is wrong with it, naming the field. */
   reason: string;
   /** Where it was found, e.g. `artifacts[1].parts[0].data.deltas[3]`. */
   location?: string;
+  /** The error code when the reason has one (`FLEETGATE_WORLD_DOMAIN_FULL`). */
+  code?: string;
+}
+
+/**
+ * What a rejection keeps of an entry: the entry itself when it is at most
+ * `LIMITS.rejectedEntryBytes` as JSON, else `{ $summary: 'entry', bytes, domain?, path?, op? }`
+ * (the string fields cut to `LIMITS.nameLength` characters) — the reason says what was wrong, and
+ * a huge entry must not make the rejection itself too large to publish.
+ */
+export function summariseRejectedEntry(entry: unknown): unknown {
+  const bytes = jsonBytes(entry);
+  if (bytes <= LIMITS.rejectedEntryBytes) return entry;
+  const summary: Record<string, unknown> = {
+    $summary: 'entry',
+    bytes: Number.isFinite(bytes) ? bytes : null,
+  };
+  if (isRecord(entry)) {
+    for (const key of ['domain', 'path', 'op'] as const) {
+      const field = entry[key];
+      if (typeof field === 'string') summary[key] = field.slice(0, LIMITS.nameLength);
+    }
+  }
+  return summary;
 }
 
 function jsonBytes(value: unknown): number {
@@ -346,7 +374,7 @@ export function parseDeltaPayload(
   if (!isRecord(payload) || !Array.isArray(payload.deltas)) {
     out.rejected.push({
       index: start,
-      entry: payload,
+      entry: summariseRejectedEntry(payload),
       reason: `worldstate-delta payload must be an object with a "deltas" array (got ${preview(payload)})`,
       location: payloadLocation(options),
     });
@@ -359,13 +387,18 @@ export function parseDeltaPayload(
     if (!(i in deltas)) continue;
     const candidate = deltas[i];
     if (i >= budget) {
+      // Everything from here on is past the limit: one rejection for the run, not one per entry
+      // (an agent could send a million), and none of them is read.
+      const count = deltas.length - i;
       out.rejected.push({
         index: start + i,
-        entry: candidate,
-        reason: `too many entries: a task may report at most ${LIMITS.deltasPerTask}`,
+        entry: { $summary: 'entries', count },
+        reason:
+          `too many entries: a task may report at most ${LIMITS.deltasPerTask}; ` +
+          `${count} ${count === 1 ? 'entry' : 'entries'} from here on ${count === 1 ? 'was' : 'were'} not read`,
         location: `${payloadLocation(options)}.deltas[${i}]`,
       });
-      continue;
+      break;
     }
     const accepted = acceptDeltaEntry(candidate);
     if (accepted !== undefined) {
@@ -377,7 +410,7 @@ export function parseDeltaPayload(
     else {
       out.rejected.push({
         index: start + i,
-        entry: candidate,
+        entry: summariseRejectedEntry(candidate),
         reason: verdict.reason,
         location: `${payloadLocation(options)}.deltas[${i}]`,
       });

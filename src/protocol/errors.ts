@@ -49,6 +49,9 @@ export const ERROR_CODES = {
   FLEETGATE_STORE_OPEN_FAILED: 'The store file could not be created or opened.',
   FLEETGATE_BUS_STREAM_NOT_FOUND: 'The JetStream stream does not exist.',
   FLEETGATE_OUTBOX_RELAY_FAILED: 'The outbox relay could not publish or mark an event.',
+  FLEETGATE_EVENT_TOO_LARGE: 'The event is larger than the bus (or the configured limit) accepts.',
+  FLEETGATE_OUTBOX_EVENT_PARKED:
+    'An outbox event that can never be published was set aside (parked); the events after it went on.',
   FLEETGATE_CONFIG_INVALID: 'The configuration is invalid.',
   FLEETGATE_TASK_TIMEOUT: 'The task did not finish within the tracking time and was canceled.',
   FLEETGATE_DISPATCH_DENIED: 'The policy gate did not let the call go out.',
@@ -62,6 +65,8 @@ export const ERROR_CODES = {
   FLEETGATE_WORLD_SEED_INVALID: 'A configured world-state domain seed is invalid.',
   FLEETGATE_WORLD_QUERY_INVALID: 'A world-state history query is invalid.',
   FLEETGATE_WORLD_DOMAIN_UNKNOWN: 'No world-state domain with this name exists.',
+  FLEETGATE_WORLD_DOMAIN_FULL:
+    'A delta entry would grow a world-state domain past its size limit; it was rejected.',
   FLEETGATE_FLOOR_WRITE_FAILED: 'A learned operator floor could not be persisted.',
   FLEETGATE_GATEWAY_CLOSED: 'The gateway is shutting down and accepts no new calls.',
   FLEETGATE_APPROVAL_NOT_FOUND: 'No approval or standing approval with this id exists.',

@@ -142,12 +142,39 @@ describe('extractWorldStateDeltas', () => {
     const part = { data: { deltas: half }, metadata: { mimeType: WORLDSTATE_DELTA_MIME } };
     const result = extractWorldStateDeltas(taskWith([part, part]));
     expect(result.entries).toHaveLength(LIMITS.deltasPerTask);
-    expect(result.rejected).toHaveLength(2);
-    expect(result.rejected.every((r) => r.reason.startsWith('too many entries'))).toBe(true);
-    expect(result.rejected.map((r) => r.index)).toEqual([
-      LIMITS.deltasPerTask,
-      LIMITS.deltasPerTask + 1,
+    // The run past the limit is one rejection, naming how many entries were not read.
+    expect(result.rejected).toEqual([
+      {
+        index: LIMITS.deltasPerTask,
+        entry: { $summary: 'entries', count: 2 },
+        reason: `too many entries: a task may report at most ${LIMITS.deltasPerTask}; 2 entries from here on were not read`,
+        location: `artifacts[0].parts[1].data.deltas[${LIMITS.deltasPerTask / 2 - 1}]`,
+      },
     ]);
+  });
+
+  it('keeps a rejection small: a huge entry is summarised, a million extra entries are one record', () => {
+    const huge = { domain: 'ci', path: 'data.big', op: 'set', value: 'x'.repeat(1 << 20) };
+    const many = Array.from({ length: 1_000_000 }, () => ({ op: 'inc' }));
+    const result = extractWorldStateDeltas(
+      taskWith([
+        { data: { deltas: [huge] }, metadata: { mimeType: WORLDSTATE_DELTA_MIME } },
+        { data: { deltas: many }, metadata: { mimeType: WORLDSTATE_DELTA_MIME } },
+      ]),
+    );
+    expect(result.rejected[0]!.entry).toEqual({
+      $summary: 'entry',
+      bytes: JSON.stringify(huge).length,
+      domain: 'ci',
+      path: 'data.big',
+      op: 'set',
+    });
+    expect(result.rejected).toHaveLength(1 + LIMITS.deltasPerTask);
+    expect(result.rejected.at(-1)!.entry).toEqual({
+      $summary: 'entries',
+      count: 1_000_000 - (LIMITS.deltasPerTask - 1),
+    });
+    expect(JSON.stringify(result.rejected).length).toBeLessThan(LIMITS.eventBytes);
   });
 
   it('rejects a delta part whose payload has no deltas array, and reads the next part', () => {

@@ -31,6 +31,18 @@ export const LIMITS = {
   partsPerArtifact: 1000,
   /** Characters of a task id (an agent's, or one a push names). */
   taskIdLength: 1024,
+  /**
+   * Bytes of a rejected delta entry kept whole in a rejection; a larger one is listed as a
+   * summary (`{ $summary: 'entry', bytes, domain, path, op }`), so a rejection stays small.
+   */
+  rejectedEntryBytes: 4096,
+  /**
+   * Default largest event payload written to the outbox, as JSON bytes (the gateway's
+   * `limits.eventBytes`): events that can grow with what an agent reports are split into parts
+   * under it, anything else over it is parked by the relay. Below NATS's default `max_payload`
+   * (1 MiB) with room for the envelope.
+   */
+  eventBytes: 512 * 1024,
 } as const;
 
 /** Path segments that would reach an object's prototype; never allowed in a delta path. */

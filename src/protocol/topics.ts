@@ -6,6 +6,7 @@
  * signature beside their known fields until the approvals inbox fixes the whole record.
  */
 import type { RejectedDeltaEntry, WorldStateDeltaEntry } from './delta.js';
+import type { EventPart } from './event-parts.js';
 import type { BlastRadius } from './radius.js';
 import type { HitlMode } from './hitl.js';
 
@@ -19,6 +20,11 @@ export interface WorldStateDeltaEvent {
   correlationId: string;
   /** Terminal task state, when known (`completed`, `failed`, …). */
   state?: string;
+  /**
+   * Set when the task's deltas were too many bytes for one event (`limits.eventBytes`): the
+   * deltas come in `count` events, this one part `index` (ids: the task's id, then `<id>.part1`…).
+   */
+  part?: EventPart;
 }
 
 /** `world.state.delta.rejected`: entries of one task that were not accepted. */
@@ -27,6 +33,8 @@ export interface WorldStateDeltaRejectedEvent {
   skill: string;
   taskId: string;
   rejected: RejectedDeltaEntry[];
+  /** Set when the rejections were split over several events, as for `world.state.delta`. */
+  part?: EventPart;
 }
 
 /** `world.state.updated`: the materialiser applied deltas to a domain. */

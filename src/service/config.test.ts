@@ -3,7 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isFleetgateError } from '../protocol/index.js';
-import { checkConfig, loadConfigFile, parseConfig, parseDuration } from './config.js';
+import {
+  DEFAULT_LIMITS,
+  checkConfig,
+  loadConfigFile,
+  parseConfig,
+  parseDuration,
+  parseSize,
+} from './config.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'fleetgate-config-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -117,6 +124,30 @@ describe('configuration', () => {
   it('names an unreadable file with its own code', async () => {
     await expect(loadConfigFile(join(dir, 'absent.yaml'))).rejects.toSatisfy((e: unknown) =>
       isFleetgateError(e, 'FLEETGATE_FILE_ACCESS_FAILED'),
+    );
+  });
+
+  it('reads the limits section: sizes with units, durations, defaults, and every bad value with its path', () => {
+    expect(parseConfig({}).limits).toEqual(DEFAULT_LIMITS);
+    expect(parseSize('512KiB')).toBe(524_288);
+    expect(parseSize('4 MiB')).toBe(4_194_304);
+    expect(parseSize('1MB')).toBe(1_000_000);
+    expect(parseSize(300)).toBe(300);
+    expect(parseSize('lots')).toBeUndefined();
+    expect(
+      parseConfig({
+        limits: { eventBytes: '256KiB', domainBytes: 1 << 20, agentResponseTimeout: '30s' },
+      }).limits,
+    ).toMatchObject({ eventBytes: 262_144, domainBytes: 1_048_576, agentResponseTimeout: 30_000 });
+    expect(() =>
+      parseConfig({ limits: { eventBytes: '1KiB', pushBodyBytes: 'huge', extra: 1 } }, 'f.yaml'),
+    ).toThrow(
+      expect.objectContaining({
+        code: 'FLEETGATE_CONFIG_INVALID',
+        message: expect.stringMatching(
+          /limits\.eventBytes: must be at least 71680 bytes[\s\S]*limits\.pushBodyBytes: must be a size/,
+        ),
+      }),
     );
   });
 });

@@ -120,7 +120,12 @@ export interface Gateway {
   readonly approvals: GatewayApprovals;
   /** Cost and success summaries per agent and skill. */
   readonly costs: Pick<CostSummaries, 'summary' | 'summaries'>;
-  /** The `POST /callbacks/a2a/:taskId` handler. */
+  /**
+   * The `POST /callbacks/a2a/:taskId` handler, free of any HTTP framework: give it the request
+   * headers and the **unread** body stream; it authenticates first and reads within
+   * `limits.pushBodyBytes` / `limits.pushBodyTimeout`. Close the connection when the answer says
+   * `discardBody`. The contract is spelled out in `src/tasks/push-receiver.ts`.
+   */
   readonly pushReceiver: (request: PushRequest) => Promise<PushResponse>;
   /** Internals for the service layer and tests (tracker statistics, relay). */
   readonly internals: {
@@ -196,9 +201,17 @@ export async function createGateway(
     store,
     ...(deps.cardSource === undefined ? {} : { source: deps.cardSource }),
   });
+  // The largest event written to the outbox: the configured limit, within what the bus carries
+  // (room left for the envelope and headers).
+  const busMax = bus.maxPayloadBytes;
+  const eventBytes = Math.min(
+    config.limits.eventBytes,
+    busMax === undefined ? Number.POSITIVE_INFINITY : busMax - 4096,
+  );
   const relay = createOutboxRelay({
     db: store.db,
     bus,
+    maxPayloadBytes: eventBytes,
     pollIntervalMs: (deps.relay === false ? undefined : deps.relay?.pollIntervalMs) ?? 250,
     lockRows: store.kind === 'postgres',
     onError: (error) => reportError(error, 'outbox-relay'),
@@ -207,6 +220,7 @@ export async function createGateway(
   const registry = registerStandardExtensions(new ExtensionRegistry(), {
     bus: collector,
     declarations: runtime.broker.stamps,
+    maxEventBytes: eventBytes,
   });
   const taskRecords = createStoreTaskRecords(store.db);
   // The callbacks below point at the tracker and dispatcher built after them; they run only once
@@ -298,6 +312,8 @@ export async function createGateway(
         if (attempt === 1) reportError(error, 'world-materialiser');
       },
     },
+    maxEventBytes: eventBytes,
+    maxDomainBytes: config.limits.domainBytes,
     ...(deps.seeds === undefined ? {} : { seeds: deps.seeds }),
     ...(deps.now === undefined ? {} : { now: deps.now }),
   });

@@ -242,3 +242,72 @@ export function applyDeltaAt(
     }
   }
 }
+
+/**
+ * Length of `value` as JSON text, about (a string's escapes are not counted); infinite when it
+ * is not JSON. Primitives — most values — are measured without serialising them.
+ */
+export function jsonLength(value: unknown): number {
+  switch (typeof value) {
+    case 'string':
+      return value.length + 2;
+    case 'number':
+      return Number.isInteger(value) && Math.abs(value) < 1e9
+        ? (value < 0 ? 2 : 1) + (Math.abs(value) < 10 ? 0 : Math.floor(Math.log10(Math.abs(value))))
+        : String(value).length;
+    case 'boolean':
+      return value ? 4 : 5;
+    case 'undefined':
+      return 0;
+    default:
+      if (value === null) return 4;
+  }
+  try {
+    return JSON.stringify(value)?.length ?? 0;
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
+}
+
+/** The value at `segments` of `root` without changing anything (undefined when absent). */
+function valueAt(root: JsonObject, segments: readonly string[]): JsonValue | undefined {
+  let node: JsonValue = root;
+  for (const segment of segments) {
+    if (node === null || typeof node !== 'object') return undefined;
+    if (Array.isArray(node)) {
+      if (!INDEX.test(segment)) return undefined;
+      node = node[Number(segment)] as JsonValue;
+    } else {
+      if (!Object.hasOwn(node, segment)) return undefined;
+      node = node[segment]!;
+    }
+    if (node === undefined) return undefined;
+  }
+  return node;
+}
+
+/**
+ * About how many bytes applying the entry adds to the domain's JSON (negative when it shrinks it):
+ * a `set` the new value's JSON less the replaced one's, a `push` the item's, an `inc` nothing
+ * unless it creates the number. A new key counts its name. Measures only the values involved,
+ * never the domain.
+ */
+export function growthOf(
+  root: JsonObject,
+  segments: readonly string[],
+  op: string,
+  value: unknown,
+): number {
+  const current = valueAt(root, segments);
+  const key = current === undefined ? segments[segments.length - 1]!.length + 4 : 0;
+  switch (op) {
+    case 'set':
+      return jsonLength(value) + key - (current === undefined ? 0 : jsonLength(current));
+    case 'push':
+      return jsonLength(value) + 1 + (current === undefined ? key + 2 : 0);
+    case 'inc':
+      return current === undefined ? key + 8 : 0;
+    default:
+      return 0;
+  }
+}

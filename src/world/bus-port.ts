@@ -6,7 +6,10 @@ import type { EventEnvelope, FleetgateTopics, WorldStateDeltaEvent } from '../pr
 
 /** Topics the materialiser publishes. */
 export type WorldPublishedTopic =
-  'world.state.updated' | 'world.state.delta.rejected' | 'system.error';
+  | 'world.state.updated'
+  | 'world.state.delta.rejected'
+  | 'ops.alert.world_domain_full'
+  | 'system.error';
 
 /** A live subscription of the materialiser. */
 export interface WorldSubscription {

@@ -7,10 +7,12 @@
  */
 import type { WorldBus, WorldSubscription } from './bus-port.js';
 import { deterministicEventId } from '../protocol/index.js';
-import { FleetgateError, isStoreUnavailable } from '../protocol/index.js';
+import { FleetgateError, assertNever, isStoreUnavailable } from '../protocol/index.js';
 import type { RejectedDeltaEntry } from '../protocol/index.js';
-import { FORBIDDEN_PATH_SEGMENTS } from '../protocol/index.js';
-import { applyDeltaAt } from './apply.js';
+import { FORBIDDEN_PATH_SEGMENTS, LIMITS } from '../protocol/index.js';
+import { applyDeltaAt, growthOf, jsonLength } from './apply.js';
+import type { PathNeed } from './value-rows.js';
+import { DomainsFull, domainFullRejection, rejectionEmissions } from './emissions.js';
 import { PathCache } from './path-cache.js';
 import type { ParsedEvent, RecordBase, WorldStateDeltaEnvelope } from './parse-event.js';
 import { appliedRecord, parseEvent, rejectedRecord, safeSnapshot } from './parse-event.js';
@@ -55,6 +57,17 @@ export interface WorldMaterialiserOptions {
   retention?: WorldRetention;
   /** Largest value of a rejected entry kept whole in its audit record, as JSON bytes (default 8 KiB). */
   auditValueMaxBytes?: number;
+  /**
+   * Largest payload of one emitted event, as JSON bytes (default `LIMITS.eventBytes`): the
+   * rejections of an event that need more go out in parts.
+   */
+  maxEventBytes?: number;
+  /**
+   * Largest size of one domain, about its JSON bytes (default 16 MiB): an entry that would grow a
+   * domain past it is rejected (reason naming the limit, code `FLEETGATE_WORLD_DOMAIN_FULL`) and
+   * an `ops.alert.world_domain_full` is emitted; entries that shrink or keep its size still apply.
+   */
+  maxDomainBytes?: number;
   /** Subscription name (default {@link WORLD_MATERIALISER_SUBSCRIPTION}). */
   subscriptionName?: string;
   /** Clock in epoch milliseconds (tests pass a fake). */
@@ -130,6 +143,8 @@ interface DomainTouch {
 }
 
 const DEFAULT_EVENT_ID_MAX_AGE_MS = 7 * 24 * 60 * 60 * 1000;
+/** Default {@link WorldMaterialiserOptions.maxDomainBytes}: 16 MiB. */
+export const DEFAULT_MAX_DOMAIN_BYTES = 16 * 1024 * 1024;
 const DEFAULT_AUDIT_VALUE_MAX_BYTES = 8 * 1024;
 
 /** The empty domain: `{ data: {} }`. */
@@ -198,6 +213,8 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
   const { store, bus } = options;
   const now = options.now ?? Date.now;
   const auditMax = options.auditValueMaxBytes ?? DEFAULT_AUDIT_VALUE_MAX_BYTES;
+  const maxEventBytes = options.maxEventBytes ?? LIMITS.eventBytes;
+  const maxDomainBytes = options.maxDomainBytes ?? DEFAULT_MAX_DOMAIN_BYTES;
   const seeds = new Map<string, JsonObject>();
   for (const [name, seed] of Object.entries(options.seeds ?? {}))
     seeds.set(name, checkSeed(name, seed));
@@ -251,10 +268,18 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
         parsed.map((e) => e.envelope.id),
         at,
       );
-      const names = new Set<string>();
-      for (const e of parsed)
-        if (fresh.has(e.envelope.id)) for (const x of e.entries) names.add(x.domain);
-      const loaded = await uow.load([...names], initDomain(at));
+      // What each domain's entries touch: the store loads those paths, not whole domains.
+      const needs = new Map<string, PathNeed[]>();
+      for (const e of parsed) {
+        if (!fresh.has(e.envelope.id)) continue;
+        for (const x of e.entries) {
+          let list = needs.get(x.domain);
+          if (list === undefined) needs.set(x.domain, (list = []));
+          const segments = paths.segments(x.path);
+          if (segments !== undefined) list.push({ segments, op: x.op });
+        }
+      }
+      const loaded = await uow.load([...needs.keys()], initDomain(at), needs);
       const changed = new Set<string>();
       const audit: NewAuditRecord[] = [];
       const emissions: WorldEmission[] = [];
@@ -317,6 +342,8 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
     // Domains in order of first appearance; each gets one version per event, taken when its first
     // entry applies (so every applied record is built with its version).
     const touched: DomainTouch[] = [];
+    /** Domains this event found full: one alert each. */
+    const domainsFull = new DomainsFull();
     const first = audit.length;
     for (const entry of e.entries) {
       let touch: DomainTouch | undefined;
@@ -331,14 +358,21 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
         touched.push(touch);
       }
       const domain = touch.domain;
-      const outcome = applyDeltaAt(
-        domain.state,
-        entry.path,
-        paths.segments(entry.path),
-        entry.op,
-        entry.value,
-      );
+      const segments = paths.segments(entry.path);
+      domain.bytes ??= jsonLength(domain.state);
+      const growth =
+        segments === undefined ? 0 : growthOf(domain.state, segments, entry.op, entry.value);
+      if (growth > 0 && domain.bytes + growth > maxDomainBytes) {
+        const value = safeSnapshot(entry.value, auditMax);
+        const rejection = domainFullRejection(entry, value, domain.bytes + growth, maxDomainBytes);
+        report.rejected.push(rejection);
+        audit.push(rejectedRecord(base, entry, value, rejection.reason));
+        domainsFull.note(entry.domain, domain.bytes);
+        continue;
+      }
+      const outcome = applyDeltaAt(domain.state, entry.path, segments, entry.op, entry.value);
       if (outcome.ok) {
+        domain.bytes += growth;
         report.applied += 1;
         if (touch.version === undefined) {
           domain.version += 1;
@@ -405,19 +439,14 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
         correlationId: e.envelope.correlationId,
       });
     }
+    const about = { source: e.source, skill: e.skill, taskId: e.taskId };
+    const context = { eventId: id, correlationId: e.envelope.correlationId, ...about };
+    for (const alert of domainsFull.alerts(context, maxDomainBytes)) emissions.push(alert);
     if (report.rejected.length > 0) {
       report.rejected.sort((a, b) => a.index - b.index);
-      emissions.push({
-        topic: 'world.state.delta.rejected',
-        payload: {
-          source: e.source,
-          skill: e.skill,
-          taskId: e.taskId,
-          rejected: report.rejected,
-        },
-        id: deterministicEventId('world.state.delta.rejected', 'materialiser', id),
-        correlationId: e.envelope.correlationId,
-      });
+      for (const part of rejectionEmissions(report.rejected, context, maxEventBytes)) {
+        emissions.push(part);
+      }
     }
     return report;
   }
@@ -431,6 +460,11 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
       case 'world.state.delta.rejected':
         await bus.publish(emission.topic, emission.payload, options);
         return;
+      case 'ops.alert.world_domain_full':
+        await bus.publish(emission.topic, emission.payload, options);
+        return;
+      default:
+        assertNever(emission, 'world emission');
     }
   }
 

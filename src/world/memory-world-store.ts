@@ -288,6 +288,8 @@ export class MemoryWorldStore implements WorldStore {
       domain.state = replayRecords(cloneJsonObject(domain.base), this.#audit.appliedOf(name));
       domain.version = before.version;
       domain.updatedAt = before.updatedAt;
+      // Counted again from the restored state on the next unit of work.
+      delete domain.bytes;
     }
   }
 

@@ -4,12 +4,24 @@
  */
 import type { Generated, Kysely } from 'kysely';
 import { sql } from 'kysely';
+import type { JsonObject } from './json.js';
+import {
+  DEFAULT_SPLIT_DEPTH,
+  decodeHeader,
+  encodeHeader,
+  rowBytes,
+  splitState,
+} from './value-rows.js';
 
 /** `fleetgate_world_domains`: one row per domain. */
 export interface WorldDomainTable {
   name: string;
   version: number;
-  /** The live domain object as JSON text. */
+  /**
+   * Since `0102_world_values`: `{"$rows":{"bytes","next"}}`, the domain's size and next row
+   * position — the state itself is in `fleetgate_world_values`. (Before: the live domain object
+   * as JSON text.)
+   */
   state: string;
   /** The state replay starts from (the seed, or what pruned audit rows had produced), JSON. */
   base_state: string;
@@ -52,11 +64,28 @@ export interface WorldAuditTable {
   recorded_at: number;
 }
 
+/**
+ * `fleetgate_world_values` (`0102_world_values`): a domain's state as rows, one per node down to
+ * the store's split depth (see `value-rows.ts`).
+ */
+export interface WorldValueTable {
+  domain: string;
+  /** Dot-separated path of the node (`data.items.3`); byte-ordered (`COLLATE "C"` on PostgreSQL). */
+  path: string;
+  /** `o` object node, `a` array node, `v` value kept whole. */
+  kind: string;
+  /** JSON of a value row; the length of an array node; null for an object node. */
+  value: string | null;
+  /** Order among rows: parents first, members in the order they were added. */
+  pos: number;
+}
+
 /** The world-state tables. */
 export interface WorldDatabase {
   fleetgate_world_domains: WorldDomainTable;
   fleetgate_world_events: WorldEventTable;
   fleetgate_world_audit: WorldAuditTable;
+  fleetgate_world_values: WorldValueTable;
 }
 
 /**
@@ -135,6 +164,53 @@ export const WORLD_MIGRATIONS: Readonly<Record<string, WorldMigration>> = {
       await db.schema.dropTable('fleetgate_world_audit').execute();
       await db.schema.dropTable('fleetgate_world_events').execute();
       await db.schema.dropTable('fleetgate_world_domains').execute();
+    },
+  },
+  // After the policy room's 0100 migration, which stores already ran (name order only).
+  '0102_world_values': {
+    async up(db, kind) {
+      // Domains as rows: an update writes the rows it changes, not the whole domain.
+      await db.schema
+        .createTable('fleetgate_world_values')
+        .addColumn('domain', 'text', (col) => col.notNull())
+        // Byte order on PostgreSQL too, so a subtree is one index range ([P., P/)).
+        .addColumn('path', kind === 'postgres' ? sql`text collate "C"` : 'text', (col) =>
+          col.notNull(),
+        )
+        .addColumn('kind', 'text', (col) => col.notNull())
+        .addColumn('value', 'text')
+        .addColumn('pos', 'bigint', (col) => col.notNull())
+        .addPrimaryKeyConstraint('fleetgate_world_values_pk', ['domain', 'path'])
+        .execute();
+      // Every domain kept whole so far moves into rows.
+      const store = db as Kysely<WorldDatabase>;
+      const domains = await store
+        .selectFrom('fleetgate_world_domains')
+        .select(['name', 'state'])
+        .execute();
+      for (const domain of domains) {
+        if (decodeHeader(domain.state) !== undefined) continue;
+        const rows = splitState(JSON.parse(domain.state) as JsonObject, DEFAULT_SPLIT_DEPTH);
+        let bytes = 0;
+        const values = rows.map((row, i) => {
+          bytes += rowBytes(row);
+          return { domain: domain.name, ...row, pos: i + 1 };
+        });
+        for (let i = 0; i < values.length; i += 200) {
+          await store
+            .insertInto('fleetgate_world_values')
+            .values(values.slice(i, i + 200))
+            .execute();
+        }
+        await store
+          .updateTable('fleetgate_world_domains')
+          .set({ state: encodeHeader({ bytes, next: values.length + 1 }) })
+          .where('name', '=', domain.name)
+          .execute();
+      }
+    },
+    async down(db) {
+      await db.schema.dropTable('fleetgate_world_values').execute();
     },
   },
 };

@@ -1,6 +1,11 @@
 /** The world-state model and the `WorldStore` port the materialiser persists through. */
-import type { WorldStateDeltaRejectedEvent, WorldStateUpdatedEvent } from '../protocol/index.js';
+import type {
+  OpsAlertEvent,
+  WorldStateDeltaRejectedEvent,
+  WorldStateUpdatedEvent,
+} from '../protocol/index.js';
 import type { JsonObject } from './json.js';
+import type { PathNeed } from './value-rows.js';
 
 /** A domain as readers see it. */
 export interface DomainSnapshot {
@@ -22,6 +27,12 @@ export interface StoredDomain extends DomainSnapshot {
   base: JsonObject;
   /** The version `base` corresponds to. */
   baseVersion: number;
+  /**
+   * About the domain's size as JSON, in bytes, when the store knows it (the SQL store counts its
+   * rows; the materialiser keeps it up to date as it applies entries and checks it against its
+   * `maxDomainBytes`). Undefined: not counted yet.
+   */
+  bytes?: number;
 }
 
 /** A domain returned by {@link WorldUnitOfWork.load}. */
@@ -93,6 +104,7 @@ export interface HistoryQuery {
 export type WorldEmission = (
   | { topic: 'world.state.updated'; payload: WorldStateUpdatedEvent }
   | { topic: 'world.state.delta.rejected'; payload: WorldStateDeltaRejectedEvent }
+  | { topic: 'ops.alert.world_domain_full'; payload: OpsAlertEvent }
 ) & { id: string; correlationId: string };
 
 /** What {@link WorldStore.prune} removed. */
@@ -111,13 +123,19 @@ export interface WorldUnitOfWork {
   /**
    * Loads the named domains and locks them until the unit of work ends (replicas applying events
    * to the same domain take turns). A missing domain is created from `init` and comes back with
-   * `created: true`.
+   * `created: true`. With `needs` (the paths and ops of the entries about to apply, by domain) a
+   * store may load only that much of a domain's `state` — the values on those paths and what a
+   * `set` replaces — and the entries must touch nothing else; without it the whole state loads.
    */
   load(
     names: readonly string[],
     init: (name: string) => StoredDomain,
+    needs?: ReadonlyMap<string, readonly PathNeed[]>,
   ): Promise<Map<string, LoadedDomain>>;
-  /** Writes the state, version and time of the given loaded domains. */
+  /**
+   * Writes the state, version and time of the given loaded domains: what changed in the state
+   * since it was loaded, not the whole domain.
+   */
   save(domains: readonly StoredDomain[]): Promise<void>;
   /** Removes domains this unit of work created with `load` but left unused. */
   discard(names: readonly string[]): Promise<void>;

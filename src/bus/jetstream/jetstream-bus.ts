@@ -60,6 +60,25 @@ interface ActiveSubscription extends Subscription {
   readonly handled: DuplicateWindow | undefined;
 }
 
+/** Bytes kept free for the headers of a message (`Nats-Msg-Id` and the header block). */
+const HEADER_ALLOWANCE = 64;
+
+function tooLarge(
+  topic: string,
+  id: string,
+  bytes: number,
+  max: number | undefined,
+  cause: unknown,
+): FleetgateError {
+  return new FleetgateError(
+    'FLEETGATE_EVENT_TOO_LARGE',
+    `Event ${id} (${topic}) is ${bytes} bytes, more than NATS carries` +
+      (max === undefined ? '' : ` (max_payload ${max})`) +
+      '; it was not published.',
+    { cause, details: { topic, eventId: id, bytes, maxPayload: max } },
+  );
+}
+
 /** Redelivery delay of events a stopping durable subscription had pulled but not handled. */
 const STOP_NAK_DELAY_MS = 1_000;
 
@@ -107,6 +126,11 @@ export class JetStreamEventBus<M extends TopicMap = FleetgateTopics> implements 
     return this.#options;
   }
 
+  /** The server's `max_payload` (envelope and headers included), once connected. */
+  get maxPayloadBytes(): number | undefined {
+    return this.#nc.info?.max_payload;
+  }
+
   /** The NATS connection (for tooling and tests). */
   get connection(): NatsConnection {
     return this.#nc;
@@ -151,13 +175,25 @@ export class JetStreamEventBus<M extends TopicMap = FleetgateTopics> implements 
       correlationId: options.correlationId ?? id,
       payload,
     };
+    const data = encodeEnvelope(event);
+    const max = this.maxPayloadBytes;
+    // The Nats-Msg-Id header travels with the message and counts against max_payload too.
+    if (max !== undefined && data.byteLength + HEADER_ALLOWANCE + id.length > max) {
+      throw tooLarge(topic, id, data.byteLength, max, undefined);
+    }
     try {
-      const ack = await this.#js.publish(this.subjectOf(topic), encodeEnvelope(event), {
+      const ack = await this.#js.publish(this.subjectOf(topic), data, {
         msgID: id,
         timeout: this.#options.publishTimeoutMs,
       });
       return { id, duplicate: ack.duplicate, sequence: ack.seq };
     } catch (cause) {
+      // The client's own size check, or the stream's max_msg_size on the server.
+      if (
+        /max_payload|maximum payload|message size exceeds|max_msg_size/i.test(errorMessage(cause))
+      ) {
+        throw tooLarge(topic, id, data.byteLength, max, cause);
+      }
       throw new FleetgateError(
         'FLEETGATE_BUS_PUBLISH_FAILED',
         `Publishing ${topic} ${id} to JetStream failed: ${errorMessage(cause)}`,

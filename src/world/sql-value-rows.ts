@@ -1,0 +1,204 @@
+/**
+ * A domain's rows in `fleetgate_world_values` (see `value-rows.ts` for the model): what a unit of
+ * work of the SQL world store loads of a domain, and how it writes back only what changed.
+ */
+import type { Expression, Kysely, SqlBool, Transaction } from 'kysely';
+import { expressionBuilder } from 'kysely';
+import type { JsonObject } from './json.js';
+import { INSERT_CHUNK, chunks } from './sql-rows.js';
+import type { SqlWorldDatabase } from './sql-world-store.js';
+import type { WorldDomainTable } from './store-tables.js';
+import type { StoredDomain } from './types.js';
+import type { PathNeed, RowsHeader, ValueRow } from './value-rows.js';
+import {
+  DEFAULT_SPLIT_DEPTH,
+  assembleState,
+  decodeHeader,
+  rowBytes,
+  rowsNeeded,
+  splitState,
+} from './value-rows.js';
+
+/** Fixed for a store: rows written at one depth are read back at the same depth. */
+export const SPLIT_DEPTH = DEFAULT_SPLIT_DEPTH;
+
+type Db = Kysely<SqlWorldDatabase> | Transaction<SqlWorldDatabase>;
+
+/** What a unit of work loaded of one domain: the rows as they are stored, and the header. */
+export interface LoadedRows {
+  rows: Map<string, ValueRow>;
+  header: RowsHeader;
+}
+
+export function toBase(row: WorldDomainTable): Pick<StoredDomain, 'base' | 'baseVersion'> {
+  return {
+    base: JSON.parse(row.base_state) as JsonObject,
+    baseVersion: Number(row.base_version),
+  };
+}
+
+/** One domain as a unit of work loaded it. */
+export interface LoadedDomainRows {
+  stored: StoredDomain;
+  loaded: LoadedRows;
+}
+
+/**
+ * The rows the domains need (all of a domain's rows when `needs` has nothing for it), as partial
+ * trees, read in one query. A domain an older store kept whole is read whole; its first save
+ * writes it as rows.
+ */
+export async function loadDomainRows(
+  db: Db,
+  domains: readonly WorldDomainTable[],
+  needs: ReadonlyMap<string, readonly PathNeed[]> | undefined,
+): Promise<Map<string, LoadedDomainRows>> {
+  const out = new Map<string, LoadedDomainRows>();
+  const wanted: { name: string; header: RowsHeader; need: readonly PathNeed[] | undefined }[] = [];
+  for (const row of domains) {
+    const header = decodeHeader(row.state);
+    const base = {
+      name: row.name,
+      version: Number(row.version),
+      updatedAt: Number(row.updated_at),
+      ...toBase(row),
+    };
+    if (header === undefined) {
+      const state = JSON.parse(row.state) as JsonObject;
+      let bytes = 0;
+      for (const r of splitState(state, SPLIT_DEPTH)) bytes += rowBytes(r);
+      // Nothing loaded as rows: the first save writes every row (and the header).
+      out.set(row.name, {
+        stored: { ...base, state, bytes },
+        loaded: { rows: new Map(), header: { bytes: 0, next: 1 } },
+      });
+      continue;
+    }
+    out.set(row.name, {
+      stored: { ...base, state: {}, bytes: header.bytes },
+      loaded: { rows: new Map(), header },
+    });
+    wanted.push({ name: row.name, header, need: needs?.get(row.name) });
+  }
+  const rows = await selectValueRows(db, wanted);
+  for (const { name } of wanted) {
+    const entry = out.get(name)!;
+    const mine = rows.get(name) ?? [];
+    for (const r of mine) entry.loaded.rows.set(r.path, r);
+    entry.stored.state = assembleState(mine);
+  }
+  return out;
+}
+
+/** The rows each domain's need asks for (all of them without one), by domain, in one query. */
+async function selectValueRows(
+  db: Db,
+  wanted: readonly { name: string; need: readonly PathNeed[] | undefined }[],
+): Promise<Map<string, ValueRow[]>> {
+  const out = new Map<string, ValueRow[]>();
+  const filters: Expression<SqlBool>[] = [];
+  const eb = expressionBuilder<SqlWorldDatabase, 'fleetgate_world_values'>();
+  for (const { name, need } of wanted) {
+    if (need === undefined) {
+      filters.push(eb('domain', '=', name));
+      continue;
+    }
+    const { paths, subtrees } = rowsNeeded(need, SPLIT_DEPTH);
+    if (paths.size === 0) continue;
+    // Rows below a prefix P are exactly those in [P + '.', P + '/'): '/' follows '.' in byte
+    // order, the column's collation on both engines.
+    filters.push(
+      eb.and([
+        eb('domain', '=', name),
+        eb.or([
+          eb('path', 'in', [...paths]),
+          ...[...subtrees].map((p) => eb.and([eb('path', '>', `${p}.`), eb('path', '<', `${p}/`)])),
+        ]),
+      ]),
+    );
+  }
+  if (filters.length === 0) return out;
+  const rows = await db
+    .selectFrom('fleetgate_world_values')
+    .select(['domain', 'path', 'kind', 'value', 'pos'])
+    .where(eb.or(filters))
+    .execute();
+  for (const r of rows) {
+    let list = out.get(r.domain);
+    if (list === undefined) out.set(r.domain, (list = []));
+    list.push({
+      path: r.path,
+      kind: r.kind as ValueRow['kind'],
+      value: r.value,
+      pos: Number(r.pos),
+    });
+  }
+  return out;
+}
+
+/**
+ * Writes what changed between the rows a unit of work loaded and the rows of the domain's
+ * (partial) state now: new and changed rows upserted (a changed row keeps its position), rows
+ * that are gone deleted. Returns the new header.
+ */
+export async function writeValueRows(
+  db: Db,
+  domain: StoredDomain,
+  before: LoadedRows,
+): Promise<RowsHeader> {
+  const now = splitState(domain.state, SPLIT_DEPTH);
+  let { bytes, next } = before.header;
+  // New rows and changed ones, written by one upsert per chunk: a changed row keeps its position.
+  const writes: ValueRow[] = [];
+  const kept = new Set<string>();
+  for (const row of now) {
+    kept.add(row.path);
+    const old = before.rows.get(row.path);
+    if (old === undefined) {
+      writes.push({ ...row, pos: next });
+      next += 1;
+      bytes += rowBytes(row);
+    } else if (old.kind !== row.kind || old.value !== row.value) {
+      writes.push({ ...row, pos: old.pos });
+      bytes += rowBytes(row) - rowBytes(old);
+    }
+  }
+  const gone: string[] = [];
+  for (const [path, old] of before.rows) {
+    if (kept.has(path)) continue;
+    gone.push(path);
+    bytes -= rowBytes(old);
+  }
+  for (const chunk of chunks(gone, INSERT_CHUNK)) {
+    await db
+      .deleteFrom('fleetgate_world_values')
+      .where('domain', '=', domain.name)
+      .where('path', 'in', chunk)
+      .execute();
+  }
+  for (const chunk of chunks(writes, INSERT_CHUNK)) {
+    await db
+      .insertInto('fleetgate_world_values')
+      .values(
+        chunk.map((r) => ({
+          domain: domain.name,
+          path: r.path,
+          kind: r.kind,
+          value: r.value,
+          pos: r.pos,
+        })),
+      )
+      .onConflict((oc) =>
+        oc.columns(['domain', 'path']).doUpdateSet((eb) => ({
+          kind: eb.ref('excluded.kind'),
+          value: eb.ref('excluded.value'),
+        })),
+      )
+      .execute();
+  }
+  // What is stored now is what was loaded plus these changes (a second save writes the rest).
+  for (const path of gone) before.rows.delete(path);
+  for (const row of writes) before.rows.set(row.path, row);
+  before.header = { bytes, next };
+  return before.header;
+}
