@@ -94,6 +94,16 @@ export interface MigrateOptions {
   schema?: string;
 }
 
+/** A migration run that failed before running anything because some other schema was dropped. */
+function otherSchemaVanished(
+  outcome: { error?: unknown; results?: readonly { status: string }[] },
+  schema: string | undefined,
+): boolean {
+  const error = outcome.error as { code?: unknown; message?: unknown } | undefined;
+  if (error?.code !== '3F000' || (outcome.results ?? []).length > 0) return false;
+  return !(schema !== undefined && String(error.message).includes(`"${schema}"`));
+}
+
 /**
  * Runs every pending migration and returns the names it ran. On PostgreSQL the Migrator holds an
  * advisory lock, so replicas starting together migrate once.
@@ -127,7 +137,15 @@ export async function migrateToLatest(
     migrationLockTableName: 'fleetgate_migration_lock',
     ...(options.schema === undefined ? {} : { migrationTableSchema: options.schema }),
   });
-  const { error, results = [] } = await migrator.migrateToLatest();
+  let outcome = await migrator.migrateToLatest();
+  // The migrator looks for its table through the catalog of every schema; a schema another
+  // program drops at that moment fails the lookup (SQLSTATE 3F000) without concerning this store.
+  // Nothing ran then: a second look settles it.
+  for (let attempt = 1; attempt < 4 && otherSchemaVanished(outcome, options.schema); attempt += 1) {
+    await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+    outcome = await migrator.migrateToLatest();
+  }
+  const { error, results = [] } = outcome;
   if (error !== undefined) {
     const failed = results.find((r) => r.status === 'Error')?.migrationName;
     throw new FleetgateError(
