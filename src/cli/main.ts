@@ -8,6 +8,7 @@ import { isFleetgateError } from '../protocol/index.js';
 import { registerAgents } from './commands/agents.js';
 import { registerApprovals } from './commands/approvals.js';
 import { registerLintCard } from './commands/lint-card.js';
+import { registerStart } from './commands/start.js';
 import { registerTail } from './commands/tail.js';
 import { registerWorld } from './commands/world.js';
 import type { CliIo } from './io.js';
@@ -34,6 +35,7 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
   registerTail(program, io, setExit);
   registerWorld(program, io, setExit);
   registerApprovals(program, io, setExit);
+  registerStart(program, io, setExit);
   return program;
 }
 

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { FleetgateError } from '../protocol/index.js';
 import { formatIssues } from '../fleet/index.js';
 import { BLAST_RADII, HITL_MODES } from '../protocol/index.js';
+import { authSchema, eventsSchema, listenSchema, replicasSchema } from './config-server.js';
 
 const UNITS: Readonly<Record<string, number>> = {
   ms: 1,
@@ -42,12 +43,8 @@ const duration = z.union([z.string(), z.number()]).transform((value, ctx) => {
 
 /** zod schema of `fleetgate.yaml`. Durations come out in milliseconds. */
 export const configSchema = z.strictObject({
-  listen: z
-    .strictObject({
-      host: z.string().default('127.0.0.1'),
-      port: z.number().int().min(0).max(65535).default(7420),
-    })
-    .default({ host: '127.0.0.1', port: 7420 }),
+  // The service's keys (listen, auth, events, replicas) live in config-server.ts.
+  listen: listenSchema,
   store: z
     .string()
     .regex(/^(sqlite:|postgres(ql)?:\/\/)/, 'must be sqlite:PATH or postgres://…')
@@ -109,21 +106,9 @@ export const configSchema = z.strictObject({
   domains: z
     .record(z.string().min(1), z.strictObject({ minRadius: blastRadiusSchema }))
     .default({}),
-  auth: z
-    .strictObject({
-      tokens: z
-        .array(
-          z.strictObject({
-            name: z.string().min(1),
-            tokenEnv: z
-              .string()
-              .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'),
-            roles: z.array(z.enum(['viewer', 'operator', 'approver', 'admin'])).min(1),
-          }),
-        )
-        .default([]),
-    })
-    .optional(),
+  auth: authSchema.optional(),
+  events: eventsSchema,
+  replicas: replicasSchema,
 });
 
 /** A validated configuration (durations in milliseconds, defaults filled in). */

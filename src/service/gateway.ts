@@ -31,6 +31,8 @@ import type {
   DispatchRecord,
   DispatchRequest,
   FleetClient,
+  GateDecision,
+  GateRequest,
   PolicyGate,
 } from '../dispatch/index.js';
 import {
@@ -93,6 +95,8 @@ export interface GatewayDeps {
   relay?: false | { pollIntervalMs?: number };
   /** Receives failures of background work (default: published on `system.error`). */
   onError?: (error: unknown, where: string) => void;
+  /** Told every decision of the policy gate (metrics). */
+  onGateDecision?: (request: GateRequest, decision: GateDecision) => void;
 }
 
 /** A running gateway. */
@@ -223,7 +227,7 @@ export async function createGateway(
     records: dispatchRecords,
     tracker,
     bus,
-    gate: deps.gate ?? hitl,
+    gate: observedGate(deps.gate ?? hitl, deps.onGateDecision),
     onError: reportError,
     ...(deps.now === undefined ? {} : { now: deps.now }),
   });
@@ -341,4 +345,19 @@ async function openBus(url: string): Promise<EventBus> {
   if (url === 'memory') return createInMemoryEventBus();
   const { createJetStreamEventBus } = await import('../nats.js');
   return createJetStreamEventBus({ servers: url });
+}
+
+/** The gate, telling `observe` each decision it takes. */
+function observedGate(gate: PolicyGate, observe: GatewayDeps['onGateDecision']): PolicyGate {
+  if (observe === undefined) return gate;
+  return {
+    async decide(request) {
+      const decision = await gate.decide(request);
+      observe(request, decision);
+      return decision;
+    },
+    ...(gate.release === undefined ? {} : { release: (r) => gate.release!(r) }),
+    ...(gate.checkpoint === undefined ? {} : { checkpoint: (r) => gate.checkpoint!(r) }),
+    ...(gate.resume === undefined ? {} : { resume: (r) => gate.resume!(r) }),
+  };
 }

@@ -24,3 +24,4 @@ export {
 export * from './migrations.js';
 export * from './fleet-runtime.js';
 export { policyDeclarations, policyRules } from './policy-wiring.js';
+export { startService, type RunningService, type ServiceOptions } from './server.js';
