@@ -9,6 +9,8 @@ import { registerAgents } from './commands/agents.js';
 import { registerApprovals } from './commands/approvals.js';
 import { registerLintCard } from './commands/lint-card.js';
 import { registerStart } from './commands/start.js';
+import { registerDispatch, registerFleetActions } from './commands/remote.js';
+import { registerConfigCheck } from './commands/config-check.js';
 import { registerTail } from './commands/tail.js';
 import { registerWorld } from './commands/world.js';
 import type { CliIo } from './io.js';
@@ -36,6 +38,9 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
   registerWorld(program, io, setExit);
   registerApprovals(program, io, setExit);
   registerStart(program, io, setExit);
+  registerDispatch(program, io, setExit);
+  registerFleetActions(program, io, setExit);
+  registerConfigCheck(program, io, setExit);
   return program;
 }
 

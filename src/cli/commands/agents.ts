@@ -10,6 +10,7 @@ import { createFleetRuntime } from '../../service/index.js';
 import type { CliIo } from '../io.js';
 import type { Style } from '../style.js';
 import { createStyle, renderTable } from '../style.js';
+import { remoteAgents, remoteClient } from './remote.js';
 
 const DEFAULT_CONFIG = 'fleetgate.yaml';
 
@@ -135,8 +136,11 @@ export function registerAgents(program: Command, io: CliIo, setExit: (code: numb
     )
     .option('-c, --config <file>', `configuration file (default ./${DEFAULT_CONFIG})`)
     .option('--json', 'print the card states and effective declarations as JSON')
+    .option('--url <url>', 'ask a running gateway (default $FLEETGATE_URL; token $FLEETGATE_TOKEN)')
     .enablePositionalOptions()
-    .action(async (opts: { config?: string; json?: boolean }) => {
+    .action(async (opts: { config?: string; json?: boolean; url?: string }) => {
+      const client = opts.config === undefined ? remoteClient(opts.url) : undefined;
+      if (client !== undefined) return setExit(await remoteAgents(client, io, opts.json === true));
       await withRuntime(opts.config, async (rt) => {
         await refreshWithProgress(rt.broker, rt.directory.size, io);
         if (opts.json) {

@@ -24,6 +24,7 @@ import { openGatewayStore } from '../../service/index.js';
 import type { CliIo } from '../io.js';
 import type { Style } from '../style.js';
 import { createStyle, renderTable } from '../style.js';
+import { remoteApprovals, remoteClient } from './remote.js';
 
 const DEFAULT_CONFIG = 'fleetgate.yaml';
 const DEFAULT_STORE = 'sqlite:./data/fleetgate.db';
@@ -122,6 +123,10 @@ const storeOption = '--store <url>';
 const storeHelp = `store URL (default: the config\u2019s store, else ${DEFAULT_STORE})`;
 const configHelp = `configuration file (default ${DEFAULT_CONFIG} when present)`;
 const byDefault = process.env.FLEETGATE_USER ?? process.env.USER ?? 'operator';
+const urlHelp = 'a running gateway (default $FLEETGATE_URL; token $FLEETGATE_TOKEN)';
+/** --store or --config: work on the store directly, not through a running gateway. */
+const local = (opts: StoreOptions): boolean =>
+  opts.store !== undefined || opts.config !== undefined;
 
 /** Registers `fleetgate approvals` and `fleetgate policy`. */
 export function registerApprovals(
@@ -136,7 +141,10 @@ export function registerApprovals(
     .option('--config <file>', configHelp)
     .option('--all', 'include snoozed approvals')
     .option('--json', 'print JSON')
-    .action(async (opts: StoreOptions & { all?: boolean }) => {
+    .option('--url <url>', urlHelp)
+    .action(async (opts: StoreOptions & { all?: boolean; url?: string }) => {
+      const client = local(opts) ? undefined : remoteClient(opts.url);
+      if (client !== undefined) return setExit(await remoteApprovals(client, io, 'list', opts));
       await withStore(opts, async (store) => {
         const inbox = createApprovalInbox({ db: store.db });
         const list = await inbox.list({ includeSnoozed: opts.all === true });
@@ -159,8 +167,17 @@ export function registerApprovals(
       .option('--config <file>', configHelp)
       .option('--json', 'print the approval as JSON');
     if (verb === 'snooze') cmd.option('--for <duration>', 'how long (default 15m)', '15m');
+    cmd.option('--url <url>', urlHelp);
     cmd.action(
-      async (id: string, opts: StoreOptions & { reason?: string; by: string; for?: string }) => {
+      async (
+        id: string,
+        opts: StoreOptions & { reason?: string; by: string; for?: string; url?: string },
+      ) => {
+        // Against a running gateway the approver is the token's name; --by is not sent.
+        const client = local(opts) ? undefined : remoteClient(opts.url);
+        if (client !== undefined) {
+          return setExit(await remoteApprovals(client, io, verb, { ...opts, id }));
+        }
         await withStore(opts, async (store) => {
           const inbox = createApprovalInbox({ db: store.db });
           let record: ApprovalRecord;
@@ -214,7 +231,12 @@ export function registerApprovals(
     .option('--by <name>', 'who answers', byDefault)
     .option(storeOption, storeHelp)
     .option('--config <file>', configHelp)
-    .action(async (id: string, text: string, opts: StoreOptions & { by: string }) => {
+    .option('--url <url>', urlHelp)
+    .action(async (id: string, text: string, opts: StoreOptions & { by: string; url?: string }) => {
+      const client = local(opts) ? undefined : remoteClient(opts.url);
+      if (client !== undefined) {
+        return setExit(await remoteApprovals(client, io, 'answer', { id, text }));
+      }
       await withStore(opts, async (store) => {
         const record = await createApprovalInbox({ db: store.db }).answer(id, opts.by, text);
         const s = createStyle(io.color);

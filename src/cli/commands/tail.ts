@@ -13,6 +13,7 @@ import { isBlastRadius } from '../../protocol/index.js';
 import { createJetStreamEventBus } from '../../bus/jetstream/index.js';
 import type { CliIo } from '../io.js';
 import { createStyle } from '../style.js';
+import { remoteClient, remoteTail } from './remote.js';
 
 /** Longest payload summary printed on one line. */
 const SUMMARY_WIDTH = 160;
@@ -156,11 +157,15 @@ export function registerTail(program: Command, io: CliIo, setExit: (code: number
     .option('--json', 'print raw event envelopes as JSON lines')
     .option('--from <where>', "'new' (default) or 'all' retained events", 'new')
     .option('--count <n>', 'exit after N events', (v) => Number.parseInt(v, 10))
-    .action(async (patterns: string[], opts: TailCliOptions) => {
+    .option('--url <url>', 'a running gateway (default $FLEETGATE_URL; token $FLEETGATE_TOKEN)')
+    .action(async (patterns: string[], opts: TailCliOptions & { url?: string }) => {
+      for (const p of patterns) parsePattern(p);
+      const client = opts.nats === undefined ? remoteClient(opts.url) : undefined;
+      if (client !== undefined) return setExit(await remoteTail(client, io, patterns, opts));
       const url = opts.nats ?? process.env.FLEETGATE_NATS_URL;
       if (url === undefined || url === '') {
         io.err(
-          'fleetgate tail: pass --nats URL (or set FLEETGATE_NATS_URL); tailing a running gateway comes with the gateway\n',
+          'fleetgate tail: pass --url URL of a running gateway (or set FLEETGATE_URL), or --nats URL\n',
         );
         setExit(64);
         return;

@@ -13,6 +13,7 @@ import type { CliIo } from '../io.js';
 import type { Style } from '../style.js';
 import { createStyle, renderTable } from '../style.js';
 import { openGatewayStore } from '../../service/index.js';
+import { remoteClient, remoteWorld } from './remote.js';
 
 const DEFAULT_CONFIG = 'fleetgate.yaml';
 const CELL_WIDTH = 40;
@@ -106,7 +107,11 @@ export function registerWorld(program: Command, io: CliIo, setExit: (code: numbe
       Number.parseInt(v, 10),
     )
     .option('--json', 'print JSON')
-    .action(async (domain: string | undefined, opts: WorldCliOptions) => {
+    .option('--url <url>', 'ask a running gateway (default $FLEETGATE_URL; token $FLEETGATE_TOKEN)')
+    .action(async (domain: string | undefined, opts: WorldCliOptions & { url?: string }) => {
+      const client =
+        opts.store === undefined && opts.config === undefined ? remoteClient(opts.url) : undefined;
+      if (client !== undefined) return setExit(await remoteWorld(client, io, domain, opts));
       if (opts.history === true && domain === undefined) {
         throw new FleetgateError('FLEETGATE_USAGE', '--history needs a DOMAIN');
       }
