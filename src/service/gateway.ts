@@ -63,6 +63,8 @@ import { parseConfig } from './config.js';
 import type { FleetRuntime } from './fleet-runtime.js';
 import { policyDeclarations, policyRules } from './policy-wiring.js';
 import { createFleetRuntime } from './fleet-runtime.js';
+import type { Lease } from './card-lease.js';
+import { createStoreLease } from './card-lease.js';
 import type { GatewayStore } from './migrations.js';
 import { openGatewayStore } from './migrations.js';
 
@@ -127,6 +129,8 @@ export interface Gateway {
     readonly fleet: FleetClient;
     readonly tracker: TaskTracker;
     readonly relay: OutboxRelay;
+    /** The card-refresh lease replicas share (held: this replica fetches the cards). */
+    readonly lease: Pick<Lease, 'held' | 'holder'>;
   };
   /** Publishes everything committed so far and waits for the bus to deliver it. */
   settle(): Promise<void>;
@@ -166,10 +170,22 @@ export async function createGateway(
       });
     });
 
+  // Replicas on one store take turns at the card refresh: the lease is tried before the first
+  // refresh, so a lone gateway fetches its cards itself from the start.
+  const lease = createStoreLease({
+    db: store.db,
+    name: 'card-refresh',
+    ttlMs: config.replicas.leaseTtl,
+    ...(deps.now === undefined ? {} : { now: deps.now }),
+    onError: (error) => reportError(error, 'card-lease'),
+  });
+  await lease.renew();
+  lease.start();
   const runtime = await createFleetRuntime(config, {
     secrets: deps.secrets ?? (() => undefined),
     bus,
     store,
+    lease,
     ...(deps.cardSource === undefined ? {} : { source: deps.cardSource }),
   });
   const relay = createOutboxRelay({
@@ -310,7 +326,7 @@ export async function createGateway(
     events: bus,
     costs,
     pushReceiver: tracker.pushReceiver(),
-    internals: { store, bus, fleet, tracker, relay },
+    internals: { store, bus, fleet, tracker, relay, lease },
     settle,
     close() {
       closing ??= (async () => {
@@ -332,6 +348,7 @@ export async function createGateway(
           widened.stop(),
         ]);
         await runtime.close();
+        await lease.stop();
         if (deps.bus === undefined) await bus.close();
         if (deps.store === undefined) await store.close();
       })();

@@ -125,6 +125,14 @@ export function createGatewayMetrics(): GatewayMetrics {
     },
   });
   new Gauge({
+    name: 'fleetgate_card_refresh_lease_held',
+    help: '1 when this replica holds the card-refresh lease (fetches the cards), else 0',
+    registers: [registry],
+    collect() {
+      if (gateway !== undefined) this.set(gateway.internals.lease.held() ? 1 : 0);
+    },
+  });
+  new Gauge({
     name: 'fleetgate_tracker_tasks',
     help: 'Tasks the task tracker follows in this process',
     registers: [registry],

@@ -66,6 +66,9 @@ export function systemRoutes(ctx: ApiContext, options: SystemRouteOptions): Rout
           schema: z.object({
             status: z.literal('ready'),
             agents: z.record(z.string(), z.number()),
+            cardRefresh: z
+              .enum(['lease-holder', 'follower'])
+              .describe('whether this replica fetches the cards (holds the lease)'),
           }),
         },
       },
@@ -78,7 +81,11 @@ export function systemRoutes(ctx: ApiContext, options: SystemRouteOptions): Rout
         }
         const agents: Record<string, number> = { fresh: 0, pending: 0, failed: 0, stale: 0 };
         for (const s of gw.agents.states()) agents[s.status] = (agents[s.status] ?? 0) + 1;
-        return Promise.resolve({ status: 'ready', agents });
+        return Promise.resolve({
+          status: 'ready',
+          agents,
+          cardRefresh: gw.internals.lease.held() ? 'lease-holder' : 'follower',
+        });
       },
     }),
     defineRoute({
