@@ -66,6 +66,8 @@ class SseClient {
   readonly #res: ServerResponse;
   readonly #limit: number;
   readonly #queue: string[] = [];
+  /** Events in `#queue` (a chunk may hold several). */
+  #queued = 0;
   #blocked = false;
   closed = false;
   onClose: (() => void) | undefined;
@@ -78,15 +80,19 @@ class SseClient {
     res.on('close', () => this.#closed());
   }
 
-  /** Queues a frame; a client whose queue overflows is cut. True when it was written at once. */
-  send(frame: string): void {
+  /**
+   * Writes a chunk of `events` frames, or queues it while the socket is full; a client with more
+   * than its limit of events queued is cut.
+   */
+  send(chunk: string, events = 1): void {
     if (this.closed) return;
     if (this.#blocked) {
-      this.#queue.push(frame);
-      if (this.#queue.length > this.#limit) this.#cut();
+      this.#queue.push(chunk);
+      this.#queued += events;
+      if (this.#queued > this.#limit) this.#cut();
       return;
     }
-    if (!this.#res.write(frame)) this.#blocked = true;
+    if (!this.#res.write(chunk)) this.#blocked = true;
   }
 
   /** A comment line, only when nothing waits (an idle stream's heartbeat). */
@@ -98,6 +104,7 @@ class SseClient {
     if (this.closed) return;
     this.closed = true;
     this.#queue.length = 0;
+    this.#queued = 0;
     this.#res.end(frame);
     // A client that does not read is not waited for.
     setTimeout(() => this.#res.destroy(), 5000).unref();
@@ -106,9 +113,12 @@ class SseClient {
 
   #flush(): void {
     this.#blocked = false;
-    while (this.#queue.length > 0 && !this.#blocked && !this.closed) {
-      if (!this.#res.write(this.#queue.shift()!)) this.#blocked = true;
-    }
+    if (this.#queue.length === 0 || this.closed) return;
+    // Everything queued in one write.
+    const chunk = this.#queue.join('');
+    this.#queue.length = 0;
+    this.#queued = 0;
+    if (!this.#res.write(chunk)) this.#blocked = true;
   }
 
   #cut(): void {
@@ -125,6 +135,7 @@ class SseClient {
     if (this.closed) return;
     this.closed = true;
     this.#queue.length = 0;
+    this.#queued = 0;
     this.onClose?.();
   }
 }
@@ -139,6 +150,8 @@ interface Group {
   all: boolean;
   trie: TopicTrie<true>;
   clients: Set<SseClient>;
+  /** Frames matched since the last flush: written to every client in one chunk. */
+  pending: string[];
 }
 
 /** Builds the hub of one gateway. */
@@ -171,7 +184,7 @@ export function createEventHub(options: EventHubOptions): EventHub {
     if (group === undefined) {
       const trie = new TopicTrie<true>();
       for (const p of sorted) trie.add(p, true);
-      group = { key, all: sorted.includes('>'), trie, clients: new Set() };
+      group = { key, all: sorted.includes('>'), trie, clients: new Set(), pending: [] };
       groups.set(key, group);
     }
     return group;
@@ -192,6 +205,27 @@ export function createEventHub(options: EventHubOptions): EventHub {
     return out;
   };
 
+  // Events of one turn of the event loop go out together: one write per client, not one per
+  // event and client (a thousand clients would otherwise cost a thousand writes per event).
+  let flushing: ReturnType<typeof setImmediate> | undefined;
+  const flush = (): void => {
+    if (flushing !== undefined) clearImmediate(flushing);
+    flushing = undefined;
+    for (const group of groups.values()) {
+      if (group.pending.length === 0) continue;
+      const events = group.pending.length;
+      const chunk = events === 1 ? group.pending[0]! : group.pending.join('');
+      group.pending.length = 0;
+      for (const client of group.clients) {
+        client.send(chunk, events);
+        delivered += events;
+      }
+    }
+  };
+  const scheduleFlush = (): void => {
+    flushing ??= setImmediate(flush);
+  };
+
   const onEvent = (event: EventEnvelope, delivery: Delivery): void => {
     const seq =
       options.sequenced && delivery.sequence !== undefined ? delivery.sequence : ++counter;
@@ -202,10 +236,8 @@ export function createEventHub(options: EventHubOptions): EventHub {
     if (size < options.retain) size += 1;
     for (const group of groups.values()) {
       if (group.clients.size === 0 || !matches(group, entry.topic)) continue;
-      for (const client of group.clients) {
-        client.send(entry.frame);
-        delivered += 1;
-      }
+      group.pending.push(entry.frame);
+      scheduleFlush();
     }
     for (const listener of listeners) {
       try {
@@ -267,6 +299,8 @@ export function createEventHub(options: EventHubOptions): EventHub {
 
     async attach(res, patterns, lastEventId) {
       for (const p of patterns) parsePattern(p);
+      // Frames still waiting go to the clients that were there for them; this one starts after.
+      flush();
       const client = new SseClient(res, options.clientBuffer);
       const group = groupOf(patterns.length === 0 ? ['>'] : patterns);
       clients += 1;
@@ -330,6 +364,7 @@ export function createEventHub(options: EventHubOptions): EventHub {
       if (closed) return;
       closed = true;
       if (heartbeat !== undefined) clearInterval(heartbeat);
+      flush();
       for (const group of [...groups.values()]) {
         for (const client of [...group.clients]) client.end(': the gateway is stopping\n\n');
       }
