@@ -58,7 +58,9 @@ export interface EventHub {
 interface Entry {
   seq: number;
   topic: string;
-  frame: string;
+  event: EventEnvelope;
+  /** The SSE frame, serialised when a client first needs it (most events reach no client). */
+  frame: string | undefined;
 }
 
 /** One SSE client's stream with its bounded queue. */
@@ -174,6 +176,7 @@ export function createEventHub(options: EventHubOptions): EventHub {
   let catchUpNames = 0;
 
   const idOf = (seq: number): string => (options.sequenced ? String(seq) : `${boot}-${seq}`);
+  const frameOfEntry = (entry: Entry): string => (entry.frame ??= frameOf(entry.seq, entry.event));
   const frameOf = (seq: number, event: EventEnvelope): string =>
     `id: ${idOf(seq)}\ndata: ${JSON.stringify(event)}\n\n`;
 
@@ -230,13 +233,13 @@ export function createEventHub(options: EventHubOptions): EventHub {
     const seq =
       options.sequenced && delivery.sequence !== undefined ? delivery.sequence : ++counter;
     lastSeq = seq;
-    const entry: Entry = { seq, topic: event.topic, frame: frameOf(seq, event) };
+    const entry: Entry = { seq, topic: event.topic, event, frame: undefined };
     ring[head] = entry;
     head = (head + 1) % options.retain;
     if (size < options.retain) size += 1;
     for (const group of groups.values()) {
       if (group.clients.size === 0 || !matches(group, entry.topic)) continue;
-      group.pending.push(entry.frame);
+      group.pending.push(frameOfEntry(entry));
       scheduleFlush();
     }
     for (const listener of listeners) {
@@ -328,7 +331,9 @@ export function createEventHub(options: EventHubOptions): EventHub {
       if (typeof from === 'number' && covered) {
         // Everything after `from` is in the window: replay it, then go live (no await between,
         // so no event slips through).
-        for (const entry of after(from)) if (matches(group, entry.topic)) client.send(entry.frame);
+        for (const entry of after(from)) {
+          if (matches(group, entry.topic)) client.send(frameOfEntry(entry));
+        }
         group.clients.add(client);
         return;
       }
@@ -349,7 +354,9 @@ export function createEventHub(options: EventHubOptions): EventHub {
           oldestRetained: first === undefined ? null : idOf(first.seq),
         }),
       );
-      for (const entry of after(0)) if (matches(group, entry.topic)) client.send(entry.frame);
+      for (const entry of after(0)) {
+        if (matches(group, entry.topic)) client.send(frameOfEntry(entry));
+      }
       group.clients.add(client);
     },
 
