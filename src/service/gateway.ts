@@ -18,7 +18,6 @@ import type { PushRequest, PushResponse, TaskTracker, TaskTrackerOptions } from 
 import type { EventBus, OutboxRelay } from '../bus/index.js';
 import type { OpenTopics } from '../protocol/index.js';
 import {
-  createInMemoryEventBus,
   createOutboxRelay,
   EventCollector,
   InMemoryEventBus,
@@ -66,7 +65,7 @@ import { createFleetRuntime } from './fleet-runtime.js';
 import type { Lease } from './card-lease.js';
 import { createStoreLease } from './card-lease.js';
 import type { GatewayStore } from './migrations.js';
-import { openGatewayStore } from './migrations.js';
+import { observedGate, openBus, openConfiguredStore } from './gateway-parts.js';
 
 /** What tests and embedders may inject instead of what the config names. */
 export interface GatewayDeps {
@@ -354,56 +353,5 @@ export async function createGateway(
       })();
       return closing;
     },
-  };
-}
-
-/**
- * The bus the config names: in-process, or NATS JetStream (the client loads only then).
- * `nats://host:port?stream=NAME&prefix=name` keeps several deployments apart on one server.
- */
-async function openBus(url: string): Promise<EventBus> {
-  if (url === 'memory') return createInMemoryEventBus();
-  const { createJetStreamEventBus } = await import('../nats.js');
-  const { base, params } = splitQuery(url);
-  const stream = params.get('stream');
-  const prefix = params.get('prefix');
-  return createJetStreamEventBus({
-    servers: base,
-    ...(stream === null ? {} : { stream }),
-    ...(prefix === null ? {} : { subjectPrefix: prefix }),
-  });
-}
-
-/** The store the config names; `postgres://…?schema=name` puts every table in that schema. */
-function openConfiguredStore(url: string): Promise<GatewayStore> {
-  if (!url.startsWith('postgres')) return openGatewayStore(url);
-  const { base, params } = splitQuery(url);
-  const schema = params.get('schema');
-  params.delete('schema');
-  const rest = params.toString();
-  return openGatewayStore(rest === '' ? base : `${base}?${rest}`, {
-    ...(schema === null ? {} : { schema }),
-  });
-}
-
-function splitQuery(url: string): { base: string; params: URLSearchParams } {
-  const at = url.indexOf('?');
-  return at < 0
-    ? { base: url, params: new URLSearchParams() }
-    : { base: url.slice(0, at), params: new URLSearchParams(url.slice(at + 1)) };
-}
-
-/** The gate, telling `observe` each decision it takes. */
-function observedGate(gate: PolicyGate, observe: GatewayDeps['onGateDecision']): PolicyGate {
-  if (observe === undefined) return gate;
-  return {
-    async decide(request) {
-      const decision = await gate.decide(request);
-      observe(request, decision);
-      return decision;
-    },
-    ...(gate.release === undefined ? {} : { release: (r) => gate.release!(r) }),
-    ...(gate.checkpoint === undefined ? {} : { checkpoint: (r) => gate.checkpoint!(r) }),
-    ...(gate.resume === undefined ? {} : { resume: (r) => gate.resume!(r) }),
   };
 }

@@ -1,17 +1,15 @@
 /**
- * The CLI against a running gateway (`--url`, token from `$FLEETGATE_TOKEN`): `agents`,
- * `dispatch`, `approvals`, `world`, `tail`, `refresh`, `ack`. Tables colour radii as `lint-card`
- * and the dashboard do; `--json` prints what the API answered.
+ * The CLI against a running gateway (`--url`, token from `$FLEETGATE_TOKEN`): the remote sides of
+ * `agents`, `approvals`, `world` and `tail`, and what `dispatch`, `refresh` and `ack` share.
+ * Tables colour radii as `lint-card` and the dashboard do; `--json` prints what the API answered.
  */
-import { randomUUID } from 'node:crypto';
-import type { Command } from 'commander';
-import type { BlastRadius, EventEnvelope } from '../../protocol/index.js';
+import type { EventEnvelope } from '../../protocol/index.js';
 import { FleetgateError, isBlastRadius } from '../../protocol/index.js';
 import type { CliIo } from '../io.js';
 import type { Style } from '../style.js';
 import { createStyle, renderTable } from '../style.js';
 import type { GatewayClient } from './gateway-client.js';
-import { createGatewayClient, gatewayTarget, urlOption } from './gateway-client.js';
+import { createGatewayClient, gatewayTarget } from './gateway-client.js';
 import { formatEventLine } from './tail.js';
 
 interface SkillRow {
@@ -23,14 +21,14 @@ interface SkillRow {
   pendingRadius: string | null;
   domains: string[] | null;
 }
-interface AgentRow {
+export interface AgentRow {
   name: string;
   status: string;
   lastFetchedAt: number | null;
   lastError: { message: string } | null;
   skills: SkillRow[];
 }
-interface DispatchRow {
+export interface DispatchRow {
   id: string;
   agent: string;
   skill: string;
@@ -48,7 +46,7 @@ interface DispatchRow {
   routing?: { agent: string; reasons: string[] };
 }
 
-const ENDED = new Set(['completed', 'failed', 'rejected', 'canceled']);
+export const ENDED = new Set(['completed', 'failed', 'rejected', 'canceled']);
 
 /** A client for `--url` / `$FLEETGATE_URL`, or undefined for the local mode. */
 export function remoteClient(url: string | undefined): GatewayClient | undefined {
@@ -56,7 +54,7 @@ export function remoteClient(url: string | undefined): GatewayClient | undefined
   return target === undefined ? undefined : createGatewayClient(target);
 }
 
-function requireClient(url: string | undefined): GatewayClient {
+export function requireClient(url: string | undefined): GatewayClient {
   const client = remoteClient(url);
   if (client === undefined) {
     throw new FleetgateError(
@@ -67,7 +65,7 @@ function requireClient(url: string | undefined): GatewayClient {
   return client;
 }
 
-function radiusCell(r: string | null, s: Style): string {
+export function radiusCell(r: string | null, s: Style): string {
   return r !== null && isBlastRadius(r) ? s.radius(r) : s.dim('unknown');
 }
 
@@ -91,7 +89,7 @@ function left(until: number, now = Date.now()): string {
       : `${Math.round(sec / 3600)}h`;
 }
 
-function statusCell(status: string, s: Style): string {
+export function statusCell(status: string, s: Style): string {
   if (status === 'fresh' || status === 'completed') return s.green(status);
   if (status === 'failed' || status === 'awaiting-approval' || status === 'awaiting-input')
     return s.yellow(status);
@@ -147,7 +145,7 @@ export async function remoteAgents(
   return body.agents.some((a) => a.status !== 'fresh') ? 1 : 0;
 }
 
-function dispatchLine(d: DispatchRow, s: Style): string {
+export function dispatchLine(d: DispatchRow, s: Style): string {
   const parts = [`${s.bold(d.id.slice(0, 8))} ${d.agent}/${d.skill}`, statusCell(d.status, s)];
   if (d.decision?.mode !== undefined) {
     const r = d.decision.effectiveRadius ?? null;
@@ -377,212 +375,4 @@ export async function remoteTail(
     process.off('SIGTERM', stop);
   }
   return 0;
-}
-
-interface DispatchOptions {
-  url?: string;
-  skill?: string;
-  data?: string;
-  wait?: boolean;
-  timeout: string;
-  json?: boolean;
-}
-
-/** `fleetgate dispatch AGENT|--skill SKILL [TEXT] [--data JSON] [--wait]`. */
-export function registerDispatch(
-  program: Command,
-  io: CliIo,
-  setExit: (code: number) => void,
-): void {
-  urlOption(
-    program
-      .command('dispatch')
-      .description(
-        'dispatch a skill call through a running gateway: `dispatch AGENT SKILL [TEXT]`, or `dispatch --skill SKILL [TEXT]` to let the gateway choose the agent',
-      )
-      .argument('[args...]', 'AGENT SKILL [TEXT] (or only [TEXT] with --skill)')
-      .option(
-        '--skill <skill>',
-        'route this skill: the gateway picks the agent (fresh, narrowest radius, best success rate)',
-      )
-      .option('--data <json>', 'a JSON value sent with the text')
-      .option('--wait', 'follow the dispatch and print each status change until it ends')
-      .option('--timeout <duration>', 'with --wait: give up after this long', '10m')
-      .option('--json', 'print the API answer (and with --wait, each change) as JSON'),
-  ).action(async (args: string[], opts: DispatchOptions) => {
-    const client = requireClient(opts.url);
-    let agent: string | undefined;
-    let skill: string;
-    let text: string | undefined;
-    if (opts.skill !== undefined) {
-      skill = opts.skill;
-      text = args.length > 0 ? args.join(' ') : undefined;
-    } else {
-      if (args.length < 2)
-        throw new FleetgateError(
-          'FLEETGATE_USAGE',
-          'dispatch needs AGENT SKILL [TEXT], or --skill SKILL [TEXT]',
-        );
-      [agent, skill] = [args[0]!, args[1]!];
-      text = args.length > 2 ? args.slice(2).join(' ') : undefined;
-    }
-    let data: unknown;
-    if (opts.data !== undefined) {
-      try {
-        data = JSON.parse(opts.data);
-      } catch (error) {
-        throw new FleetgateError(
-          'FLEETGATE_USAGE',
-          `--data is not JSON: ${(error as Error).message}`,
-        );
-      }
-    }
-    const timeoutMs = /^\d+$/.test(opts.timeout)
-      ? Number(opts.timeout)
-      : parseShortDuration(opts.timeout);
-    const s = createStyle(io.color);
-    const correlationId = randomUUID();
-    const controller = new AbortController();
-    let last: DispatchRow | undefined;
-    const print = (d: DispatchRow): void => {
-      if (last !== undefined && last.status === d.status) return;
-      last = d;
-      io.out(opts.json === true ? `${JSON.stringify(d)}\n` : `${dispatchLine(d, s)}\n`);
-    };
-    // With --wait, listen first so no status change is missed between the answer and the stream.
-    const following =
-      opts.wait === true
-        ? client.events(
-            ['skill.dispatch.>'],
-            (e) => {
-              const payload = (e.data as { payload?: DispatchRow } | undefined)?.payload;
-              if (payload?.correlationId !== correlationId) return;
-              print(payload);
-              if (ENDED.has(payload.status)) controller.abort();
-            },
-            controller.signal,
-          )
-        : Promise.resolve();
-    const answer = await client
-      .post<DispatchRow>('/api/dispatch', {
-        ...(agent === undefined ? {} : { agent }),
-        skill,
-        ...(text === undefined ? {} : { text }),
-        ...(data === undefined ? {} : { data }),
-        correlationId,
-      })
-      .catch((error: unknown) => {
-        controller.abort();
-        throw error;
-      });
-    if (answer.routing !== undefined && opts.json !== true) {
-      io.out(
-        `${s.dim(`routed to ${answer.routing.agent}: ${answer.routing.reasons.join('; ')}`)}\n`,
-      );
-    }
-    if (opts.json === true && opts.wait !== true) io.out(`${JSON.stringify(answer, null, 2)}\n`);
-    else print(answer);
-    if (opts.wait === true && !ENDED.has(answer.status)) {
-      const timer = setTimeout(() => controller.abort(), timeoutMs);
-      // The stream may have started after a quick end: read the record once it is quiet.
-      const poll = setInterval(() => {
-        client
-          .get<DispatchRow>(`/api/dispatches/${answer.id}`)
-          .then((d) => {
-            print({ ...d, decision: last?.decision ?? answer.decision } as DispatchRow);
-            if (ENDED.has(d.status)) controller.abort();
-          })
-          .catch(() => undefined);
-      }, 2000);
-      try {
-        await following;
-      } finally {
-        clearTimeout(timer);
-        clearInterval(poll);
-      }
-    } else controller.abort();
-    await following.catch(() => undefined);
-    const final = last ?? answer;
-    setExit(
-      final.status === 'completed' ? 0 : ENDED.has(final.status) ? 1 : opts.wait === true ? 1 : 0,
-    );
-  });
-}
-
-function parseShortDuration(text: string): number {
-  const match = /^(\d+)(ms|s|m|h)$/.exec(text.trim());
-  if (match === null)
-    throw new FleetgateError(
-      'FLEETGATE_USAGE',
-      `--timeout must be a duration like 30s or 10m, not ${text}`,
-    );
-  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[match[2] as 'ms' | 's' | 'm' | 'h'];
-  return Number(match[1]) * unit;
-}
-
-/** `fleetgate refresh [AGENT]` and `fleetgate ack AGENT SKILL` against a running gateway. */
-export function registerFleetActions(
-  program: Command,
-  io: CliIo,
-  setExit: (code: number) => void,
-): void {
-  urlOption(
-    program
-      .command('refresh')
-      .description("refresh an agent's card now (every agent's without AGENT) on a running gateway")
-      .argument('[agent]')
-      .option('--json', 'print JSON'),
-  ).action(async (agent: string | undefined, opts: { url?: string; json?: boolean }) => {
-    const client = requireClient(opts.url);
-    const names =
-      agent === undefined
-        ? (await client.get<{ agents: AgentRow[] }>('/api/agents')).agents.map((a) => a.name)
-        : [agent];
-    const s = createStyle(io.color);
-    let failed = 0;
-    const outcomes: unknown[] = [];
-    for (const name of names) {
-      const r = await client.post<{
-        outcome: { result: string; error?: { message: string } };
-        agent: AgentRow;
-      }>(`/api/agents/${encodeURIComponent(name)}/refresh`);
-      outcomes.push(r);
-      if (r.outcome.result === 'failed') failed += 1;
-      if (opts.json !== true) {
-        io.out(
-          `${name}: ${r.outcome.result === 'failed' ? s.red(`failed ${r.outcome.error?.message ?? ''}`) : s.green(r.outcome.result)} (${statusCell(r.agent.status, s)})\n`,
-        );
-      }
-    }
-    if (opts.json === true) io.out(`${JSON.stringify(outcomes, null, 2)}\n`);
-    setExit(failed > 0 ? 1 : 0);
-  });
-
-  urlOption(
-    program
-      .command('ack')
-      .description(
-        'accept the narrower radius / hitl mode a skill now declares, on a running gateway (admin token)',
-      )
-      .argument('<agent>')
-      .argument('<skill>')
-      .option('--json', 'print JSON'),
-  ).action(async (agent: string, skill: string, opts: { url?: string; json?: boolean }) => {
-    const client = requireClient(opts.url);
-    const r = await client.post<{ radius?: BlastRadius; mode?: string; acknowledgedBy: string }>(
-      `/api/agents/${encodeURIComponent(agent)}/ack`,
-      { skill },
-    );
-    if (opts.json === true) io.out(`${JSON.stringify(r, null, 2)}\n`);
-    else {
-      const parts = [
-        r.radius === undefined ? '' : `radius ${r.radius}`,
-        r.mode === undefined ? '' : `hitl mode ${r.mode}`,
-      ].filter(Boolean);
-      io.out(
-        `${agent}/${skill}: ${parts.join(' and ') || 'nothing changed'} now in effect (acknowledged by ${r.acknowledgedBy})\n`,
-      );
-    }
-    setExit(0);
-  });
 }
