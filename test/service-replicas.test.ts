@@ -73,6 +73,8 @@ describe.skipIf(!pgUp || !natsUp)('two fleetgate start replicas on PostgreSQL + 
   let agent: RunningAgent;
   let proxy: Awaited<ReturnType<typeof countingProxy>>;
   const replicas: ServiceProcess[] = [];
+  /** The id of the last delta a client saw on replica B. */
+  let seenOnB: string | undefined;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'fleetgate-replicas-'));
@@ -89,6 +91,8 @@ describe.skipIf(!pgUp || !natsUp)('two fleetgate start replicas on PostgreSQL + 
         'cards: { refreshInterval: 1s }',
         `replicas: { leaseTtl: ${LEASE_TTL_MS}ms }`,
         'policy: { sweepInterval: 200ms }',
+        // A small window, so a client further behind resumes from the JetStream stream itself.
+        'events: { retain: 100 }',
         'auth:',
         '  tokens:',
         '    - { name: alice, tokenEnv: R_ADMIN, roles: [admin] }',
@@ -193,11 +197,46 @@ describe.skipIf(!pgUp || !natsUp)('two fleetgate start replicas on PostgreSQL + 
     expect(mine(onB)).toHaveLength(1);
     // Both name it by the same position in the stream: a client may resume on either replica.
     expect(mine(onA)[0]!.id).toBe(mine(onB)[0]!.id);
+    seenOnB = mine(onB)[0]!.id;
     const world = await api(b.url, '/api/world/github_issues', { token: OPERATOR });
     expect(world.body).toMatchObject({ version: 1, state: { data: { migrated: ['repo-a'] } } });
     controller.abort();
     await Promise.all(streams.map((s) => s.done));
   }, 60_000);
+
+  it('resumes a client further behind than the retained window from the stream, missing nothing', async () => {
+    const [a, b] = replicas as [ServiceProcess, ServiceProcess];
+    expect(seenOnB).toBeDefined();
+    // Each call publishes several events (dispatch, delta, world, cost): far more than 100.
+    const missed: string[] = [];
+    for (let i = 0; i < 25; i += 1) {
+      const r = await api<{ status: string; taskId: string }>(a.url, '/api/dispatch?wait=10s', {
+        token: OPERATOR,
+        body: { agent: 'ops', skill: 'sitrep', text: `run ${i}` },
+      });
+      expect(r.body.status).toBe('completed');
+      missed.push(r.body.taskId);
+    }
+    const controller = new AbortController();
+    const frames: SseFrame[] = [];
+    const stream = await readEvents(
+      b.url,
+      '/api/events?topics=world.state.delta',
+      { token: OPERATOR, lastEventId: seenOnB!, signal: controller.signal },
+      frames,
+    );
+    expect(stream.status).toBe(200);
+    await eventually(
+      () => (frames.length >= missed.length ? true : undefined),
+      20_000,
+      'the missed deltas',
+    );
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(frames.map((f) => f.data?.payload?.taskId)).toEqual(missed);
+    expect(frames.some((f) => f.event === 'fleetgate.gap')).toBe(false);
+    controller.abort();
+    await stream.done;
+  }, 90_000);
 
   it('hands the lease over when its holder is killed, and the card refresh goes on', async () => {
     const roles = await Promise.all(replicas.map((r) => api<Ready>(r.url, '/readyz')));
