@@ -17,6 +17,7 @@ import type {
   TopicOf,
 } from '../protocol/index.js';
 import type {
+  Delivery,
   EventBus,
   EventHandler,
   OverflowPolicy,
@@ -57,6 +58,8 @@ export interface InMemoryBusStats {
 }
 
 const DEFAULT_MAX_QUEUE = 10_000;
+/** The in-memory bus keeps no log: its deliveries carry no position. */
+const NO_DELIVERY: Delivery = Object.freeze({});
 const MATCH_CACHE_LIMIT = 4_096;
 
 /**
@@ -357,7 +360,7 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
       const event = sub.queue.shift();
       if (event === undefined) break;
       try {
-        const result = sub.handler(event);
+        const result = sub.handler(event, NO_DELIVERY);
         // Only a returned promise costs an await; synchronous handlers stay on the fast path.
         if (result !== undefined) await result;
         this.#stats.delivered += 1;

@@ -4,6 +4,7 @@
  */
 export type {
   EventBus,
+  Delivery,
   EventHandler,
   OverflowPolicy,
   PublishOptions,

@@ -39,11 +39,24 @@ export interface PublishResult {
   handled?: Promise<boolean>;
 }
 
-/** A subscription handler; a returned promise is awaited before the next event is delivered. */
-export type EventHandler<E = EventEnvelope> = (event: E) => void | Promise<void>;
+/** Where an event sits in the backend's log, for consumers that resume by position. */
+export interface Delivery {
+  /** The JetStream stream sequence; absent on the in-memory bus, which keeps no log. */
+  sequence?: number;
+}
 
-/** Where a new subscription starts: only events published from now on, or all retained ones. */
-export type StartFrom = 'new' | 'all';
+/** A subscription handler; a returned promise is awaited before the next event is delivered. */
+export type EventHandler<E = EventEnvelope> = (
+  event: E,
+  delivery: Delivery,
+) => void | Promise<void>;
+
+/**
+ * Where a new subscription starts: only events published from now on, all retained ones, or the
+ * retained ones from a log position on (a live view resuming where its client left off; the
+ * in-memory bus retains nothing, so there it means `new`).
+ */
+export type StartFrom = 'new' | 'all' | { sequence: number };
 
 /**
  * What the in-memory bus does when a subscription's queue is full:

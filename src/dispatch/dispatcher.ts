@@ -16,7 +16,7 @@ import type {
   DispatchStatus,
 } from './dispatch-records.js';
 import { moveDispatch } from './dispatch-records.js';
-import type { CallResult, TaskFollower } from './call-types.js';
+import type { CallMode, CallResult, TaskFollower } from './call-types.js';
 import type { GateVerdict, PolicyGate } from './policy-gate.js';
 import { ALLOW_ALL } from './policy-gate.js';
 import type { FleetClient } from './fleet-client.js';
@@ -32,6 +32,16 @@ export interface DispatchRequest {
   correlationId?: string;
   /** Who asks for the call (an approver can never approve their own call). */
   requestedBy?: string;
+  /**
+   * How this call is sent when the gate lets it go at once (default: the dispatcher's `mode`).
+   * `return-immediately` hands a task that is not finished to the tracker at once; a call
+   * released later by an approval is sent the dispatcher's way.
+   */
+  mode?: CallMode;
+  /** Extra headers of the A2A call (a W3C `traceparent`, for instance). */
+  headers?: Readonly<Record<string, string>>;
+  /** Told the gate's decision as soon as it is taken (the HTTP API returns it). */
+  onDecision?: (decision: GateVerdict) => void;
 }
 
 /** The question an interrupted task asks: its status message, else the text of its reply. */
@@ -123,6 +133,9 @@ export class Dispatcher {
       createdAt: now,
       updatedAt: now,
       result: null,
+      ...(request.headers?.traceparent === undefined
+        ? {}
+        : { traceparent: request.headers.traceparent }),
     };
     await this.#o.records.create(record);
     await this.#publish('skill.dispatch.requested', record);
@@ -139,28 +152,40 @@ export class Dispatcher {
       input,
       ...(request.requestedBy === undefined ? {} : { requestedBy: request.requestedBy }),
     });
+    request.onDecision?.(decision);
     if (decision.action !== 'allow') return this.#held(record, decision);
 
     await this.#publish('skill.dispatch.started', record);
-    return this.#send(
-      record,
-      input,
-      request.requestedBy === undefined ? {} : { requestedBy: request.requestedBy },
-    );
+    return this.#send(record, input, {
+      ...(request.requestedBy === undefined ? {} : { requestedBy: request.requestedBy }),
+      ...(request.mode === undefined ? {} : { mode: request.mode }),
+      ...(request.headers === undefined ? {} : { headers: request.headers }),
+    });
   }
 
   async #send(
     record: DispatchRecord,
     input: { text?: string; data?: unknown },
-    more: { requestedBy?: string; taskId?: string; contextId?: string } = {},
+    more: {
+      requestedBy?: string;
+      taskId?: string;
+      contextId?: string;
+      mode?: CallMode;
+      headers?: Readonly<Record<string, string>>;
+    } = {},
   ): Promise<DispatchRecord> {
     let result: CallResult;
     try {
       result = await this.#o.fleet.call(record.agent, record.skill, input, {
         correlationId: record.correlationId,
-        mode: this.#o.mode ?? 'blocking',
+        mode: more.mode ?? this.#o.mode ?? 'blocking',
         ...(more.taskId === undefined ? {} : { taskId: more.taskId }),
         ...(more.contextId === undefined ? {} : { contextId: more.contextId }),
+        ...(more.headers !== undefined
+          ? { serviceParameters: more.headers }
+          : record.traceparent === undefined
+            ? {}
+            : { serviceParameters: { traceparent: record.traceparent } }),
       });
     } catch (error) {
       const failure = isFleetgateError(error)

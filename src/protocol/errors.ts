@@ -83,6 +83,26 @@ export const ERROR_CODES = {
   FLEETGATE_EFFECTS_CLOSED:
     'The task already ended and its effects were sent; nothing more can be reported.',
   FLEETGATE_MCP_TOOLS_INVALID: 'The MCP tool list is not a tools/list result or a list of tools.',
+  FLEETGATE_HTTP_ROUTE_NOT_FOUND: 'No route of the HTTP API matches this method and path.',
+  FLEETGATE_HTTP_REQUEST_INVALID:
+    "The request's path, query or body does not match the route's schema.",
+  FLEETGATE_HTTP_JSON_INVALID: 'The request body is not valid JSON.',
+  FLEETGATE_HTTP_BODY_TOO_LARGE: 'The request body is larger than the limit.',
+  FLEETGATE_HTTP_MEDIA_TYPE_UNSUPPORTED: 'The request body has an unsupported content type.',
+  FLEETGATE_HTTP_INTERNAL: 'The gateway failed to answer the request.',
+  FLEETGATE_AUTH_REQUIRED: 'The request carries no bearer token.',
+  FLEETGATE_AUTH_INVALID: 'The bearer token is not one of the configured tokens.',
+  FLEETGATE_AUTH_FORBIDDEN: "The token's role does not allow this request.",
+  FLEETGATE_AUTH_RATE_LIMITED: 'Too many failed authentications from this address; wait and retry.',
+  FLEETGATE_DISPATCH_NOT_FOUND: 'No dispatch with this id exists.',
+  FLEETGATE_SKILL_UNKNOWN: 'No agent offers this skill.',
+  FLEETGATE_SERVICE_NOT_READY: 'The gateway is starting or stopping and cannot answer yet.',
+  FLEETGATE_LISTEN_UNSAFE: 'The gateway would listen beyond loopback without any token configured.',
+  FLEETGATE_LISTEN_FAILED: 'The gateway could not listen on the configured address.',
+  FLEETGATE_DEMO_UNAVAILABLE: 'The demo fleet cannot be started from this installation.',
+  FLEETGATE_EVENTS_CLIENT_TOO_SLOW: 'A live-event client fell too far behind and was disconnected.',
+  FLEETGATE_EVENTS_TOO_MANY_CLIENTS: 'The gateway serves as many live-event clients as it may.',
+  FLEETGATE_GATEWAY_UNREACHABLE: 'The gateway at the given URL could not be reached.',
 } as const;
 
 /** A stable, documented error code. */

@@ -20,6 +20,7 @@ import {
   pathText,
   valueAt,
 } from './config-problems.js';
+import { authSchema, eventsSchema, listenSchema, replicasSchema } from './config-server.js';
 
 const UNITS: Readonly<Record<string, number>> = {
   ms: 1,
@@ -128,12 +129,8 @@ const limitsSchema = z
 
 /** zod schema of `fleetgate.yaml`. Durations come out in milliseconds. */
 export const configSchema = z.strictObject({
-  listen: z
-    .strictObject({
-      host: z.string().default('127.0.0.1'),
-      port: z.number().int().min(0).max(65535).default(7420),
-    })
-    .default({ host: '127.0.0.1', port: 7420 }),
+  // The service's keys (listen, auth, events, replicas) live in config-server.ts.
+  listen: listenSchema,
   store: z
     .string()
     .superRefine((url, ctx) => {
@@ -233,21 +230,9 @@ export const configSchema = z.strictObject({
     .record(z.string().min(1), z.strictObject({ minRadius: blastRadiusSchema }))
     .default({}),
   limits: limitsSchema,
-  auth: z
-    .strictObject({
-      tokens: z
-        .array(
-          z.strictObject({
-            name: z.string().min(1),
-            tokenEnv: z
-              .string()
-              .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'),
-            roles: z.array(z.enum(['viewer', 'operator', 'approver', 'admin'])).min(1),
-          }),
-        )
-        .default([]),
-    })
-    .optional(),
+  auth: authSchema.optional(),
+  events: eventsSchema,
+  replicas: replicasSchema,
 });
 
 /** A validated configuration (durations in milliseconds, defaults filled in). */

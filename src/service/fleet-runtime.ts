@@ -15,6 +15,8 @@ import {
 import type { FloorWriter } from '../alerts/index.js';
 import { createStoreFloorWriter, listLearnedFloors } from '../alerts/index.js';
 import type { FleetgateConfig } from './config.js';
+import type { Lease } from './card-lease.js';
+import { createLeasedCardSource, leasedCardCache } from './card-lease.js';
 import type { GatewayStore } from './migrations.js';
 import { openGatewayStore } from './migrations.js';
 
@@ -39,6 +41,11 @@ export interface FleetRuntimeOptions {
   store?: GatewayStore;
   /** Where cards come from (default: HTTP with `config.cards.timeout`). */
   source?: CardSource;
+  /**
+   * The card-refresh lease replicas share: while another replica holds it, cards are read from
+   * the store (the holder's) instead of fetched, and the card cache is left to the holder.
+   */
+  lease?: Pick<Lease, 'held'>;
 }
 
 /** Builds the fleet side of a gateway from a validated configuration. */
@@ -60,12 +67,23 @@ export async function createFleetRuntime(
     kind: store.kind,
     onRaised: (floor) => learnedFloors.raise(floor),
   });
+  const fetched = options.source ?? new HttpCardSource({ timeoutMs: config.cards.timeout });
+  const cache = createStoreCardCache(store.db);
+  const lease = options.lease;
   const broker = createCardBroker({
     directory,
-    source: options.source ?? new HttpCardSource({ timeoutMs: config.cards.timeout }),
+    source:
+      lease === undefined
+        ? fetched
+        : createLeasedCardSource({
+            lease,
+            source: fetched,
+            db: store.db,
+            staleAfterMs: 2 * config.cards.refreshInterval + config.replicas.leaseTtl,
+          }),
     registries,
     ratchet: await DeclarationRatchet.open(createStoreRatchetPersistence(store.db)),
-    cache: createStoreCardCache(store.db),
+    cache: lease === undefined ? cache : leasedCardCache(cache, lease),
     floors: learnedFloors,
     refreshIntervalMs: config.cards.refreshInterval,
     concurrency: config.cards.concurrency,

@@ -17,7 +17,6 @@
 import type { PushRequest, PushResponse, TaskTracker, TaskTrackerOptions } from '../tasks/index.js';
 import type { EventBus, OutboxRelay } from '../bus/index.js';
 import {
-  createInMemoryEventBus,
   createOutboxRelay,
   EventCollector,
   InMemoryEventBus,
@@ -30,6 +29,8 @@ import type {
   DispatchRecord,
   DispatchRequest,
   FleetClient,
+  GateVerdict,
+  GateCall,
   PolicyGate,
 } from '../dispatch/index.js';
 import {
@@ -60,10 +61,12 @@ import { parseConfig } from './config.js';
 import type { FleetRuntime } from './fleet-runtime.js';
 import { policyDeclarations, policyRules } from './policy-wiring.js';
 import { createFleetRuntime } from './fleet-runtime.js';
+import type { Lease } from './card-lease.js';
+import { createStoreLease } from './card-lease.js';
 import type { GatewayStore } from './migrations.js';
-import { openGatewayStore } from './migrations.js';
 import type { RetentionSweeper } from './retention.js';
 import { createRetentionSweeper } from './retention.js';
+import { observedGate, openBus, openConfiguredStore } from './gateway-parts.js';
 
 /** What tests and embedders may inject instead of what the config names. */
 export interface GatewayDeps {
@@ -99,6 +102,8 @@ export interface GatewayDeps {
   relay?: false | { pollIntervalMs?: number };
   /** Receives failures of background work (default: published on `system.error`). */
   onError?: (error: unknown, where: string) => void;
+  /** Told every decision of the policy gate (metrics). */
+  onGateDecision?: (request: GateCall, decision: GateVerdict) => void;
 }
 
 /** A running gateway. */
@@ -135,6 +140,8 @@ export interface Gateway {
     readonly tracker: TaskTracker;
     readonly relay: OutboxRelay;
     readonly retention: RetentionSweeper;
+    /** The card-refresh lease replicas share (held: this replica fetches the cards). */
+    readonly lease: Pick<Lease, 'held' | 'holder'>;
   };
   /** Publishes everything committed so far and waits for the bus to deliver it. */
   settle(): Promise<void>;
@@ -165,7 +172,7 @@ export async function createGateway(
   let reportStoreError = (error: unknown): void => void error;
   const store =
     deps.store ??
-    (await openGatewayStore(config.store, {
+    (await openConfiguredStore(config.store, {
       timeouts: {
         connectMs: config.storeTimeouts.connect,
         statementMs: config.storeTimeouts.statement,
@@ -195,10 +202,22 @@ export async function createGateway(
       'store',
     );
 
+  // Replicas on one store take turns at the card refresh: the lease is tried before the first
+  // refresh, so a lone gateway fetches its cards itself from the start.
+  const lease = createStoreLease({
+    db: store.db,
+    name: 'card-refresh',
+    ttlMs: config.replicas.leaseTtl,
+    ...(deps.now === undefined ? {} : { now: deps.now }),
+    onError: (error) => reportError(error, 'card-lease'),
+  });
+  await lease.renew();
+  lease.start();
   const runtime = await createFleetRuntime(config, {
     secrets: deps.secrets ?? (() => undefined),
     bus,
     store,
+    lease,
     ...(deps.cardSource === undefined ? {} : { source: deps.cardSource }),
   });
   // The largest event written to the outbox: the configured limit, within what the bus carries
@@ -271,7 +290,7 @@ export async function createGateway(
     records: dispatchRecords,
     tracker,
     bus,
-    gate: deps.gate ?? hitl,
+    gate: observedGate(deps.gate ?? hitl, deps.onGateDecision),
     onError: reportError,
     ...(deps.dispatchMode === undefined ? {} : { mode: deps.dispatchMode }),
     ...(deps.now === undefined ? {} : { now: deps.now }),
@@ -380,7 +399,7 @@ export async function createGateway(
     events: bus,
     costs,
     pushReceiver: tracker.pushReceiver(),
-    internals: { store, bus, fleet, tracker, relay, retention },
+    internals: { store, bus, fleet, tracker, relay, retention, lease },
     settle,
     close() {
       closing ??= (async () => {
@@ -406,17 +425,11 @@ export async function createGateway(
           widened.stop(),
         ]);
         await runtime.close();
+        await lease.stop();
         if (deps.bus === undefined) await bus.close();
         if (deps.store === undefined) await store.close();
       })();
       return closing;
     },
   };
-}
-
-/** The bus the config names: in-process, or NATS JetStream (the client loads only then). */
-async function openBus(url: string): Promise<EventBus> {
-  if (url === 'memory') return createInMemoryEventBus();
-  const { createJetStreamEventBus } = await import('../nats.js');
-  return createJetStreamEventBus({ servers: url });
 }

@@ -19,6 +19,8 @@ import type { TasksDatabase } from '../tasks/index.js';
 import { TASKS_MIGRATIONS } from '../tasks/index.js';
 import type { WorldDatabase } from '../world/index.js';
 import { WORLD_MIGRATIONS } from '../world/index.js';
+import type { ServiceDatabase } from './card-lease.js';
+import { SERVICE_MIGRATIONS } from './card-lease.js';
 
 /** Every table of the gateway: each domain declares its own, the gateway joins them. */
 export interface FleetgateDatabase
@@ -29,7 +31,8 @@ export interface FleetgateDatabase
     AlertsDatabase,
     TasksDatabase,
     DispatchDatabase,
-    PolicyDatabase {}
+    PolicyDatabase,
+    ServiceDatabase {}
 
 /**
  * Every domain's migrations in one list, with the names and order they shipped under
@@ -44,6 +47,7 @@ export const GATEWAY_MIGRATIONS: StoreMigrations = composeMigrations(
   TASKS_MIGRATIONS,
   DISPATCH_MIGRATIONS,
   POLICY_MIGRATIONS,
+  SERVICE_MIGRATIONS,
 );
 
 /** A store with every gateway table. */

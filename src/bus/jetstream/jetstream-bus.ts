@@ -267,14 +267,19 @@ export class JetStreamEventBus<M extends TopicMap = FleetgateTopics> implements 
     let messages: ConsumerMessages;
     try {
       if (durable) {
-        await this.#ensureDurable(name, filterSubject, options.from ?? 'new');
+        await this.#ensureDurable(name, filterSubject, options.from === 'all' ? 'all' : 'new');
         const consumer = await this.#js.consumers.get(stream, name);
         messages = await consumer.consume({ max_messages: 256 });
       } else {
         // "new" is pinned to the stream's last sequence now, so an ordered consumer that is
         // recreated (after a reconnect) before its first event never replays history.
+        const from = options.from ?? 'new';
         const startSeq =
-          options.from === 'all' ? 1 : (await this.#jsm.streams.info(stream)).state.last_seq + 1;
+          from === 'all'
+            ? 1
+            : typeof from === 'object'
+              ? Math.max(1, Math.trunc(from.sequence))
+              : (await this.#jsm.streams.info(stream)).state.last_seq + 1;
         const consumer = await this.#js.consumers.get(stream, {
           filter_subjects: filterSubject,
           opt_start_seq: startSeq,
@@ -469,7 +474,7 @@ export class JetStreamEventBus<M extends TopicMap = FleetgateTopics> implements 
       return;
     }
     try {
-      await handler(event);
+      await handler(event, { sequence: msg.info.streamSequence });
     } catch (error) {
       const wrapped = new FleetgateError(
         'FLEETGATE_BUS_HANDLER_FAILED',

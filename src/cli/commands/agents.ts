@@ -11,6 +11,7 @@ import { textFlag } from '../options.js';
 import { DEFAULT_CONFIG, fromEnvironment, readConfig } from '../store.js';
 import type { Style } from '../style.js';
 import { createStyle, renderTable } from '../style.js';
+import { remoteAgents, remoteClient } from './remote.js';
 
 /** What the policy counts an unknown radius as (`policy.unknownRadius`). */
 type UnknownRule = BlastRadius | 'proceed';
@@ -174,8 +175,11 @@ export function registerAgents(program: Command, io: CliIo, setExit: (code: numb
     )
     .option('-c, --config <file>', configHelp)
     .option('--json', 'print the card states and effective declarations as JSON')
+    .option('--url <url>', 'ask a running gateway (default $FLEETGATE_URL; token $FLEETGATE_TOKEN)')
     .enablePositionalOptions()
-    .action(async (opts: { config?: string; json?: boolean }) => {
+    .action(async (opts: { config?: string; json?: boolean; url?: string }) => {
+      const client = opts.config === undefined ? remoteClient(opts.url) : undefined;
+      if (client !== undefined) return setExit(await remoteAgents(client, io, opts.json === true));
       await withRuntime(opts.config, async (rt, unknownRule) => {
         await refreshWithProgress(rt.broker, rt.directory.size, io);
         if (opts.json) {

@@ -20,6 +20,7 @@ import type { StoreFlags } from '../store.js';
 import { DEFAULT_CONFIG, DEFAULT_STORE, fromEnvironment, readConfig, withStore } from '../store.js';
 import type { Style } from '../style.js';
 import { createStyle, renderTable } from '../style.js';
+import { remoteApprovals, remoteClient } from './remote.js';
 
 interface StoreOptions extends StoreFlags {
   json?: boolean;
@@ -88,6 +89,11 @@ function decider(by: string | undefined): string {
   return by ?? process.env.FLEETGATE_USER ?? process.env.USER ?? 'operator';
 }
 
+const urlHelp = 'a running gateway (default $FLEETGATE_URL; token $FLEETGATE_TOKEN)';
+/** --store or --config: work on the store directly, not through a running gateway. */
+const local = (opts: StoreOptions): boolean =>
+  opts.store !== undefined || opts.config !== undefined;
+
 /** Registers `fleetgate approvals` and `fleetgate policy`. */
 export function registerApprovals(
   program: Command,
@@ -103,7 +109,10 @@ export function registerApprovals(
     .option('--config <file>', configHelp)
     .option('--all', 'include snoozed approvals')
     .option('--json', 'print JSON')
-    .action(async (opts: StoreOptions & { all?: boolean }) => {
+    .option('--url <url>', urlHelp)
+    .action(async (opts: StoreOptions & { all?: boolean; url?: string }) => {
+      const client = local(opts) ? undefined : remoteClient(opts.url);
+      if (client !== undefined) return setExit(await remoteApprovals(client, io, 'list', opts));
       await withStore(opts, { readOnly: true }, async (store) => {
         const inbox = createApprovalInbox({ db: store.db });
         const list = await inbox.list({ includeSnoozed: opts.all === true });
@@ -129,8 +138,24 @@ export function registerApprovals(
     if (verb === 'snooze') {
       cmd.option('--for <duration>', 'how long, e.g. 30m or 2h (default 15m)', durationFlag);
     }
+    cmd.option('--url <url>', urlHelp);
     cmd.action(
-      async (id: string, opts: StoreOptions & { reason?: string; by?: string; for?: number }) => {
+      async (
+        id: string,
+        opts: StoreOptions & { reason?: string; by?: string; for?: number; url?: string },
+      ) => {
+        // Against a running gateway the approver is the token's name; --by is not sent.
+        const client = local(opts) ? undefined : remoteClient(opts.url);
+        if (client !== undefined) {
+          const { for: ms, ...rest } = opts;
+          return setExit(
+            await remoteApprovals(client, io, verb, {
+              ...rest,
+              id,
+              ...(ms === undefined ? {} : { for: `${ms}ms` }),
+            }),
+          );
+        }
         const by = decider(opts.by);
         await withStore(opts, { readOnly: false }, async (store) => {
           const inbox = createApprovalInbox({ db: store.db });
@@ -186,7 +211,12 @@ export function registerApprovals(
     .option('--by <name>', `who answers ${byHelp}`, textFlag)
     .option(storeOption, storeHelp, storeFlag)
     .option('--config <file>', configHelp)
-    .action(async (id: string, text: string, opts: StoreOptions & { by?: string }) => {
+    .option('--url <url>', urlHelp)
+    .action(async (id: string, text: string, opts: StoreOptions & { by?: string; url?: string }) => {
+      const client = local(opts) ? undefined : remoteClient(opts.url);
+      if (client !== undefined) {
+        return setExit(await remoteApprovals(client, io, 'answer', { id, text }));
+      }
       await withStore(opts, { readOnly: false }, async (store) => {
         const record = await createApprovalInbox({ db: store.db }).answer(
           id,

@@ -5,6 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { FleetgateError, isFleetgateError } from '../../protocol/index.js';
+import type { FleetgateConfig } from '../../service/index.js';
 import { loadConfigFile } from '../../service/index.js';
 import { EXIT, printError } from '../errors.js';
 import type { CliIo } from '../io.js';
@@ -86,6 +87,33 @@ export function registerInit(program: Command, io: CliIo, setExit: (code: number
     });
 }
 
+/**
+ * What `fleetgate start` would refuse beyond the file's own shape: the tokens the `auth` section
+ * names (set, and long enough, when the environment is checked) and a listen address beyond
+ * loopback with no token.
+ */
+function serviceProblems(config: FleetgateConfig, checkEnv: boolean): string[] {
+  const problems: string[] = [];
+  const tokens = config.auth?.tokens ?? [];
+  if (checkEnv) {
+    for (const [i, t] of tokens.entries()) {
+      const value = process.env[t.tokenEnv];
+      if (value === undefined || value === '') {
+        problems.push(`auth.tokens[${i}].tokenEnv: ${t.tokenEnv} is not set in the environment`);
+      } else if (value.length < 16) {
+        problems.push(`auth.tokens[${i}].tokenEnv: ${t.tokenEnv} holds fewer than 16 characters`);
+      }
+    }
+  }
+  const loopback = /^(127\.|localhost$|::1$)/u.test(config.listen.host);
+  if (!loopback && tokens.length === 0) {
+    problems.push(
+      `listen.host: ${config.listen.host} is beyond loopback and auth.tokens is empty: the gateway would refuse to start (FLEETGATE_LISTEN_UNSAFE)`,
+    );
+  }
+  return problems;
+}
+
 /** Registers `fleetgate config check`. */
 export function registerConfig(program: Command, io: CliIo, setExit: (code: number) => void): void {
   program
@@ -101,6 +129,14 @@ export function registerConfig(program: Command, io: CliIo, setExit: (code: numb
     .action(async (file: string, opts: { env: boolean; json?: boolean }) => {
       try {
         const config = await loadConfigFile(file, opts.env ? { secrets: fromEnvironment } : {});
+        const service = serviceProblems(config, opts.env);
+        if (service.length > 0) {
+          throw new FleetgateError(
+            'FLEETGATE_CONFIG_INVALID',
+            `${file} has ${service.length} problem${service.length === 1 ? '' : 's'}`,
+            { details: { problems: service.map((p) => `${file}: ${p}`) } },
+          );
+        }
         if (opts.json === true) {
           io.out(`${JSON.stringify({ ok: true, file, config }, null, 2)}\n`);
         } else {

@@ -8,7 +8,10 @@ import { registerAgents } from './agents.js';
 import { registerApprovals } from './approvals.js';
 import { registerCheckAgent } from './check-agent.js';
 import { registerConfig, registerInit } from './config.js';
+import { registerDispatch } from './dispatch.js';
+import { registerFleetActions } from './fleet-actions.js';
 import { registerLintCard } from './lint-card.js';
+import { registerStart } from './start.js';
 import { registerTail } from './tail.js';
 import { registerWorld } from './world.js';
 
@@ -24,6 +27,7 @@ export type RegisterCommand = (
 
 /** The commands, registered in this order. */
 export const COMMANDS: readonly RegisterCommand[] = [
+  registerStart,
   registerInit,
   registerConfig,
   registerLintCard,
@@ -32,4 +36,6 @@ export const COMMANDS: readonly RegisterCommand[] = [
   registerWorld,
   registerApprovals,
   registerCheckAgent,
+  registerDispatch,
+  registerFleetActions,
 ];

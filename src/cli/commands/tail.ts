@@ -20,6 +20,7 @@ import { EXIT } from '../errors.js';
 import type { CliIo } from '../io.js';
 import { integerFlag, natsServers } from '../options.js';
 import { createStyle } from '../style.js';
+import { remoteClient, remoteTail } from './remote.js';
 
 /** Longest payload summary printed on one line. */
 const SUMMARY_WIDTH = 160;
@@ -215,12 +216,16 @@ export function registerTail(program: Command, io: CliIo, setExit: (code: number
         .default('new'),
     )
     .option('--count <n>', 'exit after N events', integerFlag(1))
-    .action(async (patterns: string[], opts: TailCliOptions) => {
+    .option('--url <url>', 'a running gateway (default $FLEETGATE_URL; token $FLEETGATE_TOKEN)')
+    .action(async (patterns: string[], opts: TailCliOptions & { url?: string }) => {
+      for (const p of patterns) parsePattern(p);
+      const client = opts.nats === undefined ? remoteClient(opts.url) : undefined;
+      if (client !== undefined) return setExit(await remoteTail(client, io, patterns, opts));
       const given = opts.nats ?? process.env.FLEETGATE_NATS_URL;
       if (given === undefined || given === '') {
         throw new FleetgateError(
           'FLEETGATE_USAGE',
-          'tail reads the NATS JetStream bus of gateways configured with bus: nats://…; pass --nats URL (or set FLEETGATE_NATS_URL)',
+          'tail reads a running gateway (--url URL, or set FLEETGATE_URL) or the JetStream bus of gateways configured with bus: nats://…; pass --nats URL (or set FLEETGATE_NATS_URL)',
         );
       }
       const url = natsServers(given, opts.nats === undefined ? 'FLEETGATE_NATS_URL' : '--nats');

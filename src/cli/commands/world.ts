@@ -12,6 +12,7 @@ import { integerFlag, storeFlag } from '../options.js';
 import { DEFAULT_CONFIG, DEFAULT_STORE, withStore } from '../store.js';
 import type { Style } from '../style.js';
 import { createStyle, renderTable } from '../style.js';
+import { remoteClient, remoteWorld } from './remote.js';
 
 const CELL_WIDTH = 40;
 
@@ -97,7 +98,11 @@ export function registerWorld(program: Command, io: CliIo, setExit: (code: numbe
     .option('--path <path>', 'with --history: only this path and below')
     .option('--limit <n>', 'with --history: most records (default 50)', integerFlag(1, 10_000))
     .option('--json', 'print JSON')
-    .action(async (domain: string | undefined, opts: WorldCliOptions) => {
+    .option('--url <url>', 'ask a running gateway (default $FLEETGATE_URL; token $FLEETGATE_TOKEN)')
+    .action(async (domain: string | undefined, opts: WorldCliOptions & { url?: string }) => {
+      const client =
+        opts.store === undefined && opts.config === undefined ? remoteClient(opts.url) : undefined;
+      if (client !== undefined) return setExit(await remoteWorld(client, io, domain, opts));
       if (opts.history === true && domain === undefined) {
         throw new FleetgateError('FLEETGATE_USAGE', '--history needs a DOMAIN');
       }

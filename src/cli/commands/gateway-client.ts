@@ -1,0 +1,202 @@
+/**
+ * The CLI's client of a running gateway's HTTP API: `--url` (default `$FLEETGATE_URL`), the
+ * bearer token from `$FLEETGATE_TOKEN`, JSON in and out, the API's coded errors rethrown as they
+ * came, and a Server-Sent-Events reader that resumes with `Last-Event-ID` after a drop.
+ */
+import type { Command } from 'commander';
+import type { ErrorCode } from '../../protocol/index.js';
+import { FleetgateError } from '../../protocol/index.js';
+
+/** Where the gateway is and how to authenticate. */
+export interface GatewayTarget {
+  url: string;
+  token: string | undefined;
+}
+
+/** A client of one gateway. */
+export interface GatewayClient {
+  readonly url: string;
+  get<T>(path: string): Promise<T>;
+  post<T>(path: string, body?: unknown): Promise<T>;
+  /** Reads `/api/events` until `signal` aborts; reconnects after drops, resuming where it was. */
+  events(
+    patterns: readonly string[],
+    onEvent: (event: StreamedEvent) => void,
+    signal: AbortSignal,
+  ): Promise<void>;
+}
+
+/** One event of the live stream. */
+export interface StreamedEvent {
+  /** `message` for bus events; `fleetgate.gap` / `fleetgate.cut` for the stream's own notices. */
+  type: string;
+  id: string | undefined;
+  data: unknown;
+}
+
+/** Adds `--url` to a command. */
+export function urlOption(command: Command): Command {
+  return command.option(
+    '--url <url>',
+    'a running gateway (default $FLEETGATE_URL); the token comes from $FLEETGATE_TOKEN',
+  );
+}
+
+/** The gateway a command talks to: `--url`, else `$FLEETGATE_URL`, else none (local mode). */
+export function gatewayTarget(
+  url: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): GatewayTarget | undefined {
+  const chosen = url ?? env.FLEETGATE_URL;
+  if (chosen === undefined || chosen === '') return undefined;
+  if (!/^https?:\/\/[^/]+/.test(chosen)) {
+    throw new FleetgateError('FLEETGATE_USAGE', `--url must be http(s)://host:port, not ${chosen}`);
+  }
+  const token = env.FLEETGATE_TOKEN;
+  return { url: chosen.replace(/\/+$/, ''), token: token === '' ? undefined : token };
+}
+
+function unreachable(url: string, cause: unknown): FleetgateError {
+  const inner =
+    cause instanceof Error
+      ? (cause.cause as { code?: string; errors?: { code?: string }[] } | undefined)
+      : undefined;
+  const reason =
+    inner?.code ??
+    inner?.errors?.[0]?.code ??
+    (cause instanceof Error ? cause.message : String(cause));
+  return new FleetgateError(
+    'FLEETGATE_GATEWAY_UNREACHABLE',
+    `No gateway answers at ${url} (${reason}); start one with fleetgate start, or fix --url.`,
+    { cause },
+  );
+}
+
+async function answer<T>(response: Response): Promise<T> {
+  const text = await response.text();
+  let body: unknown;
+  try {
+    body = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
+  if (response.ok) return body as T;
+  const error = (body as { error?: { code?: unknown; message?: unknown; details?: unknown } })
+    ?.error;
+  if (typeof error?.code === 'string' && typeof error.message === 'string') {
+    throw new FleetgateError(error.code as ErrorCode, error.message, {
+      ...(typeof error.details === 'object' && error.details !== null
+        ? { details: error.details as Record<string, unknown> }
+        : {}),
+    });
+  }
+  throw new FleetgateError(
+    'FLEETGATE_HTTP_INTERNAL',
+    `The gateway answered ${response.status} ${response.statusText}`,
+  );
+}
+
+/** Parses SSE frames out of a growing text buffer; returns what is left. */
+function parseFrames(buffer: string, each: (event: StreamedEvent) => void): string {
+  let rest = buffer;
+  for (;;) {
+    const end = rest.search(/\r?\n\r?\n/);
+    if (end < 0) return rest;
+    const frame = rest.slice(0, end);
+    rest = rest.slice(end).replace(/^\r?\n\r?\n/, '');
+    let type = 'message';
+    let id: string | undefined;
+    const data: string[] = [];
+    for (const line of frame.split(/\r?\n/)) {
+      if (line === '' || line.startsWith(':')) continue;
+      const colon = line.indexOf(':');
+      const field = colon < 0 ? line : line.slice(0, colon);
+      const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+      if (field === 'event') type = value;
+      else if (field === 'id') id = value;
+      else if (field === 'data') data.push(value);
+    }
+    if (data.length === 0) continue;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(data.join('\n'));
+    } catch {
+      parsed = data.join('\n');
+    }
+    each({ type, id, data: parsed });
+  }
+}
+
+/** A client of the gateway at `target`. */
+export function createGatewayClient(target: GatewayTarget): GatewayClient {
+  const headers = (extra: Record<string, string> = {}): Record<string, string> => ({
+    accept: 'application/json',
+    ...(target.token === undefined ? {} : { authorization: `Bearer ${target.token}` }),
+    ...extra,
+  });
+  const request = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    let response: Response;
+    try {
+      response = await fetch(`${target.url}${path}`, {
+        method,
+        headers: headers(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    } catch (error) {
+      throw unreachable(target.url, error);
+    }
+    return answer<T>(response);
+  };
+  return {
+    url: target.url,
+    get: (path) => request('GET', path),
+    post: (path, body) => request('POST', path, body ?? {}),
+    async events(patterns, onEvent, signal) {
+      const query =
+        patterns.length === 0 ? '' : `?topics=${encodeURIComponent(patterns.join(','))}`;
+      let lastId: string | undefined;
+      let failures = 0;
+      while (!signal.aborted) {
+        let response: Response;
+        try {
+          response = await fetch(`${target.url}/api/events${query}`, {
+            headers: headers({
+              accept: 'text/event-stream',
+              ...(lastId === undefined ? {} : { 'last-event-id': lastId }),
+            }),
+            signal,
+          });
+        } catch (error) {
+          if (signal.aborted) return;
+          failures += 1;
+          if (failures > 5) throw unreachable(target.url, error);
+          await new Promise((resolve) => setTimeout(resolve, 1000));
+          continue;
+        }
+        if (!response.ok || response.body === null) {
+          await answer(response);
+          return;
+        }
+        failures = 0;
+        const decoder = new TextDecoder();
+        let buffer = '';
+        try {
+          const reader = response.body.getReader();
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done) break;
+            buffer = parseFrames(buffer + decoder.decode(value, { stream: true }), (e) => {
+              if (e.id !== undefined) lastId = e.id;
+              onEvent(e);
+            });
+          }
+        } catch (error) {
+          if (signal.aborted) return;
+          void error;
+        }
+        // The stream ended (gateway restarting, or this client was cut): resume.
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    },
+  };
+}

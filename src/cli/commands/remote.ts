@@ -1,0 +1,378 @@
+/**
+ * The CLI against a running gateway (`--url`, token from `$FLEETGATE_TOKEN`): the remote sides of
+ * `agents`, `approvals`, `world` and `tail`, and what `dispatch`, `refresh` and `ack` share.
+ * Tables colour radii as `lint-card` and the dashboard do; `--json` prints what the API answered.
+ */
+import type { EventEnvelope } from '../../protocol/index.js';
+import { FleetgateError, isBlastRadius } from '../../protocol/index.js';
+import type { CliIo } from '../io.js';
+import type { Style } from '../style.js';
+import { createStyle, renderTable } from '../style.js';
+import type { GatewayClient } from './gateway-client.js';
+import { createGatewayClient, gatewayTarget } from './gateway-client.js';
+import { formatEventLine } from './tail.js';
+
+interface SkillRow {
+  id: string;
+  effectiveRadius: string | null;
+  declaredRadius: string | null;
+  floor: string | null;
+  hitlMode: string | null;
+  pendingRadius: string | null;
+  domains: string[] | null;
+}
+export interface AgentRow {
+  name: string;
+  status: string;
+  lastFetchedAt: number | null;
+  lastError: { message: string } | null;
+  skills: SkillRow[];
+}
+export interface DispatchRow {
+  id: string;
+  agent: string;
+  skill: string;
+  status: string;
+  taskId: string | null;
+  correlationId: string;
+  result: { text?: string; error?: { code: string; message: string } } | null;
+  decision?: {
+    action: string;
+    mode?: string;
+    effectiveRadius?: string | null;
+    reason?: string;
+    approvalId?: string;
+  };
+  routing?: { agent: string; reasons: string[] };
+}
+
+export const ENDED = new Set(['completed', 'failed', 'rejected', 'canceled']);
+
+/** A client for `--url` / `$FLEETGATE_URL`, or undefined for the local mode. */
+export function remoteClient(url: string | undefined): GatewayClient | undefined {
+  const target = gatewayTarget(url);
+  return target === undefined ? undefined : createGatewayClient(target);
+}
+
+export function requireClient(url: string | undefined): GatewayClient {
+  const client = remoteClient(url);
+  if (client === undefined) {
+    throw new FleetgateError(
+      'FLEETGATE_USAGE',
+      'this command talks to a running gateway: pass --url URL or set FLEETGATE_URL',
+    );
+  }
+  return client;
+}
+
+export function radiusCell(r: string | null, s: Style): string {
+  return r !== null && isBlastRadius(r) ? s.radius(r) : s.dim('unknown');
+}
+
+function age(ms: number | null, now = Date.now()): string {
+  if (ms === null) return '-';
+  const sec = Math.max(0, Math.round((now - ms) / 1000));
+  return sec < 60
+    ? `${sec}s`
+    : sec < 3600
+      ? `${Math.round(sec / 60)}m`
+      : `${Math.round(sec / 3600)}h`;
+}
+
+function left(until: number, now = Date.now()): string {
+  const sec = Math.round((until - now) / 1000);
+  if (sec <= 0) return 'expired';
+  return sec < 60
+    ? `${sec}s`
+    : sec < 3600
+      ? `${Math.round(sec / 60)}m`
+      : `${Math.round(sec / 3600)}h`;
+}
+
+export function statusCell(status: string, s: Style): string {
+  if (status === 'fresh' || status === 'completed') return s.green(status);
+  if (status === 'failed' || status === 'awaiting-approval' || status === 'awaiting-input')
+    return s.yellow(status);
+  if (status === 'stale' || status === 'rejected') return s.red(status);
+  return s.dim(status);
+}
+
+/** The fleet table from `GET /api/agents`. */
+export function renderRemoteFleet(agents: readonly AgentRow[], s: Style): string {
+  const rows: string[][] = [];
+  for (const a of agents) {
+    const head = [a.name, statusCell(a.status, s), age(a.lastFetchedAt)];
+    if (a.skills.length === 0) rows.push([...head, s.dim('-'), '', '', '', '']);
+    for (const k of a.skills) {
+      const widened =
+        k.declaredRadius !== k.effectiveRadius && k.effectiveRadius !== null
+          ? ` ${s.dim(`(declares ${k.declaredRadius ?? '?'})`)}`
+          : '';
+      rows.push([
+        ...head,
+        k.id,
+        radiusCell(k.effectiveRadius, s) + widened,
+        k.hitlMode ?? s.dim('-'),
+        k.floor ?? s.dim('-'),
+        k.pendingRadius === null ? '' : s.yellow(`narrower ${k.pendingRadius} awaits ack`),
+      ]);
+      head.fill('');
+    }
+  }
+  const problems = agents
+    .filter((a) => a.lastError !== null)
+    .map((a) => `${s.red('!')} ${a.name}: ${a.lastError!.message}`);
+  return (
+    renderTable(
+      ['agent', 'status', 'card age', 'skill', 'radius', 'mode', 'floor', 'awaiting ack'],
+      rows,
+    ) + (problems.length > 0 ? `\n${problems.join('\n')}\n` : '')
+  );
+}
+
+/** `fleetgate agents --url`. */
+export async function remoteAgents(
+  client: GatewayClient,
+  io: CliIo,
+  json: boolean,
+): Promise<number> {
+  const body = await client.get<{ agents: AgentRow[] }>('/api/agents');
+  io.out(
+    json
+      ? `${JSON.stringify(body, null, 2)}\n`
+      : renderRemoteFleet(body.agents, createStyle(io.color)),
+  );
+  return body.agents.some((a) => a.status !== 'fresh') ? 1 : 0;
+}
+
+export function dispatchLine(d: DispatchRow, s: Style): string {
+  const parts = [`${s.bold(d.id.slice(0, 8))} ${d.agent}/${d.skill}`, statusCell(d.status, s)];
+  if (d.decision?.mode !== undefined) {
+    const r = d.decision.effectiveRadius ?? null;
+    parts.push(`${d.decision.mode} at ${radiusCell(r, s)}`);
+  }
+  if (d.decision?.approvalId !== undefined && d.status === 'awaiting-approval') {
+    parts.push(`approval ${s.bold(d.decision.approvalId)}`);
+  }
+  if (d.result?.text !== undefined) parts.push(`"${d.result.text}"`);
+  if (d.result?.error !== undefined && d.status !== 'completed')
+    parts.push(s.red(`${d.result.error.code}: ${d.result.error.message}`));
+  return parts.join('  ');
+}
+
+/** `fleetgate approvals [approve|reject|snooze|answer] --url`. */
+export async function remoteApprovals(
+  client: GatewayClient,
+  io: CliIo,
+  verb: 'list' | 'approve' | 'reject' | 'snooze' | 'answer',
+  args: {
+    id?: string;
+    reason?: string;
+    for?: string;
+    text?: string;
+    all?: boolean;
+    json?: boolean;
+  },
+): Promise<number> {
+  const s = createStyle(io.color);
+  if (verb === 'list') {
+    const body = await client.get<{
+      approvals: {
+        id: string;
+        agent: string;
+        skill: string;
+        radius: string | null;
+        mode: string;
+        kind: string;
+        question: string | null;
+        expiresAt: number;
+        approvals: unknown[];
+        requiredApprovals: number;
+        reasons: { detail: string }[];
+      }[];
+    }>(`/api/approvals${args.all === true ? '?snoozed=true' : ''}`);
+    if (args.json === true) {
+      io.out(`${JSON.stringify(body, null, 2)}\n`);
+      return 0;
+    }
+    if (body.approvals.length === 0) {
+      io.out(`${s.dim('no pending approvals')}\n`);
+      return 0;
+    }
+    io.out(
+      renderTable(
+        ['ID', 'AGENT/SKILL', 'RADIUS', 'MODE', 'LEFT', 'OK', 'REASONS'],
+        body.approvals.map((a) => [
+          s.bold(a.id),
+          `${a.agent}/${a.skill}`,
+          radiusCell(a.radius, s),
+          a.kind === 'checkpoint' ? 'question' : a.mode,
+          left(a.expiresAt),
+          `${a.approvals.length}/${a.requiredApprovals}`,
+          a.kind === 'checkpoint'
+            ? `asks: ${a.question ?? ''}`
+            : a.reasons.map((r) => r.detail).join('; '),
+        ]),
+      ),
+    );
+    return 0;
+  }
+  const id = encodeURIComponent(args.id ?? '');
+  const body =
+    verb === 'snooze'
+      ? {
+          ...(args.reason === undefined ? {} : { reason: args.reason }),
+          ...(args.for === undefined ? {} : { for: args.for }),
+        }
+      : verb === 'answer'
+        ? { text: args.text, ...(args.reason === undefined ? {} : { reason: args.reason }) }
+        : args.reason === undefined
+          ? {}
+          : { reason: args.reason };
+  const result = await client.post<{
+    approval?: { id: string; status: string; agent: string; skill: string };
+    dispatch?: DispatchRow | null;
+    id?: string;
+    status?: string;
+    agent?: string;
+    skill?: string;
+  }>(`/api/approvals/${id}/${verb}`, body);
+  if (args.json === true) {
+    io.out(`${JSON.stringify(result, null, 2)}\n`);
+    return 0;
+  }
+  const approval =
+    result.approval ?? (result as { id: string; status: string; agent: string; skill: string });
+  io.out(`${s.bold(approval.id)} ${approval.agent}/${approval.skill}: ${approval.status}\n`);
+  if (result.dispatch !== undefined && result.dispatch !== null)
+    io.out(`  dispatch ${dispatchLine(result.dispatch, s)}\n`);
+  return 0;
+}
+
+/** `fleetgate world [DOMAIN] --url`. */
+export async function remoteWorld(
+  client: GatewayClient,
+  io: CliIo,
+  domain: string | undefined,
+  opts: { history?: boolean; path?: string; limit?: number; json?: boolean },
+): Promise<number> {
+  const s = createStyle(io.color);
+  if (domain === undefined) {
+    const body = await client.get<{
+      domains: Record<
+        string,
+        { name: string; version: number; state: { data?: unknown }; updatedAt: number }
+      >;
+    }>('/api/world');
+    if (opts.json === true) {
+      io.out(`${JSON.stringify(body, null, 2)}\n`);
+      return 0;
+    }
+    const rows = Object.values(body.domains).map((d) => [
+      s.bold(d.name),
+      String(d.version),
+      `${age(d.updatedAt)} ago`,
+      JSON.stringify(d.state.data ?? d.state).slice(0, 80),
+    ]);
+    io.out(
+      rows.length === 0
+        ? `${s.dim('no world-state domains yet')}\n`
+        : renderTable(['DOMAIN', 'VERSION', 'UPDATED', 'DATA'], rows),
+    );
+    return 0;
+  }
+  const path = `/api/world/${encodeURIComponent(domain)}`;
+  if (opts.history === true) {
+    const query = new URLSearchParams();
+    if (opts.path !== undefined) query.set('path', opts.path);
+    query.set('limit', String(opts.limit ?? 50));
+    const body = await client.get<{
+      records: {
+        seq: number;
+        time: string;
+        agent: string;
+        skill: string;
+        op: string;
+        path: string;
+        status: string;
+        next?: unknown;
+        reason?: string;
+        version?: number;
+      }[];
+    }>(`${path}/history?${query.toString()}`);
+    if (opts.json === true) {
+      io.out(`${JSON.stringify(body.records, null, 2)}\n`);
+      return 0;
+    }
+    io.out(
+      renderTable(
+        ['SEQ', 'TIME', 'AGENT/SKILL', 'CHANGE', 'RESULT'],
+        body.records.map((r) => [
+          String(r.seq),
+          r.time,
+          `${r.agent}/${r.skill}`,
+          `${r.op} ${r.path}`,
+          r.status === 'applied'
+            ? `${JSON.stringify(r.next)} ${s.dim(`v${r.version ?? '?'}`)}`
+            : s.red(`rejected: ${r.reason ?? ''}`),
+        ]),
+      ),
+    );
+    return 0;
+  }
+  const body = await client.get<{
+    name: string;
+    version: number;
+    state: unknown;
+    updatedAt: number;
+  }>(path);
+  if (opts.json === true) io.out(`${JSON.stringify(body, null, 2)}\n`);
+  else {
+    io.out(
+      `${s.bold(body.name)} ${s.dim(`version ${body.version}, updated ${new Date(body.updatedAt).toISOString()}`)}\n`,
+    );
+    io.out(`${JSON.stringify(body.state, null, 2)}\n`);
+  }
+  return 0;
+}
+
+/** `fleetgate tail [PATTERN…] --url`: the gateway's live events, until Ctrl-C or `count`. */
+export async function remoteTail(
+  client: GatewayClient,
+  io: CliIo,
+  patterns: readonly string[],
+  opts: { json?: boolean; count?: number },
+): Promise<number> {
+  const controller = new AbortController();
+  const stop = (): void => controller.abort();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  let printed = 0;
+  io.err(
+    `tailing ${patterns.length === 0 ? '>' : patterns.join(' ')} at ${client.url} (Ctrl-C to stop)\n`,
+  );
+  try {
+    await client.events(
+      patterns,
+      (e) => {
+        if (e.type !== 'message') {
+          io.err(`${e.type}: ${JSON.stringify(e.data)}\n`);
+          return;
+        }
+        const event = e.data as EventEnvelope;
+        io.out(
+          opts.json === true
+            ? `${JSON.stringify(event)}\n`
+            : `${formatEventLine(event, io.color)}\n`,
+        );
+        printed += 1;
+        if (opts.count !== undefined && printed >= opts.count) controller.abort();
+      },
+      controller.signal,
+    );
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+  }
+  return 0;
+}

@@ -1,0 +1,108 @@
+/**
+ * The service's own keys of `fleetgate.yaml`: where the HTTP API listens, who may call it, how
+ * live events are kept for clients, and how replicas share the card refresh. Composed into
+ * `configSchema` by `config.ts`; kept apart so the gateway's keys and the server's evolve apart.
+ */
+import { z } from 'zod';
+
+/** The roles of API tokens, narrowest first: each role may do what the ones before it may. */
+export const ROLES = ['viewer', 'operator', 'approver', 'admin'] as const;
+
+/** A role of an API token. */
+export type Role = (typeof ROLES)[number];
+
+const UNITS: Readonly<Record<string, number>> = {
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+};
+
+/** `250ms`, `5s`, `10m`, `1h`, `2d` or a number of milliseconds, in milliseconds. */
+const duration = z.union([z.string(), z.number()]).transform((value, ctx) => {
+  const match = typeof value === 'string' ? /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/.exec(value) : null;
+  const ms =
+    typeof value === 'number'
+      ? value
+      : match === null
+        ? Number.NaN
+        : Math.round(Number(match[1]) * UNITS[match[2]!]!);
+  if (!Number.isFinite(ms) || ms < 0) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be a duration like 5s, 10m or 1h (got ${JSON.stringify(value)})`,
+    });
+    return z.NEVER;
+  }
+  return ms;
+});
+
+/** `listen:` — the HTTP API's address and request limits. */
+export const listenSchema = z
+  .strictObject({
+    host: z.string().min(1).default('127.0.0.1'),
+    port: z.number().int().min(0).max(65535).default(7420),
+    /**
+     * The URL agents and browsers reach this gateway at (push callbacks point there); default
+     * `http://<host>:<port>` with the port actually bound.
+     */
+    publicUrl: z
+      .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
+      .optional(),
+    /** Largest request body accepted, in bytes (default 1 MiB). Checked while it streams in. */
+    bodyLimit: z
+      .number()
+      .int()
+      .min(1024)
+      .max(64 * 1024 * 1024)
+      .default(1024 * 1024),
+    /** How long a stopping gateway waits for requests in flight before it cuts them. */
+    shutdownTimeout: duration.default(15_000),
+  })
+  .default({ host: '127.0.0.1', port: 7420, bodyLimit: 1024 * 1024, shutdownTimeout: 15_000 });
+
+/** `auth:` — bearer tokens of the HTTP API, each named and given roles. */
+export const authSchema = z.strictObject({
+  tokens: z
+    .array(
+      z.strictObject({
+        name: z.string().min(1),
+        tokenEnv: z
+          .string()
+          .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'),
+        roles: z.array(z.enum(ROLES)).min(1),
+      }),
+    )
+    .default([]),
+  /** Failed authentications allowed per client address and minute before it gets 429. */
+  maxFailuresPerMinute: z.number().int().min(1).max(10_000).default(20),
+});
+
+/** `events:` — the live-event feed (`GET /api/events`). */
+export const eventsSchema = z
+  .strictObject({
+    /**
+     * Events kept in memory for `Last-Event-ID` resume (the in-process bus keeps nothing else;
+     * with NATS a client further behind resumes from the JetStream stream).
+     */
+    retain: z.number().int().min(100).max(1_000_000).default(10_000),
+    /** Most events queued for one client; a client that falls further behind is cut. */
+    clientBuffer: z.number().int().min(16).max(100_000).default(1000),
+    /** Time between heartbeat comments on an idle stream. */
+    heartbeat: duration.default(15_000),
+    /** Most live-event clients at once. */
+    maxClients: z.number().int().min(1).max(100_000).default(5000),
+  })
+  .default({ retain: 10_000, clientBuffer: 1000, heartbeat: 15_000, maxClients: 5000 });
+
+/** `replicas:` — how gateways sharing one store and bus split background work. */
+export const replicasSchema = z
+  .strictObject({
+    /**
+     * The card-refresh lease: one replica refreshes cards and renews the lease every third of
+     * this; when it dies another takes over within this time.
+     */
+    leaseTtl: duration.default(15_000),
+  })
+  .default({ leaseTtl: 15_000 });

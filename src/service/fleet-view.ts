@@ -1,0 +1,94 @@
+/**
+ * The fleet as the HTTP API and the dashboard show it: one entry per agent with its card status
+ * and, per skill, the declared radius, the floor, the effective radius, the hitl mode and the
+ * domains it may touch.
+ */
+import type { AgentCardState } from '../fleet/index.js';
+import type { BlastRadius, Diagnostic, HitlMode } from '../protocol/index.js';
+import type { Gateway } from './gateway.js';
+
+/** One skill of an agent, with what is in effect for it. */
+export interface SkillView {
+  id: string;
+  name: string | undefined;
+  declaredRadius: BlastRadius | null;
+  floor: BlastRadius | null;
+  /** max(declared, acknowledged, floor); null when unknown (the policy's unknown rule applies). */
+  effectiveRadius: BlastRadius | null;
+  /** A narrower radius the card declares, waiting for an operator's acknowledgement. */
+  pendingRadius: BlastRadius | null;
+  hitlMode: HitlMode | null;
+  vetoTtlMs: number | null;
+  domains: string[] | null;
+}
+
+/** One agent of the fleet. */
+export interface AgentView {
+  name: string;
+  url: string | null;
+  status: AgentCardState['status'];
+  description: string | null;
+  /** Epoch milliseconds. */
+  lastFetchedAt: number | null;
+  lastChangedAt: number | null;
+  nextRefreshAt: number | null;
+  failures: number;
+  lastError: { code: string; message: string } | null;
+  skills: SkillView[];
+  diagnostics: Diagnostic[];
+}
+
+/** The skills a card lists, as `{ id, name }`. */
+export function cardSkills(card: unknown): { id: string; name: string | undefined }[] {
+  const skills =
+    typeof card === 'object' && card !== null ? (card as { skills?: unknown }).skills : undefined;
+  if (!Array.isArray(skills)) return [];
+  return skills.flatMap((s: unknown) => {
+    if (typeof s !== 'object' || s === null) return [];
+    const { id, name } = s as { id?: unknown; name?: unknown };
+    return typeof id === 'string' && id !== ''
+      ? [{ id, name: typeof name === 'string' ? name : undefined }]
+      : [];
+  });
+}
+
+/** The view of one agent's card state. */
+export function agentView(gw: Pick<Gateway, 'agents'>, state: AgentCardState): AgentView {
+  const broker = gw.agents;
+  const card = state.card as { description?: unknown } | undefined;
+  return {
+    name: state.name,
+    url: broker.get(state.name)?.url ?? null,
+    status: state.status,
+    description: typeof card?.description === 'string' ? card.description : null,
+    lastFetchedAt: state.lastFetchedAt ?? null,
+    lastChangedAt: state.lastChangedAt ?? null,
+    nextRefreshAt: state.nextRefreshAt ?? null,
+    failures: state.failures,
+    lastError: state.lastError ?? null,
+    skills: cardSkills(state.card).map(({ id, name }) => {
+      const r = broker.effectiveRadius(state.name, id);
+      const m = broker.effectiveHitlMode(state.name, id);
+      return {
+        id,
+        name,
+        declaredRadius: r.declared ?? null,
+        floor: r.floor ?? null,
+        effectiveRadius: r.radius ?? null,
+        pendingRadius: r.pending ?? null,
+        hitlMode: m.mode ?? null,
+        vetoTtlMs: m.vetoTtlMs ?? null,
+        domains: (() => {
+          const d = broker.declaredDomains(state.name, id);
+          return d === undefined ? null : [...d];
+        })(),
+      };
+    }),
+    diagnostics: state.diagnostics,
+  };
+}
+
+/** Every agent of the fleet, in configuration order. */
+export function fleetView(gw: Pick<Gateway, 'agents'>): AgentView[] {
+  return gw.agents.states().map((state) => agentView(gw, state));
+}

@@ -1,0 +1,214 @@
+/**
+ * The HTTP API of a gateway: a fastify app over the `Gateway` interface. Every route is declared
+ * once with zod schemas (validated before its handler, published at `/api/openapi.json`), checked
+ * against the caller's bearer token before the body is read, and answers errors as
+ * `{ error: { code, message, details? } }`.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { FleetgateError } from '../../protocol/index.js';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import Fastify, { LogController } from 'fastify';
+import type { Logger } from 'pino';
+import type { z } from 'zod';
+import type { Gateway } from '../gateway.js';
+import type { ApiToken, Authenticator } from './auth.js';
+import { createAuthenticator } from './auth.js';
+import type { ApiContext } from './context.js';
+import { createDispatchWatcher } from './context.js';
+import { handleError, handleNotFound } from './errors.js';
+import type { EventHub } from './event-hub.js';
+import { createEventHub } from './event-hub.js';
+import type { GatewayMetrics } from './metrics.js';
+import type { Identity, RouteSpec } from './route.js';
+import { openApiDocument, registerRoutes, zodValidator } from './route.js';
+import { approvalRoutes } from './routes-approvals.js';
+import { fleetRoutes } from './routes-fleet.js';
+import { systemRoutes } from './routes-system.js';
+import { worldRoutes } from './routes-world.js';
+import { dashboardRoute } from './dashboard.js';
+
+/** Options of {@link createHttpApp}. */
+export interface HttpAppOptions {
+  gateway: Gateway;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  tokens: readonly ApiToken[];
+  maxAuthFailuresPerMinute?: number;
+  /** Largest request body, in bytes. */
+  bodyLimit: number;
+  events: { retain: number; clientBuffer: number; heartbeatMs: number; maxClients: number };
+  /** True when the bus delivers log positions (NATS JetStream). */
+  sequencedBus: boolean;
+  version: string;
+  /** False while starting and once stopping (`/readyz` answers 503). */
+  ready(): boolean;
+  /** False once stopping: new API requests get 503 (push callbacks are still taken). */
+  accepting(): boolean;
+  /** The HTTP server the app answers on (already listening); the app never listens itself. */
+  server: Server;
+}
+
+/** A built app, not yet listening. */
+export interface HttpApp {
+  readonly app: FastifyInstance;
+  readonly hub: EventHub;
+  readonly routes: readonly RouteSpec[];
+  readonly auth: Authenticator;
+  /** Answers the server's requests from now on (until then they get 503). */
+  handler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  /** Ends live-event streams, then closes the app (the server is closed by its owner). */
+  close(): Promise<void>;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const ANONYMOUS: Identity = { name: 'anonymous', role: 'viewer', authenticated: false };
+
+/** Builds the app: the live-event hub and metrics start here, the server does not listen yet. */
+export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
+  const { gateway } = options;
+  const report = (error: unknown, where: string): void =>
+    options.logger.error({ err: error, where }, 'live events');
+  const hub = createEventHub({
+    bus: gateway.events,
+    retain: options.events.retain,
+    clientBuffer: options.events.clientBuffer,
+    heartbeatMs: options.events.heartbeatMs,
+    maxClients: options.events.maxClients,
+    sequenced: options.sequencedBus,
+    onError: report,
+  });
+  await hub.start();
+  await options.metrics.start(gateway, () => hub.stats());
+  const watcher = createDispatchWatcher(gateway, hub);
+  const auth = createAuthenticator({
+    tokens: options.tokens,
+    ...(options.maxAuthFailuresPerMinute === undefined
+      ? {}
+      : { maxFailuresPerMinute: options.maxAuthFailuresPerMinute }),
+  });
+
+  const ctx: ApiContext = {
+    gateway,
+    hub,
+    metrics: options.metrics,
+    watcher,
+    ready: () => options.ready(),
+    version: options.version,
+  };
+  const routes: RouteSpec[] = [
+    ...systemRoutes(ctx, { bodyLimit: options.bodyLimit }),
+    ...fleetRoutes(ctx),
+    ...approvalRoutes(ctx),
+    ...worldRoutes(ctx),
+  ];
+  let document: Record<string, unknown> | undefined;
+  routes.push({
+    method: 'GET',
+    url: '/api/openapi.json',
+    access: 'public',
+    tag: 'service',
+    summary: 'This document',
+    responses: { 200: { description: 'OpenAPI 3.0 document of the HTTP API' } },
+    handler: () => {
+      document ??= openApiDocument(routes, {
+        title: 'Fleetgate gateway',
+        version: options.version,
+      });
+      return Promise.resolve(document);
+    },
+  });
+  routes.push(dashboardRoute());
+
+  let routing: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  const app = Fastify({
+    // pino's Logger is fastify's logger; the two declare it apart.
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
+    loggerInstance: options.logger as FastifyBaseLogger,
+    bodyLimit: options.bodyLimit,
+    logController: new LogController({ disableRequestLogging: true }),
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    // Keep-alive connections idle at close are ended; requests in flight finish.
+    // The server is the caller's, already listening (so push callbacks know the port before the
+    // gateway starts); fastify only routes its requests.
+    serverFactory: (handler) => {
+      routing = handler;
+      return options.server;
+    },
+  });
+  app.decorateRequest('identity', null as unknown as Identity);
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    zodValidator(
+      schema as z.ZodType,
+      httpPart === 'querystring' ? 'querystring' : httpPart === 'params' ? 'params' : 'body',
+    ),
+  );
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler(handleNotFound);
+
+  // Auth runs before the body is read: an unauthenticated caller cannot make the gateway parse it.
+  app.addHook('onRequest', async (request, reply) => {
+    void reply.header('x-request-id', request.id);
+    const access = request.routeOptions.config.access;
+    if (!options.accepting() && access !== 'push' && access !== 'public') {
+      throw new FleetgateError('FLEETGATE_GATEWAY_CLOSED', 'The gateway is shutting down.');
+    }
+    request.identity =
+      access === undefined
+        ? ANONYMOUS
+        : auth.check(access, request.headers.authorization, request.ip);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    const seconds = reply.elapsedTime / 1000;
+    options.metrics.observeRequest(route, request.method, reply.statusCode, seconds);
+    const line = {
+      method: request.method,
+      route,
+      status: reply.statusCode,
+      ms: Math.round(reply.elapsedTime),
+      caller: request.identity.name,
+    };
+    if (reply.statusCode >= 500) request.log.error(line, 'request');
+    else if (reply.statusCode >= 400) request.log.info(line, 'request');
+    else request.log.debug(line, 'request');
+  });
+
+  registerRoutes(
+    app,
+    routes.filter((r) => r.rawBody !== true),
+  );
+  // Routes whose body is not JSON (push callbacks) get it unparsed, as the request stream.
+  await app.register((raw) => {
+    raw.removeAllContentTypeParsers();
+    raw.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
+    registerRoutes(
+      raw,
+      routes.filter((r) => r.rawBody === true),
+    );
+    return Promise.resolve();
+  });
+
+  await app.ready();
+  let closing: Promise<void> | undefined;
+  return {
+    app,
+    hub,
+    routes,
+    auth,
+    handler: routing,
+    close() {
+      closing ??= (async () => {
+        watcher.close();
+        await hub.close();
+        await app.close();
+        await options.metrics.stop();
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,391 @@
+/**
+ * The live-event hub behind `GET /api/events`: one bus subscription per gateway, each event
+ * serialised once and fanned out to every Server-Sent-Events client whose NATS-syntax filter
+ * matches, with a retained window for `Last-Event-ID` resume and a bounded queue per client (a
+ * slow client is cut, never the gateway).
+ *
+ * Event ids are positions in a log. On NATS JetStream they are the stream sequence, the same on
+ * every replica: a client may reconnect to any replica, and one further behind than the retained
+ * window gets its own consumer starting at its position, so it misses nothing the stream still
+ * retains. On the in-process bus, which keeps no log, they are `<boot>-<n>` positions in this
+ * process's window; a client whose position is gone is told so with a `fleetgate.gap` event.
+ */
+import { randomBytes } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import type { Delivery, EventBus, Subscription } from '../../bus/index.js';
+import { TopicTrie, parsePattern } from '../../bus/index.js';
+import type { EventEnvelope } from '../../protocol/index.js';
+
+/** Options of {@link createEventHub}. */
+export interface EventHubOptions {
+  bus: Pick<EventBus, 'subscribe'>;
+  /** Events kept for resume. */
+  retain: number;
+  /** Most frames queued for one client before it is cut. */
+  clientBuffer: number;
+  heartbeatMs: number;
+  maxClients: number;
+  /** True when the bus delivers log positions (JetStream): ids are stream sequences. */
+  sequenced: boolean;
+  onError: (error: unknown, where: string) => void;
+}
+
+/** Counters of the hub, for metrics. */
+export interface EventHubStats {
+  clients: number;
+  delivered: number;
+  cut: number;
+  retained: number;
+}
+
+/** The live-event hub. */
+export interface EventHub {
+  start(): Promise<void>;
+  /**
+   * Streams events matching `patterns` to `res` (already answered 200 with SSE headers) until
+   * the client goes or the hub closes, resuming after `lastEventId` when it is given.
+   */
+  attach(res: ServerResponse, patterns: readonly string[], lastEventId?: string): Promise<void>;
+  /** True when another client may attach. */
+  hasRoom(): boolean;
+  /** Called with every event the hub receives (the dispatch watcher, metrics). */
+  listen(listener: (event: EventEnvelope) => void): () => void;
+  stats(): EventHubStats;
+  /** Ends every stream (each client is told to come back) and unsubscribes. */
+  close(): Promise<void>;
+}
+
+interface Entry {
+  seq: number;
+  topic: string;
+  event: EventEnvelope;
+  /** The SSE frame, serialised when a client first needs it (most events reach no client). */
+  frame: string | undefined;
+}
+
+/** One SSE client's stream with its bounded queue. */
+class SseClient {
+  readonly #res: ServerResponse;
+  readonly #limit: number;
+  readonly #queue: string[] = [];
+  /** Events in `#queue` (a chunk may hold several). */
+  #queued = 0;
+  #blocked = false;
+  closed = false;
+  onClose: (() => void) | undefined;
+  onCut: (() => void) | undefined;
+
+  constructor(res: ServerResponse, limit: number) {
+    this.#res = res;
+    this.#limit = limit;
+    res.on('drain', () => this.#flush());
+    res.on('close', () => this.#closed());
+  }
+
+  /**
+   * Writes a chunk of `events` frames, or queues it while the socket is full; a client with more
+   * than its limit of events queued is cut.
+   */
+  send(chunk: string, events = 1): void {
+    if (this.closed) return;
+    if (this.#blocked) {
+      this.#queue.push(chunk);
+      this.#queued += events;
+      if (this.#queued > this.#limit) this.#cut();
+      return;
+    }
+    if (!this.#res.write(chunk)) this.#blocked = true;
+  }
+
+  /** A comment line, only when nothing waits (an idle stream's heartbeat). */
+  heartbeat(): void {
+    if (!this.closed && !this.#blocked) this.send(`: heartbeat ${new Date().toISOString()}\n\n`);
+  }
+
+  end(frame?: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.#queue.length = 0;
+    this.#queued = 0;
+    this.#res.end(frame);
+    // A client that does not read is not waited for.
+    setTimeout(() => this.#res.destroy(), 5000).unref();
+    this.onClose?.();
+  }
+
+  #flush(): void {
+    this.#blocked = false;
+    if (this.#queue.length === 0 || this.closed) return;
+    // Everything queued in one write.
+    const chunk = this.#queue.join('');
+    this.#queue.length = 0;
+    this.#queued = 0;
+    if (!this.#res.write(chunk)) this.#blocked = true;
+  }
+
+  #cut(): void {
+    this.onCut?.();
+    this.end(
+      controlFrame('fleetgate.cut', {
+        code: 'FLEETGATE_EVENTS_CLIENT_TOO_SLOW',
+        message: `More than ${this.#limit} events were waiting for this client; reconnect with Last-Event-ID to resume.`,
+      }),
+    );
+  }
+
+  #closed(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.#queue.length = 0;
+    this.#queued = 0;
+    this.onClose?.();
+  }
+}
+
+function controlFrame(event: string, data: unknown): string {
+  return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+/** A filter shared by every client with the same patterns. */
+interface Group {
+  key: string;
+  all: boolean;
+  trie: TopicTrie<true>;
+  clients: Set<SseClient>;
+  /** Frames matched since the last flush: written to every client in one chunk. */
+  pending: string[];
+}
+
+/** Builds the hub of one gateway. */
+export function createEventHub(options: EventHubOptions): EventHub {
+  const boot = randomBytes(4).toString('hex');
+  const ring: (Entry | undefined)[] = new Array<Entry | undefined>(options.retain);
+  let head = 0; // next slot
+  let size = 0;
+  let counter = 0;
+  let lastSeq = 0;
+  const groups = new Map<string, Group>();
+  const listeners = new Set<(event: EventEnvelope) => void>();
+  const catchUps = new Set<Subscription>();
+  let subscription: Subscription | undefined;
+  let heartbeat: ReturnType<typeof setInterval> | undefined;
+  let clients = 0;
+  let delivered = 0;
+  let cut = 0;
+  let closed = false;
+  let catchUpNames = 0;
+
+  const idOf = (seq: number): string => (options.sequenced ? String(seq) : `${boot}-${seq}`);
+  const frameOfEntry = (entry: Entry): string => (entry.frame ??= frameOf(entry.seq, entry.event));
+  const frameOf = (seq: number, event: EventEnvelope): string =>
+    `id: ${idOf(seq)}\ndata: ${JSON.stringify(event)}\n\n`;
+
+  const groupOf = (patterns: readonly string[]): Group => {
+    const sorted = [...new Set(patterns)].sort();
+    const key = sorted.join(',');
+    let group = groups.get(key);
+    if (group === undefined) {
+      const trie = new TopicTrie<true>();
+      for (const p of sorted) trie.add(p, true);
+      group = { key, all: sorted.includes('>'), trie, clients: new Set(), pending: [] };
+      groups.set(key, group);
+    }
+    return group;
+  };
+  const matches = (group: Group, topic: string): boolean =>
+    group.all || group.trie.match(topic).length > 0;
+
+  const oldest = (): Entry | undefined =>
+    size === 0 ? undefined : ring[(head - size + options.retain) % options.retain];
+
+  /** Retained entries after `seq`, oldest first. */
+  const after = (seq: number): Entry[] => {
+    const out: Entry[] = [];
+    for (let i = size; i > 0; i -= 1) {
+      const entry = ring[(head - i + options.retain) % options.retain]!;
+      if (entry.seq > seq) out.push(entry);
+    }
+    return out;
+  };
+
+  // Events of one turn of the event loop go out together: one write per client, not one per
+  // event and client (a thousand clients would otherwise cost a thousand writes per event).
+  let flushing: ReturnType<typeof setImmediate> | undefined;
+  const flush = (): void => {
+    if (flushing !== undefined) clearImmediate(flushing);
+    flushing = undefined;
+    for (const group of groups.values()) {
+      if (group.pending.length === 0) continue;
+      const events = group.pending.length;
+      const chunk = events === 1 ? group.pending[0]! : group.pending.join('');
+      group.pending.length = 0;
+      for (const client of group.clients) {
+        client.send(chunk, events);
+        delivered += events;
+      }
+    }
+  };
+  const scheduleFlush = (): void => {
+    flushing ??= setImmediate(flush);
+  };
+
+  const onEvent = (event: EventEnvelope, delivery: Delivery): void => {
+    const seq =
+      options.sequenced && delivery.sequence !== undefined ? delivery.sequence : ++counter;
+    lastSeq = seq;
+    const entry: Entry = { seq, topic: event.topic, event, frame: undefined };
+    ring[head] = entry;
+    head = (head + 1) % options.retain;
+    if (size < options.retain) size += 1;
+    for (const group of groups.values()) {
+      if (group.clients.size === 0 || !matches(group, entry.topic)) continue;
+      group.pending.push(frameOfEntry(entry));
+      scheduleFlush();
+    }
+    for (const listener of listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        options.onError(error, 'event-hub.listener');
+      }
+    }
+  };
+
+  /** Parses a `Last-Event-ID` into a position of this hub's log, or why it cannot be used. */
+  const position = (lastEventId: string): number | 'foreign' | 'invalid' => {
+    if (options.sequenced) {
+      return /^\d{1,15}$/.test(lastEventId) ? Number(lastEventId) : 'invalid';
+    }
+    const match = /^([0-9a-f]{8})-(\d{1,15})$/.exec(lastEventId);
+    if (match === null) return 'invalid';
+    return match[1] === boot ? Number(match[2]) : 'foreign';
+  };
+
+  /** A client further behind than the window: its own consumer from its position (JetStream). */
+  const catchUp = async (client: SseClient, group: Group, from: number): Promise<void> => {
+    const patterns = group.key.split(',');
+    const single = patterns.length === 1 ? patterns[0]! : '>';
+    catchUpNames += 1;
+    const sub = await options.bus.subscribe(
+      single,
+      (event, delivery) => {
+        if (single === '>' && !matches(group, event.topic)) return;
+        client.send(frameOf(delivery.sequence ?? 0, event));
+        delivered += 1;
+      },
+      { name: `sse_catchup_${process.pid}_${catchUpNames}`, from: { sequence: from } },
+    );
+    catchUps.add(sub);
+    const stop = (): void => {
+      catchUps.delete(sub);
+      sub.unsubscribe().catch((error: unknown) => options.onError(error, 'event-hub.catch-up'));
+    };
+    if (client.closed) stop();
+    else client.onClose = chain(client.onClose, stop);
+  };
+
+  return {
+    async start() {
+      subscription = await options.bus.subscribe('>', onEvent, {
+        name: `sse_hub_${process.pid}`,
+        // The hub's handler never waits; if it ever falls behind, the newest events matter most.
+        overflow: 'drop-oldest',
+        maxQueue: Math.max(options.retain, 10_000),
+      });
+      heartbeat = setInterval(() => {
+        for (const group of groups.values()) for (const client of group.clients) client.heartbeat();
+      }, options.heartbeatMs);
+      heartbeat.unref();
+    },
+
+    hasRoom: () => !closed && clients < options.maxClients,
+
+    async attach(res, patterns, lastEventId) {
+      for (const p of patterns) parsePattern(p);
+      // Frames still waiting go to the clients that were there for them; this one starts after.
+      flush();
+      const client = new SseClient(res, options.clientBuffer);
+      const group = groupOf(patterns.length === 0 ? ['>'] : patterns);
+      clients += 1;
+      client.onCut = () => void (cut += 1);
+      client.onClose = () => {
+        clients -= 1;
+        group.clients.delete(client);
+        if (group.clients.size === 0) groups.delete(group.key);
+      };
+      client.send('retry: 2000\n\n');
+
+      if (lastEventId === undefined || lastEventId === '') {
+        group.clients.add(client);
+        return;
+      }
+      const from = position(lastEventId);
+      const first = oldest();
+      // The window covers `from` when it holds the event right after it; on the in-process bus
+      // a client that saw the last event of this run missed nothing either. (On JetStream the
+      // window starts where this replica joined the stream: before its first event it knows
+      // nothing, and a catch-up consumer answers instead.)
+      const covered =
+        typeof from === 'number' &&
+        ((first !== undefined && from >= first.seq - 1) || (!options.sequenced && from >= lastSeq));
+      if (typeof from === 'number' && covered) {
+        // Everything after `from` is in the window: replay it, then go live (no await between,
+        // so no event slips through).
+        for (const entry of after(from)) {
+          if (matches(group, entry.topic)) client.send(frameOfEntry(entry));
+        }
+        group.clients.add(client);
+        return;
+      }
+      if (typeof from === 'number' && options.sequenced) {
+        await catchUp(client, group, from + 1);
+        return;
+      }
+      // The position is gone (in-process bus, or from a previous run): say so, replay the window.
+      client.send(
+        controlFrame('fleetgate.gap', {
+          lastEventId,
+          reason:
+            from === 'invalid'
+              ? 'not an event id of this gateway'
+              : from === 'foreign'
+                ? 'the gateway restarted since; events published in between are not retained'
+                : 'older than the retained window',
+          oldestRetained: first === undefined ? null : idOf(first.seq),
+        }),
+      );
+      for (const entry of after(0)) {
+        if (matches(group, entry.topic)) client.send(frameOfEntry(entry));
+      }
+      group.clients.add(client);
+    },
+
+    listen(listener) {
+      listeners.add(listener);
+      return () => void listeners.delete(listener);
+    },
+
+    stats: () => ({ clients, delivered, cut, retained: size }),
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      if (heartbeat !== undefined) clearInterval(heartbeat);
+      flush();
+      for (const group of [...groups.values()]) {
+        for (const client of [...group.clients]) client.end(': the gateway is stopping\n\n');
+      }
+      await Promise.allSettled([
+        subscription?.unsubscribe(),
+        ...[...catchUps].map((s) => s.unsubscribe()),
+      ]);
+    },
+  };
+}
+
+function chain(first: (() => void) | undefined, second: () => void): () => void {
+  return () => {
+    first?.();
+    second();
+  };
+}

@@ -1,0 +1,352 @@
+/**
+ * The fleet and dispatch routes: `GET /api/agents`, `GET /api/agents/:name`,
+ * `POST /api/agents/:name/refresh`, `POST /api/agents/:name/ack`, `POST /api/dispatch` and
+ * `GET /api/dispatches/:id`.
+ */
+import { context as otelContext, trace, TraceFlags } from '@opentelemetry/api';
+import { z } from 'zod';
+import type { DispatchRecord, GateVerdict } from '../../dispatch/index.js';
+import { FleetgateError } from '../../protocol/index.js';
+import { parseDuration } from '../config.js';
+import { agentView, cardSkills, fleetView } from '../fleet-view.js';
+import type { SkillRoute } from '../skill-routing.js';
+import { routeSkill } from '../skill-routing.js';
+import type { ApiContext } from './context.js';
+import type { RouteSpec } from './route.js';
+import { defineRoute } from './route.js';
+
+const agentName = z.object({
+  name: z.string().min(1).max(63).describe('the agent name from the configuration'),
+});
+
+const skillView = z.object({
+  id: z.string(),
+  name: z.string().optional(),
+  declaredRadius: z.string().nullable(),
+  floor: z.string().nullable(),
+  effectiveRadius: z.string().nullable(),
+  pendingRadius: z.string().nullable(),
+  hitlMode: z.string().nullable(),
+  vetoTtlMs: z.number().nullable(),
+  domains: z.array(z.string()).nullable(),
+});
+
+const agentSchema = z.object({
+  name: z.string(),
+  url: z.string().nullable(),
+  status: z.enum(['pending', 'fresh', 'failed', 'stale']),
+  description: z.string().nullable(),
+  lastFetchedAt: z.number().nullable().describe('epoch milliseconds'),
+  lastChangedAt: z.number().nullable(),
+  nextRefreshAt: z.number().nullable(),
+  failures: z.number(),
+  lastError: z.object({ code: z.string(), message: z.string() }).nullable(),
+  skills: z.array(skillView),
+  diagnostics: z.array(z.object({}).passthrough()),
+});
+
+const dispatchBody = z.strictObject({
+  agent: z
+    .string()
+    .min(1)
+    .max(63)
+    .optional()
+    .describe('the agent; without it the gateway routes the skill'),
+  skill: z.string().min(1).max(200),
+  text: z.string().max(100_000).optional(),
+  data: z.unknown().optional(),
+  correlationId: z.string().min(1).max(200).optional(),
+});
+
+const dispatchQuery = z.object({
+  wait: z
+    .string()
+    .optional()
+    .describe(
+      '`true` or a duration (`30s`): answer once the dispatch ended or waits on a human, at most this long (default: answer at once)',
+    ),
+});
+
+const decisionSchema = z.object({
+  action: z.enum(['allow', 'hold', 'deny']),
+  mode: z.string().optional(),
+  effectiveRadius: z.string().nullable().optional(),
+  reason: z.string().optional(),
+  reasons: z.array(z.object({ kind: z.string(), detail: z.string() }).passthrough()).optional(),
+  approvalId: z.string().optional(),
+  goAt: z.number().optional(),
+});
+
+const dispatchSchema = z.object({
+  id: z.string(),
+  status: z.enum([
+    'awaiting-approval',
+    'running',
+    'awaiting-input',
+    'completed',
+    'failed',
+    'rejected',
+    'canceled',
+  ]),
+  agent: z.string(),
+  skill: z.string(),
+  correlationId: z.string(),
+  taskId: z.string().nullable(),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+  result: z.object({}).passthrough().nullable(),
+});
+
+const dispatchAnswer = dispatchSchema.extend({
+  decision: decisionSchema.optional(),
+  routing: z
+    .object({ agent: z.string(), reasons: z.array(z.string()), candidates: z.array(z.unknown()) })
+    .optional(),
+  traceparent: z.string().optional(),
+});
+
+const ENDED = new Set(['completed', 'failed', 'rejected', 'canceled']);
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+/** Longest `?wait=` accepted. */
+const MAX_WAIT_MS = 10 * 60_000;
+
+/** A gate decision as the API shows it. */
+export function decisionView(decision: GateVerdict | undefined): z.infer<typeof decisionSchema> {
+  if (decision === undefined) return { action: 'allow' };
+  const policy = (decision.decision ?? {}) as {
+    mode?: unknown;
+    effectiveRadius?: unknown;
+    reasons?: unknown;
+  };
+  return {
+    action: decision.action,
+    ...(typeof policy.mode === 'string' ? { mode: policy.mode } : {}),
+    ...(typeof policy.effectiveRadius === 'string' || policy.effectiveRadius === null
+      ? { effectiveRadius: policy.effectiveRadius }
+      : {}),
+    ...(Array.isArray(policy.reasons)
+      ? { reasons: policy.reasons as z.infer<typeof decisionSchema>['reasons'] }
+      : {}),
+    ...(decision.action === 'allow' ? {} : { reason: decision.reason }),
+    ...(decision.action === 'hold' && decision.approvalId !== undefined
+      ? { approvalId: decision.approvalId }
+      : {}),
+    ...(decision.action === 'hold' && decision.goAt !== undefined ? { goAt: decision.goAt } : {}),
+  };
+}
+
+function waitMs(wait: string | undefined): number | undefined {
+  if (wait === undefined || wait === 'false' || wait === '0') return undefined;
+  if (wait === 'true' || wait === '') return 60_000;
+  const ms = parseDuration(wait);
+  if (ms === undefined) {
+    throw new FleetgateError(
+      'FLEETGATE_HTTP_REQUEST_INVALID',
+      `Invalid request query: wait: must be true or a duration like 30s (got ${JSON.stringify(wait)})`,
+      { details: { issues: [{ path: 'query.wait', message: 'must be true or a duration' }] } },
+    );
+  }
+  return Math.min(ms, MAX_WAIT_MS);
+}
+
+/**
+ * The traceparent to send on the A2A call: a child of the incoming one under a `fleetgate.dispatch`
+ * span (recorded only when an OpenTelemetry SDK is registered; without one the incoming trace
+ * context passes through unchanged).
+ */
+function traceOf(header: string | string[] | undefined): string | undefined {
+  const value = Array.isArray(header) ? header[0] : header;
+  const match = value === undefined ? null : TRACEPARENT.exec(value.trim().toLowerCase());
+  if (match === null || match[1] === 'ff') return undefined;
+  const parent = trace.setSpanContext(otelContext.active(), {
+    traceId: match[2]!,
+    spanId: match[3]!,
+    traceFlags: Number.parseInt(match[4]!, 16) & TraceFlags.SAMPLED,
+    isRemote: true,
+  });
+  const span = trace.getTracer('fleetgate').startSpan('fleetgate.dispatch', {}, parent);
+  const ctx = span.spanContext();
+  span.end();
+  return `00-${ctx.traceId}-${ctx.spanId}-${ctx.traceFlags.toString(16).padStart(2, '0')}`;
+}
+
+function unknownAgent(name: string): FleetgateError {
+  return new FleetgateError('FLEETGATE_AGENT_UNKNOWN', `No agent named ${name} is configured.`, {
+    details: { agent: name },
+  });
+}
+
+/** The fleet and dispatch routes. */
+export function fleetRoutes(ctx: ApiContext): RouteSpec[] {
+  const gw = ctx.gateway;
+  return [
+    defineRoute({
+      method: 'GET',
+      url: '/api/agents',
+      access: 'viewer',
+      tag: 'fleet',
+      summary: 'The fleet: card status and effective declarations of every agent',
+      responses: {
+        200: {
+          description: 'every agent, in configuration order',
+          schema: z.object({
+            agents: z.array(agentSchema),
+            pendingAcknowledgements: z.array(z.unknown()),
+          }),
+        },
+      },
+      handler: () =>
+        Promise.resolve({
+          agents: fleetView(gw),
+          pendingAcknowledgements: gw.agents.pendingAcknowledgements(),
+        }),
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/agents/:name',
+      access: 'viewer',
+      tag: 'fleet',
+      summary: 'One agent: card status, skills with radius, floor, hitl mode and domains',
+      params: agentName,
+      responses: { 200: { description: 'the agent', schema: agentSchema } },
+      handler: ({ params }) => {
+        const state = gw.agents.state(params.name);
+        if (state === undefined) throw unknownAgent(params.name);
+        return Promise.resolve(agentView(gw, state));
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/agents/:name/refresh',
+      access: 'operator',
+      tag: 'fleet',
+      summary: 'Refresh one agent card now',
+      params: agentName,
+      responses: {
+        200: {
+          description: 'the refresh outcome and the agent after it',
+          schema: z.object({ outcome: z.object({}).passthrough(), agent: agentSchema }),
+        },
+      },
+      handler: async ({ params }) => {
+        if (gw.agents.state(params.name) === undefined) throw unknownAgent(params.name);
+        const outcome = await gw.agents.refresh(params.name);
+        return { outcome, agent: agentView(gw, gw.agents.state(params.name)!) };
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/agents/:name/ack',
+      access: 'admin',
+      tag: 'fleet',
+      summary: 'Accept the narrower radius or hitl mode a skill now declares',
+      description:
+        'A card that narrows a skill does not lower the gate until an operator acknowledges it; the acknowledging token is recorded.',
+      params: agentName,
+      body: z.strictObject({ skill: z.string().min(1).max(200) }),
+      responses: {
+        200: { description: 'what is now in effect', schema: z.object({}).passthrough() },
+      },
+      handler: async ({ params, body, identity }) => {
+        if (gw.agents.state(params.name) === undefined) throw unknownAgent(params.name);
+        const result = await gw.agents.acknowledge(params.name, body.skill, identity.name);
+        return { agent: params.name, skill: body.skill, acknowledgedBy: identity.name, ...result };
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/dispatch',
+      access: 'operator',
+      tag: 'dispatch',
+      summary: 'Dispatch a skill call through the policy gate',
+      description:
+        'Without `agent` the gateway routes the skill: fresh cards first, then the narrowest effective radius, then the better recent success rate. Answers at once (`running`, `awaiting-approval`, …) unless `wait` is given. A W3C `traceparent` header is propagated on the A2A call.',
+      body: dispatchBody,
+      query: dispatchQuery,
+      responses: {
+        200: { description: 'the dispatch ended', schema: dispatchAnswer },
+        202: {
+          description: 'the dispatch runs, or waits for an approval or input',
+          schema: dispatchAnswer,
+        },
+      },
+      handler: async ({ body, query, identity, request, reply }) => {
+        const wait = waitMs(query.wait);
+        let routing: SkillRoute | undefined;
+        let agent = body.agent;
+        if (agent === undefined) {
+          routing = routeSkill(gw, body.skill);
+          agent = routing.agent;
+        } else {
+          const state = gw.agents.state(agent);
+          if (state === undefined) throw unknownAgent(agent);
+          const skills = cardSkills(state.card);
+          if (state.card !== undefined && !skills.some((s) => s.id === body.skill)) {
+            throw new FleetgateError(
+              'FLEETGATE_SKILL_UNKNOWN',
+              `Agent ${agent} offers no skill ${body.skill} (it offers ${skills.map((s) => s.id).join(', ') || 'none'}).`,
+              { details: { agent, skill: body.skill, skills: skills.map((s) => s.id) } },
+            );
+          }
+        }
+        const traceparent = traceOf(request.headers.traceparent);
+        let decision: GateVerdict | undefined;
+        let record: DispatchRecord | undefined = await gw.dispatch({
+          agent,
+          skill: body.skill,
+          ...(body.text === undefined ? {} : { text: body.text }),
+          ...(body.data === undefined ? {} : { data: body.data }),
+          ...(body.correlationId === undefined ? {} : { correlationId: body.correlationId }),
+          ...(identity.authenticated ? { requestedBy: identity.name } : {}),
+          mode: wait === undefined ? 'return-immediately' : 'blocking',
+          ...(traceparent === undefined ? {} : { headers: { traceparent } }),
+          onDecision: (d) => {
+            decision = d;
+          },
+        });
+        if (wait !== undefined && record.status === 'running') {
+          record = (await ctx.watcher.settled(record.id, wait)) ?? record;
+        }
+        request.log.info(
+          { dispatch: record.id, agent, skill: body.skill, status: record.status, traceparent },
+          'dispatch',
+        );
+        void reply.code(ENDED.has(record.status) ? 200 : 202);
+        return {
+          ...record,
+          decision: decisionView(decision),
+          ...(routing === undefined ? {} : { routing }),
+          ...(traceparent === undefined ? {} : { traceparent }),
+        };
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/dispatches/:id',
+      access: 'viewer',
+      tag: 'dispatch',
+      summary: 'One dispatch: status, task, result',
+      params: z.object({ id: z.string().min(1).max(200) }),
+      query: z.object({
+        wait: z
+          .string()
+          .optional()
+          .describe('`true` or a duration: answer once the dispatch is no longer running'),
+      }),
+      responses: { 200: { description: 'the dispatch', schema: dispatchSchema } },
+      handler: async ({ params, query }) => {
+        const wait = waitMs(query.wait);
+        const record =
+          wait === undefined
+            ? await gw.dispatchRecord(params.id)
+            : await ctx.watcher.settled(params.id, wait);
+        if (record === undefined) {
+          throw new FleetgateError('FLEETGATE_DISPATCH_NOT_FOUND', `No dispatch ${params.id}.`, {
+            details: { id: params.id },
+          });
+        }
+        return record;
+      },
+    }),
+  ];
+}

@@ -1,0 +1,190 @@
+/**
+ * The service routes: health, readiness, metrics, the live-event stream and the A2A
+ * push-notification receiver.
+ */
+import type { Readable } from 'node:stream';
+import { z } from 'zod';
+import { parsePattern } from '../../bus/index.js';
+import { FleetgateError } from '../../protocol/index.js';
+import type { ApiContext } from './context.js';
+import type { RouteSpec } from './route.js';
+import { defineRoute } from './route.js';
+
+/** Reads a request body stream, refusing it as soon as it passes `limit` bytes. */
+async function readLimited(stream: Readable | undefined, limit: number): Promise<Buffer> {
+  if (stream === undefined) return Buffer.alloc(0);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of stream) {
+    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string);
+    size += buffer.length;
+    if (size > limit) {
+      stream.destroy();
+      throw new FleetgateError(
+        'FLEETGATE_HTTP_BODY_TOO_LARGE',
+        `The body is larger than ${limit} bytes.`,
+        { details: { limit } },
+      );
+    }
+    chunks.push(buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** Options of {@link systemRoutes}. */
+export interface SystemRouteOptions {
+  bodyLimit: number;
+}
+
+/** Health, readiness, metrics, events and push callbacks. */
+export function systemRoutes(ctx: ApiContext, options: SystemRouteOptions): RouteSpec[] {
+  const gw = ctx.gateway;
+  return [
+    defineRoute({
+      method: 'GET',
+      url: '/healthz',
+      access: 'public',
+      tag: 'service',
+      summary: 'Liveness: the process answers',
+      responses: {
+        200: {
+          description: 'alive',
+          schema: z.object({ status: z.literal('ok'), version: z.string() }),
+        },
+      },
+      handler: () => Promise.resolve({ status: 'ok', version: ctx.version }),
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/readyz',
+      access: 'public',
+      tag: 'service',
+      summary: 'Readiness: started, store and bus open, not stopping',
+      responses: {
+        200: {
+          description: 'ready, with the card status counts',
+          schema: z.object({
+            status: z.literal('ready'),
+            agents: z.record(z.string(), z.number()),
+            cardRefresh: z
+              .enum(['lease-holder', 'follower'])
+              .describe('whether this replica fetches the cards (holds the lease)'),
+          }),
+        },
+      },
+      handler: () => {
+        if (!ctx.ready()) {
+          throw new FleetgateError(
+            'FLEETGATE_SERVICE_NOT_READY',
+            'The gateway is starting or stopping.',
+          );
+        }
+        const agents: Record<string, number> = { fresh: 0, pending: 0, failed: 0, stale: 0 };
+        for (const s of gw.agents.states()) agents[s.status] = (agents[s.status] ?? 0) + 1;
+        return Promise.resolve({
+          status: 'ready',
+          agents,
+          cardRefresh: gw.internals.lease.held() ? 'lease-holder' : 'follower',
+        });
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/metrics',
+      access: 'viewer',
+      tag: 'service',
+      summary: 'Prometheus metrics',
+      responses: { 200: { description: 'Prometheus text exposition', type: 'text/plain' } },
+      handler: async ({ reply }) => {
+        const text = await ctx.metrics.scrape();
+        return reply.type(ctx.metrics.registry.contentType).send(text);
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/events',
+      access: 'viewer',
+      tag: 'events',
+      summary: 'Live bus events as Server-Sent Events',
+      description:
+        'Each event is `id: <position>` and `data: <event envelope JSON>`. Filters use NATS syntax (`*` one token, `>` the rest), comma-separated. Reconnect with `Last-Event-ID` (or `?lastEventId=`) to resume: events still retained are replayed first. Heartbeat comments keep idle streams open. A client that falls too far behind gets a `fleetgate.cut` event and is disconnected; a position that is no longer retained gets a `fleetgate.gap` event.',
+      query: z.object({
+        topics: z
+          .string()
+          .max(4000)
+          .optional()
+          .describe('comma-separated NATS-syntax patterns (default `>`: everything)'),
+        lastEventId: z.string().max(200).optional().describe('resume after this event id'),
+      }),
+      responses: {
+        200: { description: 'an event stream (never ends by itself)', type: 'text/event-stream' },
+      },
+      handler: async ({ query, request, reply }) => {
+        const patterns = (query.topics ?? '>')
+          .split(',')
+          .map((p) => p.trim())
+          .filter((p) => p !== '');
+        for (const p of patterns) parsePattern(p);
+        if (!ctx.hub.hasRoom()) {
+          throw new FleetgateError(
+            'FLEETGATE_EVENTS_TOO_MANY_CLIENTS',
+            'Too many live-event clients; retry later.',
+          );
+        }
+        const header = request.headers['last-event-id'];
+        const lastEventId = (Array.isArray(header) ? header[0] : header) ?? query.lastEventId;
+        void reply.hijack();
+        const res = reply.raw;
+        request.raw.socket.setNoDelay(true);
+        request.raw.socket.setTimeout(0);
+        res.writeHead(200, {
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-cache, no-transform',
+          connection: 'keep-alive',
+          'x-accel-buffering': 'no',
+          'x-request-id': request.id,
+        });
+        try {
+          await ctx.hub.attach(res, patterns, lastEventId);
+        } catch (error) {
+          // The answer has begun: the failure can only be told on the stream itself.
+          request.log.error({ err: error }, 'live events: attach failed');
+          const message = error instanceof Error ? error.message : String(error);
+          res.end(`event: fleetgate.error\ndata: ${JSON.stringify({ message })}\n\n`);
+        }
+        return reply;
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/callbacks/a2a/:taskId',
+      access: 'push',
+      tag: 'callbacks',
+      summary: 'A2A push-notification receiver (v1.0 and v0.3 bodies)',
+      description:
+        'Authenticated by the per-task secret the gateway registered with the agent (`X-A2A-Notification-Token` or `Authorization`), not by an API token.',
+      params: z.object({ taskId: z.string().min(1).max(500) }),
+      rawBody: true,
+      responses: {
+        200: { description: 'accepted', schema: z.object({ ok: z.literal(true) }) },
+      },
+      handler: async ({ params, request, reply }) => {
+        const declared = Number(request.headers['content-length'] ?? 0);
+        if (declared > options.bodyLimit) {
+          throw new FleetgateError(
+            'FLEETGATE_HTTP_BODY_TOO_LARGE',
+            `The body is larger than ${options.bodyLimit} bytes.`,
+            { details: { limit: options.bodyLimit } },
+          );
+        }
+        const body = await readLimited(request.body as Readable | undefined, options.bodyLimit);
+        const answer = await gw.pushReceiver({
+          taskId: params.taskId,
+          headers: request.headers,
+          body,
+        });
+        return reply.code(answer.status).send(answer.body);
+      },
+    }),
+  ];
+}

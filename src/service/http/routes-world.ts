@@ -1,0 +1,100 @@
+/** The world-state routes: `GET /api/world`, `/api/world/:domain`, `/api/world/:domain/history`. */
+import { z } from 'zod';
+import { FleetgateError } from '../../protocol/index.js';
+import type { ApiContext } from './context.js';
+import type { RouteSpec } from './route.js';
+import { defineRoute } from './route.js';
+
+const domainSchema = z.object({
+  name: z.string(),
+  version: z.number().describe('changes applied since the domain was created, gap-free'),
+  state: z.object({}).passthrough(),
+  updatedAt: z.number().describe('epoch milliseconds'),
+});
+
+const domainParams = z.object({ domain: z.string().min(1).max(200) });
+
+function unknownDomain(domain: string): FleetgateError {
+  return new FleetgateError(
+    'FLEETGATE_WORLD_DOMAIN_UNKNOWN',
+    `No world-state domain ${domain} (none was seeded or changed yet).`,
+    { details: { domain } },
+  );
+}
+
+/** The world-state routes. */
+export function worldRoutes(ctx: ApiContext): RouteSpec[] {
+  const world = ctx.gateway.world;
+  return [
+    defineRoute({
+      method: 'GET',
+      url: '/api/world',
+      access: 'viewer',
+      tag: 'world',
+      summary: 'The materialised world state: every domain',
+      responses: {
+        200: {
+          description: 'domains by name',
+          schema: z.object({ domains: z.record(z.string(), domainSchema) }),
+        },
+      },
+      handler: async () => ({ domains: await world.getWorld() }),
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/world/:domain',
+      access: 'viewer',
+      tag: 'world',
+      summary: 'One world-state domain',
+      params: domainParams,
+      responses: { 200: { description: 'the domain', schema: domainSchema } },
+      handler: async ({ params }) => {
+        const found = await world.getDomain(params.domain);
+        if (found === undefined) throw unknownDomain(params.domain);
+        return found;
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/world/:domain/history',
+      access: 'viewer',
+      tag: 'world',
+      summary: "A domain's audit log: every applied and rejected entry",
+      params: domainParams,
+      query: z.object({
+        path: z.string().max(500).optional().describe('only this path and below'),
+        since: z.string().optional().describe('epoch ms or RFC 3339'),
+        afterSeq: z.coerce.number().int().min(0).optional().describe('paging: only after this seq'),
+        limit: z.coerce.number().int().min(1).max(10_000).optional(),
+        order: z.enum(['asc', 'desc']).optional(),
+        status: z.enum(['applied', 'rejected']).optional(),
+      }),
+      responses: {
+        200: {
+          description: 'audit records',
+          schema: z.object({ records: z.array(z.object({}).passthrough()) }),
+        },
+      },
+      handler: async ({ params, query }) => {
+        if ((await world.getDomain(params.domain)) === undefined) {
+          throw unknownDomain(params.domain);
+        }
+        const since =
+          query.since === undefined
+            ? undefined
+            : /^\d+$/.test(query.since)
+              ? Number(query.since)
+              : query.since;
+        const records = await world.history(params.domain, {
+          ...(query.path === undefined ? {} : { path: query.path }),
+          ...(since === undefined ? {} : { since }),
+          ...(query.afterSeq === undefined ? {} : { afterSeq: query.afterSeq }),
+          ...(query.limit === undefined ? {} : { limit: query.limit }),
+          ...(query.order === undefined ? {} : { order: query.order }),
+          ...(query.status === undefined ? {} : { status: query.status }),
+        });
+        return { records };
+      },
+    }),
+  ];
+}

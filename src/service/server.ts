@@ -1,0 +1,212 @@
+/**
+ * The gateway service: `createGateway` behind the HTTP API, listening, with a graceful stop —
+ * stop taking requests, let those in flight finish (bounded by `listen.shutdownTimeout`), end the
+ * live-event streams, then close the gateway (calls in flight end, their claims commit, the
+ * outbox is flushed).
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { isIP } from 'node:net';
+import type { Logger } from 'pino';
+import { FleetgateError, isFleetgateError } from '../protocol/index.js';
+import type { FleetgateConfig } from './config.js';
+import type { Gateway, GatewayDeps } from './gateway.js';
+import { createGateway } from './gateway.js';
+import type { ApiToken } from './http/auth.js';
+import type { HttpApp } from './http/app.js';
+import { envelope } from './http/errors.js';
+
+/** Options of {@link startService}. */
+export interface ServiceOptions {
+  config: FleetgateConfig;
+  /** Where token and agent secrets are read (the process environment). */
+  env: Readonly<Record<string, string | undefined>>;
+  logger: Logger;
+  version: string;
+  /** More of what `createGateway` takes (seeds, tracking) — never the gate or the store. */
+  deps?: Pick<GatewayDeps, 'seeds' | 'tracking'>;
+}
+
+/** A running gateway service. */
+export interface RunningService {
+  /** `http://host:port` with the port actually bound. */
+  url: string;
+  gateway: Gateway;
+  http: HttpApp;
+  /** Graceful stop; idempotent. */
+  close(): Promise<void>;
+}
+
+/** True for addresses only this machine can reach. */
+export function isLoopback(host: string): boolean {
+  if (host === 'localhost') return true;
+  if (isIP(host) === 4) return host.startsWith('127.');
+  if (isIP(host) === 6) return host === '::1';
+  return false;
+}
+
+/**
+ * The API tokens the config names, read from the environment.
+ *
+ * @throws FleetgateError `FLEETGATE_CONFIG_INVALID` naming the key of a variable that is not set.
+ */
+export function resolveTokens(
+  config: FleetgateConfig,
+  env: Readonly<Record<string, string | undefined>>,
+): ApiToken[] {
+  const problems: string[] = [];
+  const tokens: ApiToken[] = [];
+  for (const [i, t] of (config.auth?.tokens ?? []).entries()) {
+    const value = env[t.tokenEnv];
+    if (value === undefined || value === '') {
+      problems.push(`auth.tokens[${i}].tokenEnv: ${t.tokenEnv} is not set`);
+    } else if (value.length < 16) {
+      problems.push(`auth.tokens[${i}].tokenEnv: ${t.tokenEnv} holds fewer than 16 characters`);
+    } else tokens.push({ name: t.name, token: value, roles: t.roles });
+  }
+  if (problems.length > 0) {
+    throw new FleetgateError('FLEETGATE_CONFIG_INVALID', `config:\n  ${problems.join('\n  ')}`, {
+      details: { problems },
+    });
+  }
+  return tokens;
+}
+
+function listen(server: Server, host: string, port: number): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    const failed = (error: NodeJS.ErrnoException): void => {
+      reject(
+        new FleetgateError(
+          'FLEETGATE_LISTEN_FAILED',
+          `Cannot listen on ${host}:${port}: ${error.code === 'EADDRINUSE' ? 'the port is in use (pass --port 0 for any free port, or another port)' : error.message}`,
+          { cause: error, details: { host, port } },
+        ),
+      );
+    };
+    server.once('error', failed);
+    server.listen(port, host, () => {
+      server.off('error', failed);
+      resolve(server.address() as AddressInfo);
+    });
+  });
+}
+
+/**
+ * Starts a gateway service: listens first (so push callbacks know the port), then builds the
+ * gateway with `createGateway`, then answers requests.
+ *
+ * @throws FleetgateError `FLEETGATE_LISTEN_UNSAFE` for a non-loopback address without tokens,
+ *   `FLEETGATE_LISTEN_FAILED`, `FLEETGATE_CONFIG_INVALID`.
+ */
+export async function startService(options: ServiceOptions): Promise<RunningService> {
+  const { config, logger } = options;
+  const tokens = resolveTokens(config, options.env);
+  if (tokens.length === 0 && !isLoopback(config.listen.host)) {
+    throw new FleetgateError(
+      'FLEETGATE_LISTEN_UNSAFE',
+      `Refusing to listen on ${config.listen.host} without an API token: anyone who reaches it could dispatch and approve calls. Configure auth.tokens, or listen on 127.0.0.1.`,
+      { details: { host: config.listen.host } },
+    );
+  }
+
+  // Until the app is ready the server answers 503: it listens first so the port is known.
+  const answer: { handler?: (req: IncomingMessage, res: ServerResponse) => void } = {};
+  const server = createServer((req, res) => {
+    if (answer.handler !== undefined) return answer.handler(req, res);
+    res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
+    res.end(JSON.stringify(envelope('FLEETGATE_SERVICE_NOT_READY', 'The gateway is starting.')));
+  });
+  const address = await listen(server, config.listen.host, config.listen.port);
+  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${shownHost}:${address.port}`;
+  const reachable =
+    address.address === '0.0.0.0' || address.address === '::'
+      ? `http://127.0.0.1:${address.port}`
+      : url;
+
+  // fastify, pino and prom-client load only when a service starts, not with `fleetgate/gateway`.
+  const [{ createHttpApp }, { createGatewayMetrics }] = await Promise.all([
+    import('./http/app.js'),
+    import('./http/metrics.js'),
+  ]);
+  const metrics = createGatewayMetrics();
+  let gateway: Gateway;
+  try {
+    gateway = await createGateway(config, {
+      ...options.deps,
+      secrets: (name) => options.env[name],
+      pushBaseUrl: config.listen.publicUrl ?? reachable,
+      onGateDecision: (request, decision) => metrics.observeDecision(request, decision),
+    });
+  } catch (error) {
+    server.close();
+    throw error;
+  }
+  let ready = false;
+  let accepting = true;
+  let http: HttpApp;
+  try {
+    http = await createHttpApp({
+      gateway,
+      metrics,
+      logger,
+      tokens,
+      ...(config.auth === undefined
+        ? {}
+        : { maxAuthFailuresPerMinute: config.auth.maxFailuresPerMinute }),
+      bodyLimit: config.listen.bodyLimit,
+      events: {
+        retain: config.events.retain,
+        clientBuffer: config.events.clientBuffer,
+        heartbeatMs: config.events.heartbeat,
+        maxClients: config.events.maxClients,
+      },
+      sequencedBus: config.bus !== 'memory',
+      version: options.version,
+      ready: () => ready,
+      accepting: () => accepting,
+      server,
+    });
+  } catch (error) {
+    await gateway.close();
+    server.close();
+    throw error;
+  }
+  if (http.handler !== undefined) answer.handler = http.handler;
+  ready = true;
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      ready = false;
+      accepting = false;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Keep-alive connections go as soon as their request in flight is answered.
+      const idle = setInterval(() => server.closeIdleConnections(), 50);
+      server.closeIdleConnections();
+      await http.hub.close();
+      const timeout = new Promise<'timeout'>((resolve) =>
+        setTimeout(() => resolve('timeout'), config.listen.shutdownTimeout).unref(),
+      );
+      if ((await Promise.race([closed, timeout])) === 'timeout') {
+        logger.warn(
+          { timeoutMs: config.listen.shutdownTimeout },
+          'requests still in flight at the shutdown timeout were cut',
+        );
+        server.closeAllConnections();
+        await closed;
+      }
+      clearInterval(idle);
+      await http.close();
+      await gateway.close();
+    })();
+    return closing;
+  };
+  return { url, gateway, http, close };
+}
+
+/** A one-line reason for an error that stopped the service. */
+export function describeFailure(error: unknown): string {
+  if (isFleetgateError(error)) return `${error.code}: ${error.message}`;
+  return error instanceof Error ? error.message : String(error);
+}
