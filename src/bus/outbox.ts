@@ -194,4 +194,3 @@ export async function pruneOutbox(
     if (n < batchSize) return total;
   }
 }
-

@@ -212,26 +212,28 @@ export function registerApprovals(
     .option(storeOption, storeHelp, storeFlag)
     .option('--config <file>', configHelp)
     .option('--url <url>', urlHelp)
-    .action(async (id: string, text: string, opts: StoreOptions & { by?: string; url?: string }) => {
-      const client = local(opts) ? undefined : remoteClient(opts.url);
-      if (client !== undefined) {
-        return setExit(await remoteApprovals(client, io, 'answer', { id, text }));
-      }
-      await withStore(opts, { readOnly: false }, async (store) => {
-        const record = await createApprovalInbox({ db: store.db }).answer(
-          id,
-          decider(opts.by),
-          text,
-        );
-        setExit(EXIT.ok);
-        const s = createStyle(io.color);
-        io.out(
-          `${s.bold(record.id)} ${record.agent}/${record.skill}: answered` +
-            s.dim(' (the gateway sends it at its next sweep)') +
-            '\n',
-        );
-      });
-    });
+    .action(
+      async (id: string, text: string, opts: StoreOptions & { by?: string; url?: string }) => {
+        const client = local(opts) ? undefined : remoteClient(opts.url);
+        if (client !== undefined) {
+          return setExit(await remoteApprovals(client, io, 'answer', { id, text }));
+        }
+        await withStore(opts, { readOnly: false }, async (store) => {
+          const record = await createApprovalInbox({ db: store.db }).answer(
+            id,
+            decider(opts.by),
+            text,
+          );
+          setExit(EXIT.ok);
+          const s = createStyle(io.color);
+          io.out(
+            `${s.bold(record.id)} ${record.agent}/${record.skill}: answered` +
+              s.dim(' (the gateway sends it at its next sweep)') +
+              '\n',
+          );
+        });
+      },
+    );
 
   program
     .command('policy')
