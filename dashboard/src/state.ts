@@ -184,7 +184,9 @@ export class Store {
       const dispatchId = typeof p.dispatchId === 'string' ? p.dispatchId : undefined;
       const info = dispatchId === undefined ? undefined : this.dispatches.get(dispatchId);
       if (info !== undefined && topic !== 'hitl.approval.requested') {
-        const decision = typeof p.decision === 'string' ? p.decision : topic.slice(14);
+        // The gate says `outcome` (approved, not-vetoed, rejected…); older events `decision`.
+        const said = [p.outcome, p.decision, p.status].find((v) => typeof v === 'string');
+        const decision = typeof said === 'string' ? said : topic.slice('hitl.approval.'.length);
         const by = typeof p.decidedBy === 'string' ? ` by ${p.decidedBy}` : '';
         info.timeline.push({ step: decision, at, detail: `${decision}${by}` });
       }

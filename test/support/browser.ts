@@ -4,7 +4,10 @@
  * gets a fresh profile directory: playwright-core creates one and removes it on close (it refuses
  * a `--user-data-dir` flag on `launch`).
  */
-import { existsSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
 /** Where the system Chromium is looked for (`FLEETGATE_CHROMIUM` first). */
@@ -55,6 +58,8 @@ export async function launchBrowser(): Promise<RunningBrowser> {
       const context = await browser.newContext({
         viewport: { width: options.width ?? 1280, height: options.height ?? 900 },
       });
+      // Fail a step with what it waited for, well inside the test's own timeout.
+      context.setDefaultTimeout(10_000);
       const page = await context.newPage();
       await page.goto(url);
       return { context, page };
@@ -70,4 +75,42 @@ export async function signIn(page: Page, token: string): Promise<void> {
   await page.fill('#token', token);
   await page.click('button[type=submit]');
   await page.waitForSelector('header.top');
+}
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** The newest modification time under `dir`, in ms. */
+function newest(dir: string): number {
+  let latest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    latest = Math.max(latest, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
+  }
+  return latest;
+}
+
+/**
+ * Builds the dashboard into `dist/dashboard/` when the build is missing or older than its
+ * sources (`npm ci` builds it through `prepare`; an edit since then would be tested stale).
+ */
+export function ensureDashboardBuilt(): void {
+  const index = join(ROOT, 'dist', 'dashboard', 'index.html');
+  const sources = Math.max(
+    newest(join(ROOT, 'dashboard')),
+    statSync(join(ROOT, 'src', 'protocol', 'radius-palette.ts')).mtimeMs,
+  );
+  if (existsSync(index) && statSync(index).mtimeMs >= sources) return;
+  execFileSync(
+    process.execPath,
+    [
+      join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'),
+      'build',
+      '--config',
+      join(ROOT, 'dashboard', 'vite.config.ts'),
+    ],
+    {
+      cwd: ROOT,
+      stdio: 'inherit',
+    },
+  );
 }

@@ -13,7 +13,12 @@ import type { Decision, DispatchRecord, Radius } from '../types.js';
 function DecisionView(props: { decision: Decision; record?: DispatchRecord }) {
   const d = props.decision;
   return (
-    <div class={`decision decision-${d.action}`} data-decision={d.action} role="status">
+    <div
+      class={`decision decision-${d.action}`}
+      data-decision={d.action}
+      data-dispatch-id={props.record?.id}
+      role="status"
+    >
       <strong>
         gate:{' '}
         {d.action === 'allow' ? 'allowed' : d.action === 'hold' ? 'held for approval' : 'denied'}
