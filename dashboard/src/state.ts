@@ -74,6 +74,8 @@ export class Store {
   effects: EffectRow[] = [];
   /** `agent/skill` → the last declaration change seen. */
   drift = new Map<string, string>();
+  /** Bumped when `drift` changes. */
+  driftVersion = 0;
   deltaTimes: number[] = [];
   rejectedDeltas = 0;
   stream: StreamStatus = 'offline';
@@ -259,11 +261,29 @@ export class Store {
       const key = `${text(p.agent, '')}/${text(p.skill, '')}`;
       const how = p.widened === true ? 'widened' : p.narrowed === true ? 'narrowed' : 'changed';
       this.drift.set(key, `${how} ${new Date(at).toLocaleTimeString()}`);
+      this.driftVersion += 1;
       this.reloadSoon('fleet');
+    } else if (topic === 'fleet.card.refreshed') {
+      // An unchanged card of a fresh agent only moves its fetch time: no need to reload the
+      // fleet (a changed declaration comes as fleet.declaration.changed).
+      // Events replayed before the first snapshot arrived are older than it: nothing to do.
+      const name = text(p.agent, '');
+      const known = this.agents.find((a) => a.name === name);
+      if (known !== undefined && known.status === 'fresh') {
+        // In place: the fleet table shows it at its next tick instead of re-rendering now.
+        known.lastFetchedAt = Math.max(known.lastFetchedAt ?? 0, at);
+      } else if (this.agents.length > 0) {
+        this.reloadSoon('fleet');
+      }
     } else if (topic.startsWith('fleet.')) {
       this.reloadSoon('fleet');
     }
     this.changed();
+  }
+
+  /** Effect rows received since the page opened (older ones leave the buffer, not this count). */
+  get effectCount(): number {
+    return this.#effectKey;
   }
 
   #pushEffect(row: Omit<EffectRow, 'key'>): void {

@@ -96,6 +96,7 @@ export function EffectsView(props: { store: Store }) {
                 key={r.key}
                 class={`effect ${r.kind} ${r.kind === 'alert' ? `sev-${r.severity}` : ''}`}
                 data-kind={r.kind}
+                data-key={r.key}
               >
                 <td class="small">{new Date(r.at).toLocaleTimeString()}</td>
                 <td>

@@ -1,5 +1,5 @@
 /** The fleet: a row per agent, a cell per skill coloured by its effective radius. */
-import { useState } from 'preact/hooks';
+import { useMemo, useState } from 'preact/hooks';
 import { ApiError } from '../api.js';
 import { Legend, RADII, RadiusBadge, radiusRank } from '../radius.js';
 import type { Store } from '../state.js';
@@ -70,6 +70,53 @@ export function FleetView(props: { store: Store }) {
   const canAck = store.session !== undefined && roleAtLeast(store.session.role, 'admin');
   const keep = (s: SkillView): boolean =>
     min === 'all' || radiusRank(s.effectiveRadius) >= radiusRank(min);
+  // The table is rebuilt only when what it shows changed: other views' updates (approvals,
+  // effects) re-render this component, and 2,000 skill cells are worth not diffing again.
+  const body = useMemo(
+    () => (
+      <tbody>
+        {store.agents.map((a) => {
+          const skills = a.skills.filter(keep);
+          if (skills.length === 0 && min !== 'all') return null;
+          return (
+            <tr key={a.name} data-agent={a.name}>
+              <th scope="row">
+                <div>{a.name}</div>
+                <div class="muted small">{a.description ?? ''}</div>
+              </th>
+              <td>
+                <span class={`badge status-${a.status}`}>{a.status}</span>
+                <div class="muted small">fetched {ago(a.lastFetchedAt, now)}</div>
+                <div class="muted small">changed {ago(a.lastChangedAt, now)}</div>
+                {a.lastError !== null && <div class="error small">{a.lastError.code}</div>}
+                {a.diagnostics.length > 0 && (
+                  <details class="diagnostics">
+                    <summary>{a.diagnostics.length} diagnostic(s)</summary>
+                    <ul>
+                      {a.diagnostics.map((d, i) => (
+                        <li key={i}>
+                          <code>{d.code ?? ''}</code> {d.path ?? ''}{' '}
+                          {d.message ?? JSON.stringify(d)}
+                        </li>
+                      ))}
+                    </ul>
+                  </details>
+                )}
+              </td>
+              <td>
+                <ul class="skills">
+                  {skills.map((s) => (
+                    <SkillCell key={s.id} store={store} agent={a} skill={s} canAck={canAck} />
+                  ))}
+                </ul>
+              </td>
+            </tr>
+          );
+        })}
+      </tbody>
+    ),
+    [store.agents, min, canAck, store.driftVersion, now],
+  );
   return (
     <section aria-labelledby="fleet-title">
       <div class="toolbar">
@@ -96,46 +143,7 @@ export function FleetView(props: { store: Store }) {
               <th scope="col">skills</th>
             </tr>
           </thead>
-          <tbody>
-            {store.agents.map((a) => {
-              const skills = a.skills.filter(keep);
-              if (skills.length === 0 && min !== 'all') return null;
-              return (
-                <tr key={a.name} data-agent={a.name}>
-                  <th scope="row">
-                    <div>{a.name}</div>
-                    <div class="muted small">{a.description ?? ''}</div>
-                  </th>
-                  <td>
-                    <span class={`badge status-${a.status}`}>{a.status}</span>
-                    <div class="muted small">fetched {ago(a.lastFetchedAt, now)}</div>
-                    <div class="muted small">changed {ago(a.lastChangedAt, now)}</div>
-                    {a.lastError !== null && <div class="error small">{a.lastError.code}</div>}
-                    {a.diagnostics.length > 0 && (
-                      <details class="diagnostics">
-                        <summary>{a.diagnostics.length} diagnostic(s)</summary>
-                        <ul>
-                          {a.diagnostics.map((d, i) => (
-                            <li key={i}>
-                              <code>{d.code ?? ''}</code> {d.path ?? ''}{' '}
-                              {d.message ?? JSON.stringify(d)}
-                            </li>
-                          ))}
-                        </ul>
-                      </details>
-                    )}
-                  </td>
-                  <td>
-                    <ul class="skills">
-                      {skills.map((s) => (
-                        <SkillCell key={s.id} store={store} agent={a} skill={s} canAck={canAck} />
-                      ))}
-                    </ul>
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
+          {body}
         </table>
       </div>
     </section>
