@@ -352,6 +352,28 @@ describe('dashboard in Chromium over the demo agents, with named tokens', () => 
     await context.close();
   }, 60_000);
 
+  it('snoozes a request out of the inbox without rejecting it', async () => {
+    const record = await getJson<{ id: string }>(gw.url, '/api/dispatch', TOKENS.olive, {
+      agent: 'deployer',
+      skill: 'production_deploy',
+      text: 'ship 4.0.0',
+    });
+    const { context, page: alice } = await browser.open(`${gw.url}/#/approvals`);
+    await signIn(alice, TOKENS.alice);
+    const request = alice.locator(`li.request[data-dispatch="${record.id}"]`);
+    await request.locator('button', { hasText: 'Snooze' }).click();
+    await request.waitFor({ state: 'detached' });
+    await alice.locator('label', { hasText: 'show snoozed' }).locator('input').check();
+    expect(await request.locator('.badge', { hasText: 'snoozed until' }).count()).toBe(1);
+    const dispatch = await getJson<{ status: string }>(
+      gw.url,
+      `/api/dispatches/${record.id}`,
+      TOKENS.root,
+    );
+    expect(dispatch.status).toBe('awaiting-approval');
+    await context.close();
+  });
+
   it('hides the controls a role may not use', async () => {
     const { context, page: vera } = await browser.open(`${gw.url}/`);
     await signIn(vera, TOKENS.vera);

@@ -181,7 +181,12 @@ export function ApprovalsView(props: { store: Store }) {
   const now = useNow(1000);
   const [tab, setTab] = useState<'pending' | 'history'>('pending');
   const role = store.session?.role ?? 'viewer';
-  const pending = inboxOrder(store.pending);
+  const [showSnoozed, setShowSnoozed] = useState(false);
+  const all = inboxOrder(store.pending);
+  const isSnoozed = (a: Approval): boolean =>
+    typeof a.snoozedUntil === 'number' && a.snoozedUntil > now;
+  const snoozed = all.filter(isSnoozed).length;
+  const pending = showSnoozed ? all : all.filter((a) => !isSnoozed(a));
   return (
     <section aria-labelledby="approvals-title">
       <div class="toolbar">
@@ -204,6 +209,16 @@ export function ApprovalsView(props: { store: Store }) {
             History
           </button>
         </div>
+        {tab === 'pending' && snoozed > 0 && (
+          <label>
+            <input
+              type="checkbox"
+              checked={showSnoozed}
+              onChange={(e) => setShowSnoozed(e.currentTarget.checked)}
+            />{' '}
+            show snoozed ({snoozed})
+          </label>
+        )}
       </div>
       {tab === 'pending' ? (
         pending.length === 0 ? (
