@@ -10,6 +10,7 @@
  * Screenshots of every view go to `test-results/dashboard/`.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
@@ -373,6 +374,63 @@ describe('dashboard in Chromium over the demo agents, with named tokens', () => 
     expect(dispatch.status).toBe('awaiting-approval');
     await context.close();
   });
+
+  it('reconnects the live stream with Last-Event-ID and shows what happened while it was cut', async () => {
+    // The page reaches the gateway through a TCP proxy the test can cut.
+    const target = new URL(gw.url);
+    const sockets = new Set<Socket>();
+    let refusing = false;
+    const proxy = createServer((client) => {
+      if (refusing) return void client.destroy();
+      const upstream = connect(Number(target.port), target.hostname);
+      for (const s of [client, upstream]) {
+        sockets.add(s);
+        s.on('close', () => sockets.delete(s));
+        s.on('error', () => undefined);
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const via = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    const { context, page: watcher } = await browser.open(`${via}/#/effects`);
+    const asked: (string | undefined)[] = [];
+    watcher.on('request', (r) => {
+      if (r.url().includes('/api/events')) asked.push(r.headers()['last-event-id']);
+    });
+    await signIn(watcher, TOKENS.vera);
+    await watcher.locator('[data-stream=live]').waitFor();
+    // One event seen live gives the page a position to resume from.
+    await getJson(gw.url, '/api/dispatch?wait=10s', TOKENS.olive, { agent: 'ci', skill: 'sitrep' });
+    await watcher.locator('tr.effect.delta', { hasText: 'data.lastSitrep' }).first().waitFor();
+    refusing = true;
+    for (const s of sockets) s.destroy();
+    await watcher.locator('[data-stream=reconnecting]').waitFor();
+    // Happens while the page is cut off.
+    const record = await getJson<{ taskId: string }>(
+      gw.url,
+      '/api/dispatch?wait=10s',
+      TOKENS.olive,
+      {
+        agent: 'ci',
+        skill: 'rerun_checks',
+        text: 'PR 4242',
+      },
+    );
+    refusing = false;
+    await watcher.locator('[data-stream=live]').waitFor();
+    const row = watcher
+      .locator('tr.effect.delta', { hasText: 'data.lastRun' })
+      .filter({ hasText: '4242' });
+    await row.first().waitFor();
+    expect(await row.first().locator('a').getAttribute('href')).toContain(record.taskId);
+    // The first request asked for the retained window; the reconnect resumed from a position.
+    expect(asked[0]).toBe('window');
+    expect(asked.length).toBeGreaterThanOrEqual(2);
+    expect(asked.at(-1)).toMatch(/^[0-9a-f]{8}-\d+$/);
+    await context.close();
+    proxy.close();
+    for (const s of sockets) s.destroy();
+  }, 60_000);
 
   it('hides the controls a role may not use', async () => {
     const { context, page: vera } = await browser.open(`${gw.url}/`);
