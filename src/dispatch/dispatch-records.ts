@@ -19,9 +19,16 @@ export interface DispatchTable {
   result: string | null;
 }
 
-/** The dispatch records' table. */
+/** The trace context of a dispatch, when it was asked with one (migration `0300_dispatch_trace`). */
+export interface DispatchTraceTable {
+  dispatch_id: string;
+  traceparent: string;
+}
+
+/** The dispatch records' tables. */
 export interface DispatchDatabase {
   fleetgate_dispatch: DispatchTable;
+  fleetgate_dispatch_trace: DispatchTraceTable;
 }
 
 /** Durable dispatch records. */
@@ -38,7 +45,7 @@ export interface DispatchRecordStore {
 
 const ENDED: readonly DispatchStatus[] = ['completed', 'failed', 'rejected', 'canceled'];
 
-function fromRow(row: DispatchTable): DispatchRecord {
+function fromRow(row: DispatchTable & { traceparent: string | null }): DispatchRecord {
   return {
     id: row.id,
     agent: row.agent,
@@ -49,6 +56,7 @@ function fromRow(row: DispatchTable): DispatchRecord {
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
     result: row.result === null ? null : (JSON.parse(row.result) as DispatchResult),
+    ...(row.traceparent === null ? {} : { traceparent: row.traceparent }),
   };
 }
 
@@ -58,12 +66,18 @@ export function createStoreDispatchRecords<DB extends DispatchDatabase>(
 ): DispatchRecordStore {
   // kysely's types are invariant in DB; the constraint guarantees the table exists.
   const db = database as unknown as Kysely<DispatchDatabase>;
-  const get = async (id: string): Promise<DispatchRecord | undefined> => {
-    const row = await db
+  const rows = () =>
+    db
       .selectFrom('fleetgate_dispatch')
-      .selectAll()
-      .where('id', '=', id)
-      .executeTakeFirst();
+      .leftJoin(
+        'fleetgate_dispatch_trace',
+        'fleetgate_dispatch_trace.dispatch_id',
+        'fleetgate_dispatch.id',
+      )
+      .selectAll('fleetgate_dispatch')
+      .select('fleetgate_dispatch_trace.traceparent');
+  const get = async (id: string): Promise<DispatchRecord | undefined> => {
+    const row = await rows().where('fleetgate_dispatch.id', '=', id).executeTakeFirst();
     return row === undefined ? undefined : fromRow(row);
   };
   return {
@@ -82,14 +96,18 @@ export function createStoreDispatchRecords<DB extends DispatchDatabase>(
           result: record.result === null ? null : JSON.stringify(record.result),
         })
         .execute();
+      if (record.traceparent !== undefined) {
+        await db
+          .insertInto('fleetgate_dispatch_trace')
+          .values({ dispatch_id: record.id, traceparent: record.traceparent })
+          .execute();
+      }
     },
     get,
     async byTask(agent, taskId) {
-      const row = await db
-        .selectFrom('fleetgate_dispatch')
-        .selectAll()
-        .where('agent', '=', agent)
-        .where('task_id', '=', taskId)
+      const row = await rows()
+        .where('fleetgate_dispatch.agent', '=', agent)
+        .where('fleetgate_dispatch.task_id', '=', taskId)
         .executeTakeFirst();
       return row === undefined ? undefined : fromRow(row);
     },

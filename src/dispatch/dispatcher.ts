@@ -122,6 +122,9 @@ export class Dispatcher {
       createdAt: now,
       updatedAt: now,
       result: null,
+      ...(request.headers?.traceparent === undefined
+        ? {}
+        : { traceparent: request.headers.traceparent }),
     };
     await this.#o.records.create(record);
     await this.#publish('skill.dispatch.requested', record);
@@ -167,7 +170,11 @@ export class Dispatcher {
         mode: more.mode ?? this.#o.mode ?? 'blocking',
         ...(more.taskId === undefined ? {} : { taskId: more.taskId }),
         ...(more.contextId === undefined ? {} : { contextId: more.contextId }),
-        ...(more.headers === undefined ? {} : { serviceParameters: more.headers }),
+        ...(more.headers !== undefined
+          ? { serviceParameters: more.headers }
+          : record.traceparent === undefined
+            ? {}
+            : { serviceParameters: { traceparent: record.traceparent } }),
       });
     } catch (error) {
       const failure = isFleetgateError(error)

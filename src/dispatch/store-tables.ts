@@ -31,4 +31,18 @@ export const DISPATCH_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
       await db.schema.dropTable('fleetgate_dispatch').execute();
     },
   },
+  '0300_dispatch_trace': {
+    async up(db) {
+      // The trace context a dispatch was asked with, so a call released later carries it too.
+      // A table of its own: shipped tables never change shape.
+      await db.schema
+        .createTable('fleetgate_dispatch_trace')
+        .addColumn('dispatch_id', 'text', (col) => col.primaryKey())
+        .addColumn('traceparent', 'text', (col) => col.notNull())
+        .execute();
+    },
+    async down(db) {
+      await db.schema.dropTable('fleetgate_dispatch_trace').execute();
+    },
+  },
 };

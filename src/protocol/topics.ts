@@ -98,6 +98,8 @@ export interface DispatchEvent {
   decision?: unknown;
   /** The approval that holds the dispatch, on `gated`. */
   approvalId?: string;
+  /** The W3C trace context the dispatch was asked with, sent on its A2A call. */
+  traceparent?: string;
 }
 
 /**

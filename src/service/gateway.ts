@@ -157,7 +157,7 @@ export async function createGateway(
   deps: GatewayDeps = {},
 ): Promise<Gateway> {
   const config = parseConfig(input);
-  const store = deps.store ?? (await openGatewayStore(config.store));
+  const store = deps.store ?? (await openConfiguredStore(config.store));
   const bus = deps.bus ?? (await openBus(config.bus));
   const reportError =
     deps.onError ??
@@ -357,11 +357,40 @@ export async function createGateway(
   };
 }
 
-/** The bus the config names: in-process, or NATS JetStream (the client loads only then). */
+/**
+ * The bus the config names: in-process, or NATS JetStream (the client loads only then).
+ * `nats://host:port?stream=NAME&prefix=name` keeps several deployments apart on one server.
+ */
 async function openBus(url: string): Promise<EventBus> {
   if (url === 'memory') return createInMemoryEventBus();
   const { createJetStreamEventBus } = await import('../nats.js');
-  return createJetStreamEventBus({ servers: url });
+  const { base, params } = splitQuery(url);
+  const stream = params.get('stream');
+  const prefix = params.get('prefix');
+  return createJetStreamEventBus({
+    servers: base,
+    ...(stream === null ? {} : { stream }),
+    ...(prefix === null ? {} : { subjectPrefix: prefix }),
+  });
+}
+
+/** The store the config names; `postgres://…?schema=name` puts every table in that schema. */
+function openConfiguredStore(url: string): Promise<GatewayStore> {
+  if (!url.startsWith('postgres')) return openGatewayStore(url);
+  const { base, params } = splitQuery(url);
+  const schema = params.get('schema');
+  params.delete('schema');
+  const rest = params.toString();
+  return openGatewayStore(rest === '' ? base : `${base}?${rest}`, {
+    ...(schema === null ? {} : { schema }),
+  });
+}
+
+function splitQuery(url: string): { base: string; params: URLSearchParams } {
+  const at = url.indexOf('?');
+  return at < 0
+    ? { base: url, params: new URLSearchParams() }
+    : { base: url.slice(0, at), params: new URLSearchParams(url.slice(at + 1)) };
 }
 
 /** The gate, telling `observe` each decision it takes. */
