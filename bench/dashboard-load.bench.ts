@@ -22,7 +22,8 @@ import {
   createWorldStateDeltaPart,
 } from '../src/protocol/index.js';
 import { ensureDashboardBuilt, launchBrowser } from '../test/support/browser.js';
-import { getJson, startGatewayChild } from '../test/support/gateway-child.js';
+import { getJson } from '../test/support/api-json.js';
+import { startServiceProcess } from '../test/support/gateway-service.js';
 import { note, report } from './report.js';
 
 const BENCH = 'dashboard-load';
@@ -108,7 +109,7 @@ writeFileSync(
 );
 
 ensureDashboardBuilt();
-const gw = await startGatewayChild({
+const gw = await startServiceProcess({
   cwd: dir,
   args: ['--config', config, '--log-level', 'warn'],
   env: { BENCH_TOKEN: TOKEN },
@@ -200,7 +201,7 @@ try {
   await context.close();
 } finally {
   await browser.close();
-  await gw.stop();
+  await gw.stop('SIGTERM');
   await agent.close();
   cardServer.close();
   rmSync(dir, { recursive: true, force: true });

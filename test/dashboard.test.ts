@@ -25,7 +25,8 @@ import {
   type RunningBrowser,
 } from './support/browser.js';
 import { cardWith, startCardServer, type CardServer } from './support/card-server.js';
-import { getJson, startGatewayChild, type GatewayChild } from './support/gateway-child.js';
+import { getJson } from './support/api-json.js';
+import { startServiceProcess, type ServiceProcess } from './support/gateway-service.js';
 
 const SHOTS = join(import.meta.dirname, '..', 'test-results', 'dashboard');
 const TOKENS = {
@@ -82,7 +83,7 @@ async function dispatchFromPage(
 
 describe('the demo as npm start runs it', () => {
   let dir: string;
-  let gw: GatewayChild;
+  let gw: ServiceProcess;
   let browser: RunningBrowser;
   const token = 'demo-admin-token-0123456789ab';
 
@@ -90,18 +91,18 @@ describe('the demo as npm start runs it', () => {
     mkdirSync(SHOTS, { recursive: true });
     ensureDashboardBuilt();
     dir = mkdtempSync(join(tmpdir(), 'fleetgate-dashboard-demo-'));
-    gw = await startGatewayChild({ cwd: dir, env: { FLEETGATE_TOKEN: token } });
+    gw = await startServiceProcess({ cwd: dir, args: ['--port', '0'], env: { FLEETGATE_TOKEN: token } });
     browser = await launchBrowser();
   }, 90_000);
 
   afterAll(async () => {
     await browser?.close();
-    await gw?.stop();
+    await gw?.stop('SIGTERM');
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });
 
   it('shows the demo fleet in colour, the deploy waiting and the effects of the first calls', async () => {
-    expect(gw.output()).toContain(`Dashboard    ${gw.url}/`);
+    expect(gw.stdout()).toContain(`Dashboard    ${gw.url}/`);
     const { page } = await browser.open(`${gw.url}/`);
     await signIn(page, token);
     for (const agent of ['ci', 'board', 'deployer']) {
@@ -125,7 +126,7 @@ describe('the demo as npm start runs it', () => {
 
 describe('dashboard in Chromium over the demo agents, with named tokens', () => {
   let dir: string;
-  let gw: GatewayChild;
+  let gw: ServiceProcess;
   let browser: RunningBrowser;
   let page: Page;
   let agents: RunningAgent[];
@@ -168,7 +169,7 @@ describe('dashboard in Chromium over the demo agents, with named tokens', () => 
         ),
       ].join('\n'),
     );
-    gw = await startGatewayChild({
+    gw = await startServiceProcess({
       cwd: dir,
       args: ['--config', config],
       env: Object.fromEntries(
@@ -182,7 +183,7 @@ describe('dashboard in Chromium over the demo agents, with named tokens', () => 
 
   afterAll(async () => {
     await browser?.close();
-    await gw?.stop();
+    await gw?.stop('SIGTERM');
     await Promise.all((agents ?? []).map((a) => a.close()));
     await cards?.close();
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });

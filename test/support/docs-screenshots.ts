@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureDashboardBuilt, launchBrowser, signIn } from './browser.js';
-import { getJson, startGatewayChild } from './gateway-child.js';
+import { getJson } from './api-json.js';
+import { startServiceProcess } from './gateway-service.js';
 
 const OUT = fileURLToPath(new URL('../../docs/images/', import.meta.url));
 const TOKEN = 'docs-admin-token-0123456789ab';
@@ -16,7 +17,7 @@ const TOKEN = 'docs-admin-token-0123456789ab';
 mkdirSync(OUT, { recursive: true });
 ensureDashboardBuilt();
 const dir = mkdtempSync(join(tmpdir(), 'fleetgate-docs-'));
-const gw = await startGatewayChild({ cwd: dir, env: { FLEETGATE_TOKEN: TOKEN } });
+const gw = await startServiceProcess({ cwd: dir, args: ['--port', '0'], env: { FLEETGATE_TOKEN: TOKEN } });
 const browser = await launchBrowser();
 try {
   const { page } = await browser.open(`${gw.url}/`, { width: 1280, height: 760 });
@@ -56,6 +57,6 @@ try {
   process.stderr.write('docs/images/dashboard-phone.png\n');
 } finally {
   await browser.close();
-  await gw.stop();
+  await gw.stop('SIGTERM');
   rmSync(dir, { recursive: true, force: true });
 }
