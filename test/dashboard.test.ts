@@ -91,7 +91,11 @@ describe('the demo as npm start runs it', () => {
     mkdirSync(SHOTS, { recursive: true });
     ensureDashboardBuilt();
     dir = mkdtempSync(join(tmpdir(), 'fleetgate-dashboard-demo-'));
-    gw = await startServiceProcess({ cwd: dir, args: ['--port', '0'], env: { FLEETGATE_TOKEN: token } });
+    gw = await startServiceProcess({
+      cwd: dir,
+      args: ['--port', '0'],
+      env: { FLEETGATE_TOKEN: token },
+    });
     browser = await launchBrowser();
   }, 90_000);
 

@@ -17,7 +17,11 @@ const TOKEN = 'docs-admin-token-0123456789ab';
 mkdirSync(OUT, { recursive: true });
 ensureDashboardBuilt();
 const dir = mkdtempSync(join(tmpdir(), 'fleetgate-docs-'));
-const gw = await startServiceProcess({ cwd: dir, args: ['--port', '0'], env: { FLEETGATE_TOKEN: TOKEN } });
+const gw = await startServiceProcess({
+  cwd: dir,
+  args: ['--port', '0'],
+  env: { FLEETGATE_TOKEN: TOKEN },
+});
 const browser = await launchBrowser();
 try {
   const { page } = await browser.open(`${gw.url}/`, { width: 1280, height: 760 });
