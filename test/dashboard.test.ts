@@ -74,6 +74,10 @@ async function dispatchFromPage(
   await page.selectOption('select[name=agent]', agent);
   await page.selectOption('select[name=skill]', skill);
   await page.fill('input[name=text]', text);
+  // Before sending, the form shows what the gate would decide.
+  const preview = page.locator(`[data-preview="${agent}"] [data-preview-decision]`);
+  expect(await preview.getAttribute('data-preview-decision')).toBe('gated');
+  expect(await preview.textContent()).toBe('waits for 1 approver');
   await page.click('form.dispatch-form button[type=submit]');
   const decision = page.locator('.decision');
   await decision.waitFor();

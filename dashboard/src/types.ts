@@ -120,3 +120,18 @@ export interface EventEnvelope {
   correlationId?: string;
   payload: Record<string, unknown>;
 }
+
+/** `GET /api/policy/explain`: the gate's decision for a call now. */
+export interface Explanation {
+  agent: string;
+  skill: string;
+  policyVersion: string;
+  decision: {
+    mode: string;
+    deny?: { reason: string };
+    effectiveRadius: Radius | null;
+    reasons: { kind: string; detail: string }[];
+    vetoTtlMs?: number;
+    approvers: number;
+  };
+}

@@ -3,12 +3,12 @@
  * approved → started → deltas → done), and a form that dispatches a skill to an agent or lets
  * the gateway route it, showing what the gate will look at before sending and what it decided.
  */
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { ApiError } from '../api.js';
 import { RadiusBadge } from '../radius.js';
 import type { DispatchInfo, Store } from '../state.js';
 import { ago, roleAtLeast, useNow, useStore } from '../state.js';
-import type { Decision, DispatchRecord, Radius } from '../types.js';
+import type { Decision, DispatchRecord, Explanation, Radius } from '../types.js';
 
 function DecisionView(props: { decision: Decision; record?: DispatchRecord }) {
   const d = props.decision;
@@ -44,6 +44,87 @@ function DecisionView(props: { decision: Decision; record?: DispatchRecord }) {
           ))}
         </ul>
       )}
+    </div>
+  );
+}
+
+/** What the gate would decide for one candidate agent now (`GET /api/policy/explain`). */
+function describeMode(e: Explanation): string {
+  const d = e.decision;
+  if (d.deny !== undefined) return `denied: ${d.deny.reason}`;
+  switch (d.mode) {
+    case 'autonomous':
+      return 'runs at once';
+    case 'notification':
+      return 'runs at once; people are notified';
+    case 'veto':
+      return `runs after a ${Math.round((d.vetoTtlMs ?? 0) / 1000)} s veto window unless vetoed`;
+    case 'gated':
+    case 'compound':
+      return `waits for ${d.approvers} approver${d.approvers === 1 ? '' : 's'}`;
+    default:
+      return d.mode;
+  }
+}
+
+function Preview(props: { store: Store; agents: string[]; skill: string }) {
+  const { store, skill } = props;
+  const [explained, setExplained] = useState<Record<string, Explanation | string>>({});
+  const key = props.agents.join(',');
+  useEffect(() => {
+    let live = true;
+    setExplained({});
+    for (const agent of props.agents) {
+      const query = `agent=${encodeURIComponent(agent)}&skill=${encodeURIComponent(skill)}`;
+      store
+        .api!.get<Explanation>(`/api/policy/explain?${query}`)
+        .then((e) => live && setExplained((x) => ({ ...x, [agent]: e })))
+        .catch((error: unknown) => {
+          const text =
+            error instanceof ApiError ? `${error.code}: ${error.message}` : String(error);
+          if (live) setExplained((x) => ({ ...x, [agent]: text }));
+        });
+    }
+    return () => {
+      live = false;
+    };
+  }, [store, key, skill]);
+  return (
+    <div class="preview" aria-live="polite">
+      <span class="muted small">before sending, the gate would decide:</span>
+      <ul>
+        {props.agents.map((agent) => {
+          const e = explained[agent];
+          const status = store.agents.find((a) => a.name === agent)?.status ?? '';
+          return (
+            <li key={agent} data-preview={agent}>
+              {agent} <span class="muted small">({status})</span>{' '}
+              {e === undefined ? (
+                <span class="muted">…</span>
+              ) : typeof e === 'string' ? (
+                <span class="error">{e}</span>
+              ) : (
+                <>
+                  <RadiusBadge radius={e.decision.effectiveRadius} />{' '}
+                  <span class="badge mode">{e.decision.mode}</span>{' '}
+                  <strong
+                    data-preview-decision={e.decision.deny === undefined ? e.decision.mode : 'deny'}
+                  >
+                    {describeMode(e)}
+                  </strong>
+                  <ul class="reasons small">
+                    {e.decision.reasons.map((r, i) => (
+                      <li key={i}>
+                        <code>{r.kind}</code> {r.detail}
+                      </li>
+                    ))}
+                  </ul>
+                </>
+              )}
+            </li>
+          );
+        })}
+      </ul>
     </div>
   );
 }
@@ -133,28 +214,8 @@ function DispatchForm(props: { store: Store }) {
       <label>
         text <input name="text" value={text} onInput={(e) => setText(e.currentTarget.value)} />
       </label>
-      {skill !== '' && (
-        <div class="preview" aria-live="polite">
-          <span class="muted small">before sending, the gate sees:</span>
-          <ul>
-            {offering.map((a) => {
-              const s = a.skills.find((x) => x.id === skill)!;
-              return (
-                <li key={a.name} data-preview={a.name}>
-                  {a.name} ({a.status}) <RadiusBadge radius={s.effectiveRadius} />{' '}
-                  <span class="badge mode">{s.hitlMode ?? 'no mode declared'}</span>
-                  {s.pendingRadius !== null && (
-                    <span class="badge ack">narrowing not acknowledged</span>
-                  )}
-                  {(s.hitlMode === 'gated' || s.hitlMode === 'compound') &&
-                    ' — waits for an approver'}
-                  {s.hitlMode === 'veto' && ' — runs after the veto window unless vetoed'}
-                  {s.effectiveRadius === null && ' — unknown radius: the policy assumes the worst'}
-                </li>
-              );
-            })}
-          </ul>
-        </div>
+      {skill !== '' && offering.length > 0 && (
+        <Preview store={store} agents={offering.map((a) => a.name)} skill={skill} />
       )}
       <button type="submit" disabled={busy || skill === ''}>
         Send

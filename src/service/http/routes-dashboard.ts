@@ -1,9 +1,10 @@
 /**
  * The dashboard's routes: `GET /` and `GET /assets/:file` serve the single-page app built into
- * `dist/dashboard/` (by `npm run build`, which `prepare` runs on install), and
- * `GET /api/session` tells the page who its token is, so it can hide controls the role may not
- * use (the API refuses them anyway). Without a built dashboard (a checkout where the build did
- * not run) the small live page of `dashboard.ts` answers `/` instead.
+ * `dist/dashboard/` (by `npm run build`, which `prepare` runs on install); `GET /api/session`
+ * tells the page who its token is, so it can hide controls the role may not use (the API refuses
+ * them anyway); `GET /api/policy/explain` gives the gate's decision for a call before it is sent.
+ * Without a built dashboard (a checkout where the build did not run) the small live page of
+ * `dashboard.ts` answers `/` instead.
  */
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -11,6 +12,7 @@ import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { FleetgateError } from '../../protocol/index.js';
+import type { ApiContext } from './context.js';
 import { dashboardRoute } from './dashboard.js';
 import type { RouteSpec } from './route.js';
 import { defineRoute } from './route.js';
@@ -61,7 +63,50 @@ function notFound(file: string): FleetgateError {
 }
 
 /** The routes of the dashboard; `directory` overrides where the build is looked for. */
-export function dashboardRoutes(directory = dashboardDirectory()): RouteSpec[] {
+export function dashboardRoutes(ctx: ApiContext, directory = dashboardDirectory()): RouteSpec[] {
+  const gw = ctx.gateway;
+  const explain = defineRoute({
+    method: 'GET',
+    url: '/api/policy/explain',
+    access: 'viewer',
+    tag: 'approvals',
+    summary:
+      "The gate's decision for a call to AGENT SKILL now, with every reason (nothing is sent)",
+    query: z.object({
+      agent: z.string().min(1).max(63),
+      skill: z.string().min(1).max(200),
+      text: z
+        .string()
+        .max(100_000)
+        .optional()
+        .describe('an input, to get the call fingerprint too'),
+    }),
+    responses: {
+      200: {
+        description: 'the decision: mode, effective radius, reasons, approvers needed or denial',
+        schema: z
+          .object({
+            agent: z.string(),
+            skill: z.string(),
+            decision: z.object({}).passthrough(),
+            policyVersion: z.string(),
+          })
+          .passthrough(),
+      },
+    },
+    handler: async ({ query }) => {
+      if (gw.agents.state(query.agent) === undefined) {
+        throw new FleetgateError('FLEETGATE_AGENT_UNKNOWN', `No agent ${query.agent}.`, {
+          details: { agent: query.agent },
+        });
+      }
+      return gw.approvals.explain(
+        query.agent,
+        query.skill,
+        query.text === undefined ? undefined : { text: query.text },
+      );
+    },
+  });
   const session = defineRoute({
     method: 'GET',
     url: '/api/session',
@@ -85,10 +130,11 @@ export function dashboardRoutes(directory = dashboardDirectory()): RouteSpec[] {
         authenticated: identity.authenticated,
       }),
   });
-  if (directory === undefined) return [session, dashboardRoute()];
+  if (directory === undefined) return [session, explain, dashboardRoute()];
   let index: Buffer | undefined;
   return [
     session,
+    explain,
     {
       method: 'GET',
       url: '/',
