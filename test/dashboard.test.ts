@@ -111,8 +111,10 @@ describe('the demo as npm start runs it', () => {
 
   it('shows the demo fleet in colour, the deploy waiting and the effects of the first calls', async () => {
     expect(gw.stdout()).toContain(`Dashboard    ${gw.url}/`);
-    const { page } = await browser.open(`${gw.url}/`);
-    await signIn(page, token);
+    // The URL as a generated-token demo prints it: the token rides in the fragment.
+    const { page } = await browser.open(`${gw.url}/#token=${token}`);
+    await page.waitForSelector('header.top');
+    expect(await page.evaluate(() => location.hash)).toBe('#/fleet');
     for (const agent of ['ci', 'board', 'deployer']) {
       await page.locator(`tr[data-agent=${agent}] li.skill .radius`).first().waitFor();
     }
@@ -409,8 +411,16 @@ describe('dashboard in Chromium over the demo agents, with named tokens', () => 
     await signIn(watcher, TOKENS.vera);
     await watcher.locator('[data-stream=live]').waitFor();
     // One event seen live gives the page a position to resume from.
-    await getJson(gw.url, '/api/dispatch?wait=10s', TOKENS.olive, { agent: 'ci', skill: 'sitrep' });
-    await watcher.locator('tr.effect.delta', { hasText: 'data.lastSitrep' }).first().waitFor();
+    await getJson(gw.url, '/api/dispatch?wait=10s', TOKENS.olive, {
+      agent: 'ci',
+      skill: 'rerun_checks',
+      text: 'PR 4241',
+    });
+    await watcher
+      .locator('tr.effect.delta', { hasText: 'data.lastRun' })
+      .filter({ hasText: '4241' })
+      .first()
+      .waitFor();
     refusing = true;
     for (const s of sockets) s.destroy();
     await watcher.locator('[data-stream=reconnecting]').waitFor();

@@ -49,9 +49,9 @@ describe('fleetgate start (the demo)', () => {
     );
     expect(ready.agents).toMatchObject({ fresh: 3, pending: 0, failed: 0, stale: 0 });
     expect(Date.now() - began).toBeLessThan(20_000);
-    expect(first.stdout()).toContain(`Dashboard    ${first.url}/`);
-    expect(first.stdout()).toContain('npx fleetgate agents');
     expect(first.token).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    expect(first.stdout()).toContain(`Dashboard    ${first.url}/#token=${first.token!}`);
+    expect(first.stdout()).toContain('npx fleetgate agents');
     const token = first.token!;
 
     // The token is required: the demo is not open to anyone on the machine.

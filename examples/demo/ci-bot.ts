@@ -10,7 +10,7 @@ export const CI_SKILLS: Readonly<Record<string, DemoSkill>> = {
   sitrep: {
     radius: 'self',
     mode: 'autonomous',
-    domains: ['ci'],
+    domains: [],
     description: 'Reports the state of the CI queue.',
   },
   rerun_checks: {
@@ -24,14 +24,14 @@ export const CI_SKILLS: Readonly<Record<string, DemoSkill>> = {
 const behaviour: AgentBehaviour = (call) => {
   const pr = /\d+/.exec(call.text)?.[0] ?? '42';
   if (call.skill === 'sitrep') {
+    // `self`: it changes nothing but itself, so it reports no world-state delta (a delta here
+    // would be a violation of its radius, and the gateway would raise its floor).
     return {
       delayMs: 100,
       artifacts: [
         [
           textPart('CI queue: 3 jobs running, nothing stuck.'),
-          createWorldStateDeltaPart([
-            { domain: 'ci', path: 'data.lastSitrep', op: 'set', value: new Date().toISOString() },
-          ]),
+          createCostPart({ usage: { input_tokens: 80, output_tokens: 20 }, costUsd: 0.0003 }),
         ],
       ],
     };

@@ -175,7 +175,7 @@ export function registerStart(program: Command, io: CliIo, setExit: (code: numbe
           [
             '',
             `  Demo fleet   ${agents}`,
-            `  Dashboard    ${service.url}/`,
+            `  Dashboard    ${service.url}/${token.generated ? `#token=${token.token}` : ''}`,
             `  Admin token  ${token.generated ? token.token : s.dim('(from FLEETGATE_TOKEN)')}${token.generated ? s.dim('   (this run only; set FLEETGATE_TOKEN to choose one)') : ''}`,
             approval === undefined
               ? ''

@@ -2,7 +2,8 @@
  * `GET /`: a small live page over the HTTP API — the fleet coloured by radius, the approvals
  * waiting (approve / reject), the world state and the live events — so the demo shows something
  * in a browser before the full dashboard is built. It holds no data itself: it calls the API with
- * the token the user pastes (kept in the browser's session storage).
+ * the token the user pastes, or that the URL's fragment carries (`/#token=…`; a fragment is never
+ * sent to the server), kept in the browser's session storage.
  */
 import { RADIUS_PALETTE } from '../../protocol/index.js';
 import type { RouteSpec } from './route.js';
@@ -33,6 +34,9 @@ pre{background:#fff;padding:.6rem;max-height:18rem;overflow:auto;border:1px soli
 <script>
 const $ = (id) => document.getElementById(id);
 const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => '&#' + c.charCodeAt(0) + ';');
+// A token in the fragment (never sent to the server) is kept for the session and removed from the address bar.
+const fromHash = new URLSearchParams(location.hash.slice(1)).get('token');
+if (fromHash) { sessionStorage.setItem('fleetgate-token', fromHash); history.replaceState(null, '', location.pathname); }
 let token = sessionStorage.getItem('fleetgate-token') || '';
 $('token').value = token;
 $('save').onclick = () => { token = $('token').value.trim(); sessionStorage.setItem('fleetgate-token', token); refresh(); stream(); };

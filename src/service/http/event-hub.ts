@@ -58,7 +58,9 @@ export interface EventHub {
 interface Entry {
   seq: number;
   topic: string;
-  frame: string;
+  event: EventEnvelope;
+  /** The SSE frame, serialised when a client first needs it (most events reach no client). */
+  frame: string | undefined;
 }
 
 /** One SSE client's stream with its bounded queue. */
@@ -66,6 +68,8 @@ class SseClient {
   readonly #res: ServerResponse;
   readonly #limit: number;
   readonly #queue: string[] = [];
+  /** Events in `#queue` (a chunk may hold several). */
+  #queued = 0;
   #blocked = false;
   closed = false;
   onClose: (() => void) | undefined;
@@ -78,15 +82,19 @@ class SseClient {
     res.on('close', () => this.#closed());
   }
 
-  /** Queues a frame; a client whose queue overflows is cut. True when it was written at once. */
-  send(frame: string): void {
+  /**
+   * Writes a chunk of `events` frames, or queues it while the socket is full; a client with more
+   * than its limit of events queued is cut.
+   */
+  send(chunk: string, events = 1): void {
     if (this.closed) return;
     if (this.#blocked) {
-      this.#queue.push(frame);
-      if (this.#queue.length > this.#limit) this.#cut();
+      this.#queue.push(chunk);
+      this.#queued += events;
+      if (this.#queued > this.#limit) this.#cut();
       return;
     }
-    if (!this.#res.write(frame)) this.#blocked = true;
+    if (!this.#res.write(chunk)) this.#blocked = true;
   }
 
   /** A comment line, only when nothing waits (an idle stream's heartbeat). */
@@ -98,6 +106,7 @@ class SseClient {
     if (this.closed) return;
     this.closed = true;
     this.#queue.length = 0;
+    this.#queued = 0;
     this.#res.end(frame);
     // A client that does not read is not waited for.
     setTimeout(() => this.#res.destroy(), 5000).unref();
@@ -106,9 +115,12 @@ class SseClient {
 
   #flush(): void {
     this.#blocked = false;
-    while (this.#queue.length > 0 && !this.#blocked && !this.closed) {
-      if (!this.#res.write(this.#queue.shift()!)) this.#blocked = true;
-    }
+    if (this.#queue.length === 0 || this.closed) return;
+    // Everything queued in one write.
+    const chunk = this.#queue.join('');
+    this.#queue.length = 0;
+    this.#queued = 0;
+    if (!this.#res.write(chunk)) this.#blocked = true;
   }
 
   #cut(): void {
@@ -125,6 +137,7 @@ class SseClient {
     if (this.closed) return;
     this.closed = true;
     this.#queue.length = 0;
+    this.#queued = 0;
     this.onClose?.();
   }
 }
@@ -139,6 +152,8 @@ interface Group {
   all: boolean;
   trie: TopicTrie<true>;
   clients: Set<SseClient>;
+  /** Frames matched since the last flush: written to every client in one chunk. */
+  pending: string[];
 }
 
 /** Builds the hub of one gateway. */
@@ -161,6 +176,7 @@ export function createEventHub(options: EventHubOptions): EventHub {
   let catchUpNames = 0;
 
   const idOf = (seq: number): string => (options.sequenced ? String(seq) : `${boot}-${seq}`);
+  const frameOfEntry = (entry: Entry): string => (entry.frame ??= frameOf(entry.seq, entry.event));
   const frameOf = (seq: number, event: EventEnvelope): string =>
     `id: ${idOf(seq)}\ndata: ${JSON.stringify(event)}\n\n`;
 
@@ -171,7 +187,7 @@ export function createEventHub(options: EventHubOptions): EventHub {
     if (group === undefined) {
       const trie = new TopicTrie<true>();
       for (const p of sorted) trie.add(p, true);
-      group = { key, all: sorted.includes('>'), trie, clients: new Set() };
+      group = { key, all: sorted.includes('>'), trie, clients: new Set(), pending: [] };
       groups.set(key, group);
     }
     return group;
@@ -192,20 +208,39 @@ export function createEventHub(options: EventHubOptions): EventHub {
     return out;
   };
 
+  // Events of one turn of the event loop go out together: one write per client, not one per
+  // event and client (a thousand clients would otherwise cost a thousand writes per event).
+  let flushing: ReturnType<typeof setImmediate> | undefined;
+  const flush = (): void => {
+    if (flushing !== undefined) clearImmediate(flushing);
+    flushing = undefined;
+    for (const group of groups.values()) {
+      if (group.pending.length === 0) continue;
+      const events = group.pending.length;
+      const chunk = events === 1 ? group.pending[0]! : group.pending.join('');
+      group.pending.length = 0;
+      for (const client of group.clients) {
+        client.send(chunk, events);
+        delivered += events;
+      }
+    }
+  };
+  const scheduleFlush = (): void => {
+    flushing ??= setImmediate(flush);
+  };
+
   const onEvent = (event: EventEnvelope, delivery: Delivery): void => {
     const seq =
       options.sequenced && delivery.sequence !== undefined ? delivery.sequence : ++counter;
     lastSeq = seq;
-    const entry: Entry = { seq, topic: event.topic, frame: frameOf(seq, event) };
+    const entry: Entry = { seq, topic: event.topic, event, frame: undefined };
     ring[head] = entry;
     head = (head + 1) % options.retain;
     if (size < options.retain) size += 1;
     for (const group of groups.values()) {
       if (group.clients.size === 0 || !matches(group, entry.topic)) continue;
-      for (const client of group.clients) {
-        client.send(entry.frame);
-        delivered += 1;
-      }
+      group.pending.push(frameOfEntry(entry));
+      scheduleFlush();
     }
     for (const listener of listeners) {
       try {
@@ -267,6 +302,8 @@ export function createEventHub(options: EventHubOptions): EventHub {
 
     async attach(res, patterns, lastEventId) {
       for (const p of patterns) parsePattern(p);
+      // Frames still waiting go to the clients that were there for them; this one starts after.
+      flush();
       const client = new SseClient(res, options.clientBuffer);
       const group = groupOf(patterns.length === 0 ? ['>'] : patterns);
       clients += 1;
@@ -294,7 +331,9 @@ export function createEventHub(options: EventHubOptions): EventHub {
       if (typeof from === 'number' && covered) {
         // Everything after `from` is in the window: replay it, then go live (no await between,
         // so no event slips through).
-        for (const entry of after(from)) if (matches(group, entry.topic)) client.send(entry.frame);
+        for (const entry of after(from)) {
+          if (matches(group, entry.topic)) client.send(frameOfEntry(entry));
+        }
         group.clients.add(client);
         return;
       }
@@ -315,7 +354,9 @@ export function createEventHub(options: EventHubOptions): EventHub {
           oldestRetained: first === undefined ? null : idOf(first.seq),
         }),
       );
-      for (const entry of after(0)) if (matches(group, entry.topic)) client.send(entry.frame);
+      for (const entry of after(0)) {
+        if (matches(group, entry.topic)) client.send(frameOfEntry(entry));
+      }
       group.clients.add(client);
     },
 
@@ -330,6 +371,7 @@ export function createEventHub(options: EventHubOptions): EventHub {
       if (closed) return;
       closed = true;
       if (heartbeat !== undefined) clearInterval(heartbeat);
+      flush();
       for (const group of [...groups.values()]) {
         for (const client of [...group.clients]) client.end(': the gateway is stopping\n\n');
       }

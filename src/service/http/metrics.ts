@@ -12,6 +12,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Subscription } from '../../bus/index.js';
 import type { GateDecision, GateRequest } from '../../dispatch/index.js';
 import type { EventEnvelope } from '../../protocol/index.js';
+import { BLAST_RADII } from '../../protocol/index.js';
 import type { Gateway } from '../gateway.js';
 import type { EventHubStats } from './event-hub.js';
 
@@ -29,7 +30,7 @@ export interface GatewayMetrics {
   stop(): Promise<void>;
 }
 
-const RADII = ['self', 'project', 'repo', 'fleet', 'public', 'unknown'] as const;
+const RADII = [...BLAST_RADII, 'unknown'] as const;
 
 function field(payload: unknown, key: string): unknown {
   return typeof payload === 'object' && payload !== null

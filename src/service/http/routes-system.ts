@@ -144,7 +144,14 @@ export function systemRoutes(ctx: ApiContext, options: SystemRouteOptions): Rout
           'x-accel-buffering': 'no',
           'x-request-id': request.id,
         });
-        await ctx.hub.attach(res, patterns, lastEventId);
+        try {
+          await ctx.hub.attach(res, patterns, lastEventId);
+        } catch (error) {
+          // The answer has begun: the failure can only be told on the stream itself.
+          request.log.error({ err: error }, 'live events: attach failed');
+          const message = error instanceof Error ? error.message : String(error);
+          res.end(`event: fleetgate.error\ndata: ${JSON.stringify({ message })}\n\n`);
+        }
         return reply;
       },
     }),

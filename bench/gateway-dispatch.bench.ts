@@ -1,0 +1,181 @@
+/**
+ * gateway-dispatch: `POST /api/dispatch?wait=…` on a running `fleetgate start` (its own process)
+ * for an autonomous skill, against the raw A2A call to the same agent (its own process), both
+ * loaded by autocannon from this process with the same connections, in alternating rounds after a
+ * warm-up of each.
+ *
+ * The raw call is the JSON-RPC `SendMessage` a caller of the agent sends (v1.0 wire, one text
+ * part, the skill in the request metadata); the gateway call is the same skill dispatched through
+ * the policy gate, the extension chain, the durable dispatch and task records and the outbox.
+ *
+ * - `throughput_ratio`: gateway requests/s ÷ raw requests/s (≥ 0.8);
+ * - `p50_ratio`: gateway p50 latency ÷ raw p50 latency (≤ 1.3);
+ * - `gateway_requests_per_s`, `raw_requests_per_s`, `gateway_p50_ms`, `raw_p50_ms`.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import autocannon from 'autocannon';
+
+import { startOpsAgent } from '../examples/agents/ops-agent.js';
+import { note, report } from './report.js';
+import { startAgentProcess } from './support/agent-process.js';
+
+const BENCH = 'gateway-dispatch';
+const SKILL = 'sitrep';
+const CONNECTIONS = 8;
+const ROUND_SECONDS = 3;
+const ROUNDS = 6;
+
+if (process.argv.includes('--agent')) {
+  const agent = await startOpsAgent();
+  process.stdout.write(`${JSON.stringify({ url: agent.url })}\n`);
+  process.stdin.resume();
+  process.stdin.on('end', () => {
+    void agent.close().then(() => process.exit(0));
+  });
+} else {
+  await main();
+}
+
+/** `fleetgate start --config` in its own process; resolves with its URL. */
+async function startGateway(config: string): Promise<{ url: string; child: ChildProcess }> {
+  const root = fileURLToPath(new URL('../', import.meta.url));
+  const tsx = pathToFileURL(join(root, 'node_modules/tsx/dist/loader.mjs')).href;
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      tsx,
+      join(root, 'src/cli/run.ts'),
+      'start',
+      '--config',
+      config,
+      '--log-level',
+      'warn',
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NO_COLOR: '1' } },
+  );
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`gateway exited with ${code}`)));
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const match = /listening on (http:\/\/\S+)/.exec(out);
+      if (match !== null) resolve(match[1]!);
+    });
+  });
+  return { url, child };
+}
+
+interface Round {
+  requestsPerSecond: number;
+  p50: number;
+  errors: number;
+}
+
+async function load(options: {
+  url: string;
+  body: string;
+  headers: Record<string, string>;
+}): Promise<Round> {
+  const result = await autocannon({
+    url: options.url,
+    method: 'POST',
+    connections: CONNECTIONS,
+    duration: ROUND_SECONDS,
+    headers: { 'content-type': 'application/json', ...options.headers },
+    body: options.body,
+  });
+  return {
+    requestsPerSecond: result.requests.total / ROUND_SECONDS,
+    p50: result.latency.p50,
+    errors: result.errors + result.non2xx,
+  };
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+async function main(): Promise<void> {
+  const agent = await startAgentProcess(fileURLToPath(import.meta.url));
+  const dir = mkdtempSync(join(tmpdir(), 'fleetgate-bench-gw-'));
+  const config = join(dir, 'fleetgate.yaml');
+  writeFileSync(
+    config,
+    [
+      'listen: { host: 127.0.0.1, port: 0 }',
+      `store: sqlite:${join(dir, 'fleetgate.db')}`,
+      `agents: [{ name: ops, url: ${agent.url} }]`,
+    ].join('\n'),
+  );
+  const gateway = await startGateway(config);
+  try {
+    const raw = {
+      url: `${agent.url}/a2a/jsonrpc`,
+      headers: { 'a2a-version': '1.0' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: {
+          message: { messageId: 'bench', role: 'ROLE_USER', parts: [{ text: 'status' }] },
+          metadata: { 'x-effect-domain-skill': SKILL },
+        },
+      }),
+    };
+    const gw = {
+      url: `${gateway.url}/api/dispatch?wait=30s`,
+      headers: {},
+      body: JSON.stringify({ agent: 'ops', skill: SKILL, text: 'status' }),
+    };
+    note('warm-up');
+    await load(raw);
+    await load(gw);
+    const rounds: { raw: Round[]; gw: Round[] } = { raw: [], gw: [] };
+    for (let i = 0; i < ROUNDS; i += 1) {
+      // Alternate which side goes first.
+      const order = i % 2 === 0 ? (['raw', 'gw'] as const) : (['gw', 'raw'] as const);
+      for (const side of order) {
+        const r = await load(side === 'raw' ? raw : gw);
+        rounds[side].push(r);
+        note(
+          `round ${i + 1} ${side}: ${r.requestsPerSecond.toFixed(0)} req/s, p50 ${r.p50} ms, errors ${r.errors}`,
+        );
+      }
+    }
+    const errors = [...rounds.raw, ...rounds.gw].reduce((n, r) => n + r.errors, 0);
+    if (errors > 0) throw new Error(`${errors} requests failed`);
+    const gwRps = median(rounds.gw.map((r) => r.requestsPerSecond));
+    const rawRps = median(rounds.raw.map((r) => r.requestsPerSecond));
+    const gwP50 = median(rounds.gw.map((r) => r.p50));
+    const rawP50 = median(rounds.raw.map((r) => r.p50));
+    report({
+      bench: BENCH,
+      metric: 'throughput_ratio',
+      value: gwRps / rawRps,
+      unit: 'ratio',
+      target: '>=0.8',
+    });
+    report({
+      bench: BENCH,
+      metric: 'p50_ratio',
+      value: gwP50 / Math.max(rawP50, 0.001),
+      unit: 'ratio',
+      target: '<=1.3',
+    });
+    report({ bench: BENCH, metric: 'gateway_requests_per_s', value: gwRps, unit: '1/s' });
+    report({ bench: BENCH, metric: 'raw_requests_per_s', value: rawRps, unit: '1/s' });
+    report({ bench: BENCH, metric: 'gateway_p50_ms', value: gwP50, unit: 'ms' });
+    report({ bench: BENCH, metric: 'raw_p50_ms', value: rawP50, unit: 'ms' });
+  } finally {
+    gateway.child.kill('SIGTERM');
+    await new Promise((resolve) => gateway.child.once('exit', resolve));
+    agent.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
