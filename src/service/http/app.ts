@@ -26,7 +26,7 @@ import { approvalRoutes } from './routes-approvals.js';
 import { fleetRoutes } from './routes-fleet.js';
 import { systemRoutes } from './routes-system.js';
 import { worldRoutes } from './routes-world.js';
-import { dashboardRoute } from './dashboard.js';
+import { dashboardRoutes } from './routes-dashboard.js';
 
 /** Options of {@link createHttpApp}. */
 export interface HttpAppOptions {
@@ -118,7 +118,7 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
       return Promise.resolve(document);
     },
   });
-  routes.push(dashboardRoute());
+  routes.push(...dashboardRoutes(ctx));
 
   let routing: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
   const app = Fastify({

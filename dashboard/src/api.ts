@@ -1,0 +1,57 @@
+/** The HTTP API with the session's bearer token; errors keep the gateway's code and details. */
+
+/** An answer other than 2xx, as `{ error: { code, message, details? } }` said it. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details: Record<string, unknown> | undefined,
+  ) {
+    super(message);
+  }
+}
+
+/** A client bound to one token. */
+export interface Api {
+  get<T>(path: string): Promise<T>;
+  post<T>(path: string, body?: unknown): Promise<T>;
+}
+
+export function createApi(token: string, base = ''): Api {
+  const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (token !== '') headers.authorization = `Bearer ${token}`;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers,
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await res.text();
+    let parsed: unknown;
+    try {
+      parsed = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    if (!res.ok) {
+      const error = (
+        parsed as
+          | { error?: { code?: string; message?: string; details?: Record<string, unknown> } }
+          | undefined
+      )?.error;
+      throw new ApiError(
+        res.status,
+        error?.code ?? `HTTP_${res.status}`,
+        error?.message ?? res.statusText,
+        error?.details,
+      );
+    }
+    return parsed as T;
+  };
+  return {
+    get: (path) => call('GET', path),
+    post: (path, body) => call('POST', path, body ?? {}),
+  };
+}

@@ -1,0 +1,192 @@
+/**
+ * The page: token login (kept in session storage for this tab), the metrics strip, a tab per
+ * view, and one live-event stream that keeps every view current.
+ */
+import { useEffect, useState } from 'preact/hooks';
+import { ApiError, createApi } from './api.js';
+import { openEventStream } from './events.js';
+import type { Session, Store } from './state.js';
+import { useStore } from './state.js';
+import type { Role } from './types.js';
+import { ApprovalsView } from './views/approvals.js';
+import { DispatchesView } from './views/dispatches.js';
+import { EffectsView } from './views/effects.js';
+import { FleetView } from './views/fleet.js';
+import { MetricsStrip } from './views/metrics.js';
+import { WorldView } from './views/world.js';
+
+export const TOKEN_KEY = 'fleetgate.token';
+const VIEWS = ['fleet', 'approvals', 'effects', 'world', 'dispatches'] as const;
+type View = (typeof VIEWS)[number];
+const TITLES: Record<View, string> = {
+  fleet: 'Fleet',
+  approvals: 'Approvals',
+  effects: 'Live effects',
+  world: 'World state',
+  dispatches: 'Dispatches',
+};
+const TOPICS = ['world.>', 'ops.alert.>', 'skill.dispatch.>', 'hitl.>', 'fleet.>'];
+
+function parseHash(hash: string): { view: View; params: URLSearchParams } {
+  const [path = '', query = ''] = hash.replace(/^#\/?/, '').split('?');
+  const view = (VIEWS as readonly string[]).includes(path) ? (path as View) : 'fleet';
+  return { view, params: new URLSearchParams(query) };
+}
+
+function useHash(): string {
+  const [hash, setHash] = useState(location.hash);
+  useEffect(() => {
+    const on = (): void => setHash(location.hash);
+    addEventListener('hashchange', on);
+    return () => removeEventListener('hashchange', on);
+  }, []);
+  return hash;
+}
+
+/** Asks the gateway who a token is; undefined when it is refused. */
+async function signIn(token: string): Promise<Session> {
+  const who = await createApi(token).get<{ name: string; role: Role }>('/api/session');
+  return { token, name: who.name, role: who.role };
+}
+
+function Login(props: { onSession(s: Session): void; message: string }) {
+  const [token, setToken] = useState('');
+  const [error, setError] = useState(props.message);
+  const submit = async (e: Event): Promise<void> => {
+    e.preventDefault();
+    try {
+      props.onSession(await signIn(token.trim()));
+    } catch (err) {
+      setError(err instanceof ApiError ? `${err.code}: ${err.message}` : String(err));
+    }
+  };
+  return (
+    <main class="login">
+      <h1>Fleetgate</h1>
+      <form onSubmit={(e) => void submit(e)}>
+        <label for="token">API token</label>
+        <input
+          id="token"
+          name="token"
+          type="password"
+          autocomplete="off"
+          value={token}
+          onInput={(e) => setToken(e.currentTarget.value)}
+          placeholder="the token the gateway printed, or one from auth.tokens"
+        />
+        <button type="submit">Sign in</button>
+        <p class="muted small">Kept in this tab's session storage only.</p>
+        {error !== '' && (
+          <p class="error" role="alert">
+            {error}
+          </p>
+        )}
+      </form>
+    </main>
+  );
+}
+
+export function App(props: { store: Store }) {
+  const store = useStore(props.store);
+  const hash = useHash();
+  const [message, setMessage] = useState('');
+  const [checked, setChecked] = useState(false);
+  const { view, params } = parseHash(hash);
+
+  useEffect(() => {
+    const saved = sessionStorage.getItem(TOKEN_KEY) ?? '';
+    // A token from this tab's session: load the views while asking who it is (one round trip
+    // less before the first render).
+    if (saved !== '') {
+      store.api = createApi(saved);
+      void store.loadAll();
+    }
+    signIn(saved)
+      .then((s) => start(s, saved !== ''))
+      .catch((e: unknown) => {
+        if (saved !== '') setMessage(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
+      })
+      .finally(() => setChecked(true));
+  }, []);
+
+  const start = (session: Session, loading = false): void => {
+    sessionStorage.setItem(TOKEN_KEY, session.token);
+    store.session = session;
+    store.api = createApi(session.token);
+    store.changed();
+    if (!loading) void store.loadAll();
+    const stream = openEventStream({
+      token: session.token,
+      topics: TOPICS,
+      onEvent: (e) => store.onEvent(e),
+      onStatus: (s, detail) => {
+        store.stream = s;
+        store.streamDetail = detail ?? '';
+        store.changed();
+      },
+      onGap: () => void store.loadAll(),
+    });
+    addEventListener('pagehide', () => stream.close(), { once: true });
+  };
+
+  useEffect(() => {
+    document.title = `${store.pending.length > 0 ? `(${store.pending.length}) ` : ''}Fleetgate`;
+  }, [store.pending.length]);
+
+  if (!checked) return <p class="muted">…</p>;
+  if (store.session === undefined) return <Login onSession={start} message={message} />;
+  const signOut = (): void => {
+    sessionStorage.removeItem(TOKEN_KEY);
+    location.reload();
+  };
+  return (
+    <>
+      <header class="top">
+        <h1>Fleetgate</h1>
+        <nav aria-label="Views">
+          {VIEWS.map((v) => (
+            <a key={v} href={`#/${v}`} aria-current={v === view ? 'page' : undefined} data-view={v}>
+              {TITLES[v]}
+              {v === 'approvals' && store.pending.length > 0 && (
+                <span
+                  class="count"
+                  data-pending-count={store.pending.length}
+                  aria-label={`${store.pending.length} pending`}
+                >
+                  {store.pending.length}
+                </span>
+              )}
+            </a>
+          ))}
+        </nav>
+        <span class="who small">
+          {store.session.name} ({store.session.role}){' '}
+          <button type="button" class="small-button" onClick={signOut}>
+            Sign out
+          </button>
+        </span>
+      </header>
+      <MetricsStrip store={store} />
+      {store.error !== '' && (
+        <p class="error" role="alert">
+          {store.error}
+        </p>
+      )}
+      <main>
+        {view === 'fleet' && <FleetView store={store} />}
+        {view === 'approvals' && <ApprovalsView store={store} />}
+        {view === 'effects' && <EffectsView store={store} />}
+        {view === 'world' && <WorldView store={store} />}
+        {view === 'dispatches' && (
+          <DispatchesView
+            store={store}
+            focus={{
+              ...(params.get('id') === null ? {} : { id: params.get('id')! }),
+              ...(params.get('task') === null ? {} : { task: params.get('task')! }),
+            }}
+          />
+        )}
+      </main>
+    </>
+  );
+}

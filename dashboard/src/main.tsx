@@ -1,0 +1,17 @@
+import { render } from 'preact';
+import { App, TOKEN_KEY } from './app.js';
+import { Store } from './state.js';
+import './style.css';
+
+// `npm start` prints the dashboard URL with the run's token in the fragment (`/#token=…`), which
+// the browser never sends to the server: keep it for this tab's session and clear the address bar.
+const fromHash = new URLSearchParams(location.hash.slice(1)).get('token');
+if (fromHash !== null && fromHash !== '') {
+  sessionStorage.setItem(TOKEN_KEY, fromHash);
+  history.replaceState(null, '', `${location.pathname}${location.search}#/fleet`);
+}
+
+const store = new Store();
+// For the browser suite and the load benchmark: the store the page renders from.
+(window as unknown as { fleetgate: Store }).fleetgate = store;
+render(<App store={store} />, document.getElementById('app')!);

@@ -1,0 +1,330 @@
+/**
+ * What the page knows: snapshots from the API (fleet, approvals, world) and what the live events
+ * added since (dispatch timelines, delta rows, alerts, drift). Views read it through `useStore`;
+ * changes are batched to one render per animation frame so a burst of events costs one render.
+ */
+import { useEffect, useState } from 'preact/hooks';
+import type { Api } from './api.js';
+import type {
+  AgentView,
+  Approval,
+  DeltaEntry,
+  DispatchRecord,
+  EventEnvelope,
+  Role,
+  WorldDomain,
+} from './types.js';
+import type { StreamStatus } from './events.js';
+
+export interface Session {
+  token: string;
+  name: string;
+  role: Role;
+}
+
+/** One step of a dispatch's life, as the events told it. */
+export interface TimelineStep {
+  step: string;
+  at: number;
+  detail?: string;
+}
+
+export interface DispatchInfo {
+  record: DispatchRecord;
+  timeline: TimelineStep[];
+  deltas: DeltaEntry[];
+}
+
+/** A row of the live effects view. */
+export interface EffectRow {
+  key: number;
+  at: number;
+  kind: 'delta' | 'rejected' | 'alert';
+  agent: string;
+  skill: string;
+  domain: string;
+  path: string;
+  op: string;
+  value: unknown;
+  taskId: string;
+  severity: string;
+  message: string;
+}
+
+export const MAX_EFFECT_ROWS = 2000;
+
+/** A payload field as text (events are JSON: anything that is not a string is shown as JSON). */
+function text(value: unknown, fallback: string): string {
+  if (value === undefined || value === null) return fallback;
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+const ROLE_ORDER: Record<Role, number> = { viewer: 0, operator: 1, approver: 2, admin: 3 };
+
+export function roleAtLeast(role: Role, needed: Role): boolean {
+  return ROLE_ORDER[role] >= ROLE_ORDER[needed];
+}
+
+export class Store {
+  session: Session | undefined;
+  agents: AgentView[] = [];
+  pending: Approval[] = [];
+  history: Approval[] = [];
+  world: Record<string, WorldDomain> = {};
+  dispatches = new Map<string, DispatchInfo>();
+  effects: EffectRow[] = [];
+  /** `agent/skill` → the last declaration change seen. */
+  drift = new Map<string, string>();
+  /** Bumped when `drift` changes. */
+  driftVersion = 0;
+  deltaTimes: number[] = [];
+  rejectedDeltas = 0;
+  stream: StreamStatus = 'offline';
+  streamDetail = '';
+  error = '';
+  /** Bumped on every change; views compare it. */
+  version = 0;
+  #listeners = new Set<() => void>();
+  #frame: number | undefined;
+  #effectKey = 0;
+  api: Api | undefined;
+
+  subscribe(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  changed(): void {
+    this.version += 1;
+    if (this.#frame !== undefined) return;
+    this.#frame = requestAnimationFrame(() => {
+      this.#frame = undefined;
+      for (const l of this.#listeners) l();
+    });
+  }
+
+  async loadFleet(): Promise<void> {
+    if (this.api === undefined) return;
+    const { agents } = await this.api.get<{ agents: AgentView[] }>('/api/agents');
+    this.agents = agents;
+    this.changed();
+  }
+
+  async loadApprovals(): Promise<void> {
+    if (this.api === undefined) return;
+    const [{ approvals }, ...decided] = await Promise.all([
+      this.api.get<{ approvals: Approval[] }>('/api/approvals?status=pending&snoozed=true'),
+      ...(['approved', 'rejected', 'expired', 'consumed'] as const).map((s) =>
+        this.api!.get<{ approvals: Approval[] }>(`/api/approvals?status=${s}`),
+      ),
+    ]);
+    this.pending = approvals;
+    this.history = decided
+      .flatMap((d) => d.approvals)
+      .sort((a, b) => (b.decidedAt ?? b.createdAt) - (a.decidedAt ?? a.createdAt));
+    this.changed();
+  }
+
+  async loadWorld(): Promise<void> {
+    if (this.api === undefined) return;
+    const { domains } = await this.api.get<{ domains: Record<string, WorldDomain> }>('/api/world');
+    this.world = domains;
+    this.changed();
+  }
+
+  async loadAll(): Promise<void> {
+    try {
+      await Promise.all([this.loadFleet(), this.loadApprovals(), this.loadWorld()]);
+      this.error = '';
+    } catch (error) {
+      this.error = error instanceof Error ? error.message : String(error);
+    }
+    this.changed();
+  }
+
+  #reloads = new Map<string, ReturnType<typeof setTimeout>>();
+  /** Reloads one snapshot soon, once for a burst of events about it. */
+  reloadSoon(what: 'fleet' | 'approvals' | 'world'): void {
+    if (this.#reloads.has(what)) return;
+    this.#reloads.set(
+      what,
+      setTimeout(() => {
+        this.#reloads.delete(what);
+        const load =
+          what === 'fleet'
+            ? this.loadFleet()
+            : what === 'approvals'
+              ? this.loadApprovals()
+              : this.loadWorld();
+        load.catch((error: unknown) => {
+          this.error = error instanceof Error ? error.message : String(error);
+          this.changed();
+        });
+      }, 150),
+    );
+  }
+
+  /** Folds one live event into the views. */
+  onEvent(event: EventEnvelope): void {
+    const p = event.payload;
+    const at = Date.parse(event.time) || Date.now();
+    const topic = event.topic;
+    if (topic.startsWith('skill.dispatch.')) {
+      const record = p as unknown as DispatchRecord;
+      const info = this.dispatches.get(record.id) ?? { record, timeline: [], deltas: [] };
+      info.record = { ...info.record, ...record };
+      const step = topic.slice('skill.dispatch.'.length);
+      info.timeline.push({
+        step,
+        at,
+        ...(record.reason === undefined ? {} : { detail: record.reason }),
+      });
+      this.dispatches.set(record.id, info);
+      if (step === 'gated' || step === 'rejected' || step === 'completed' || step === 'failed') {
+        this.reloadSoon('approvals');
+      }
+    } else if (topic.startsWith('hitl.approval.')) {
+      const dispatchId = typeof p.dispatchId === 'string' ? p.dispatchId : undefined;
+      const info = dispatchId === undefined ? undefined : this.dispatches.get(dispatchId);
+      if (info !== undefined && topic !== 'hitl.approval.requested') {
+        // The gate says `outcome` (approved, not-vetoed, rejected…); older events `decision`.
+        const said = [p.outcome, p.decision, p.status].find((v) => typeof v === 'string');
+        const decision = typeof said === 'string' ? said : topic.slice('hitl.approval.'.length);
+        const by = typeof p.decidedBy === 'string' ? ` by ${p.decidedBy}` : '';
+        info.timeline.push({ step: decision, at, detail: `${decision}${by}` });
+      }
+      this.reloadSoon('approvals');
+    } else if (topic === 'world.state.delta') {
+      const deltas = Array.isArray(p.deltas) ? (p.deltas as DeltaEntry[]) : [];
+      const taskId = text(p.taskId, '');
+      for (const d of deltas) {
+        this.#pushEffect({
+          at,
+          kind: 'delta',
+          agent: text(p.source, ''),
+          skill: text(p.skill, ''),
+          domain: d.domain,
+          path: d.path,
+          op: d.op,
+          value: d.value,
+          taskId,
+          severity: '',
+          message: '',
+        });
+        this.deltaTimes.push(at);
+      }
+      for (const info of this.dispatches.values()) {
+        if (
+          info.record.correlationId === event.correlationId ||
+          (taskId !== '' && info.record.taskId === taskId)
+        ) {
+          info.deltas.push(...deltas);
+          info.timeline.push({ step: 'deltas', at, detail: `${deltas.length} delta(s)` });
+        }
+      }
+    } else if (topic === 'world.state.delta.rejected') {
+      const rejected = Array.isArray(p.rejected)
+        ? (p.rejected as { entry?: Partial<DeltaEntry>; reason?: string }[])
+        : [];
+      for (const r of rejected) {
+        this.rejectedDeltas += 1;
+        this.#pushEffect({
+          at,
+          kind: 'rejected',
+          agent: text(p.source, ''),
+          skill: text(p.skill, ''),
+          domain: text(r.entry?.domain, ''),
+          path: text(r.entry?.path, ''),
+          op: text(r.entry?.op, ''),
+          value: r.entry?.value,
+          taskId: text(p.taskId, ''),
+          severity: 'error',
+          message: r.reason ?? 'rejected',
+        });
+      }
+    } else if (topic === 'world.state.updated') {
+      this.reloadSoon('world');
+    } else if (topic.startsWith('ops.alert.')) {
+      this.#pushEffect({
+        at,
+        kind: 'alert',
+        agent: text(p.agent, ''),
+        skill: text(p.skill, ''),
+        domain: topic.slice('ops.alert.'.length),
+        path: '',
+        op: '',
+        value: p.evidence,
+        taskId: '',
+        severity: text(p.severity, 'info'),
+        message: text(p.message, ''),
+      });
+    } else if (topic === 'fleet.declaration.changed') {
+      const key = `${text(p.agent, '')}/${text(p.skill, '')}`;
+      const how = p.widened === true ? 'widened' : p.narrowed === true ? 'narrowed' : 'changed';
+      this.drift.set(key, `${how} ${new Date(at).toLocaleTimeString()}`);
+      this.driftVersion += 1;
+      this.reloadSoon('fleet');
+    } else if (topic === 'fleet.card.refreshed') {
+      // An unchanged card of a fresh agent only moves its fetch time: no need to reload the
+      // fleet (a changed declaration comes as fleet.declaration.changed).
+      // Events replayed before the first snapshot arrived are older than it: nothing to do.
+      const name = text(p.agent, '');
+      const known = this.agents.find((a) => a.name === name);
+      if (known !== undefined && known.status === 'fresh') {
+        // In place: the fleet table shows it at its next tick instead of re-rendering now.
+        known.lastFetchedAt = Math.max(known.lastFetchedAt ?? 0, at);
+      } else if (this.agents.length > 0) {
+        this.reloadSoon('fleet');
+      }
+    } else if (topic.startsWith('fleet.')) {
+      this.reloadSoon('fleet');
+    }
+    this.changed();
+  }
+
+  /** Effect rows received since the page opened (older ones leave the buffer, not this count). */
+  get effectCount(): number {
+    return this.#effectKey;
+  }
+
+  #pushEffect(row: Omit<EffectRow, 'key'>): void {
+    this.#effectKey += 1;
+    this.effects.push({ key: this.#effectKey, ...row });
+    if (this.effects.length > MAX_EFFECT_ROWS)
+      this.effects.splice(0, this.effects.length - MAX_EFFECT_ROWS);
+  }
+}
+
+/** Re-renders the calling component whenever the store changes. */
+export function useStore(store: Store): Store {
+  const [, setVersion] = useState(store.version);
+  useEffect(() => store.subscribe(() => setVersion(store.version)), [store]);
+  return store;
+}
+
+/** A clock for countdowns and ages (renders only; it fetches nothing). */
+export function useNow(everyMs = 1000): number {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), everyMs);
+    return () => clearInterval(t);
+  }, [everyMs]);
+  return now;
+}
+
+export function ago(ms: number | null | undefined, now: number): string {
+  if (ms === null || ms === undefined) return '—';
+  const s = Math.max(0, Math.round((now - ms) / 1000));
+  if (s < 60) return `${s}s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h ago`;
+  return `${Math.floor(s / 86400)}d ago`;
+}
+
+export function countdown(until: number, now: number): string {
+  const s = Math.round((until - now) / 1000);
+  if (s <= 0) return 'expired';
+  const m = Math.floor(s / 60);
+  const h = Math.floor(m / 60);
+  if (h > 0) return `${h}h ${m % 60}m`;
+  return `${m}m ${String(s % 60).padStart(2, '0')}s`;
+}

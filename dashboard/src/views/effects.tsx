@@ -1,0 +1,146 @@
+/**
+ * Live effects: every `world.state.delta` entry as it arrives, rejected entries with their reason,
+ * `ops.alert.*` coloured by severity. Pause keeps what arrives for later; filters by agent,
+ * domain and severity.
+ */
+import { useRef, useState } from 'preact/hooks';
+import type { EffectRow, Store } from '../state.js';
+import { useStore } from '../state.js';
+
+const SHOWN = 300;
+
+function valueText(v: unknown): string {
+  const text = typeof v === 'string' ? v : JSON.stringify(v);
+  return text === undefined ? '' : text.length > 120 ? `${text.slice(0, 117)}…` : text;
+}
+
+export function EffectsView(props: { store: Store }) {
+  const store = useStore(props.store);
+  const [paused, setPaused] = useState(false);
+  const frozen = useRef<EffectRow[]>([]);
+  const [agent, setAgent] = useState('');
+  const [domain, setDomain] = useState('');
+  const [severity, setSeverity] = useState('');
+  const source = paused ? frozen.current : store.effects;
+  const rows: EffectRow[] = [];
+  for (let i = source.length - 1; i >= 0 && rows.length < SHOWN; i -= 1) {
+    const r = source[i]!;
+    if (agent !== '' && r.agent !== agent) continue;
+    if (domain !== '' && r.domain !== domain) continue;
+    if (severity !== '' && (r.kind !== 'alert' || r.severity !== severity)) continue;
+    rows.push(r);
+  }
+  const waiting = paused ? store.effects.length - frozen.current.length : 0;
+  const agents = [...new Set(store.effects.map((r) => r.agent))].sort();
+  const domains = [
+    ...new Set(store.effects.filter((r) => r.kind !== 'alert').map((r) => r.domain)),
+  ].sort();
+  return (
+    <section aria-labelledby="effects-title">
+      <div class="toolbar">
+        <h2 id="effects-title">Live effects</h2>
+        <button
+          type="button"
+          aria-pressed={paused}
+          onClick={() => {
+            frozen.current = store.effects.slice();
+            setPaused(!paused);
+          }}
+        >
+          {paused ? `Resume (${Math.max(0, waiting)} new)` : 'Pause'}
+        </button>
+        <label>
+          agent{' '}
+          <select value={agent} onChange={(e) => setAgent(e.currentTarget.value)}>
+            <option value="">all</option>
+            {agents.map((a) => (
+              <option key={a}>{a}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          domain{' '}
+          <select value={domain} onChange={(e) => setDomain(e.currentTarget.value)}>
+            <option value="">all</option>
+            {domains.map((d) => (
+              <option key={d}>{d}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          severity{' '}
+          <select value={severity} onChange={(e) => setSeverity(e.currentTarget.value)}>
+            <option value="">all</option>
+            {['info', 'warning', 'error', 'critical'].map((s) => (
+              <option key={s}>{s}</option>
+            ))}
+          </select>
+        </label>
+      </div>
+      <div class="table-wrap">
+        <table class="effects" aria-live="polite">
+          <thead>
+            <tr>
+              <th scope="col">time</th>
+              <th scope="col">agent / skill</th>
+              <th scope="col">domain</th>
+              <th scope="col">path</th>
+              <th scope="col">op</th>
+              <th scope="col">value</th>
+              <th scope="col">task</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((r) => (
+              <tr
+                key={r.key}
+                class={`effect ${r.kind} ${r.kind === 'alert' ? `sev-${r.severity}` : ''}`}
+                data-kind={r.kind}
+                data-key={r.key}
+              >
+                <td class="small">{new Date(r.at).toLocaleTimeString()}</td>
+                <td>
+                  {r.agent} / {r.skill}
+                </td>
+                <td>{r.domain}</td>
+                {r.kind === 'delta' ? (
+                  <>
+                    <td>
+                      <code>{r.path}</code>
+                    </td>
+                    <td>{r.op}</td>
+                    <td>
+                      <code>{valueText(r.value)}</code>
+                    </td>
+                  </>
+                ) : (
+                  <td colSpan={3}>
+                    <span class="badge">{r.kind === 'alert' ? r.severity : 'rejected'}</span>{' '}
+                    {r.kind === 'rejected' && (
+                      <code>
+                        {r.path} {r.op} {valueText(r.value)}
+                      </code>
+                    )}{' '}
+                    {r.message}
+                  </td>
+                )}
+                <td class="small">
+                  {r.taskId === '' ? (
+                    ''
+                  ) : (
+                    <a href={`#/dispatches?task=${encodeURIComponent(r.taskId)}`}>
+                      {r.taskId.slice(0, 8)}
+                    </a>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {rows.length === 0 && (
+        <p class="muted">No effects yet: they appear here as agents report them.</p>
+      )}
+    </section>
+  );
+}

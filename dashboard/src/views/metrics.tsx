@@ -1,0 +1,75 @@
+/** The metrics strip on every page, computed from what the page already holds (no extra calls). */
+import { RADII, RadiusBadge } from '../radius.js';
+import type { Store } from '../state.js';
+import { useNow, useStore } from '../state.js';
+
+function percentile(sorted: readonly number[], q: number): number | undefined {
+  if (sorted.length === 0) return undefined;
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
+function duration(ms: number | undefined): string {
+  if (ms === undefined) return '—';
+  if (ms < 60_000) return `${Math.round(ms / 1000)}s`;
+  return `${Math.round(ms / 60_000)}m`;
+}
+
+export function MetricsStrip(props: { store: Store }) {
+  const store = useStore(props.store);
+  const now = useNow(5000);
+  const byRadius = new Map<string, number>();
+  for (const a of store.pending)
+    byRadius.set(a.radius ?? 'unknown', (byRadius.get(a.radius ?? 'unknown') ?? 0) + 1);
+  const decided = store.history
+    .filter((a) => a.decidedAt !== null && a.status !== 'expired')
+    .map((a) => a.decidedAt! - a.createdAt)
+    .sort((x, y) => x - y);
+  const minuteAgo = now - 60_000;
+  while (store.deltaTimes.length > 0 && store.deltaTimes[0]! < minuteAgo - 60_000)
+    store.deltaTimes.shift();
+  const perMinute = store.deltaTimes.filter((t) => t >= minuteAgo).length;
+  const stale = store.agents.filter((a) => a.status === 'stale' || a.status === 'failed').length;
+  return (
+    <dl class="metrics" aria-label="Metrics">
+      <div>
+        <dt>pending by radius</dt>
+        <dd class="pending-radii">
+          {store.pending.length === 0
+            ? '0'
+            : [...RADII, 'unknown' as const].map((r) => {
+                const n = byRadius.get(r);
+                return n === undefined ? null : (
+                  <span key={r}>
+                    <RadiusBadge radius={r === 'unknown' ? null : r} label={`${r} ${n}`} />{' '}
+                  </span>
+                );
+              })}
+        </dd>
+      </div>
+      <div>
+        <dt>time to decision p50 / p95</dt>
+        <dd>
+          {duration(percentile(decided, 0.5))} / {duration(percentile(decided, 0.95))}
+        </dd>
+      </div>
+      <div>
+        <dt>deltas / min</dt>
+        <dd data-metric="deltas-per-min">{perMinute}</dd>
+      </div>
+      <div>
+        <dt>rejected deltas</dt>
+        <dd>{store.rejectedDeltas}</dd>
+      </div>
+      <div>
+        <dt>stale cards</dt>
+        <dd>{stale}</dd>
+      </div>
+      <div>
+        <dt>live</dt>
+        <dd class={`stream stream-${store.stream}`} data-stream={store.stream}>
+          {store.stream}
+        </dd>
+      </div>
+    </dl>
+  );
+}

@@ -1,0 +1,181 @@
+/**
+ * The dashboard's routes: `GET /` and `GET /assets/:file` serve the single-page app built into
+ * `dist/dashboard/` (by `npm run build`, which `prepare` runs on install); `GET /api/session`
+ * tells the page who its token is, so it can hide controls the role may not use (the API refuses
+ * them anyway); `GET /api/policy/explain` gives the gate's decision for a call before it is sent.
+ * Without a built dashboard (a checkout where the build did not run) the small live page of
+ * `dashboard.ts` answers `/` instead.
+ */
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { extname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { FleetgateError } from '../../protocol/index.js';
+import type { ApiContext } from './context.js';
+import { dashboardRoute } from './dashboard.js';
+import type { RouteSpec } from './route.js';
+import { defineRoute } from './route.js';
+
+/** Where the build lands, seen from this module in `src/` (tsx) and in `dist/` (the package). */
+const CANDIDATES = [
+  new URL('../../dashboard/', import.meta.url),
+  new URL('../../../dist/dashboard/', import.meta.url),
+];
+
+const TYPES: Readonly<Record<string, string>> = {
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.woff2': 'font/woff2',
+  '.json': 'application/json',
+};
+
+/** Asset names as Vite writes them: one path segment, no dot files, nothing to climb out with. */
+const ASSET = /^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$/;
+
+const CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  // uPlot and the radius badges set element styles.
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+].join('; ');
+
+/** The directory of the built dashboard, or undefined when it was not built. */
+export function dashboardDirectory(): string | undefined {
+  for (const url of CANDIDATES) {
+    const dir = fileURLToPath(url);
+    if (existsSync(join(dir, 'index.html'))) return dir;
+  }
+  return undefined;
+}
+
+function notFound(file: string): FleetgateError {
+  return new FleetgateError('FLEETGATE_HTTP_ROUTE_NOT_FOUND', `No dashboard file ${file}.`, {
+    details: { file },
+  });
+}
+
+/** The routes of the dashboard; `directory` overrides where the build is looked for. */
+export function dashboardRoutes(ctx: ApiContext, directory = dashboardDirectory()): RouteSpec[] {
+  const gw = ctx.gateway;
+  const explain = defineRoute({
+    method: 'GET',
+    url: '/api/policy/explain',
+    access: 'viewer',
+    tag: 'approvals',
+    summary:
+      "The gate's decision for a call to AGENT SKILL now, with every reason (nothing is sent)",
+    query: z.object({
+      agent: z.string().min(1).max(63),
+      skill: z.string().min(1).max(200),
+      text: z
+        .string()
+        .max(100_000)
+        .optional()
+        .describe('an input, to get the call fingerprint too'),
+    }),
+    responses: {
+      200: {
+        description: 'the decision: mode, effective radius, reasons, approvers needed or denial',
+        schema: z
+          .object({
+            agent: z.string(),
+            skill: z.string(),
+            decision: z.object({}).passthrough(),
+            policyVersion: z.string(),
+          })
+          .passthrough(),
+      },
+    },
+    handler: async ({ query }) => {
+      if (gw.agents.state(query.agent) === undefined) {
+        throw new FleetgateError('FLEETGATE_AGENT_UNKNOWN', `No agent ${query.agent}.`, {
+          details: { agent: query.agent },
+        });
+      }
+      return gw.approvals.explain(
+        query.agent,
+        query.skill,
+        query.text === undefined ? undefined : { text: query.text },
+      );
+    },
+  });
+  const session = defineRoute({
+    method: 'GET',
+    url: '/api/session',
+    access: 'viewer',
+    tag: 'service',
+    summary: "Who the caller's token is: its name and role",
+    responses: {
+      200: {
+        description: 'the caller',
+        schema: z.object({
+          name: z.string(),
+          role: z.enum(['viewer', 'operator', 'approver', 'admin']),
+          authenticated: z.boolean(),
+        }),
+      },
+    },
+    handler: ({ identity }) =>
+      Promise.resolve({
+        name: identity.name,
+        role: identity.role,
+        authenticated: identity.authenticated,
+      }),
+  });
+  if (directory === undefined) return [session, explain, dashboardRoute()];
+  let index: Buffer | undefined;
+  return [
+    session,
+    explain,
+    {
+      method: 'GET',
+      url: '/',
+      access: 'public',
+      tag: 'service',
+      summary: 'The dashboard (a single-page app over this API)',
+      responses: { 200: { description: 'HTML', type: 'text/html' } },
+      handler: async ({ reply }) => {
+        index ??= await readFile(join(directory, 'index.html'));
+        return reply
+          .type('text/html; charset=utf-8')
+          .header('cache-control', 'no-cache')
+          .header('content-security-policy', CSP)
+          .header('x-content-type-options', 'nosniff')
+          .send(index);
+      },
+    },
+    defineRoute({
+      method: 'GET',
+      url: '/assets/:file',
+      access: 'public',
+      tag: 'service',
+      summary: 'A file of the dashboard (script, style sheet)',
+      params: z.object({ file: z.string().min(1).max(200) }),
+      responses: { 200: { description: 'the file' } },
+      handler: async ({ params, reply }) => {
+        const type = TYPES[extname(params.file)];
+        if (!ASSET.test(params.file) || type === undefined) throw notFound(params.file);
+        let body: Buffer;
+        try {
+          body = await readFile(join(directory, 'assets', params.file));
+        } catch {
+          throw notFound(params.file);
+        }
+        // Vite names files by content hash: a name never changes content.
+        return reply
+          .type(type)
+          .header('cache-control', 'public, max-age=31536000, immutable')
+          .header('x-content-type-options', 'nosniff')
+          .send(body);
+      },
+    }),
+  ];
+}
