@@ -173,11 +173,35 @@ describe('HTTP API auth', () => {
       }
       table.push(row.join('  '));
     }
-    // The push receiver answers by the task's own secret, never by API tokens.
+    // The push receiver answers by the task's own secret, never by API tokens; an unknown task
+    // gets the same 401 as a wrong secret, so task ids cannot be probed.
     const push = await call(gw.url, 'post', '/callbacks/a2a/no-such-task', TOKENS.admin);
-    expect(push).toEqual({ status: 404, code: 'FLEETGATE_PUSH_UNKNOWN_TASK' });
+    expect(push).toEqual({ status: 401, code: 'FLEETGATE_PUSH_UNAUTHORIZED' });
     expect(table.length).toBe(routes.length);
   }, 120_000);
+
+  it('answers a push without its secret before reading the body, and closes instead of draining', async () => {
+    // A body that never ends: the answer must come from the headers alone.
+    const { request } = await import('node:http');
+    const url = new URL('/callbacks/a2a/no-such-task', gw.url);
+    const answer = await new Promise<{ status: number; connection: string | undefined }>(
+      (resolve, reject) => {
+        const req = request(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+        });
+        req.on('response', (res) => {
+          resolve({ status: res.statusCode ?? 0, connection: res.headers.connection });
+          res.resume();
+          req.destroy();
+        });
+        req.on('error', (error) => (req.destroyed ? undefined : reject(error)));
+        req.write(`{"kind":"task","padding":"${'x'.repeat(64 * 1024)}`);
+        // …and nothing more: the request stays open.
+      },
+    );
+    expect(answer).toEqual({ status: 401, connection: 'close' });
+  });
 
   it('takes the approver from the token, never from the body', async () => {
     const held = await api<{ decision: { approvalId: string } }>(gw.url, '/api/dispatch', {

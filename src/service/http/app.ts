@@ -97,7 +97,7 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
     version: options.version,
   };
   const routes: RouteSpec[] = [
-    ...systemRoutes(ctx, { bodyLimit: options.bodyLimit }),
+    ...systemRoutes(ctx),
     ...fleetRoutes(ctx),
     ...approvalRoutes(ctx),
     ...worldRoutes(ctx),

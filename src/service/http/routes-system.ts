@@ -10,34 +10,8 @@ import type { ApiContext } from './context.js';
 import type { RouteSpec } from './route.js';
 import { defineRoute } from './route.js';
 
-/** Reads a request body stream, refusing it as soon as it passes `limit` bytes. */
-async function readLimited(stream: Readable | undefined, limit: number): Promise<Buffer> {
-  if (stream === undefined) return Buffer.alloc(0);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of stream) {
-    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string);
-    size += buffer.length;
-    if (size > limit) {
-      stream.destroy();
-      throw new FleetgateError(
-        'FLEETGATE_HTTP_BODY_TOO_LARGE',
-        `The body is larger than ${limit} bytes.`,
-        { details: { limit } },
-      );
-    }
-    chunks.push(buffer);
-  }
-  return Buffer.concat(chunks);
-}
-
-/** Options of {@link systemRoutes}. */
-export interface SystemRouteOptions {
-  bodyLimit: number;
-}
-
 /** Health, readiness, metrics, events and push callbacks. */
-export function systemRoutes(ctx: ApiContext, options: SystemRouteOptions): RouteSpec[] {
+export function systemRoutes(ctx: ApiContext): RouteSpec[] {
   const gw = ctx.gateway;
   return [
     defineRoute({
@@ -169,20 +143,18 @@ export function systemRoutes(ctx: ApiContext, options: SystemRouteOptions): Rout
         200: { description: 'accepted', schema: z.object({ ok: z.literal(true) }) },
       },
       handler: async ({ params, request, reply }) => {
-        const declared = Number(request.headers['content-length'] ?? 0);
-        if (declared > options.bodyLimit) {
-          throw new FleetgateError(
-            'FLEETGATE_HTTP_BODY_TOO_LARGE',
-            `The body is larger than ${options.bodyLimit} bytes.`,
-            { details: { limit: options.bodyLimit } },
-          );
-        }
-        const body = await readLimited(request.body as Readable | undefined, options.bodyLimit);
+        // The receiver authenticates from the headers before it reads a byte, then reads the
+        // stream through its own byte and time limits (`limits.pushBody*`); the host buffers
+        // nothing. A body it left unread is not drained: the connection closes after the answer.
         const answer = await gw.pushReceiver({
           taskId: params.taskId,
           headers: request.headers,
-          body,
+          body: request.body as Readable,
         });
+        if (answer.discardBody === true) {
+          void reply.header('connection', 'close');
+          reply.raw.once('finish', () => request.raw.destroy());
+        }
         return reply.code(answer.status).send(answer.body);
       },
     }),
