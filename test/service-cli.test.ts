@@ -134,14 +134,24 @@ describe('fleetgate CLI against a running gateway', () => {
       CLI_OPERATOR: OPERATOR,
     });
     expect(good.code).toBe(0);
-    expect(good.stdout).toContain('1 agent(s)');
+    expect(good.stdout).toContain('1 agent,');
     const bad = join(dir, 'bad.yaml');
     writeFileSync(
       bad,
       'listen: { host: 0.0.0.0 }\nagents: [{ name: x, url: ftp://nope }]\nbus: kafka\n',
     );
     const run = await runCli(['config', 'check', bad]);
-    expect(run.code).toBe(2);
+    expect(run.code).toBe(1);
     expect(run.stderr).toContain('bus: must be memory or nats://host:port');
+    // What start would refuse beyond the file's shape: an open address without tokens, and a
+    // token the environment does not hold.
+    const open = join(dir, 'open.yaml');
+    writeFileSync(open, 'listen: { host: 0.0.0.0 }\n');
+    const unsafe = await runCli(['config', 'check', open]);
+    expect(unsafe.code).toBe(1);
+    expect(unsafe.stderr).toContain('FLEETGATE_LISTEN_UNSAFE');
+    const missing = await runCli(['config', 'check', config], { CLI_ADMIN: ADMIN });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/auth\.tokens\[\d\]\.tokenEnv: CLI_OPERATOR is not set/);
   }, 30_000);
 });

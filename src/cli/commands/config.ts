@@ -131,10 +131,11 @@ export function registerConfig(program: Command, io: CliIo, setExit: (code: numb
         const config = await loadConfigFile(file, opts.env ? { secrets: fromEnvironment } : {});
         const service = serviceProblems(config, opts.env);
         if (service.length > 0) {
+          const problems = service.map((p) => `${file}: ${p}`);
           throw new FleetgateError(
             'FLEETGATE_CONFIG_INVALID',
-            `${file} has ${service.length} problem${service.length === 1 ? '' : 's'}`,
-            { details: { problems: service.map((p) => `${file}: ${p}`) } },
+            problems.length === 1 ? problems[0]! : `${file} has ${problems.length} problems`,
+            { details: { problems } },
           );
         }
         if (opts.json === true) {
