@@ -69,7 +69,7 @@ export function startBoardBot(): Promise<RunningAgent> {
     description: 'Board bot: triages issues and plans sprints.',
     pushNotifications: true,
     skills: skillList(BOARD_SKILLS),
-    extensions: declare(BOARD_SKILLS),
+    declare: declare(BOARD_SKILLS),
     behaviour: behaviour(),
   });
 }

@@ -59,7 +59,7 @@ export function startCiBot(): Promise<RunningAgent> {
     name: 'ci',
     description: 'CI bot: re-runs checks and reports the CI queue.',
     skills: skillList(CI_SKILLS),
-    extensions: declare(CI_SKILLS),
+    declare: declare(CI_SKILLS),
     behaviour,
   });
 }

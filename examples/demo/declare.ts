@@ -2,42 +2,47 @@
  * Card declarations of the demo agents, from one table per agent: blast-v1 radius, hitl-mode-v1
  * mode and effect-domain-v1 domains per skill, plus cost-v1.
  */
+import type { AgentCard } from '@a2a-js/sdk';
 import {
-  BLAST_V1_URI,
-  COST_V1_URI,
-  EFFECT_DOMAIN_V1_URI,
-  HITL_MODE_V1_URI,
-} from '../../src/protocol/index.js';
-import type { ExampleExtensionDeclaration } from '../agents/harness.js';
+  declareBlast,
+  declareCost,
+  declareEffectDomain,
+  declareHitlMode,
+} from '../../src/agent/index.js';
+import type { BlastRadius, HitlMode } from '../../src/protocol/index.js';
 
 /** What one demo skill declares. */
 export interface DemoSkill {
-  radius: string;
-  mode: string;
+  radius: BlastRadius;
+  mode: HitlMode;
   vetoTtlMs?: number;
   domains: string[];
   description: string;
 }
 
-/** The card's extension entries for a table of skills. */
+/**
+ * Declares a table of skills on the card with the agent-author kit: blast-v1, hitl-mode-v1,
+ * effect-domain-v1 and cost-v1 (each helper checks what it writes as the gateway reads it).
+ */
 export function declare(
   skills: Readonly<Record<string, DemoSkill>>,
-): ExampleExtensionDeclaration[] {
-  const blast: Record<string, unknown> = {};
-  const hitl: Record<string, unknown> = {};
-  const domains: Record<string, unknown> = {};
-  for (const [id, s] of Object.entries(skills)) {
-    blast[id] = { radius: s.radius };
-    hitl[id] =
-      s.vetoTtlMs === undefined ? { mode: s.mode } : { mode: s.mode, vetoTtlMs: s.vetoTtlMs };
-    domains[id] = { domains: s.domains };
-  }
-  return [
-    { uri: BLAST_V1_URI, params: { skills: blast } },
-    { uri: HITL_MODE_V1_URI, params: { skills: hitl } },
-    { uri: EFFECT_DOMAIN_V1_URI, params: { skills: domains } },
-    { uri: COST_V1_URI },
-  ];
+): (card: AgentCard) => AgentCard {
+  const table = Object.entries(skills);
+  return (card) =>
+    declareCost(
+      declareEffectDomain(
+        declareHitlMode(
+          declareBlast(card, Object.fromEntries(table.map(([id, s]) => [id, s.radius]))),
+          Object.fromEntries(
+            table.map(([id, s]) => [
+              id,
+              s.vetoTtlMs === undefined ? s.mode : { mode: s.mode, vetoTtlMs: s.vetoTtlMs },
+            ]),
+          ),
+        ),
+        Object.fromEntries(table.map(([id, s]) => [id, { domains: s.domains }])),
+      ),
+    );
 }
 
 /** The card's skill list for a table of skills. */

@@ -61,7 +61,7 @@ export function startDeployer(): Promise<RunningAgent> {
     name: 'deployer',
     description: 'Deployer: ships and rolls back production.',
     skills: skillList(DEPLOYER_SKILLS),
-    extensions: declare(DEPLOYER_SKILLS),
+    declare: declare(DEPLOYER_SKILLS),
     behaviour,
   });
 }
