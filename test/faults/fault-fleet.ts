@@ -182,6 +182,25 @@ export async function startFaultFleet(options: FaultFleetOptions): Promise<Fault
 }
 
 /** Outages of the campaign, in seconds: `FLEETGATE_FAULT_OUTAGES` (e.g. `300`) or 1 and 30. */
+/**
+ * One outage under load: traffic runs, `server` is killed for `seconds` and started again, the
+ * traffic stops, and the world state is given 90 s to converge.
+ */
+export async function runOutage(
+  fleet: FaultFleet,
+  server: { kill(): Promise<void>; start(): Promise<void> },
+  seconds: number,
+): Promise<{ stats: DriveStats; tally: Tally }> {
+  const load = fleet.drive();
+  await sleep(1_500);
+  await server.kill();
+  await sleep(seconds * 1_000);
+  await server.start();
+  await sleep(2_000);
+  const stats = await load.stop();
+  return { stats, tally: await fleet.converge(90_000) };
+}
+
 export function outagesSeconds(): number[] {
   const raw = process.env.FLEETGATE_FAULT_OUTAGES ?? '1,30';
   return raw

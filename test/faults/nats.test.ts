@@ -9,9 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { openGatewayStore } from '../../src/service/index.js';
 import { NATS_SERVER, startPrivateNats } from '../support/private-servers.js';
 import { PG_URL, requirePostgres, uniqueName } from '../support/services.js';
-import { outagesSeconds, startFaultFleet } from './fault-fleet.js';
+import { outagesSeconds, runOutage, startFaultFleet } from './fault-fleet.js';
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const pgUp = await requirePostgres();
 if (NATS_SERVER === undefined && process.env.FLEETGATE_REQUIRE_SERVICES) {
   throw new Error('The NATS fault campaign needs a nats-server binary (FLEETGATE_NATS_SERVER)');
@@ -31,14 +30,7 @@ describe.skipIf(NATS_SERVER === undefined || !pgUp)(
         });
         const fleet = await startFaultFleet({ store, bus: server.url });
         try {
-          const load = fleet.drive();
-          await sleep(1_500);
-          await server.kill();
-          await sleep(seconds * 1_000);
-          await server.start();
-          await sleep(2_000);
-          const stats = await load.stop();
-          const tally = await fleet.converge(90_000);
+          const { stats, tally } = await runOutage(fleet, server, seconds);
           expect(tally).toMatchObject({ lost: 0, doubled: 0 });
           expect(tally.count).toBe(tally.executed);
           expect(tally.executed).toBeGreaterThan(0);

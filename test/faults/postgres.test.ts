@@ -11,9 +11,8 @@ import { createJetStreamEventBus } from '../../src/nats.js';
 import type { PrivateServer } from '../support/private-servers.js';
 import { canRunPrivatePostgres, startPrivatePostgres } from '../support/private-servers.js';
 import { NATS_URL, deleteNatsStream, requireNats, uniqueName } from '../support/services.js';
-import { outagesSeconds, startFaultFleet } from './fault-fleet.js';
+import { outagesSeconds, runOutage, startFaultFleet } from './fault-fleet.js';
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const natsUp = await requireNats();
 const privatePg = canRunPrivatePostgres();
 if (!privatePg && process.env.FLEETGATE_REQUIRE_SERVICES) {
@@ -58,14 +57,7 @@ describe.skipIf(!privatePg)('fault: PostgreSQL killed and restarted under load',
         }
         const fleet = await startFaultFleet({ store: await database(), bus: bus ?? 'memory' });
         try {
-          const load = fleet.drive();
-          await sleep(1_500);
-          await server.kill();
-          await sleep(seconds * 1_000);
-          await server.start();
-          await sleep(2_000);
-          const stats = await load.stop();
-          const tally = await fleet.converge(90_000);
+          const { stats, tally } = await runOutage(fleet, server, seconds);
           expect(tally).toMatchObject({ lost: 0, doubled: 0 });
           expect(tally.count).toBe(tally.executed);
           expect(tally.executed).toBeGreaterThan(0);
