@@ -4,39 +4,13 @@
  * `configSchema` by `config.ts`; kept apart so the gateway's keys and the server's evolve apart.
  */
 import { z } from 'zod';
+import { duration } from './config-values.js';
 
 /** The roles of API tokens, narrowest first: each role may do what the ones before it may. */
 export const ROLES = ['viewer', 'operator', 'approver', 'admin'] as const;
 
 /** A role of an API token. */
 export type Role = (typeof ROLES)[number];
-
-const UNITS: Readonly<Record<string, number>> = {
-  ms: 1,
-  s: 1000,
-  m: 60_000,
-  h: 3_600_000,
-  d: 86_400_000,
-};
-
-/** `250ms`, `5s`, `10m`, `1h`, `2d` or a number of milliseconds, in milliseconds. */
-const duration = z.union([z.string(), z.number()]).transform((value, ctx) => {
-  const match = typeof value === 'string' ? /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/.exec(value) : null;
-  const ms =
-    typeof value === 'number'
-      ? value
-      : match === null
-        ? Number.NaN
-        : Math.round(Number(match[1]) * UNITS[match[2]!]!);
-  if (!Number.isFinite(ms) || ms < 0) {
-    ctx.addIssue({
-      code: 'custom',
-      message: `must be a duration like 5s, 10m or 1h (got ${JSON.stringify(value)})`,
-    });
-    return z.NEVER;
-  }
-  return ms;
-});
 
 /** `listen:` — the HTTP API's address and request limits. */
 export const listenSchema = z
