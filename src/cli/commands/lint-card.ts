@@ -134,14 +134,19 @@ async function readCard(
     }
     return { text: fetched.text, source: fetched.url };
   }
+  return { text: await readText(target.path, 'the card file'), source: target.path };
+}
+
+/** A file's text; a file that cannot be read is `FLEETGATE_FILE_ACCESS_FAILED` naming `what`. */
+async function readText(path: string, what: string): Promise<string> {
   try {
-    return { text: await readFile(target.path, 'utf8'), source: target.path };
+    return await readFile(path, 'utf8');
   } catch (error) {
     const reason = error instanceof Error ? error.message.replace(/^[A-Z]+: /u, '') : '';
     throw new FleetgateError(
       'FLEETGATE_FILE_ACCESS_FAILED',
-      `Cannot read the card file ${target.path} (${reason})`,
-      { cause: error, details: { path: target.path } },
+      `Cannot read ${what} ${path} (${reason})`,
+      { cause: error, details: { path } },
     );
   }
 }
@@ -150,17 +155,7 @@ type LintOptions = { json?: boolean; strict?: boolean; timeout: number; mcp?: st
 
 /** Reads an MCP tools/list JSON file (`--mcp`). */
 async function readMcpTools(path: string): Promise<McpTool[]> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (error) {
-    const reason = error instanceof Error ? error.message.replace(/^[A-Z]+: /u, '') : '';
-    throw new FleetgateError(
-      'FLEETGATE_FILE_ACCESS_FAILED',
-      `Cannot read the MCP tools file ${path} (${reason})`,
-      { cause: error, details: { path } },
-    );
-  }
+  const text = await readText(path, 'the MCP tools file');
   let json: unknown;
   try {
     json = JSON.parse(text) as unknown;
