@@ -8,7 +8,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { AgentCard, TaskState, type Task } from '@a2a-js/sdk';
+import { AgentCard, TaskState, type StreamResponse, type Task } from '@a2a-js/sdk';
+import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
+import { parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOpsAgent, type RunningAgent } from '../examples/agents/index.js';
 import {
@@ -16,7 +18,7 @@ import {
   EFFECT_DOMAIN_V1_URI,
   FLEETGATE_GATEWAY_V1_URI,
 } from '../src/protocol/index.js';
-import { sdkClient, userMessage } from './support/a2a-client.js';
+import { bearerFetch, sdkClient, userMessage } from './support/a2a-client.js';
 import type { ServiceProcess } from './support/gateway-service.js';
 import { api, eventually, startServiceProcess } from './support/gateway-service.js';
 
@@ -29,6 +31,26 @@ function textOf(task: Task): string {
     .flatMap((a) => a.parts)
     .map((p) => (p.content?.$case === 'text' ? p.content.value : ''))
     .join('\n');
+}
+
+function statusText(task: Task): string {
+  return (task.status?.message?.parts ?? [])
+    .map((p) => (p.content?.$case === 'text' ? p.content.value : ''))
+    .join('');
+}
+
+function approvalIdOf(task: Task): string {
+  const id = (task.status?.message?.metadata?.['fleetgate'] as { approvalId?: string } | undefined)
+    ?.approvalId;
+  if (id === undefined) throw new Error(`task ${task.id} names no approval: ${statusText(task)}`);
+  return id;
+}
+
+function kindOf(event: StreamResponse): string {
+  const p = event.payload;
+  if (p?.$case === 'statusUpdate') return `status:${TaskState[p.value.status!.state]}`;
+  if (p?.$case === 'task') return `task:${TaskState[p.value.status!.state]}`;
+  return p?.$case ?? 'none';
 }
 
 async function rpc(
@@ -246,6 +268,332 @@ describe('the A2A proxy', () => {
         id: 7,
         result: { task: { status: { state: 'TASK_STATE_COMPLETED' } } },
       });
+    });
+  });
+  describe('gated calls', () => {
+    it('holds a gated call, answers input-required with the approval id and dashboard URL, and completes once approved', async () => {
+      const client = await sdkClient(`${gw.url}/a2a/ops`, { token: OPERATOR });
+      const before = agent.received.filter((c) => c.skill === 'bulk_migration').length;
+      const held = (await client.sendMessage({
+        tenant: '',
+        message: userMessage('migrate', { 'x-effect-domain-skill': 'bulk_migration' }),
+        configuration: undefined,
+        metadata: undefined,
+      })) as Task;
+      expect(held.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+      const approvalId = approvalIdOf(held);
+      expect(statusText(held)).toContain(`Awaiting approval ${approvalId}`);
+      expect(statusText(held)).toContain(`${gw.url}/#/approvals?id=${approvalId}`);
+      expect(agent.received.filter((c) => c.skill === 'bulk_migration').length).toBe(before);
+
+      const approved = await api(gw.url, `/api/approvals/${approvalId}/approve`, {
+        token: ADMIN,
+        body: { reason: 'ok' },
+      });
+      expect(approved.status).toBe(200);
+      const done = await eventually(async () => {
+        const task = await client.getTask({ tenant: '', id: held.id });
+        return task.status?.state === TaskState.TASK_STATE_COMPLETED ? task : undefined;
+      });
+      expect(textOf(done)).toContain('bulk_migration: 1 change(s)');
+      expect(agent.received.filter((c) => c.skill === 'bulk_migration').length).toBe(before + 1);
+    });
+
+    it('answers a blocking call approved while it is held with the finished task', async () => {
+      const client = await sdkClient(`${gw.url}/a2a/ops`, { token: OPERATOR });
+      const sending = client.sendMessage({
+        tenant: '',
+        message: userMessage('migrate now', { 'fleetgate.skill': 'bulk_migration' }),
+        configuration: undefined,
+        metadata: undefined,
+      });
+      const pending = await eventually(async () => {
+        const { body } = await api<{ approvals: { id: string; status: string }[] }>(
+          gw.url,
+          '/api/approvals?status=pending',
+          { token: ADMIN },
+        );
+        return body.approvals[0];
+      });
+      await api(gw.url, `/api/approvals/${pending.id}/approve`, { token: ADMIN, body: {} });
+      const task = (await sending) as Task;
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    });
+
+    it('never calls the agent for a rejected call, and ends the task rejected with the reason', async () => {
+      const client = await sdkClient(`${gw.url}/a2a/ops`, { token: OPERATOR });
+      const before = agent.received.length;
+      const held = (await client.sendMessage({
+        tenant: '',
+        message: userMessage('review', { 'x-effect-domain-skill': 'pr_review' }),
+        configuration: undefined,
+        metadata: undefined,
+      })) as Task;
+      expect(held.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+      const rejected = await api(gw.url, `/api/approvals/${approvalIdOf(held)}/reject`, {
+        token: ADMIN,
+        body: { reason: 'not today' },
+      });
+      expect(rejected.status).toBe(200);
+      const ended = await eventually(async () => {
+        const task = await client.getTask({ tenant: '', id: held.id });
+        return task.status?.state === TaskState.TASK_STATE_REJECTED ? task : undefined;
+      });
+      expect(statusText(ended)).toContain('not today');
+      expect(statusText(ended)).toContain('The agent was not called');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(agent.received.length).toBe(before);
+    });
+
+    it('gates a call that names no skill as the widest-radius skill, and says so', async () => {
+      const client = await sdkClient(`${gw.url}/a2a/ops`, { token: OPERATOR });
+      const held = (await client.sendMessage({
+        tenant: '',
+        message: userMessage('do something'),
+        configuration: undefined,
+        metadata: undefined,
+      })) as Task;
+      expect(held.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+      expect(statusText(held)).toContain('bulk_migration');
+      expect(statusText(held)).toContain("the agent's widest radius (fleet)");
+      await api(gw.url, `/api/approvals/${approvalIdOf(held)}/reject`, { token: ADMIN, body: {} });
+    });
+  });
+
+  describe('streaming', () => {
+    it("streams the agent's events in order under the gateway's task id", async () => {
+      const client = await sdkClient(`${gw.url}/a2a/ops`, { token: OPERATOR });
+      const events: StreamResponse[] = [];
+      for await (const event of client.sendMessageStream({
+        tenant: '',
+        message: userMessage('stream it', { 'x-effect-domain-skill': 'sitrep' }),
+        configuration: undefined,
+        metadata: undefined,
+      })) {
+        events.push(event);
+      }
+      const kinds = events.map(kindOf);
+      expect(kinds[0]).toMatch(/^task:/);
+      expect(kinds.at(-1)).toBe('status:TASK_STATE_COMPLETED');
+      expect(kinds).toContain('artifactUpdate');
+      expect(kinds.indexOf('artifactUpdate')).toBeLessThan(kinds.length - 1);
+      const id = (events[0]!.payload as { value: Task }).value.id;
+      const { body } = await api<{ taskId: string }>(gw.url, `/api/dispatches/${id}`, {
+        token: OPERATOR,
+      });
+      expect(body.taskId).not.toBe(id);
+      for (const e of events.slice(1)) {
+        const value = e.payload?.value as { taskId?: string; id?: string };
+        expect(value.taskId ?? value.id).toBe(id);
+      }
+    });
+
+    it('streams "awaiting approval" at once, then the agent\'s events once approved', async () => {
+      const client = await sdkClient(`${gw.url}/a2a/ops`, { token: OPERATOR });
+      const events: StreamResponse[] = [];
+      let approvalId: string | undefined;
+      for await (const event of client.sendMessageStream({
+        tenant: '',
+        message: userMessage('stream a migration', { 'x-effect-domain-skill': 'bulk_migration' }),
+        configuration: undefined,
+        metadata: undefined,
+      })) {
+        events.push(event);
+        const p = event.payload;
+        if (approvalId === undefined && p?.$case === 'statusUpdate') {
+          expect(p.value.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+          approvalId = (p.value.status?.message?.metadata?.['fleetgate'] as { approvalId: string })
+            .approvalId;
+          await api(gw.url, `/api/approvals/${approvalId}/approve`, { token: ADMIN, body: {} });
+        }
+      }
+      const kinds = events.map(kindOf);
+      expect(kinds.slice(0, 2)).toEqual([
+        'task:TASK_STATE_SUBMITTED',
+        'status:TASK_STATE_INPUT_REQUIRED',
+      ]);
+      expect(kinds).toContain('artifactUpdate');
+      expect(kinds.at(-1)).toBe('status:TASK_STATE_COMPLETED');
+    });
+
+    it('resumes with SubscribeToTask after the client went away', async () => {
+      const client = await sdkClient(`${gw.url}/a2a/ops`, { token: OPERATOR });
+      const abort = new AbortController();
+      let id = '';
+      let approvalId = '';
+      try {
+        for await (const event of client.sendMessageStream(
+          {
+            tenant: '',
+            message: userMessage('stream then leave', { 'fleetgate.skill': 'bulk_migration' }),
+            configuration: undefined,
+            metadata: undefined,
+          },
+          { signal: abort.signal },
+        )) {
+          const p = event.payload;
+          if (p?.$case === 'task') id = p.value.id;
+          if (p?.$case === 'statusUpdate') {
+            approvalId = (
+              p.value.status?.message?.metadata?.['fleetgate'] as { approvalId: string }
+            ).approvalId;
+            abort.abort();
+          }
+        }
+      } catch {
+        // the client hung up
+      }
+      expect(approvalId).not.toBe('');
+      const resumed: StreamResponse[] = [];
+      for await (const event of client.resubscribeTask({ tenant: '', id })) {
+        resumed.push(event);
+        if (resumed.length === 1) {
+          await api(gw.url, `/api/approvals/${approvalId}/approve`, { token: ADMIN, body: {} });
+        }
+      }
+      const kinds = resumed.map(kindOf);
+      expect(kinds[0]).toBe('task:TASK_STATE_INPUT_REQUIRED');
+      expect(kinds).toContain('artifactUpdate');
+      expect(kinds.at(-1)).toBe('status:TASK_STATE_COMPLETED');
+    });
+  });
+
+  describe('transports and versions', () => {
+    it('answers the SDK client over HTTP+JSON', async () => {
+      const client = await sdkClient(`${gw.url}/a2a/ops`, {
+        token: OPERATOR,
+        transport: 'HTTP+JSON',
+      });
+      const task = (await client.sendMessage({
+        tenant: '',
+        message: userMessage('rest', { 'x-effect-domain-skill': 'sitrep' }),
+        configuration: undefined,
+        metadata: undefined,
+      })) as Task;
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect((await client.getTask({ tenant: '', id: task.id })).id).toBe(task.id);
+    });
+
+    it('answers a v0.3 client built from the v0.3 card, on both transports', async () => {
+      const { body } = await api(gw.url, '/a2a/ops/.well-known/agent-card.json', {
+        token: OPERATOR,
+      });
+      const card = parseLegacyAgentCard(body);
+      for (const transport of ['JSONRPC', 'HTTP+JSON'] as const) {
+        const fetchImpl = bearerFetch(OPERATOR);
+        const factory = new ClientFactory({
+          transports: [
+            new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: true } }),
+            new RestTransportFactory({ fetchImpl, legacyCompat: { enabled: true } }),
+          ],
+          preferredTransports: [transport],
+        });
+        const client = await factory.createFromAgentCard(card);
+        expect(client.protocolVersion).toBe('0.3');
+        const before = agent.received.length;
+        const task = (await client.sendMessage({
+          tenant: '',
+          message: userMessage(`legacy ${transport}`, { 'x-effect-domain-skill': 'sitrep' }),
+          configuration: undefined,
+          metadata: undefined,
+        })) as Task;
+        expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+        expect(agent.received.length).toBe(before + 1);
+        expect(agent.received.at(-1)!.text).toBe(`legacy ${transport}`);
+      }
+    });
+
+    it('answers raw v0.3 JSON-RPC (message/send, kind, lowercase states)', async () => {
+      const { status, body } = await rpc(
+        gw.url,
+        {
+          jsonrpc: '2.0',
+          id: 'v03',
+          method: 'message/send',
+          params: {
+            message: {
+              kind: 'message',
+              messageId: randomUUID(),
+              role: 'user',
+              parts: [{ kind: 'text', text: 'old client' }],
+              metadata: { 'x-effect-domain-skill': 'sitrep' },
+            },
+          },
+        },
+        { authorization: `Bearer ${OPERATOR}` },
+      );
+      expect(status).toBe(200);
+      expect(body).toMatchObject({
+        id: 'v03',
+        result: { kind: 'task', status: { state: 'completed' } },
+      });
+    });
+  });
+
+  describe('refused before anything is forwarded', () => {
+    it('answers malformed JSON-RPC, an oversized body and a wrong token in the A2A shape', async () => {
+      const before = agent.received.length;
+      const auth = { authorization: `Bearer ${OPERATOR}`, 'A2A-Version': '1.0' };
+
+      const garbled = await rpc(gw.url, '{"jsonrpc": "2.0", "method": ', auth);
+      expect(garbled.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32700 } });
+
+      const noMethod = await rpc(gw.url, { jsonrpc: '2.0', id: 1, params: {} }, auth);
+      // Invalid request (the SDK's own answer: -32600 or -32602, never forwarded).
+      expect([-32600, -32602]).toContain((noMethod.body as { error: { code: number } }).error.code);
+
+      const unknownMethod = await rpc(
+        gw.url,
+        { jsonrpc: '2.0', id: 2, method: 'Nope', params: {} },
+        auth,
+      );
+      expect(unknownMethod.body).toMatchObject({ error: { code: -32601 } });
+
+      const big = await rpc(
+        gw.url,
+        {
+          jsonrpc: '2.0',
+          id: 3,
+          method: 'SendMessage',
+          params: {
+            message: { messageId: 'big', role: 'ROLE_USER', parts: [{ text: 'x'.repeat(70_000) }] },
+          },
+        },
+        auth,
+      );
+      expect(big.status).toBe(413);
+      expect(big.body).toMatchObject({ jsonrpc: '2.0', error: { code: -32600 } });
+
+      const wrong = await rpc(
+        gw.url,
+        { jsonrpc: '2.0', id: 4, method: 'SendMessage', params: {} },
+        { authorization: 'Bearer wrong-token-0123456789abcdef', 'A2A-Version': '1.0' },
+      );
+      expect(wrong.status).toBe(401);
+      expect(wrong.body).toMatchObject({
+        jsonrpc: '2.0',
+        error: { code: -32600, data: [{ reason: 'FLEETGATE_AUTH_INVALID' }] },
+      });
+
+      const nobody = await fetch(`${gw.url}/a2a/nobody`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...auth },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'SendMessage', params: {} }),
+      });
+      expect(nobody.status).toBe(404);
+      expect(await nobody.json()).toMatchObject({
+        error: { data: [{ reason: 'FLEETGATE_AGENT_UNKNOWN' }] },
+      });
+
+      const restWrong = await fetch(`${gw.url}/a2a/ops/rest/tasks/x`, {
+        headers: { authorization: 'Bearer wrong-token-0123456789abcdef', 'A2A-Version': '1.0' },
+      });
+      expect(restWrong.status).toBe(401);
+      expect(await restWrong.json()).toMatchObject({
+        error: { code: 401, status: 'UNAUTHENTICATED' },
+      });
+
+      expect(agent.received.length).toBe(before);
     });
   });
 });
