@@ -5,6 +5,8 @@
  * assertion on what the client got and on what the agent actually received.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -84,7 +86,7 @@ describe('the A2A proxy', () => {
         'agents:',
         `  - { name: ops, url: ${agent.url} }`,
         'policy: { sweepInterval: 200ms }',
-        'proxy: { holdFor: 1500ms }',
+        'proxy: { holdFor: 1500ms, push: { attempts: 2, backoff: 100ms, timeout: 1s } }',
         'auth:',
         '  tokens:',
         '    - { name: alice, tokenEnv: PX_ADMIN, roles: [admin] }',
@@ -594,6 +596,136 @@ describe('the A2A proxy', () => {
       });
 
       expect(agent.received.length).toBe(before);
+    });
+  });
+  describe('push notifications to clients', () => {
+    it('stores the config and delivers the terminal state once, with the client token', async () => {
+      const received: {
+        headers: IncomingHttpHeaders;
+        body: { task?: { id: string; status?: { state: string } } };
+      }[] = [];
+      const server = createServer((req, res) => {
+        let text = '';
+        req.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        req.on('end', () => {
+          received.push({ headers: req.headers, body: JSON.parse(text) });
+          res.writeHead(200).end();
+        });
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const callback = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+      try {
+        const client = await sdkClient(`${gw.url}/a2a/ops`, { token: OPERATOR });
+        const held = (await client.sendMessage({
+          tenant: '',
+          message: userMessage('push me', { 'x-effect-domain-skill': 'bulk_migration' }),
+          configuration: undefined,
+          metadata: undefined,
+        })) as Task;
+        const config = {
+          tenant: '',
+          id: 'cb-1',
+          taskId: held.id,
+          url: callback,
+          token: 'client-secret-token',
+          authentication: undefined,
+        };
+        expect(await client.createTaskPushNotificationConfig(config)).toMatchObject({
+          id: 'cb-1',
+          url: callback,
+        });
+        expect(
+          await client.getTaskPushNotificationConfig({ tenant: '', taskId: held.id, id: 'cb-1' }),
+        ).toMatchObject({
+          url: callback,
+          token: 'client-secret-token',
+        });
+        const listed = await client.listTaskPushNotificationConfig({
+          tenant: '',
+          taskId: held.id,
+          pageSize: 0,
+          pageToken: '',
+        });
+        expect(listed.configs.map((c) => c.id)).toEqual(['cb-1']);
+
+        await api(gw.url, `/api/approvals/${approvalIdOf(held)}/approve`, {
+          token: ADMIN,
+          body: {},
+        });
+        const terminal = await eventually(() => {
+          const done = received.filter(
+            (r) => r.body.task?.status?.state === 'TASK_STATE_COMPLETED',
+          );
+          return done.length > 0 ? done : undefined;
+        });
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        expect(
+          received.filter((r) => r.body.task?.status?.state === 'TASK_STATE_COMPLETED'),
+        ).toHaveLength(1);
+        expect(terminal[0]!.body.task!.id).toBe(held.id);
+        expect(terminal[0]!.headers['x-a2a-notification-token']).toBe('client-secret-token');
+
+        await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: held.id, id: 'cb-1' });
+        const after = await client.listTaskPushNotificationConfig({
+          tenant: '',
+          taskId: held.id,
+          pageSize: 0,
+          pageToken: '',
+        });
+        expect(after.configs).toEqual([]);
+      } finally {
+        server.close();
+      }
+    });
+
+    it('gives up after the configured tries and records the delivery dead', async () => {
+      const client = await sdkClient(`${gw.url}/a2a/ops`, { token: OPERATOR });
+      const task = (await client.sendMessage({
+        tenant: '',
+        message: userMessage('nobody listens', { 'x-effect-domain-skill': 'sitrep' }),
+        configuration: undefined,
+        metadata: undefined,
+      })) as Task;
+      // A port nothing listens on: every try fails.
+      const closed = createServer();
+      await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+      const port = (closed.address() as AddressInfo).port;
+      await new Promise<void>((resolve) => closed.close(() => resolve()));
+      await client.createTaskPushNotificationConfig({
+        tenant: '',
+        id: 'dead-1',
+        taskId: task.id,
+        url: `http://127.0.0.1:${port}/gone`,
+        token: 'x',
+        authentication: undefined,
+      });
+      const dead = await eventually(async () => {
+        const { body } = await api<string>(gw.url, '/metrics', { token: OPERATOR });
+        const line = /a2a_proxy_push_deliveries_total\{outcome="dead"\} (\d+)/.exec(body);
+        return line !== null && Number(line[1]) >= 1 ? line : undefined;
+      });
+      expect(Number(dead[1])).toBe(1);
+    });
+  });
+
+  describe('metrics', () => {
+    it('counts requests by agent, method and outcome, task states, stream first bytes and held calls', async () => {
+      const { body } = await api<string>(gw.url, '/metrics', { token: OPERATOR });
+      expect(body).toMatch(
+        /a2a_proxy_requests_total\{agent="ops",method="SendMessage",status="ok"\} \d+/,
+      );
+      expect(body).toMatch(
+        /a2a_proxy_requests_total\{agent="ops",method="GetTask",status="ok"\} \d+/,
+      );
+      expect(body).toMatch(
+        /a2a_proxy_requests_total\{agent="ops",method="unknown",status="auth_invalid"\} \d+/,
+      );
+      expect(body).toMatch(/a2a_proxy_task_states_total\{agent="ops",state="completed"\} \d+/);
+      expect(body).toMatch(/a2a_proxy_task_states_total\{agent="ops",state="rejected"\} \d+/);
+      expect(body).toMatch(
+        /a2a_proxy_stream_first_byte_seconds_count\{agent="ops",method="SendStreamingMessage"\} [1-9]/,
+      );
+      expect(body).toMatch(/a2a_proxy_held_for_approval\{agent="ops"\} 0/);
     });
   });
 });
