@@ -345,12 +345,12 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
   /** Brings a task's row up to date with its dispatch; tells the clients what changed. */
   function sync(
     id: string,
-    hint?: { record?: DispatchRecord; result?: CallResult },
+    hint?: { record?: DispatchRecord; result?: CallResult; current?: ProxyTask },
   ): Promise<ProxyTask | undefined> {
     const running = syncing.get(id);
     if (running !== undefined && hint === undefined) return running;
     const work = (async () => {
-      const current = await store.get(id);
+      const current = hint?.current ?? (await store.get(id));
       if (current === undefined || ended(current.state)) {
         if (current !== undefined) remember(id);
         return current;
@@ -456,7 +456,7 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
     const references: string[] = [];
     for (const ref of message.referenceTaskIds) {
       const known = await store.get(ref);
-      references.push(known?.agentTaskId ?? ref);
+      references.push(known?.agent === agent ? (known.agentTaskId ?? ref) : ref);
     }
     const forwarded: Message = { ...message, taskId: '', contextId, referenceTaskIds: references };
     const meta: ProxyMetadata = {
@@ -632,6 +632,8 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
             const sent = await dispatch(agent, opened, params, context, false);
             let task = await sync(id, {
               record: sent.record,
+              // The row as this call left it (a held call's row has its approval id since).
+              ...(sent.held ? {} : { current: opened.task }),
               ...(sent.result === undefined ? {} : { result: sent.result }),
             });
             if (!returnNow && sent.held && task !== undefined && !ended(task.state)) {

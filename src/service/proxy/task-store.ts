@@ -124,6 +124,7 @@ export function createProxyTaskStore<DB extends ProxyDatabase>(
         .onConflict((oc) => oc.columns(['agent', 'caller', 'message_id']).doNothing())
         .executeTakeFirst();
       const created = Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1;
+      if (created) return { created, task: { ...task, updatedAt: task.createdAt } };
       const row = await db
         .selectFrom('fleetgate_proxy_task')
         .selectAll()
@@ -136,7 +137,8 @@ export function createProxyTaskStore<DB extends ProxyDatabase>(
     get,
     async update(id, change) {
       const state = normalizeTaskState(change.task.status?.state);
-      const result = await db
+      // One statement: the row as it stands after the update, or nothing when it had ended.
+      const row = await db
         .updateTable('fleetgate_proxy_task')
         .set({
           state,
@@ -146,9 +148,10 @@ export function createProxyTaskStore<DB extends ProxyDatabase>(
         })
         .where('id', '=', id)
         .where('state', 'not in', TERMINAL_STATES)
+        .returningAll()
         .executeTakeFirst();
-      const changed = Number(result.numUpdatedRows) === 1;
-      return { changed, task: await get(id) };
+      if (row !== undefined) return { changed: true, task: fromRow(row) };
+      return { changed: false, task: await get(id) };
     },
     async setPush(config, at) {
       const json = JSON.stringify(TaskPushNotificationConfig.toJSON(config.config));
