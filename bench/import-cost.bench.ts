@@ -2,26 +2,20 @@
  * import-cost: what `import('fleetgate')` costs a library user, against `import('@a2a-js/sdk/client')`
  * (the client every A2A caller loads anyway). Each import runs in a fresh process, the two
  * alternating, and only the import itself is timed (not Node's start-up). The package is imported
- * by its name, as a user would, so this measures the built `dist/` (built first).
+ * by its name, as a user would, so this measures the built `dist/` (its JavaScript is built first,
+ * as `npm run build` builds it; the declarations do not change what an import loads).
  */
 import { execFileSync } from 'node:child_process';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { PACKAGE_ROOT as root, bundlePackage } from '../scripts/bundle.js';
 import { note, report } from './report.js';
 
 const BENCH = 'import-cost';
-const ROUNDS = 15;
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const ROUNDS = 21;
 
 note('building dist/ (the package is imported as a user would)');
-execFileSync(
-  process.execPath,
-  [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
-  {
-    cwd: root,
-    stdio: 'inherit',
-  },
-);
+await bundlePackage();
 
 function importMs(specifier: string): number {
   const script = `const t = performance.now(); await import(${JSON.stringify(specifier)}); process.stdout.write(String(performance.now() - t));`;
@@ -36,6 +30,16 @@ const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)]!;
 };
+
+// The name must reach the build just made, not a copy elsewhere.
+const resolved = execFileSync(
+  process.execPath,
+  ['--input-type=module', '-e', "process.stdout.write(import.meta.resolve('fleetgate'))"],
+  { cwd: root, encoding: 'utf8' },
+);
+if (resolved !== pathToFileURL(join(root, 'dist/index.js')).href) {
+  throw new Error(`import('fleetgate') resolves to ${resolved}, not this checkout's dist/index.js`);
+}
 
 // Warm the file-system cache for both.
 importMs('fleetgate');
