@@ -630,6 +630,11 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
         const work = (async () => {
           try {
             const sent = await dispatch(agent, opened, params, context, false);
+            // The extensions the agent activated for the call go back to the client with those
+            // the proxy activated on arrival (the SDK sets the response header from the context).
+            for (const uri of sent.result?.echoedExtensions ?? []) {
+              context.addActivatedExtension(uri);
+            }
             let task = await sync(id, {
               record: sent.record,
               // The row as this call left it (a held call's row has its approval id since).
