@@ -152,6 +152,7 @@ export function createProxyFront(options: ProxyFrontOptions): ProxyFront {
       attempts: config.push.attempts,
       backoffMs: config.push.backoff,
       timeoutMs: config.push.timeout,
+      sweepMs: config.push.sweepInterval,
     },
     observe: { held: metrics.held, state: metrics.state, push: metrics.push },
     onError: options.onError,

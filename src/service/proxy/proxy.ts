@@ -61,7 +61,7 @@ export interface A2aProxyOptions {
   publicUrl: string;
   /** How long a blocking `SendMessage` waits for an approval. */
   holdForMs: number;
-  push: { attempts: number; backoffMs: number; timeoutMs: number };
+  push: { attempts: number; backoffMs: number; timeoutMs: number; sweepMs: number };
   /** Told of held calls and task state changes (metrics). */
   observe?: {
     held?: (agent: string, delta: 1 | -1) => void;
@@ -159,6 +159,7 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
     attempts: options.push.attempts,
     backoffMs: options.push.backoffMs,
     timeoutMs: options.push.timeoutMs,
+    sweepMs: options.push.sweepMs,
     onError: options.onError,
     ...(options.observe?.push === undefined ? {} : { onOutcome: options.observe.push }),
   });
@@ -828,8 +829,9 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
       stopListening();
       for (const id of [...waiters.keys()]) wake(id);
       while (background.size > 0) await Promise.allSettled([...background]);
-      await push.idle();
+      // Tries not yet taken stay due in the store: another replica, or the next start, sends them.
       push.stop();
+      await push.idle();
     },
   };
   return proxy;
