@@ -460,6 +460,89 @@ describe('the A2A proxy', () => {
     });
   });
 
+  describe('A2A-Extensions', () => {
+    /** The SDK client with a fetch that keeps each response's `A2A-Extensions` header. */
+    async function recordingClient(transport: 'JSONRPC' | 'HTTP+JSON') {
+      const seen: string[] = [];
+      const inner = bearerFetch(OPERATOR);
+      const fetchImpl: typeof fetch = async (input, init) => {
+        const response = await inner(input, init);
+        if (init?.method === 'POST') seen.push(response.headers.get('A2A-Extensions') ?? '');
+        return response;
+      };
+      const factory = new ClientFactory({
+        transports: [
+          new JsonRpcTransportFactory({ fetchImpl }),
+          new RestTransportFactory({ fetchImpl }),
+        ],
+        preferredTransports: [transport],
+      });
+      const card = await api<Record<string, unknown>>(
+        gw.url,
+        '/a2a/ops/.well-known/agent-card.json',
+        { token: OPERATOR, headers: { 'A2A-Version': '1.0' } },
+      );
+      const client = await factory.createFromAgentCard(AgentCard.fromJSON(card.body));
+      return { client, seen };
+    }
+    const uris = (header: string | undefined): string[] =>
+      (header ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== '');
+    const asked = { 'A2A-Extensions': `${EFFECT_DOMAIN_V1_URI}, ${FLEETGATE_GATEWAY_V1_URI}` };
+
+    for (const transport of ['JSONRPC', 'HTTP+JSON'] as const) {
+      it(`answers a blocking ${transport} call with the extensions activated for it`, async () => {
+        const { client, seen } = await recordingClient(transport);
+        const before = agent.received.length;
+        const task = (await client.sendMessage(
+          {
+            tenant: '',
+            message: userMessage('ext blocking', { 'x-effect-domain-skill': 'sitrep' }),
+            configuration: undefined,
+            metadata: undefined,
+          },
+          { serviceParameters: asked },
+        )) as Task;
+        expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+        expect(agent.received.length).toBe(before + 1);
+        // The client's requests reached the agent merged with the gateway's own.
+        const got = uris(seen.at(-1));
+        expect(got).toEqual(
+          expect.arrayContaining([EFFECT_DOMAIN_V1_URI, FLEETGATE_GATEWAY_V1_URI]),
+        );
+        // What the agent echoed (the extensions the gateway activated for the call) is passed on.
+        expect(got).toContain(BLAST_V1_URI);
+        expect(new Set(got).size).toBe(got.length);
+      });
+
+      it(`answers a streaming ${transport} call with the requested extensions the agent declares`, async () => {
+        const { client, seen } = await recordingClient(transport);
+        const kinds: string[] = [];
+        for await (const event of client.sendMessageStream(
+          {
+            tenant: '',
+            message: userMessage('ext streaming', { 'x-effect-domain-skill': 'sitrep' }),
+            configuration: undefined,
+            metadata: undefined,
+          },
+          {
+            serviceParameters: { 'A2A-Extensions': `${asked['A2A-Extensions']}, urn:not-declared` },
+          },
+        )) {
+          kinds.push(kindOf(event));
+        }
+        expect(kinds.at(-1)).toBe('status:TASK_STATE_COMPLETED');
+        const got = uris(seen.at(-1));
+        expect(got).toEqual(
+          expect.arrayContaining([EFFECT_DOMAIN_V1_URI, FLEETGATE_GATEWAY_V1_URI]),
+        );
+        expect(got).not.toContain('urn:not-declared');
+      });
+    }
+  });
+
   describe('transports and versions', () => {
     it('answers the SDK client over HTTP+JSON', async () => {
       const client = await sdkClient(`${gw.url}/a2a/ops`, {

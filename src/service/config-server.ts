@@ -86,7 +86,7 @@ export const DEFAULT_PROXY = {
   holdFor: 30_000,
   role: 'operator',
   agents: {},
-  push: { attempts: 5, backoff: 1000, timeout: 10_000 },
+  push: { attempts: 5, backoff: 1000, timeout: 10_000, sweepInterval: 5000 },
 } as const;
 
 /** `proxy:` — the A2A proxy at `/a2a/:agent` (see docs/a2a-proxy.md). */
@@ -109,6 +109,11 @@ export const proxySchema = z
         attempts: z.number().int().min(1).max(20).default(DEFAULT_PROXY.push.attempts),
         backoff: duration.default(DEFAULT_PROXY.push.backoff),
         timeout: duration.default(DEFAULT_PROXY.push.timeout),
+        /**
+         * How often each replica takes over deliveries whose try is due and nobody holds (a
+         * replica that died or closed between tries).
+         */
+        sweepInterval: duration.default(DEFAULT_PROXY.push.sweepInterval),
       })
       .default(DEFAULT_PROXY.push),
   })

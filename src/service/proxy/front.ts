@@ -10,9 +10,15 @@ import type { IncomingMessage } from 'node:http';
 import express from 'express';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
-import type { User } from '@a2a-js/sdk/server';
+import type { ServerCallContextBuilder, User } from '@a2a-js/sdk/server';
+import { defaultServerCallContextBuilder } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
-import { FleetgateError, isFleetgateError } from '../../protocol/index.js';
+import { declaredExtensionUris } from '../../agent/index.js';
+import {
+  FLEETGATE_GATEWAY_V1_URI,
+  FleetgateError,
+  isFleetgateError,
+} from '../../protocol/index.js';
 import type { Role } from '../config-server.js';
 import type { Gateway } from '../gateway.js';
 import type { Authenticator } from '../http/auth.js';
@@ -146,12 +152,36 @@ export function createProxyFront(options: ProxyFrontOptions): ProxyFront {
       attempts: config.push.attempts,
       backoffMs: config.push.backoff,
       timeoutMs: config.push.timeout,
+      sweepMs: config.push.sweepInterval,
     },
     observe: { held: metrics.held, state: metrics.state, push: metrics.push },
     onError: options.onError,
   });
   const apps = new Map<string, express.Express>();
   const roleOf = (agent: string): Role => config.agents[agent]?.role ?? config.role;
+
+  /**
+   * Activates, when the request arrives, the extensions the client asks for that the agent's card
+   * declares (and the gateway's own): the SDK writes the response's `A2A-Extensions` header from
+   * the context, on streams before the agent has answered. A blocking call adds the extensions the
+   * agent echoed once it has (the proxy's `sendMessage`).
+   */
+  const activateRequested =
+    (agent: string): ServerCallContextBuilder =>
+    (builderOptions) => {
+      const context = defaultServerCallContextBuilder(builderOptions);
+      const card = gateway.agents.state(agent)?.card;
+      const declared =
+        card === undefined || card === null || typeof card !== 'object'
+          ? new Map<string, string>()
+          : declaredExtensionUris(card);
+      for (const uri of builderOptions.extensions ?? []) {
+        if (uri === FLEETGATE_GATEWAY_V1_URI || declared.has(uri)) {
+          context.addActivatedExtension(uri);
+        }
+      }
+      return context;
+    };
 
   const appFor = (agent: string): express.Express => {
     let app = apps.get(agent);
@@ -162,12 +192,13 @@ export function createProxyFront(options: ProxyFrontOptions): ProxyFront {
     const userBuilder = (req: express.Request): Promise<User> =>
       Promise.resolve(new GatewayUser((req as ProxiedRequest)[IDENTITY]!));
     const legacyCompat = { enabled: true };
+    const contextBuilder = activateRequested(agent);
     app.use(
       ['/.well-known/agent-card.json', '/.well-known/agent.json'],
       agentCardHandler({ agentCardProvider: requestHandler, legacyCompat, cache: { maxAge: 0 } }),
     );
-    app.use('/rest', restHandler({ requestHandler, userBuilder, legacyCompat }));
-    app.use('/', jsonRpcHandler({ requestHandler, userBuilder, legacyCompat }));
+    app.use('/rest', restHandler({ requestHandler, userBuilder, legacyCompat, contextBuilder }));
+    app.use('/', jsonRpcHandler({ requestHandler, userBuilder, legacyCompat, contextBuilder }));
     app.use((req: express.Request, res: express.Response) => {
       res.status(404).json({
         error: {

@@ -61,7 +61,7 @@ export interface A2aProxyOptions {
   publicUrl: string;
   /** How long a blocking `SendMessage` waits for an approval. */
   holdForMs: number;
-  push: { attempts: number; backoffMs: number; timeoutMs: number };
+  push: { attempts: number; backoffMs: number; timeoutMs: number; sweepMs: number };
   /** Told of held calls and task state changes (metrics). */
   observe?: {
     held?: (agent: string, delta: 1 | -1) => void;
@@ -159,6 +159,7 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
     attempts: options.push.attempts,
     backoffMs: options.push.backoffMs,
     timeoutMs: options.push.timeoutMs,
+    sweepMs: options.push.sweepMs,
     onError: options.onError,
     ...(options.observe?.push === undefined ? {} : { onOutcome: options.observe.push }),
   });
@@ -433,15 +434,6 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
     if (message === undefined || message.messageId === '') {
       throw new RequestMalformedError('message.messageId is required');
     }
-    if (message.taskId !== '') {
-      const known = await store.get(message.taskId);
-      if (known === undefined || known.agent !== agent || known.caller !== callerOf(context)) {
-        throw new TaskNotFoundError(`Task not found: ${message.taskId}`);
-      }
-      throw new UnsupportedOperationError(
-        `Task ${message.taskId} is ${known.state}: the proxy starts a new task for every message; send one without taskId.`,
-      );
-    }
     const card = await cardOf(agent);
     const skill = resolveSkill({
       agent,
@@ -482,6 +474,94 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
       created: claimed.created,
       message: MessageCodec.toJSON(forwarded) as Record<string, unknown>,
       skill,
+    };
+  }
+
+  /**
+   * A message that continues a task (`message.taskId`, the proxy's id): the answer to the
+   * question the agent asked. It goes the way every answer to a task's question goes — the
+   * dispatch's checkpoint in the approvals inbox, answered by the caller — so the dispatcher sends
+   * it to the agent on the agent's own task, with the task's skill, stamps and extensions, and the
+   * tracker follows the task to its end (deltas once, on the single terminal). The answer is not
+   * gated again: the call was admitted (and approved, when it had to be) when the task started.
+   * A `compound` skill is the exception: its checkpoints need an approver, not the caller.
+   * Resolves once the agent answered (the task ended or asks again).
+   */
+  async function continueTask(
+    agent: string,
+    message: Message,
+    context: ServerCallContext,
+  ): Promise<{ task: ProxyTask; answer: () => Promise<ProxyTask | undefined> }> {
+    if (message.messageId === '') {
+      throw new RequestMalformedError('message.messageId is required');
+    }
+    const known = await store.get(message.taskId);
+    if (known === undefined || known.agent !== agent || known.caller !== callerOf(context)) {
+      throw new TaskNotFoundError(`Task not found: ${message.taskId}`);
+    }
+    const task = (await sync(known.id)) ?? known;
+    if (ended(task.state)) {
+      throw new UnsupportedOperationError(
+        `Task ${task.id} already ended ${task.state}; send a message without taskId to start a new one.`,
+      );
+    }
+    if (awaitingApproval(task)) {
+      const approvalId = fleetgateMeta(task.task)?.approvalId;
+      throw new UnsupportedOperationError(
+        `Task ${task.id} waits for the gateway's approval${approvalId === undefined ? '' : ` ${approvalId}`}; it takes a message once the agent asks for one.`,
+      );
+    }
+    if (task.state !== 'input-required') {
+      throw new UnsupportedOperationError(
+        `Task ${task.id} is ${task.state}: it takes a message only while the agent asks for input.`,
+      );
+    }
+    const text = message.parts
+      .map((p) => (p.content?.$case === 'text' ? p.content.value : ''))
+      .filter((t) => t !== '')
+      .join('\n');
+    if (text === '') {
+      throw new RequestMalformedError(
+        `message.parts: the answer to task ${task.id}'s question needs a text part.`,
+      );
+    }
+    // The dispatcher opens the question's checkpoint as it sees it: wait for it briefly.
+    let checkpoint: { id: string; mode: string } | undefined;
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      checkpoint = (await gateway.approvals.list({ status: 'pending', includeSnoozed: true })).find(
+        (a) => a.dispatchId === task.id && a.kind === 'checkpoint',
+      );
+      if (checkpoint !== undefined || Date.now() > deadline || closed) break;
+      await nap(task.id, 200);
+    }
+    if (checkpoint === undefined) {
+      throw new UnsupportedOperationError(
+        `Task ${task.id} has no open question to answer; read it again with GetTask.`,
+      );
+    }
+    if (checkpoint.mode === 'compound') {
+      throw new UnsupportedOperationError(
+        `The skill of task ${task.id} is compound: an approver answers its question (approval ${checkpoint.id}, ${dashboardLink(checkpoint.id)}), not the caller.`,
+      );
+    }
+    const approvalId = checkpoint.id;
+    return {
+      task,
+      answer: async () => {
+        local.add(task.id);
+        try {
+          await gateway.approvals.answer(
+            approvalId,
+            callerOf(context),
+            text,
+            'answered through the A2A proxy',
+          );
+        } finally {
+          local.delete(task.id);
+        }
+        return sync(task.id);
+      },
     };
   }
 
@@ -559,6 +639,8 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
       first: Task,
       id: string,
       alreadySeen: { state: string; artifacts: number },
+      /** A continued task: the stream ends at the agent's next question after this time too. */
+      askedAt?: number,
     ): AsyncGenerator<StreamResponse, void, undefined> {
       const queue = new EventQueue<StreamResponse>();
       const stop = feed.listen(id, (event) => {
@@ -599,6 +681,7 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
             artifacts = task.task.artifacts.length;
             if (ended(task.state)) return;
           }
+          if (askedAt !== undefined && task.updatedAt > askedAt && answered(task)) return;
           if (queue.ended) return;
         }
       } finally {
@@ -611,6 +694,20 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
       getAuthenticatedExtendedAgentCard: () => cardOf(agent),
 
       async sendMessage(params, context) {
+        if (params.message !== undefined && params.message.taskId !== '') {
+          const { task, answer } = await continueTask(agent, params.message, context);
+          if (params.configuration?.returnImmediately === true) {
+            keep(answer(), 'proxy.continue');
+            return withHistory(task.task, params.configuration.historyLength);
+          }
+          await answer();
+          const after = await follow(
+            task.id,
+            (t) => answered(t) && t.updatedAt > task.updatedAt,
+            Date.now() + options.holdForMs,
+          );
+          return withHistory((after ?? task).task, params.configuration?.historyLength);
+        }
         const opened = await open(agent, params, context);
         const id = opened.task.id;
         const historyLength = params.configuration?.historyLength;
@@ -630,6 +727,11 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
         const work = (async () => {
           try {
             const sent = await dispatch(agent, opened, params, context, false);
+            // The extensions the agent activated for the call go back to the client with those
+            // the proxy activated on arrival (the SDK sets the response header from the context).
+            for (const uri of sent.result?.echoedExtensions ?? []) {
+              context.addActivatedExtension(uri);
+            }
             let task = await sync(id, {
               record: sent.record,
               // The row as this call left it (a held call's row has its approval id since).
@@ -658,6 +760,18 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
       },
 
       async *sendMessageStream(params, context) {
+        if (params.message !== undefined && params.message.taskId !== '') {
+          const { task, answer } = await continueTask(agent, params.message, context);
+          keep(answer(), 'proxy.continue');
+          // The task as it stands, then its progress from the store, to its end or next question.
+          yield* stream(
+            task.task,
+            task.id,
+            { state: task.state, artifacts: task.task.artifacts.length },
+            task.updatedAt,
+          );
+          return;
+        }
         const opened = await open(agent, params, context);
         const id = opened.task.id;
         if (!opened.created) {
@@ -823,8 +937,9 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
       stopListening();
       for (const id of [...waiters.keys()]) wake(id);
       while (background.size > 0) await Promise.allSettled([...background]);
-      await push.idle();
+      // Tries not yet taken stay due in the store: another replica, or the next start, sends them.
       push.stop();
+      await push.idle();
     },
   };
   return proxy;

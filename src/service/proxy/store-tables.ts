@@ -44,9 +44,18 @@ export interface ProxyPushDeliveryTable {
   /** The update delivered: the task's state, so each state reaches a client once. */
   state: string;
   status: 'sending' | 'delivered' | 'dead';
+  /** Tries taken so far (the one in flight included). */
   attempts: number;
   last_error: string | null;
   updated_at: number;
+  /**
+   * While `sending`: when the delivery is next due — the end of the lease of the try in flight, or
+   * the time of the next try. A replica that finds it past takes the delivery over. Null on rows
+   * recorded before leases (due at once).
+   */
+  next_at: number | null;
+  /** The task as sent (v1.0 wire JSON), so whichever replica tries next sends the same body. */
+  task: string | null;
 }
 
 /** The proxy's tables. */
@@ -109,6 +118,28 @@ export const PROXY_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
       await db.schema.dropTable('fleetgate_proxy_push_delivery').execute();
       await db.schema.dropTable('fleetgate_proxy_push').execute();
       await db.schema.dropTable('fleetgate_proxy_task').execute();
+    },
+  },
+  '0501_proxy_push_lease': {
+    async up(db) {
+      await db.schema
+        .alterTable('fleetgate_proxy_push_delivery')
+        .addColumn('next_at', 'bigint')
+        .execute();
+      await db.schema
+        .alterTable('fleetgate_proxy_push_delivery')
+        .addColumn('task', 'text')
+        .execute();
+      await db.schema
+        .createIndex('fleetgate_proxy_push_delivery_due')
+        .on('fleetgate_proxy_push_delivery')
+        .columns(['status', 'next_at'])
+        .execute();
+    },
+    async down(db) {
+      await db.schema.dropIndex('fleetgate_proxy_push_delivery_due').execute();
+      await db.schema.alterTable('fleetgate_proxy_push_delivery').dropColumn('task').execute();
+      await db.schema.alterTable('fleetgate_proxy_push_delivery').dropColumn('next_at').execute();
     },
   },
 };

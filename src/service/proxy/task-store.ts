@@ -37,6 +37,13 @@ export interface ProxyPushConfig {
   protocol: ClientProtocol;
 }
 
+/** One delivery: one state of a task to one configuration. */
+export interface DeliveryKey {
+  taskId: string;
+  configId: string;
+  state: string;
+}
+
 /** The proxy's store. */
 export interface ProxyTaskStore {
   /**
@@ -57,11 +64,26 @@ export interface ProxyTaskStore {
   getPush(taskId: string, configId: string): Promise<ProxyPushConfig | undefined>;
   listPush(taskId: string): Promise<ProxyPushConfig[]>;
   deletePush(taskId: string, configId: string): Promise<void>;
-  /** Claims the delivery of one state to one configuration: true for the first caller only. */
-  claimDelivery(taskId: string, configId: string, state: string, at: number): Promise<boolean>;
+  /**
+   * Claims the delivery of one state to one configuration with its first try taken, leased until
+   * `leaseUntil`: true for the first caller only.
+   */
+  claimDelivery(key: DeliveryKey, task: Task, at: number, leaseUntil: number): Promise<boolean>;
+  /**
+   * Takes the next try of a delivery still `sending` after `seen` tries, leased until
+   * `leaseUntil`: true for one caller only (the others saw it taken).
+   */
+  takeAttempt(key: DeliveryKey, seen: number, at: number, leaseUntil: number): Promise<boolean>;
+  /** A try failed: the next one is due at `nextAt` (unless someone took it since). */
+  retryAt(key: DeliveryKey, attempts: number, nextAt: number, error: string): Promise<void>;
+  /** Deliveries still `sending` whose lease or next try is due at `now`, oldest first. */
+  dueDeliveries(
+    now: number,
+    limit: number,
+  ): Promise<(DeliveryKey & { attempts: number; task: Task | undefined })[]>;
   /** Records how a delivery ended (`delivered`, or `dead` after its last try). */
   endDelivery(
-    key: { taskId: string; configId: string; state: string },
+    key: DeliveryKey,
     outcome: { status: 'delivered' | 'dead'; attempts: number; error?: string; at: number },
   ): Promise<void>;
   /** Deliveries by task (tests and operators: what reached a client, what went dead). */
@@ -197,21 +219,63 @@ export function createProxyTaskStore<DB extends ProxyDatabase>(
         .where('config_id', '=', configId)
         .execute();
     },
-    async claimDelivery(taskId, configId, state, at) {
+    async claimDelivery(key, task, at, leaseUntil) {
       const inserted = await db
         .insertInto('fleetgate_proxy_push_delivery')
         .values({
-          task_id: taskId,
-          config_id: configId,
-          state,
+          task_id: key.taskId,
+          config_id: key.configId,
+          state: key.state,
           status: 'sending',
-          attempts: 0,
+          attempts: 1,
           last_error: null,
           updated_at: at,
+          next_at: leaseUntil,
+          task: JSON.stringify(TaskCodec.toJSON(task)),
         })
         .onConflict((oc) => oc.columns(['task_id', 'config_id', 'state']).doNothing())
         .executeTakeFirst();
       return Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1;
+    },
+    async takeAttempt(key, seen, at, leaseUntil) {
+      const updated = await db
+        .updateTable('fleetgate_proxy_push_delivery')
+        .set({ attempts: seen + 1, next_at: leaseUntil, updated_at: at })
+        .where('task_id', '=', key.taskId)
+        .where('config_id', '=', key.configId)
+        .where('state', '=', key.state)
+        .where('status', '=', 'sending')
+        .where('attempts', '=', seen)
+        .executeTakeFirst();
+      return Number(updated.numUpdatedRows) === 1;
+    },
+    async retryAt(key, attempts, nextAt, error) {
+      await db
+        .updateTable('fleetgate_proxy_push_delivery')
+        .set({ next_at: nextAt, last_error: error })
+        .where('task_id', '=', key.taskId)
+        .where('config_id', '=', key.configId)
+        .where('state', '=', key.state)
+        .where('status', '=', 'sending')
+        .where('attempts', '=', attempts)
+        .execute();
+    },
+    async dueDeliveries(now, limit) {
+      const rows = await db
+        .selectFrom('fleetgate_proxy_push_delivery')
+        .select(['task_id', 'config_id', 'state', 'attempts', 'task'])
+        .where('status', '=', 'sending')
+        .where((eb) => eb.or([eb('next_at', 'is', null), eb('next_at', '<=', now)]))
+        .orderBy('updated_at')
+        .limit(limit)
+        .execute();
+      return rows.map((r) => ({
+        taskId: r.task_id,
+        configId: r.config_id,
+        state: r.state,
+        attempts: Number(r.attempts),
+        task: r.task === null ? undefined : TaskCodec.fromJSON(JSON.parse(r.task)),
+      }));
     },
     async endDelivery(key, outcome) {
       await db
@@ -221,6 +285,7 @@ export function createProxyTaskStore<DB extends ProxyDatabase>(
           attempts: outcome.attempts,
           last_error: outcome.error ?? null,
           updated_at: outcome.at,
+          next_at: null,
         })
         .where('task_id', '=', key.taskId)
         .where('config_id', '=', key.configId)
