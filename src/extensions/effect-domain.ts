@@ -7,9 +7,10 @@ import {
   extractWorldStateDeltas,
   partEventId,
   splitBySize,
+  type WorldStateDeltaEntry,
 } from '../protocol/index.js';
 import { normalizedTask } from './task-view.js';
-import type { Extension, ExtensionEventBus } from './types.js';
+import type { Extension, ExtensionEventBus, SkillCallContext } from './types.js';
 
 /** Topic of the validated deltas of one terminal task. */
 export const WORLD_STATE_DELTA_TOPIC = 'world.state.delta';
@@ -59,6 +60,20 @@ function baseBytes(payload: Record<string, unknown>): number {
   return Buffer.byteLength(JSON.stringify(payload)) + ENVELOPE_BYTES;
 }
 
+/** The most JSON bytes one UTF-16 unit of a string can take (`\u001f`). */
+const MAX_BYTES_PER_UNIT = 6;
+
+/** {@link baseBytes} of a `world.state.delta` payload whose five strings are all empty. */
+const DELTA_BASE_BYTES = baseBytes({
+  source: '',
+  skill: '',
+  deltas: [],
+  taskId: '',
+  correlationId: '',
+  state: '',
+  part: { index: 0, count: 0 },
+});
+
 /**
  * effect-domain-v1. `before` stamps `x-effect-domain-skill` with the skill name. `after` reads
  * every worldstate-delta part of the task and publishes one `world.state.delta`
@@ -100,6 +115,32 @@ export function createEffectDomainExtension(options: EffectDomainExtensionOption
     return settleAll(publishes);
   }
 
+  /** Publishes the validated entries of one task: one event, or parts when they need more. */
+  function publishDeltas(
+    ctx: SkillCallContext,
+    taskId: string,
+    state: string,
+    deltas: WorldStateDeltaEntry[],
+  ): Promise<unknown> {
+    const { agent, skill, correlationId } = ctx;
+    const payload = { source: agent, skill, deltas, taskId, correlationId, state };
+    const id = taskEventId(WORLD_STATE_DELTA_TOPIC, agent, taskId);
+    // Nearly every task reports a handful of entries: bounded without serialising anything.
+    const units = agent.length + skill.length + taskId.length + correlationId.length + state.length;
+    const bound = DELTA_BASE_BYTES + units * MAX_BYTES_PER_UNIT;
+    if (bound + deltas.length * (DELTA_ENTRY_BOUND + 1) <= maxBytes) {
+      return bus.publish(WORLD_STATE_DELTA_TOPIC, payload, { id, correlationId });
+    }
+    return publishParts(
+      WORLD_STATE_DELTA_TOPIC,
+      payload,
+      'deltas',
+      id,
+      correlationId,
+      DELTA_ENTRY_BOUND,
+    );
+  }
+
   return {
     uri: EFFECT_DOMAIN_V1_URI,
     description: 'Stamps the skill and publishes the world-state deltas the agent reported.',
@@ -113,24 +154,8 @@ export function createEffectDomainExtension(options: EffectDomainExtensionOption
       const extraction = extractWorldStateDeltas(view);
       if (extraction.entries.length === 0 && extraction.rejected.length === 0) return undefined;
       const state = view.state;
-      const delta =
-        extraction.entries.length === 0
-          ? undefined
-          : publishParts(
-              WORLD_STATE_DELTA_TOPIC,
-              {
-                source: ctx.agent,
-                skill: ctx.skill,
-                deltas: extraction.entries,
-                taskId: task.id,
-                correlationId: ctx.correlationId,
-                state,
-              },
-              'deltas',
-              taskEventId(WORLD_STATE_DELTA_TOPIC, ctx.agent, task.id),
-              ctx.correlationId,
-              DELTA_ENTRY_BOUND,
-            );
+      const entries = extraction.entries;
+      const delta = entries.length === 0 ? undefined : publishDeltas(ctx, task.id, state, entries);
       if (extraction.rejected.length === 0) return delta;
       const rejected = publishParts(
         WORLD_STATE_DELTA_REJECTED_TOPIC,
