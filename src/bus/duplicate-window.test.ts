@@ -1,5 +1,55 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DuplicateWindow } from './duplicate-window.js';
+
+/**
+ * The window's rules written the plain way, to hold the table-based window to: a ring of the last
+ * `capacity` additions with their expiries, and for each id the sequence number of its latest one.
+ */
+class ReferenceWindow {
+  readonly #seqOf = new Map<string, number>();
+  readonly #ring: { id: string; expiry: number }[] = [];
+  #head = 0;
+
+  constructor(
+    readonly windowMs: number,
+    readonly capacity: number,
+  ) {}
+
+  has(id: string, now: number): boolean {
+    const seq = this.#seqOf.get(id);
+    if (seq === undefined) return false;
+    if (this.#ring[seq]!.expiry <= now) {
+      this.#seqOf.delete(id);
+      return false;
+    }
+    return true;
+  }
+
+  add(id: string, now: number): void {
+    while (this.#head < this.#ring.length && this.#ring[this.#head]!.expiry <= now) this.#evict();
+    if (this.#ring.length - this.#head >= this.capacity) this.#evict();
+    this.#seqOf.set(id, this.#ring.length);
+    this.#ring.push({ id, expiry: now + this.windowMs });
+  }
+
+  admit(id: string, now: number): boolean {
+    if (this.has(id, now)) return false;
+    this.add(id, now);
+    return true;
+  }
+
+  get size(): number {
+    return this.#seqOf.size;
+  }
+
+  #evict(): void {
+    const seq = this.#head;
+    this.#head += 1;
+    const { id } = this.#ring[seq]!;
+    if (this.#seqOf.get(id) === seq) this.#seqOf.delete(id);
+  }
+}
 
 describe('DuplicateWindow', () => {
   it('forgets ids after the window and keeps at most maxIds, oldest out first', () => {
@@ -33,5 +83,69 @@ describe('DuplicateWindow', () => {
     expect(w.size).toBe(1000);
     expect(w.has('id-199999')).toBe(true);
     expect(w.has('id-198999')).toBe(false);
+  });
+
+  it('tells apart two ids whose fingerprints are equal', () => {
+    // `id-149599` and `id-312382` share one 32-bit fingerprint: only comparing the ids tells them apart.
+    const w = new DuplicateWindow(60_000, 100, () => 0);
+    w.add('id-149599');
+    expect(w.has('id-312382')).toBe(false);
+    expect(w.admit('id-312382')).toBe(true);
+    expect([w.has('id-149599'), w.has('id-312382'), w.size]).toEqual([true, true, 2]);
+    w.add('id-0');
+    for (let i = 1; i < 100; i += 1) w.add(`other-${i}`); // evicts id-149599, then id-312382
+    expect([w.has('id-149599'), w.has('id-312382'), w.has('id-0')]).toEqual([false, false, true]);
+  });
+
+  it('answers like the plain ring-and-map rules for any sequence of checks, records and time', () => {
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant('add' as const), id: fc.integer({ min: 0, max: 120 }) }),
+      fc.record({ kind: fc.constant('has' as const), id: fc.integer({ min: 0, max: 120 }) }),
+      fc.record({ kind: fc.constant('admit' as const), id: fc.integer({ min: 0, max: 120 }) }),
+      fc.record({ kind: fc.constant('tick' as const), ms: fc.integer({ min: 0, max: 60 }) }),
+    );
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 40 }),
+        fc.oneof(fc.integer({ min: 1, max: 200 }), fc.constant(1e9)),
+        fc.array(op, { maxLength: 400 }),
+        (capacity, windowMs, ops) => {
+          let now = 0;
+          const w = new DuplicateWindow(windowMs, capacity, () => now);
+          const ref = new ReferenceWindow(windowMs, capacity);
+          for (const o of ops) {
+            if (o.kind === 'tick') now += o.ms;
+            else if (o.kind === 'add') {
+              w.add(`e${o.id}`);
+              ref.add(`e${o.id}`, now);
+            } else if (o.kind === 'has') expect(w.has(`e${o.id}`)).toBe(ref.has(`e${o.id}`, now));
+            else expect(w.admit(`e${o.id}`)).toBe(ref.admit(`e${o.id}`, now));
+            expect(w.size).toBe(ref.size);
+          }
+          for (let id = 0; id <= 120; id += 1) expect(w.has(`e${id}`)).toBe(ref.has(`e${id}`, now));
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('answers like the plain rules while its ring and table grow past their first size', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1025, max: 5000 }),
+        fc.array(fc.integer({ min: 0, max: 6000 }), { minLength: 6000, maxLength: 9000 }),
+        (capacity, ids) => {
+          let now = 0;
+          const w = new DuplicateWindow(4000, capacity, () => now);
+          const ref = new ReferenceWindow(4000, capacity);
+          for (const id of ids) {
+            now += 1;
+            expect(w.admit(`e${id}`)).toBe(ref.admit(`e${id}`, now));
+          }
+          expect(w.size).toBe(ref.size);
+        },
+      ),
+      { numRuns: 10 },
+    );
   });
 });

@@ -2,18 +2,28 @@
  * Remembers event ids for a time window (and at most `maxIds` of them), the in-memory analogue of
  * JetStream's stream `duplicate_window`.
  *
- * A ring of `maxIds` slots holds the ids in insertion order with their expiries (a
- * `Float64Array`), and the `Map` maps an id to the sequence number of its latest slot — a small
- * integer, no object per id. Expiry and the size bound both evict from the ring's oldest slot, so
- * nothing iterates the `Map` (it keeps deleted slots until it rehashes) and nothing per id is left
- * for the garbage collector but the id string itself.
+ * A ring of `maxIds` slots holds the ids in insertion order with their expiries; an open-addressed
+ * table (linear probing, at most half full) finds an id's slot from a 32-bit fingerprint of the
+ * id. Both live in typed arrays, so a check touches a cache line or two of the table and reads an
+ * id string only when its fingerprint matches — a `Map` of 100,000 strings cost several cache
+ * misses per check (its buckets, its entries and the strings compared along a chain). Expiry and
+ * the size bound both evict from the ring's oldest slot; nothing per id is left for the garbage
+ * collector but the id string itself.
  */
 export class DuplicateWindow {
-  /** id → sequence number of its latest addition. */
-  readonly #seqOf = new Map<string, number>();
-  /** Slot `seq % capacity`: the id and its expiry of addition number `seq`. */
+  /** Slot `seq % capacity` of the ring: the id of addition number `seq`, `undefined` once gone. */
   readonly #ids: (string | undefined)[] = [];
+  /** The expiry and the fingerprint of each ring slot. */
   #expiries: Float64Array;
+  #fingerprints: Int32Array;
+  /**
+   * The table: entry `i` is `[fingerprint, slot + 1]` at `2i`, `2i + 1`; `slot + 1 === 0` marks an
+   * empty entry. Its length is a power of two at least twice the live ids.
+   */
+  #table: Int32Array;
+  #mask: number;
+  /** Live ids (in the table). */
+  #size = 0;
   /** Sequence number of the oldest slot still in the ring, and of the next addition. */
   #head = 0;
   #next = 0;
@@ -25,7 +35,12 @@ export class DuplicateWindow {
     this.#windowMs = windowMs;
     this.#capacity = Math.max(1, Math.floor(maxIds));
     // Grown on demand up to the capacity: a large window that sees few ids stays small.
-    this.#expiries = new Float64Array(Math.min(this.#capacity, 1024));
+    const ring = Math.min(this.#capacity, 1024);
+    this.#expiries = new Float64Array(ring);
+    this.#fingerprints = new Int32Array(ring);
+    const entries = tableEntriesFor(ring);
+    this.#table = new Int32Array(entries * 2);
+    this.#mask = entries - 1;
     this.#now = now;
   }
 
@@ -34,17 +49,46 @@ export class DuplicateWindow {
    * has one (a publish reads the clock once for the check and the record).
    */
   has(id: string, now: number = this.#now()): boolean {
-    const seq = this.#seqOf.get(id);
-    if (seq === undefined) return false;
-    if (this.#expiries[seq % this.#capacity]! <= now) {
-      this.#seqOf.delete(id);
+    const at = this.#find(id, fingerprint(id));
+    if (at === -1) return false;
+    const slot = this.#table[at * 2 + 1]! - 1;
+    if (this.#expiries[slot]! <= now) {
+      this.#forget(at, slot);
       return false;
     }
     return true;
   }
 
-  /** Records `id` as seen at `now` (default: the clock). */
+  /**
+   * Records `id` as seen at `now` unless it already was within the window: true when it was new
+   * (and is now recorded), false for a duplicate. One fingerprint and one probe for the check and
+   * the record.
+   */
+  admit(id: string, now: number = this.#now()): boolean {
+    const print = fingerprint(id);
+    const at = this.#find(id, print);
+    if (at !== -1) {
+      const slot = this.#table[at * 2 + 1]! - 1;
+      if (this.#expiries[slot]! > now) return false;
+      this.#forget(at, slot);
+    }
+    this.#record(id, print, now);
+    return true;
+  }
+
+  /** Records `id` as seen at `now` (default: the clock); a newer addition replaces an older one. */
   add(id: string, now: number = this.#now()): void {
+    const print = fingerprint(id);
+    const at = this.#find(id, print);
+    if (at !== -1) this.#forget(at, this.#table[at * 2 + 1]! - 1);
+    this.#record(id, print, now);
+  }
+
+  get size(): number {
+    return this.#size;
+  }
+
+  #record(id: string, print: number, now: number): void {
     const capacity = this.#capacity;
     // Expired slots out first (expiries grow with the sequence for a clock that does not go
     // back), then the oldest when the ring is full.
@@ -53,32 +97,115 @@ export class DuplicateWindow {
     const seq = this.#next;
     this.#next += 1;
     const slot = seq % capacity;
-    this.#grow(slot);
+    if (slot >= this.#expiries.length) this.#grow();
     this.#ids[slot] = id;
     this.#expiries[slot] = now + this.#windowMs;
-    this.#seqOf.set(id, seq);
+    this.#fingerprints[slot] = print;
+    this.#insert(print, slot);
+    this.#size += 1;
   }
 
-  get size(): number {
-    return this.#seqOf.size;
+  /** The table entry of `id`, or -1. */
+  #find(id: string, print: number): number {
+    const table = this.#table;
+    const mask = this.#mask;
+    for (let i = print & mask; ; i = (i + 1) & mask) {
+      const stored = table[i * 2 + 1]!;
+      if (stored === 0) return -1;
+      if (table[i * 2] === print && this.#ids[stored - 1] === id) return i;
+    }
+  }
+
+  #insert(print: number, slot: number): void {
+    const table = this.#table;
+    const mask = this.#mask;
+    let i = print & mask;
+    while (table[i * 2 + 1] !== 0) i = (i + 1) & mask;
+    table[i * 2] = print;
+    table[i * 2 + 1] = slot + 1;
+  }
+
+  /** Drops the id of table entry `at` (ring slot `slot`): out of the table, its slot emptied. */
+  #forget(at: number, slot: number): void {
+    this.#ids[slot] = undefined;
+    this.#remove(at);
+    this.#size -= 1;
+  }
+
+  /**
+   * Empties table entry `at` and moves later entries of its probe run back into the gap, so a
+   * lookup never stops early at a hole (no tombstones to clean up).
+   */
+  #remove(at: number): void {
+    const table = this.#table;
+    const mask = this.#mask;
+    let gap = at;
+    for (let i = (gap + 1) & mask; table[i * 2 + 1] !== 0; i = (i + 1) & mask) {
+      const home = table[i * 2]! & mask;
+      // The entry at i may move to the gap when its home is not cyclically in (gap, i].
+      const stays = gap <= i ? gap < home && home <= i : gap < home || home <= i;
+      if (stays) continue;
+      table[gap * 2] = table[i * 2]!;
+      table[gap * 2 + 1] = table[i * 2 + 1]!;
+      gap = i;
+    }
+    table[gap * 2] = 0;
+    table[gap * 2 + 1] = 0;
   }
 
   /** The ring fills its slots in order before it wraps, so a slot past the end means "grow". */
-  #grow(slot: number): void {
-    const current = this.#expiries;
-    if (slot < current.length) return;
-    const grown = new Float64Array(Math.min(this.#capacity, current.length * 2));
-    grown.set(current);
-    this.#expiries = grown;
+  #grow(): void {
+    const length = Math.min(this.#capacity, this.#expiries.length * 2);
+    const expiries = new Float64Array(length);
+    expiries.set(this.#expiries);
+    this.#expiries = expiries;
+    const fingerprints = new Int32Array(length);
+    fingerprints.set(this.#fingerprints);
+    this.#fingerprints = fingerprints;
+    // The table follows the ring: at most half full, entries re-placed by their fingerprints.
+    const entries = tableEntriesFor(length);
+    if (entries * 2 <= this.#table.length) return;
+    const old = this.#table;
+    this.#table = new Int32Array(entries * 2);
+    this.#mask = entries - 1;
+    for (let i = 0; i < old.length; i += 2)
+      if (old[i + 1] !== 0) this.#insert(old[i]!, old[i + 1]! - 1);
   }
 
-  /** Drops the oldest slot; its id goes only when that slot is the id's latest addition. */
+  /** Drops the oldest slot, and its id unless a newer addition of that id replaced it. */
   #evict(): void {
     const seq = this.#head;
     this.#head += 1;
     const slot = seq % this.#capacity;
     const id = this.#ids[slot];
-    this.#ids[slot] = undefined;
-    if (id !== undefined && this.#seqOf.get(id) === seq) this.#seqOf.delete(id);
+    if (id === undefined) return;
+    // The slot is live, so its table entry exists: found by fingerprint and slot, no string read.
+    const table = this.#table;
+    const mask = this.#mask;
+    let i = this.#fingerprints[slot]! & mask;
+    while (table[i * 2 + 1] !== slot + 1) i = (i + 1) & mask;
+    this.#forget(i, slot);
   }
+}
+
+/** Table entries for a ring of `slots`: a power of two, at least twice as many. */
+function tableEntriesFor(slots: number): number {
+  let entries = 8;
+  while (entries < slots * 2) entries *= 2;
+  return entries;
+}
+
+/**
+ * A 32-bit fingerprint of an id: FNV-1a over its UTF-16 units, then a final avalanche so the low
+ * bits (the table position) depend on every unit. Equal fingerprints are confirmed by comparing
+ * the ids, so a collision costs a string comparison, never a wrong answer.
+ */
+function fingerprint(id: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < id.length; i += 1) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return h ^ (h >>> 16);
 }

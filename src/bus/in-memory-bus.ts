@@ -137,7 +137,7 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
   /** The same, by explicit event id: a duplicate publish waits for the first one's handling. */
   readonly #handlingById = new Map<string, DurableHandling>();
   readonly #duplicates: DuplicateWindow;
-  /** The duplicate window's clock, read once per publish with an explicit id. */
+  /** The duplicate window's clock, read once per publish with an explicit id (check and record). */
   readonly #now: () => number;
   readonly #nextId = createEventIdGenerator();
   readonly #clock = createClock();
@@ -276,16 +276,28 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
     subs: readonly MemorySubscription[],
   ): Promise<PublishResult> {
     const explicitId = options.id;
-    let seenAt = 0;
-    if (explicitId !== undefined) {
-      if (typeof explicitId !== 'string' || explicitId.length === 0) {
-        throw new FleetgateError(
-          'FLEETGATE_BUS_PUBLISH_FAILED',
-          'Event id must be a non-empty string',
-        );
+    if (explicitId !== undefined && (typeof explicitId !== 'string' || explicitId.length === 0)) {
+      throw new FleetgateError(
+        'FLEETGATE_BUS_PUBLISH_FAILED',
+        'Event id must be a non-empty string',
+      );
+    }
+    // A duplicate is answered first; then every queue is checked before any is touched, so a
+    // rejected event reaches no subscriber at all and its id is not recorded.
+    let full: MemorySubscription | undefined;
+    for (const sub of subs) {
+      if (sub.queue.length >= sub.maxQueue && sub.overflow === 'reject') {
+        full = sub;
+        break;
       }
-      seenAt = this.#now();
-      if (this.#duplicates.has(explicitId, seenAt)) {
+    }
+    if (explicitId !== undefined) {
+      const now = this.#now();
+      const duplicate =
+        full === undefined
+          ? !this.#duplicates.admit(explicitId, now)
+          : this.#duplicates.has(explicitId, now);
+      if (duplicate) {
         this.#stats.duplicates += 1;
         // Still being handled: the duplicate's publisher waits for the same handling.
         const pending = this.#handlingById.get(explicitId);
@@ -296,21 +308,17 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
         );
       }
     }
-    // Check every queue before touching any, so a rejected event reaches no subscriber at all.
-    for (const sub of subs) {
-      if (sub.queue.length >= sub.maxQueue && sub.overflow === 'reject') {
-        this.#stats.overflows += 1;
-        const error = new FleetgateError(
-          'FLEETGATE_BUS_OVERFLOW',
-          `Subscription ${sub.name} has ${sub.queue.length} queued events (limit ${sub.maxQueue}); ${topic} was not published`,
-          { details: { subscription: sub.name, topic, maxQueue: sub.maxQueue } },
-        );
-        this.#reportError(error, `subscription:${sub.name}`, topic, explicitId);
-        return Promise.reject(error);
-      }
+    if (full !== undefined) {
+      this.#stats.overflows += 1;
+      const error = new FleetgateError(
+        'FLEETGATE_BUS_OVERFLOW',
+        `Subscription ${full.name} has ${full.queue.length} queued events (limit ${full.maxQueue}); ${topic} was not published`,
+        { details: { subscription: full.name, topic, maxQueue: full.maxQueue } },
+      );
+      this.#reportError(error, `subscription:${full.name}`, topic, explicitId);
+      return Promise.reject(error);
     }
     const id = explicitId ?? this.#nextId();
-    if (explicitId !== undefined) this.#duplicates.add(explicitId, seenAt);
     this.#stats.published += 1;
     // Nobody listens: no envelope to build (and no clock to read for its time).
     if (subs.length === 0) return Promise.resolve({ id, duplicate: false });
