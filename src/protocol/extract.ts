@@ -1,7 +1,8 @@
 import type { CostPayload } from './cost.js';
 import { parseCostPayload } from './cost.js';
 import type { RejectedDeltaEntry, WorldStateDeltaEntry } from './delta.js';
-import { parseDeltaPayload, partLocation } from './delta.js';
+import { partLocation } from './delta.js';
+import { collectDeltas } from './delta-collect.js';
 import { LIMITS } from './limits.js';
 import { partMimeMatch } from './parts.js';
 import type { NormalizedTask } from './task.js';
@@ -65,15 +66,15 @@ export function extractWorldStateDeltas(task: unknown): DeltaExtraction {
         );
       }
       out.parts += 1;
-      const verdicts = parseDeltaPayload(part.data, {
-        startIndex: seen,
-        budget: Math.max(0, LIMITS.deltasPerTask - seen),
-        artifact: a,
-        part: p,
-      });
-      for (const entry of verdicts.entries) out.entries.push(entry);
-      for (const rejected of verdicts.rejected) out.rejected.push(rejected);
-      seen += verdicts.consumed;
+      seen += collectDeltas(
+        part.data,
+        out,
+        seen,
+        Math.max(0, LIMITS.deltasPerTask - seen),
+        undefined,
+        a,
+        p,
+      );
     }
   }
   return out;
