@@ -183,7 +183,31 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
         new FleetgateError('FLEETGATE_BUS_CLOSED', undefined, { details: { topic } }),
       );
     }
-    return this.#deliver(topic, payload, options, subs);
+    const accepted = this.#deliver(topic, payload, options, subs);
+    return accepted instanceof FleetgateError
+      ? Promise.reject(accepted)
+      : Promise.resolve(accepted);
+  }
+
+  /**
+   * {@link publish} without the promise, for a hot path that can take the answer at once: this bus
+   * accepts or refuses an event synchronously, so `publishNow` returns what `publish` resolves to
+   * and throws what it rejects with (`FLEETGATE_BUS_CLOSED`, `FLEETGATE_BUS_OVERFLOW`). The
+   * extension runtime publishes through it when the bus has it: no promise to settle, nothing to
+   * await between the hooks of a call.
+   */
+  publishNow<T extends TopicOf<M>>(
+    topic: T,
+    payload: M[T],
+    options: PublishOptions = {},
+  ): PublishResult {
+    const subs = this.#match(topic);
+    if (this.#state !== 'open') {
+      throw new FleetgateError('FLEETGATE_BUS_CLOSED', undefined, { details: { topic } });
+    }
+    const accepted = this.#deliver(topic, payload, options, subs);
+    if (accepted instanceof FleetgateError) throw accepted;
+    return accepted;
   }
 
   subscribe<P extends string>(
@@ -274,7 +298,7 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
     payload: unknown,
     options: PublishOptions,
     subs: readonly MemorySubscription[],
-  ): Promise<PublishResult> {
+  ): PublishResult | FleetgateError {
     const explicitId = options.id;
     if (explicitId !== undefined && (typeof explicitId !== 'string' || explicitId.length === 0)) {
       throw new FleetgateError(
@@ -301,11 +325,9 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
         this.#stats.duplicates += 1;
         // Still being handled: the duplicate's publisher waits for the same handling.
         const pending = this.#handlingById.get(explicitId);
-        return Promise.resolve(
-          pending === undefined
-            ? { id: explicitId, duplicate: true }
-            : { id: explicitId, duplicate: true, handled: pending.handled },
-        );
+        return pending === undefined
+          ? { id: explicitId, duplicate: true }
+          : { id: explicitId, duplicate: true, handled: pending.handled };
       }
     }
     if (full !== undefined) {
@@ -316,12 +338,12 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
         { details: { subscription: full.name, topic, maxQueue: full.maxQueue } },
       );
       this.#reportError(error, `subscription:${full.name}`, topic, explicitId);
-      return Promise.reject(error);
+      return error;
     }
     const id = explicitId ?? this.#nextId();
     this.#stats.published += 1;
     // Nobody listens: no envelope to build (and no clock to read for its time).
-    if (subs.length === 0) return Promise.resolve({ id, duplicate: false });
+    if (subs.length === 0) return { id, duplicate: false };
     const event: EventEnvelope = {
       id,
       topic,
@@ -356,11 +378,9 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
         queueMicrotask(() => void this.#drain(sub));
       }
     }
-    return Promise.resolve(
-      handling === undefined
-        ? { id, duplicate: false }
-        : { id, duplicate: false, handled: handling.handled },
-    );
+    return handling === undefined
+      ? { id, duplicate: false }
+      : { id, duplicate: false, handled: handling.handled };
   }
 
   async #drain(sub: MemorySubscription): Promise<void> {
@@ -422,12 +442,16 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
     };
     try {
       const subs = this.#match('system.error');
-      this.#deliver(
+      const refused = this.#deliver(
         'system.error',
         payload,
         correlationId === undefined ? {} : { correlationId },
         subs,
-      ).catch((reportError: unknown) => this.#onUnreported(error, { ...context, reportError }));
+      );
+      // Told a turn later, as a rejected publish would tell it.
+      if (refused instanceof FleetgateError) {
+        queueMicrotask(() => this.#onUnreported(error, { ...context, reportError: refused }));
+      }
     } catch (reportError) {
       this.#onUnreported(error, { ...context, reportError });
     }
