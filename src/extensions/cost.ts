@@ -36,13 +36,19 @@ export interface CostExtensionOptions {
 
 const STARTED = createStateKey<number>('cost-v1:started');
 
-/** Publishes one sample (a function of its own, so a call without a recorder makes no closure). */
+/**
+ * Publishes one sample (a function of its own, so a call without a recorder makes no closure):
+ * through the bus's `publishNow` when it has one, so there is nothing to await.
+ */
 function publishSample(
   bus: ExtensionEventBus,
   sample: CostSample,
   correlationId: string,
-): Promise<unknown> {
-  return bus.publish(COST_SAMPLE_TOPIC, sample, { correlationId });
+): Promise<unknown> | undefined {
+  if (bus.publishNow === undefined)
+    return bus.publish(COST_SAMPLE_TOPIC, sample, { correlationId });
+  bus.publishNow(COST_SAMPLE_TOPIC, sample, { correlationId });
+  return undefined;
 }
 
 /**

@@ -24,21 +24,27 @@ export const WORLD_STATE_DELTA_REJECTED_TOPIC = 'world.state.delta.rejected';
  * re-sends.
  */
 export function taskEventId(topic: string, agent: string, taskId: string): string {
-  // The length prefixes count UTF-8 bytes; for ASCII text (every topic, nearly every agent name
-  // and task id) that is the string's length, found without a call into the runtime.
-  let input = '';
-  for (const part of [topic, agent, taskId]) {
-    let bytes = part.length;
-    for (let i = 0; i < part.length; i += 1) {
-      if (part.charCodeAt(i) > 0x7f) {
-        bytes = Buffer.byteLength(part);
-        break;
-      }
-    }
-    input += `${bytes}:${part};`;
-  }
-  return hash('sha256', input, 'hex').slice(0, 32);
+  // One template, one string hashed: the same bytes as `deterministicEventId(topic, agent, taskId)`.
+  return hash(
+    'sha256',
+    `${utf8Length(topic)}:${topic};${utf8Length(agent)}:${agent};${utf8Length(taskId)}:${taskId};`,
+    'hex',
+  ).slice(0, 32);
 }
+
+/**
+ * The UTF-8 bytes of `text`, as the id's length prefixes count them: for ASCII text (every topic,
+ * nearly every agent name and task id) its length, found without a call into the runtime.
+ */
+function utf8Length(text: string): number {
+  for (let i = 0; i < text.length; i += 1) {
+    if (text.charCodeAt(i) > 0x7f) return Buffer.byteLength(text);
+  }
+  return text.length;
+}
+
+/** The first length-prefixed part of every `world.state.delta` event id. */
+const DELTA_TOPIC_PREFIX = `${utf8Length(WORLD_STATE_DELTA_TOPIC)}:${WORLD_STATE_DELTA_TOPIC};`;
 
 /** Dependencies of {@link createEffectDomainExtension}. */
 export interface EffectDomainExtensionOptions {
@@ -89,6 +95,19 @@ export function createEffectDomainExtension(options: EffectDomainExtensionOption
   const { bus } = options;
   const maxBytes = options.maxEventBytes ?? LIMITS.eventBytes;
 
+  // The id's `(topic, agent)` prefix, kept for the agent of the last call: calls to one agent
+  // come in runs, and the prefix is most of the text hashed.
+  let lastAgent: string | undefined;
+  let lastPrefix = '';
+  /** `taskEventId(WORLD_STATE_DELTA_TOPIC, agent, taskId)`, with the prefix kept. */
+  function deltaEventId(agent: string, taskId: string): string {
+    if (agent !== lastAgent) {
+      lastPrefix = `${DELTA_TOPIC_PREFIX}${utf8Length(agent)}:${agent};`;
+      lastAgent = agent;
+    }
+    return hash('sha256', `${lastPrefix}${utf8Length(taskId)}:${taskId};`, 'hex').slice(0, 32);
+  }
+
   /** Publishes `payload` with its list `key` split into parts under the limit. */
   function publishParts<K extends string>(
     topic: string,
@@ -115,20 +134,28 @@ export function createEffectDomainExtension(options: EffectDomainExtensionOption
     return settleAll(publishes);
   }
 
-  /** Publishes the validated entries of one task: one event, or parts when they need more. */
+  /**
+   * Publishes the validated entries of one task: one event, or parts when they need more. `now`:
+   * through the bus's `publishNow` when it has one (a refusal then throws here).
+   */
   function publishDeltas(
     ctx: SkillCallContext,
     taskId: string,
     state: string,
     deltas: WorldStateDeltaEntry[],
-  ): Promise<unknown> {
+    now: boolean,
+  ): Promise<unknown> | undefined {
     const { agent, skill, correlationId } = ctx;
     const payload = { source: agent, skill, deltas, taskId, correlationId, state };
-    const id = taskEventId(WORLD_STATE_DELTA_TOPIC, agent, taskId);
+    const id = deltaEventId(agent, taskId);
     // Nearly every task reports a handful of entries: bounded without serialising anything.
     const units = agent.length + skill.length + taskId.length + correlationId.length + state.length;
     const bound = DELTA_BASE_BYTES + units * MAX_BYTES_PER_UNIT;
     if (bound + deltas.length * (DELTA_ENTRY_BOUND + 1) <= maxBytes) {
+      if (now && bus.publishNow !== undefined) {
+        bus.publishNow(WORLD_STATE_DELTA_TOPIC, payload, { id, correlationId });
+        return undefined;
+      }
       return bus.publish(WORLD_STATE_DELTA_TOPIC, payload, { id, correlationId });
     }
     return publishParts(
@@ -155,8 +182,13 @@ export function createEffectDomainExtension(options: EffectDomainExtensionOption
       if (extraction.entries.length === 0 && extraction.rejected.length === 0) return undefined;
       const state = view.state;
       const entries = extraction.entries;
-      const delta = entries.length === 0 ? undefined : publishDeltas(ctx, task.id, state, entries);
-      if (extraction.rejected.length === 0) return delta;
+      // Without rejections there is one publish, and it may answer at once; with them, both
+      // publishes are attempted even when one fails (see settleAll), so both go as promises.
+      if (extraction.rejected.length === 0) {
+        return publishDeltas(ctx, task.id, state, entries, true);
+      }
+      const delta =
+        entries.length === 0 ? undefined : publishDeltas(ctx, task.id, state, entries, false);
       const rejected = publishParts(
         WORLD_STATE_DELTA_REJECTED_TOPIC,
         {
