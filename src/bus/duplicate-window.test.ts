@@ -6,6 +6,13 @@ import { DuplicateWindow } from './duplicate-window.js';
  * The window's rules written the plain way, to hold the table-based window to: a ring of the last
  * `capacity` additions with their expiries, and for each id the sequence number of its latest one.
  */
+/** Ids of three kinds: text, lowercase hex (kept as words) and the same digits in capitals. */
+function idOf(n: number): string {
+  const digits = (n * 0x9e3779b1).toString(16).padStart(32, '0').slice(-32);
+  if (n % 3 === 0) return `e${n}`;
+  return n % 3 === 1 ? digits : digits.toUpperCase();
+}
+
 class ReferenceWindow {
   readonly #seqOf = new Map<string, number>();
   readonly #ring: { id: string; expiry: number }[] = [];
@@ -97,6 +104,27 @@ describe('DuplicateWindow', () => {
     expect([w.has('id-149599'), w.has('id-312382'), w.has('id-0')]).toEqual([false, false, true]);
   });
 
+  it('tells apart two hex ids whose fingerprints are equal, and a hex id from its other spellings', () => {
+    // Both are kept as words; their fingerprints are equal, their words are not.
+    const a = 'f7c128b049d00512d26959b588965f5b';
+    const b = 'd3dc384f26b2f030ded356ceb6b4480c';
+    const w = new DuplicateWindow(60_000, 100, () => 0);
+    w.add(a);
+    expect(w.has(b)).toBe(false);
+    expect(w.admit(b)).toBe(true);
+    expect([w.has(a), w.has(b), w.size]).toEqual([true, true, 2]);
+    // Kept as text, so never equal to the hex id they resemble.
+    for (const other of [a.toUpperCase(), `${a}0`, a.slice(1), `x${a.slice(1)}`]) {
+      expect(w.has(other)).toBe(false);
+    }
+    for (let i = 0; i < 98; i += 1) w.add(`other-${i}`); // evicts a, then b
+    expect([w.has(a), w.has(b)]).toEqual([true, true]);
+    w.add('other-98');
+    expect([w.has(a), w.has(b)]).toEqual([false, true]);
+    w.add('other-99');
+    expect([w.has(a), w.has(b), w.size]).toEqual([false, false, 100]);
+  });
+
   it('answers like the plain ring-and-map rules for any sequence of checks, records and time', () => {
     const op = fc.oneof(
       fc.record({ kind: fc.constant('add' as const), id: fc.integer({ min: 0, max: 120 }) }),
@@ -116,15 +144,15 @@ describe('DuplicateWindow', () => {
           for (const o of ops) {
             if (o.kind === 'tick') now += o.ms;
             else if (o.kind === 'add') {
-              w.add(`e${o.id}`);
-              ref.add(`e${o.id}`, now);
+              w.add(idOf(o.id));
+              ref.add(idOf(o.id), now);
             } else if (o.kind === 'has') {
-              if (w.has(`e${o.id}`) !== ref.has(`e${o.id}`, now)) return false;
-            } else if (w.admit(`e${o.id}`) !== ref.admit(`e${o.id}`, now)) return false;
+              if (w.has(idOf(o.id)) !== ref.has(idOf(o.id), now)) return false;
+            } else if (w.admit(idOf(o.id)) !== ref.admit(idOf(o.id), now)) return false;
             if (w.size !== ref.size) return false;
           }
           for (let id = 0; id <= 120; id += 1) {
-            if (w.has(`e${id}`) !== ref.has(`e${id}`, now)) return false;
+            if (w.has(idOf(id)) !== ref.has(idOf(id), now)) return false;
           }
           return true;
         },
@@ -143,7 +171,7 @@ describe('DuplicateWindow', () => {
         for (let i = 0; i < 9000; i += 1) {
           now += 1;
           state = (Math.imul(state, 1103515245) + 12345) | 0;
-          const id = `e${(state >>> 8) % 6000}`;
+          const id = idOf((state >>> 8) % 6000);
           if (w.admit(id) !== ref.admit(id, now)) return false;
         }
         return w.size === ref.size;
