@@ -114,7 +114,15 @@ describe('DuplicateWindow', () => {
     expect(w.admit(b)).toBe(true);
     expect([w.has(a), w.has(b), w.size]).toEqual([true, true, 2]);
     // Kept as text, so never equal to the hex id they resemble.
-    for (const other of [a.toUpperCase(), `${a}0`, a.slice(1), `x${a.slice(1)}`]) {
+    // `\u0162` is not a digit, though its low byte is the code of `b`, the last digit of the id.
+    const spellings = [
+      a.toUpperCase(),
+      `${a}0`,
+      a.slice(1),
+      `x${a.slice(1)}`,
+      `${a.slice(0, 31)}\u0162`,
+    ];
+    for (const other of spellings) {
       expect(w.has(other)).toBe(false);
     }
     for (let i = 0; i < 98; i += 1) w.add(`other-${i}`); // evicts a, then b
