@@ -85,7 +85,10 @@ function jsonBytes(value: unknown): number {
 const DOT = 46;
 const NUL = 0;
 
-/** True when `text.slice(start, start + length)` is a prototype-reaching name; no slice made. */
+/**
+ * True when `text.slice(start, start + length)` is a prototype-reaching name (one of
+ * `FORBIDDEN_PATH_SEGMENTS`, decided by length first); no slice made.
+ */
 function isForbiddenSegment(text: string, start: number, length: number): boolean {
   if (length === 9)
     return text.startsWith('__proto__', start) || text.startsWith('prototype', start);
@@ -158,7 +161,8 @@ export function checkDeltaDomain(domain: string): string | undefined {
       ? 'must not contain a NUL character'
       : 'must not contain whitespace or dots';
   }
-  if (FORBIDDEN_PATH_SEGMENTS.has(domain)) return `must not be ${JSON.stringify(domain)}`;
+  // The prototype-reaching names, matched as path segments are (no set lookup on every call).
+  if (isForbiddenSegment(domain, 0, domain.length)) return `must not be ${JSON.stringify(domain)}`;
   return undefined;
 }
 
