@@ -194,7 +194,7 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
    * accepts or refuses an event synchronously, so `publishNow` returns what `publish` resolves to
    * and throws what it rejects with (`FLEETGATE_BUS_CLOSED`, `FLEETGATE_BUS_OVERFLOW`). The
    * extension runtime publishes through it when the bus has it: no promise to settle, nothing to
-   * await between the hooks of a call.
+   * await between the hooks of a call. (A subclass that changes `publish` changes this too.)
    */
   publishNow<T extends TopicOf<M>>(
     topic: T,
