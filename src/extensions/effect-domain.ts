@@ -9,6 +9,7 @@ import {
   splitBySize,
   type WorldStateDeltaEntry,
 } from '../protocol/index.js';
+import { TaskEventIds, utf8Length } from './task-event-ids.js';
 import { normalizedTask } from './task-view.js';
 import type { Extension, ExtensionEventBus, SkillCallContext } from './types.js';
 
@@ -31,20 +32,6 @@ export function taskEventId(topic: string, agent: string, taskId: string): strin
     'hex',
   ).slice(0, 32);
 }
-
-/**
- * The UTF-8 bytes of `text`, as the id's length prefixes count them: for ASCII text (every topic,
- * nearly every agent name and task id) its length, found without a call into the runtime.
- */
-function utf8Length(text: string): number {
-  for (let i = 0; i < text.length; i += 1) {
-    if (text.charCodeAt(i) > 0x7f) return Buffer.byteLength(text);
-  }
-  return text.length;
-}
-
-/** The first length-prefixed part of every `world.state.delta` event id. */
-const DELTA_TOPIC_PREFIX = `${utf8Length(WORLD_STATE_DELTA_TOPIC)}:${WORLD_STATE_DELTA_TOPIC};`;
 
 /** Dependencies of {@link createEffectDomainExtension}. */
 export interface EffectDomainExtensionOptions {
@@ -95,18 +82,8 @@ export function createEffectDomainExtension(options: EffectDomainExtensionOption
   const { bus } = options;
   const maxBytes = options.maxEventBytes ?? LIMITS.eventBytes;
 
-  // The id's `(topic, agent)` prefix, kept for the agent of the last call: calls to one agent
-  // come in runs, and the prefix is most of the text hashed.
-  let lastAgent: string | undefined;
-  let lastPrefix = '';
-  /** `taskEventId(WORLD_STATE_DELTA_TOPIC, agent, taskId)`, with the prefix kept. */
-  function deltaEventId(agent: string, taskId: string): string {
-    if (agent !== lastAgent) {
-      lastPrefix = `${DELTA_TOPIC_PREFIX}${utf8Length(agent)}:${agent};`;
-      lastAgent = agent;
-    }
-    return hash('sha256', `${lastPrefix}${utf8Length(taskId)}:${taskId};`, 'hex').slice(0, 32);
-  }
+  // Every task with deltas needs its event id: derived without building a string per call.
+  const deltaIds = new TaskEventIds(WORLD_STATE_DELTA_TOPIC);
 
   /** Publishes `payload` with its list `key` split into parts under the limit. */
   function publishParts<K extends string>(
@@ -147,7 +124,7 @@ export function createEffectDomainExtension(options: EffectDomainExtensionOption
   ): Promise<unknown> | undefined {
     const { agent, skill, correlationId } = ctx;
     const payload = { source: agent, skill, deltas, taskId, correlationId, state };
-    const id = deltaEventId(agent, taskId);
+    const id = deltaIds.of(agent, taskId);
     // Nearly every task reports a handful of entries: bounded without serialising anything.
     const units = agent.length + skill.length + taskId.length + correlationId.length + state.length;
     const bound = DELTA_BASE_BYTES + units * MAX_BYTES_PER_UNIT;
