@@ -34,10 +34,12 @@ export class DuplicateWindow {
   /** Sequence number of the oldest slot still in the ring, and of the next addition. */
   #head = 0;
   #next = 0;
-  /** The id last looked up: its fingerprint, and whether it is hex (its words in `#scratch`). */
-  #print = 0;
+  /**
+   * The id last looked up: whether it is hex, its words (`#scratch[0..3]`) and its fingerprint
+   * (`#scratch[4]`, in the typed array so a 32-bit value is not boxed on every lookup).
+   */
   #hex = false;
-  readonly #scratch = new Int32Array(4);
+  readonly #scratch = new Int32Array(5);
   readonly #windowMs: number;
   readonly #capacity: number;
   readonly #now: () => number;
@@ -122,20 +124,21 @@ export class DuplicateWindow {
       this.#ids[slot] = id;
     }
     this.#expiries[slot] = now + this.#windowMs;
-    this.#fingerprints[slot] = this.#print;
-    this.#insert(this.#print, slot);
+    const print = this.#scratch[4]!;
+    this.#fingerprints[slot] = print;
+    this.#insert(print, slot);
     this.#size += 1;
   }
 
   /**
-   * The table entry of `id`, or -1. Leaves the id's fingerprint in `#print` and, for a hex id,
+   * The table entry of `id`, or -1. Leaves the id's fingerprint in `#scratch[4]` and, for a hex id,
    * its words in `#scratch`, for {@link #record}.
    */
   #find(id: string): number {
     const hex = readHexWords(id, this.#scratch);
     const print = hex ? wordsFingerprint(this.#scratch) : textFingerprint(id);
     this.#hex = hex;
-    this.#print = print;
+    this.#scratch[4] = print;
     const table = this.#table;
     const mask = this.#mask;
     for (let i = print & mask; ; i = (i + 1) & mask) {
