@@ -262,15 +262,15 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
         const previousDigest = state.digest;
         const provenance = { cardDigest: fetched.digest, fetchedAt: now };
         const changes = await book.apply(agent.name, d, provenance);
-        Object.assign(state, {
-          card,
-          declarations: d,
-          digest: fetched.digest,
-          diagnostics: d.diagnostics,
-        });
+        state.card = card;
+        state.declarations = d;
+        state.digest = fetched.digest;
+        state.diagnostics = d.diagnostics;
         state.lastChangedAt = now;
         state.validators = fetched.validators;
-        for (const change of changes) {
+        // Nothing is built for a bus that is not there (an event id is a hash).
+        const announced = bus === undefined ? [] : changes;
+        for (const change of announced) {
           publications.push({
             topic: 'fleet.declaration.changed',
             payload: { ...change },
@@ -312,10 +312,16 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
       state.failures = 0;
       state.lastError = undefined;
       state.lastFetchedAt = now;
-      publications.push({
-        topic: 'fleet.card.refreshed',
-        payload: { agent: agent.name, digest: state.digest, changed: outcome.result === 'changed' },
-      });
+      if (bus !== undefined) {
+        publications.push({
+          topic: 'fleet.card.refreshed',
+          payload: {
+            agent: agent.name,
+            digest: state.digest,
+            changed: outcome.result === 'changed',
+          },
+        });
+      }
       return outcome;
     } catch (error) {
       const info = errorInfo(error);

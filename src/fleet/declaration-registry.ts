@@ -63,8 +63,10 @@ export class DeclarationRegistry<T> {
     provenance?: Provenance,
   ): void {
     const skills = new Map<string, T>();
-    for (const [skill, declaration] of Object.entries(declarations)) {
-      skills.set(skill, Object.freeze({ ...declaration }));
+    // Own keys without the array of pairs Object.entries builds (this runs for every card read).
+    for (const skill in declarations) {
+      if (!Object.hasOwn(declarations, skill)) continue;
+      skills.set(skill, Object.freeze({ ...declarations[skill]! }));
     }
     this.#byAgent.set(agent, { skills, provenance, stale: false });
     this.#version += 1;
