@@ -236,10 +236,8 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
     const now = o.now();
     state.lastAttemptAt = now;
     try {
-      const fetched = await source.fetch(
-        { name: agent.name, url: agent.url, headers: agent.headers },
-        state.card === undefined ? {} : state.validators,
-      );
+      // The directory's entry is the fetch target (name, url, headers): no copy per refresh.
+      const fetched = await source.fetch(agent, state.card === undefined ? {} : state.validators);
       if (directory.get(agent.name) === undefined || states.get(agent.name) !== state) {
         const error = { code: 'FLEETGATE_AGENT_UNKNOWN', message: 'removed during refresh' };
         return { agent: agent.name, result: 'failed', error };
@@ -444,10 +442,12 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
       timers.clear();
     },
     refreshAll(onProgress) {
+      const agents = directory.list();
+      if (onProgress === undefined) return Promise.all(agents.map((agent) => refresh(agent.name)));
       return Promise.all(
-        directory.list().map(async (agent) => {
+        agents.map(async (agent) => {
           const outcome = await refresh(agent.name);
-          onProgress?.(outcome);
+          onProgress(outcome);
           return outcome;
         }),
       );

@@ -131,12 +131,13 @@ export function createMemoryRatchetPersistence(): RatchetPersistence & {
   return {
     rows,
     load: () => Promise.resolve([...rows.values()].map((r) => ({ ...r }))),
+    // Kept as given: the ratchet never changes a row it saved (a change is a new row).
     save: (row) => {
-      rows.set(key(row.kind, row.agent, row.skill), { ...row });
+      rows.set(key(row.kind, row.agent, row.skill), row);
       return Promise.resolve();
     },
     saveMany: (many) => {
-      for (const row of many) rows.set(key(row.kind, row.agent, row.skill), { ...row });
+      for (const row of many) rows.set(key(row.kind, row.agent, row.skill), row);
       return Promise.resolve();
     },
   };
