@@ -68,6 +68,7 @@ type Db = Kysely<SqlWorldDatabase> | Transaction<SqlWorldDatabase>;
 /** A {@link WorldStore} in the tables of the `0003_world` migration. */
 export class SqlWorldStore implements WorldStore {
   readonly durableEmit = true;
+  readonly loadsByPath = true;
   readonly #db: Kysely<SqlWorldDatabase>;
   readonly #kind: 'sqlite' | 'postgres';
   readonly #onCommitted: (() => void) | undefined;
