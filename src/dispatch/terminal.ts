@@ -1,8 +1,6 @@
 import type { Task } from '@a2a-js/sdk';
 
-import type { CollectedEvent, EventCollector, OutboxExecutor } from '../bus/index.js';
-import type { OpenTopics } from '../protocol/index.js';
-import { createOutboxWriter } from '../bus/index.js';
+import type { CollectedEvent, EventCollector } from '../bus/index.js';
 import { FleetgateError, isStoreUnavailable } from '../protocol/index.js';
 import type { CallOutcome, SkillCallChain } from '../extensions/index.js';
 import type { TaskStateName } from '../protocol/index.js';
@@ -75,8 +73,9 @@ export interface SettledTask {
 /** The durable claim: the task records (`createStoreTaskRecords` satisfies it). */
 export interface TerminalRecords {
   /**
-   * Compare-and-set of the task's terminal mark; `alsoWrite` runs in the same transaction. A task
-   * never recorded (a terminal reply) is recorded terminal when `call` is given.
+   * Compare-and-set of the task's terminal mark; `events` go to the outbox in the same
+   * transaction. A task never recorded (a terminal reply) is recorded terminal when `call` is
+   * given. Resolves once the transaction committed.
    */
   claim(
     agent: string,
@@ -87,7 +86,7 @@ export interface TerminalRecords {
       at: number;
       call?: { skill: string; correlationId: string; startedAt: number };
     },
-    alsoWrite?: (trx: OutboxExecutor) => Promise<void>,
+    events?: readonly CollectedEvent[],
   ): Promise<boolean>;
 }
 
@@ -197,8 +196,6 @@ interface Held {
 }
 
 const keyOf = (agent: string, taskId: string): string => `${agent}\u0000${taskId}`;
-
-const outbox = createOutboxWriter<OpenTopics>();
 
 /** The in-memory claim: first caller wins among the last `size` tasks claimed. */
 function memoryClaim(size: number): (agent: string, taskId: string) => Promise<boolean> {
@@ -320,16 +317,7 @@ export function createTaskTerminal(options: TaskTerminalOptions = {}): TaskTermi
               startedAt: call.startedAt,
             },
           },
-          async (trx) => {
-            for (const event of events) {
-              await outbox.write(trx, event.topic, event.payload, {
-                id: event.id,
-                ...(event.correlationId === undefined
-                  ? {}
-                  : { correlationId: event.correlationId }),
-              });
-            }
-          },
+          events,
         );
       const won = async (): Promise<void> => {
         durable.onCommitted?.(settled, events);

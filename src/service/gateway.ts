@@ -229,6 +229,7 @@ export async function createGateway(
   );
   const relay = createOutboxRelay({
     db: store.db,
+    sqlite: store.sqlite,
     bus,
     maxPayloadBytes: eventBytes,
     pollIntervalMs: (deps.relay === false ? undefined : deps.relay?.pollIntervalMs) ?? 250,
@@ -241,7 +242,7 @@ export async function createGateway(
     declarations: runtime.broker.stamps,
     maxEventBytes: eventBytes,
   });
-  const taskRecords = createStoreTaskRecords(store.db);
+  const taskRecords = createStoreTaskRecords(store.db, { sqlite: store.sqlite });
   // The callbacks below point at the tracker and dispatcher built after them; they run only once
   // the gateway has started.
   const terminal = createTaskTerminal({
@@ -284,7 +285,7 @@ export async function createGateway(
     publish: async (topic, payload) => void (await bus.publish(topic, payload)),
     ...(deps.now === undefined ? {} : { now: deps.now }),
   });
-  const dispatchRecords = createStoreDispatchRecords(store.db);
+  const dispatchRecords = createStoreDispatchRecords(store.db, { sqlite: store.sqlite });
   const dispatcher: Dispatcher = new Dispatcher({
     fleet,
     records: dispatchRecords,
@@ -321,6 +322,7 @@ export async function createGateway(
     store: createSqlWorldStore({
       db: store.db,
       kind: store.kind,
+      sqlite: store.sqlite,
       onCommitted: () => relay.notify(),
     }),
     bus,

@@ -104,8 +104,13 @@ export function gateway(w: World, options: GatewayOptions = {}): Gateway {
     followTimedOut = true,
     ...trackerOptions
   } = options;
-  const records = givenRecords ?? createStoreTaskRecords(w.store.db);
-  const relay = createOutboxRelay({ db: w.store.db, bus: w.bus, pollIntervalMs: 10 });
+  const records = givenRecords ?? createStoreTaskRecords(w.store.db, { sqlite: w.store.sqlite });
+  const relay = createOutboxRelay({
+    db: w.store.db,
+    sqlite: w.store.sqlite,
+    bus: w.bus,
+    pollIntervalMs: 10,
+  });
   if (runRelay) relay.start();
   const collector = new EventCollector(w.bus);
   const registry = registerStandardExtensions(new ExtensionRegistry(), {
