@@ -144,15 +144,15 @@ function valueRowsQuery(
     }
     const { paths, subtrees } = rowsNeeded(need, SPLIT_DEPTH);
     if (paths.size === 0) continue;
-    // Rows below a prefix P are exactly those in [P + '.', P + '/'): '/' follows '.' in byte
-    // order, the column's collation.
-    const ors = [`"path" in (${Array.from(paths, () => '?').join(', ')})`];
+    // Each term names the domain, so each is one lookup of the (domain, path) key (an OR nested
+    // inside one domain's term lets SQLite's planner read every row of the domain). Rows below a
+    // prefix P are exactly those in [P + '.', P + '/'): '/' follows '.' in byte order.
+    filters.push(`("domain" = ? and "path" in (${Array.from(paths, () => '?').join(', ')}))`);
     params.push(name, ...paths);
     for (const p of subtrees) {
-      ors.push('("path" > ? and "path" < ?)');
-      params.push(`${p}.`, `${p}/`);
+      filters.push('("domain" = ? and "path" > ? and "path" < ?)');
+      params.push(name, `${p}.`, `${p}/`);
     }
-    filters.push(`("domain" = ? and (${ors.join(' or ')}))`);
   }
   if (filters.length === 0) return undefined;
   return {
