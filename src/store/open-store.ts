@@ -17,6 +17,8 @@ import type { GuardedPool, StoreTimeouts } from './pg-pool.js';
 import { guardPool, timeoutConfig } from './pg-pool.js';
 import type { SqliteAccess } from './sqlite-access.js';
 import { createSqliteAccess } from './sqlite-access.js';
+import type { SqliteCheckpointer } from './sqlite-checkpointer.js';
+import { createSqliteCheckpointer } from './sqlite-checkpointer.js';
 
 /** Options of {@link openStore}. */
 export interface StoreOptions {
@@ -182,13 +184,25 @@ export async function openStore<DB = unknown>(
   const onError = options.onError;
   let dialect: Dialect;
   let sqliteAccess: SqliteAccess | undefined;
+  let checkpointer: SqliteCheckpointer | undefined;
   if (location.kind === 'sqlite') {
     const database = await openSqlite(
       location.file,
       { readOnly, create: !readOnly && migrate !== 'verify' },
       url,
     );
-    const shared = createSqliteAccess(database);
+    if (location.file !== ':memory:' && !readOnly) {
+      checkpointer = createSqliteCheckpointer(database, location.file, (error) => {
+        process.emitWarning(
+          `SQLite checkpoints of ${location.file} went back to the committing thread: ${error.message}`,
+          { code: 'FLEETGATE_STORE_CHECKPOINTER' },
+        );
+      });
+    }
+    const worker = checkpointer;
+    const shared = createSqliteAccess(database, {
+      ...(worker === undefined ? {} : { onCommit: () => worker.committed() }),
+    });
     dialect = shared.dialect;
     sqliteAccess = shared.access;
   } else {
@@ -219,6 +233,7 @@ export async function openStore<DB = unknown>(
     closed = true;
     // Writes queued on the direct access commit first (nothing is dropped on the way out).
     await sqliteAccess?.idle();
+    await checkpointer?.close();
     await db.destroy();
   };
   try {

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -156,5 +156,31 @@ describe('direct SQLite access', () => {
     await store.close();
     await write;
     expect(committed()).toEqual(['last']);
+  });
+});
+
+describe('checkpoints of a busy SQLite store', () => {
+  it('moves to a worker thread, which copies the log into the database file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fleetgate-checkpoint-'));
+    const file = join(dir, 'notes.db');
+    const store = await openStore<NoteDatabase>(`sqlite:${file}`, { migrations: NOTE_MIGRATIONS });
+    try {
+      const before = statSync(file).size;
+      // A few hundred pages of log: below SQLite's own threshold (1,000 pages), so only the
+      // worker copies them into the database file while the store is open.
+      for (let i = 0; i < 100; i += 1) {
+        await store.sqlite!.write((sql) => sql.run(INSERT, [`${i}:${'x'.repeat(1000)}`]));
+      }
+      const deadline = Date.now() + 10_000;
+      while (statSync(file).size <= before + 100 * 1000 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(statSync(file).size).toBeGreaterThan(before + 100 * 1000);
+    } finally {
+      await store.close();
+    }
+    // The worker's connection closed first: the last one to close removed the log.
+    expect(existsSync(`${file}-wal`)).toBe(false);
+    rmSync(dir, { recursive: true, force: true });
   });
 });

@@ -145,6 +145,8 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 /**
  * Builds the direct access to `database` and the kysely dialect that shares its lock.
  *
+ * `onCommit` is told after each commit of a batch (the checkpointer counts them).
+ *
  * @example
  * ```ts
  * const { dialect, access } = createSqliteAccess(new Database(file));
@@ -152,10 +154,14 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
  * const won = await access.write((sql) => sql.run('update t set done = 1 where id = ?', [id]).changes === 1);
  * ```
  */
-export function createSqliteAccess(database: BetterSqlite3.Database): {
+export function createSqliteAccess(
+  database: BetterSqlite3.Database,
+  options: { onCommit?: () => void } = {},
+): {
   dialect: LockedSqliteDialect;
   access: SqliteAccess;
 } {
+  const onCommit = options.onCommit;
   const lock = new ConnectionLock();
   const dialect = new LockedSqliteDialect({ database }, lock);
   const statements: SqliteStatements = {
@@ -327,6 +333,7 @@ export function createSqliteAccess(database: BetterSqlite3.Database): {
       }
     }
     lock.unlock();
+    if (broken === undefined) onCommit?.();
     for (const item of batch) {
       if (item.error !== undefined) item.reject(item.error.reason);
       else if (broken !== undefined) item.reject(broken.reason);
