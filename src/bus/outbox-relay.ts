@@ -72,7 +72,10 @@ export interface OutboxRelayOptions<M extends TopicMap> {
 export interface OutboxRelay {
   /** Starts the polling loop (idempotent). */
   start(): void;
-  /** Wakes the loop now, e.g. right after committing a transaction that wrote events. */
+  /**
+   * Wakes the loop, e.g. right after committing a transaction that wrote events: on the next turn
+   * of the event loop, after what the caller does next.
+   */
   notify(): void;
   /**
    * One round: publishes up to `batchSize` unsent rows in `seq` order and returns how many it
@@ -123,6 +126,7 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
   let wake: (() => void) | undefined;
   let loop: Promise<void> | undefined;
   let notified = false;
+  let wakeSoon = false;
   let stopping: (() => void) | undefined;
   let stopped = new Promise<void>((resolve) => (stopping = resolve));
 
@@ -322,8 +326,15 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
       loop = runLoop();
     },
     notify() {
-      notified = wake === undefined;
-      wake?.();
+      // On the next turn of the event loop: the caller that committed (a call about to return)
+      // goes on first; the notices of one turn wake the loop once.
+      if (wakeSoon) return;
+      wakeSoon = true;
+      setImmediate(() => {
+        wakeSoon = false;
+        notified = wake === undefined;
+        wake?.();
+      });
     },
     relayOnce,
     drain,

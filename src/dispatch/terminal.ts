@@ -85,10 +85,20 @@ export interface TerminalRecords {
       state: TaskStateName;
       at: number;
       call?: { skill: string; correlationId: string; startedAt: number };
+      /** How the claim's commit may join other writes; see {@link ClaimGroup}. */
+      group?: ClaimGroup;
     },
     events?: readonly CollectedEvent[],
   ): Promise<boolean>;
 }
+
+/**
+ * A hint to a store that group-commits: `'loop'` lets the claim wait for the rest of the current
+ * turn of the event loop, so the claims of calls ending together share one commit (other calls
+ * are in flight); `'turn'` commits it as soon as the current chain of reactions has run (a call
+ * alone: nothing to wait for). A store without group commit ignores it.
+ */
+export type ClaimGroup = 'turn' | 'loop';
 
 /** Rebuilds the `after` chain of a call from what the terminal kept (the fleet client does). */
 export type ChainSource = (call: TaskCall) => Promise<SkillCallChain>;
@@ -160,7 +170,7 @@ export interface TaskTerminal {
     agent: string,
     task: Task,
     via?: SettlePath,
-    options?: { chain?: SkillCallChain; call?: TaskCall },
+    options?: { chain?: SkillCallChain; call?: TaskCall; group?: ClaimGroup },
   ): Promise<SettleResult>;
   /** Drops a held call without running hooks: the task settled elsewhere. Returns whether held. */
   release(agent: string, taskId: string): boolean;
@@ -293,6 +303,7 @@ export function createTaskTerminal(options: TaskTerminalOptions = {}): TaskTermi
     via: SettlePath,
     call: TaskCall,
     given: SkillCallChain | undefined,
+    group: ClaimGroup | undefined,
   ): Promise<SettleResult> {
     const chain = given ?? (await rebuild(call)).resumeAfterBefore();
     const outcome = outcomeForTask(task);
@@ -316,6 +327,7 @@ export function createTaskTerminal(options: TaskTerminalOptions = {}): TaskTermi
               correlationId: call.correlationId,
               startedAt: call.startedAt,
             },
+            ...(group === undefined ? {} : { group }),
           },
           events,
         );
@@ -399,7 +411,7 @@ export function createTaskTerminal(options: TaskTerminalOptions = {}): TaskTermi
       // with the record's call, loses the claim).
       held.delete(key);
       try {
-        return await run(task, via, call, chain);
+        return await run(task, via, call, chain, settleOptions.group);
       } catch (error) {
         // The claim failed (or the chain could not be rebuilt): the task is not settled. Put the
         // held call back so the path that retries finds it.

@@ -85,6 +85,11 @@ export interface TaskRecordStore {
       at: number;
       /** With these, a task never recorded (a terminal reply) is recorded terminal by the claim. */
       call?: { skill: string; correlationId: string; startedAt: number };
+      /**
+       * With direct access: `'loop'` (the default) lets the claim wait for the rest of the turn of
+       * the event loop and share its commit; `'turn'` commits it at once.
+       */
+      group?: 'turn' | 'loop';
     },
     events?: readonly OutboxEventInput[],
   ): Promise<boolean>;
@@ -254,7 +259,7 @@ export function createStoreTaskRecords<DB extends ClaimDatabase>(
             if (won && events.length > 0) insertOutboxRows(sql, events, Date.now());
             return won;
           },
-          { group: 'loop' },
+          { group: claim.group ?? 'loop' },
         );
       }
       return db.transaction().execute(async (trx) => {
