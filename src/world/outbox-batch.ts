@@ -100,13 +100,31 @@ export async function writeOutboxEvents(
   }
 }
 
-/** {@link writeOutboxEvents} through a SQLite store's direct statements. */
+/**
+ * {@link writeOutboxEvents} through a SQLite store's direct statements: one prepared row statement
+ * bound per event (SQLite parses it once; a statement per batch size would be prepared again for
+ * every new size).
+ */
 export function writeOutboxEventsDirect(
   sql: WorldSqlStatements,
   events: readonly WorldEmission[],
   now: number,
 ): void {
-  for (const chunk of outboxStatements('sqlite', events, now)) sql.run(chunk.text, chunk.params);
+  if (events.length === 0) return;
+  const time = new Date(now).toISOString();
+  const text = outboxInsertSql('sqlite', 1);
+  for (const event of events) {
+    sql.run(text, [
+      event.id,
+      event.topic,
+      JSON.stringify(event.payload),
+      event.correlationId,
+      time,
+      now,
+      null,
+      null,
+    ]);
+  }
 }
 
 /** The statements that write `events`: one per chunk of rows. */

@@ -331,10 +331,13 @@ export class SqlWorldStore implements WorldStore {
         }),
       audit: (records) =>
         settled(() => {
-          for (const chunk of chunks(records, INSERT_CHUNK)) {
+          // One prepared row statement, bound per record: SQLite parses it once, while a
+          // statement per batch size would be prepared again for every new size.
+          const text = auditInsertSql('sqlite', 1);
+          for (const record of records) {
             const params: unknown[] = [];
-            for (const record of chunk) auditParams(toAuditRow(record, this.#auditMax), params);
-            sql.run(auditInsertSql('sqlite', chunk.length), params);
+            auditParams(toAuditRow(record, this.#auditMax), params);
+            sql.run(text, params);
           }
         }),
       emit: (events) =>
