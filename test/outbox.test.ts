@@ -189,6 +189,46 @@ for (const backend of backends) {
       expect(await relay.drain()).toBe(0);
     });
 
+    it('relays through the direct statements of a SQLite store the same way', async () => {
+      const db = await openDb();
+      if (store?.sqlite === undefined) return; // PostgreSQL: no direct access
+      const bus = createInMemoryEventBus<OpenTopics>();
+      const got = new Collector();
+      await bus.subscribe('ledger.>', got.push, { name: 'ledger', durable: true });
+      for (let i = 0; i < 5; i += 1) await credit(db, 'acme', i, i);
+      const relay = createOutboxRelay({ db, sqlite: store.sqlite, bus, batchSize: 2 });
+      expect(await relay.drain()).toBe(5);
+      expect(got.events.map((e) => (e.payload as { i: number }).i)).toEqual([0, 1, 2, 3, 4]);
+      const rows = await db.selectFrom('fleetgate_outbox').select('sent_at').execute();
+      expect(rows.filter((r) => r.sent_at === null)).toEqual([]);
+      expect(await relay.drain()).toBe(0);
+    });
+
+    it('wakes the relay on notify after what the caller does next', async () => {
+      const db = await openDb();
+      const bus = createInMemoryEventBus<OpenTopics>();
+      const got = new Collector();
+      await bus.subscribe('ledger.>', got.push, { name: 'ledger' });
+      const relay = createOutboxRelay({
+        db,
+        ...(store?.sqlite === undefined ? {} : { sqlite: store.sqlite }),
+        bus,
+        pollIntervalMs: 60_000,
+      });
+      relay.start();
+      cleanups.push(() => relay.stop());
+      await new Promise((resolve) => setTimeout(resolve, 20)); // the first round found nothing
+      await credit(db, 'acme', 1, 0);
+      relay.notify();
+      for (let i = 0; i < 20; i += 1) await Promise.resolve();
+      // The caller's own continuation ran without the relay's round in the middle of it.
+      expect(got.events).toEqual([]);
+      await got.until(1);
+      expect(got.events.map((e) => e.id)).toEqual([
+        deterministicEventId('ledger.credited', 'acme', 0),
+      ]);
+    });
+
     it.skipIf(!natsUp)(
       'a relay killed between publish and mark is restarted: every event arrives on JetStream once',
       async () => {

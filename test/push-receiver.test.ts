@@ -13,7 +13,7 @@ import { TaskState } from '@a2a-js/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sdkPush } from './support/sdk-push.js';
 import { threeArtifactTask } from './fixtures/wire-fixtures.js';
-import { createInMemoryEventBus, createOutboxRelay, writeOutboxEvent } from '../src/bus/index.js';
+import { createInMemoryEventBus, createOutboxRelay } from '../src/bus/index.js';
 import { deterministicEventId } from '../src/protocol/index.js';
 import type { EventEnvelope } from '../src/protocol/index.js';
 import type { NormalizedStreamEvent } from '../src/protocol/index.js';
@@ -172,7 +172,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         dir = mkdtempSync(join(tmpdir(), 'fleetgate-push-'));
         store = await openGatewayStore(`sqlite:${join(dir, 'tasks.db')}`);
       } else store = await openGatewayStore(PG_URL, { schema });
-      records = createStoreTaskRecords(store.db);
+      records = createStoreTaskRecords(store.db, { sqlite: store.sqlite });
     });
     afterAll(async () => {
       if (backend === 'postgres')
@@ -402,7 +402,12 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       await bus.subscribe('world.state.delta', (e) => void seen.push(e as EventEnvelope), {
         name: 'seen',
       });
-      const relay = createOutboxRelay({ db: store.db, bus, pollIntervalMs: 20 });
+      const relay = createOutboxRelay({
+        db: store.db,
+        sqlite: store.sqlite,
+        bus,
+        pollIntervalMs: 20,
+      });
       const onTerminal = async (
         record: TaskRecord,
         event: NormalizedStreamEvent,
@@ -413,19 +418,19 @@ for (const backend of ['sqlite', 'postgres'] as const) {
           record.agent,
           record.taskId,
           { via: 'push', state: event.task.state, at: Date.now() },
-          (trx) =>
-            writeOutboxEvent(
-              trx,
-              'world.state.delta',
-              {
+          [
+            {
+              topic: 'world.state.delta',
+              payload: {
                 source: record.agent,
                 skill: record.skill,
                 deltas: entries,
                 taskId: record.taskId,
                 correlationId: record.correlationId,
               },
-              { id: deterministicEventId('world.state.delta', record.agent, record.taskId) },
-            ).then(() => undefined),
+              id: deterministicEventId('world.state.delta', record.agent, record.taskId),
+            },
+          ],
         );
       };
       const receiver = await startReceiver(

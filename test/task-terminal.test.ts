@@ -363,3 +363,38 @@ describe('task terminal: a claim that fails', () => {
     }
   });
 });
+
+describe('task terminal: group commit of reply claims', () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await world(20);
+  });
+  afterAll(() => w.close());
+
+  it('commits the claim of a call alone at once, and lets concurrent calls share a commit', async () => {
+    const groups: (string | undefined)[] = [];
+    const spy = (real: TaskRecordStore): TaskRecordStore => ({
+      ...real,
+      claim: (agent, taskId, claim, events) => {
+        groups.push(claim.group);
+        return real.claim(agent, taskId, claim, events);
+      },
+    });
+    const g = await gateway(w, { records: (built) => ({ ...built, tasks: spy(built.tasks) }) });
+    try {
+      const alone = await g.fleet.call('ops', 'pr_review', 'go');
+      expect(alone.terminal).toBe(true);
+      expect(groups).toEqual(['turn']);
+      groups.length = 0;
+      const together = await Promise.all(
+        Array.from({ length: 4 }, () => g.fleet.call('ops', 'pr_review', 'go')),
+      );
+      expect(together.every((r) => r.terminal)).toBe(true);
+      // The agent answers after 20 ms: the first three end while others are still in flight.
+      expect(groups.filter((group) => group === 'loop').length).toBeGreaterThanOrEqual(3);
+      await until(() => w.deltas.length >= 5, 5_000, 'the five deltas');
+    } finally {
+      await g.stop();
+    }
+  });
+});

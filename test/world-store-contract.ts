@@ -538,6 +538,85 @@ export function worldStoreContract(name: string, make: () => Promise<WorldHarnes
       ).toThrow(/__proto__/);
     });
 
+    /** `store` counting its units of work; the ones whose ids include `poison` fail. */
+    function counting(
+      store: WorldStore,
+      poison?: string,
+    ): { store: WorldStore; units: () => number } {
+      let units = 0;
+      const wrapped: WorldStore = {
+        durableEmit: store.durableEmit,
+        seed: (...args) => store.seed(...args),
+        domain: (name) => store.domain(name),
+        domains: () => store.domains(),
+        history: (...args) => store.history(...args),
+        appliedSinceBase: (name) => store.appliedSinceBase(name),
+        prune: (options) => store.prune(options),
+        unitOfWork: (work) => store.unitOfWork(work),
+      };
+      wrapped.unitOfWork = (work) => {
+        units += 1;
+        return store.unitOfWork((uow) =>
+          work({
+            claim: (ids, now) => {
+              if (poison !== undefined && ids.includes(poison)) {
+                return Promise.reject(new Error(`poisoned ${poison}`));
+              }
+              return uow.claim(ids, now);
+            },
+            load: (...args) => uow.load(...args),
+            save: (domains) => uow.save(domains),
+            discard: (names) => uow.discard(names),
+            audit: (records) => uow.audit(records),
+            emit: (events) => uow.emit(events),
+          }),
+        );
+      };
+      return { store: wrapped, units: () => units };
+    }
+
+    it('applies the events queued behind a delivered one in one unit of work, in order', async () => {
+      const { store, units } = counting(h.store);
+      const world = materialiser({}, store);
+      await world.start();
+      const events = Array.from({ length: 5 }, (_, i) =>
+        deltaEvent([{ domain: 'ci', path: 'data.log', op: 'push', value: i }]),
+      );
+      // Published together: the first is delivered at once, the other four wait behind it.
+      await Promise.all(
+        events.map((e) => h.bus.publish('world.state.delta', e.payload, { id: e.id })),
+      );
+      await h.bus.idle();
+      await h.flush();
+      expect((await world.getDomain('ci'))?.state).toEqual({ data: { log: [0, 1, 2, 3, 4] } });
+      expect((await world.getDomain('ci'))?.version).toBe(5);
+      expect(units()).toBeLessThan(5);
+      expect(updated.map((e) => e.payload.version)).toEqual([1, 2, 3, 4, 5]);
+    });
+
+    it('applies a batch one event at a time when its unit of work fails: only the bad one fails', async () => {
+      const errors: unknown[] = [];
+      await h.bus.subscribe('system.error', (e) => void errors.push(e.payload), { name: 'errs' });
+      const events = Array.from({ length: 4 }, (_, i) =>
+        deltaEvent([{ domain: 'ci', path: 'data.log', op: 'push', value: i }]),
+      );
+      const { store } = counting(h.store, events[2]!.id);
+      const world = materialiser({}, store);
+      await world.start();
+      await Promise.all(
+        events.map((e) => h.bus.publish('world.state.delta', e.payload, { id: e.id })),
+      );
+      await h.bus.idle();
+      await h.flush();
+      expect((await world.getDomain('ci'))?.state).toEqual({ data: { log: [0, 1, 3] } });
+      expect(errors).toEqual([
+        expect.objectContaining({
+          source: 'subscription:world-materialiser',
+          message: expect.stringContaining(`poisoned ${events[2]!.id}`) as unknown,
+        }),
+      ]);
+    });
+
     it('reports a malformed event on system.error through the bus and keeps going', async () => {
       const errors: unknown[] = [];
       await h.bus.subscribe('system.error', (e) => void errors.push(e.payload), { name: 'errs' });

@@ -31,17 +31,23 @@ worldStoreContract('in-memory', () => {
   });
 });
 
-/** A harness over a store opened by `open`; `reopen` opens a second connection to the same data. */
+/**
+ * A harness over a store opened by `open`; `reopen` opens a second connection to the same data.
+ * With `direct`, the world store and the relay use the SQLite store's direct statements (as the
+ * gateway does) instead of the SQL builder.
+ */
 async function sqlHarness(
   open: () => Promise<GatewayStore>,
   cleanup: () => Promise<void>,
+  direct = false,
 ): Promise<WorldHarness> {
   const bus = createInMemoryEventBus();
   const stores: GatewayStore[] = [await open()];
   const first = stores[0]!;
-  const relay = createOutboxRelay({ db: first.db, bus });
+  const sqliteOf = (s: GatewayStore) => (direct ? s.sqlite : undefined);
+  const relay = createOutboxRelay({ db: first.db, sqlite: sqliteOf(first), bus });
   return {
-    store: createSqlWorldStore({ db: first.db, kind: first.kind }),
+    store: createSqlWorldStore({ db: first.db, kind: first.kind, sqlite: sqliteOf(first) }),
     bus,
     async flush() {
       await relay.drain();
@@ -50,7 +56,7 @@ async function sqlHarness(
     async reopen() {
       const again = await open();
       stores.push(again);
-      return createSqlWorldStore({ db: again.db, kind: again.kind });
+      return createSqlWorldStore({ db: again.db, kind: again.kind, sqlite: sqliteOf(again) });
     },
     async close() {
       await relay.stop();
@@ -70,6 +76,23 @@ worldStoreContract('SQLite file', async () => {
       rmSync(dir, { recursive: true, force: true });
       return Promise.resolve();
     },
+  );
+});
+
+worldStoreContract('SQLite file, direct statements', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fleetgate-world-direct-'));
+  const file = join(dir, 'world.db');
+  return sqlHarness(
+    async () => {
+      const store = await openGatewayStore(`sqlite:${file}`);
+      if (store.sqlite === undefined) throw new Error('a SQLite store has direct access');
+      return store;
+    },
+    () => {
+      rmSync(dir, { recursive: true, force: true });
+      return Promise.resolve();
+    },
+    true,
   );
 });
 

@@ -205,6 +205,59 @@ describe('InMemoryEventBus', () => {
       expect(await (await bus.publish('a.b', {})).handled).toBe(true);
     });
 
+    it('lets a handler take the events queued behind its own, handled when it resolves', async () => {
+      const bus = createInMemoryEventBus<OpenTopics>();
+      const gate = deferred();
+      const calls: string[][] = [];
+      await bus.subscribe(
+        'a.b',
+        async (event, delivery) => {
+          const more = delivery.takeQueued?.(2) ?? [];
+          calls.push([event.id, ...more.map((e) => e.id)]);
+          await gate.promise;
+        },
+        { name: 'batching', durable: true },
+      );
+      const results = [];
+      for (const id of ['e1', 'e2', 'e3', 'e4']) results.push(await bus.publish('a.b', {}, { id }));
+      const states: (boolean | undefined)[] = [undefined, undefined, undefined, undefined];
+      results.forEach((r, i) => void r.handled!.then((ok) => (states[i] = ok)));
+      await new Promise((r) => setTimeout(r, 10));
+      // e1 was delivered alone (nothing queued yet when its handler started); e2 took e3 and e4
+      // (two at most).
+      expect(states).toEqual([undefined, undefined, undefined, undefined]);
+      gate.resolve();
+      await bus.idle();
+      expect(calls).toEqual([['e1'], ['e2', 'e3', 'e4']]);
+      expect(states).toEqual([true, true, true, true]);
+      expect(bus.stats().delivered).toBe(4);
+    });
+
+    it('reports a handler that fails once, naming the events it took along, all done with', async () => {
+      const bus = createInMemoryEventBus<OpenTopics>();
+      const errors: unknown[] = [];
+      await bus.subscribe('system.error', (e) => void errors.push(e.payload), { name: 'errs' });
+      await bus.subscribe(
+        'a.b',
+        (_event, delivery) => {
+          delivery.takeQueued?.(10);
+          throw new Error('boom');
+        },
+        { name: 'failing', durable: true },
+      );
+      const first = bus.publish('a.b', {}, { id: 'e1' });
+      const second = bus.publish('a.b', {}, { id: 'e2' });
+      const [a, b] = await Promise.all([first, second]);
+      expect([await a.handled, await b.handled]).toEqual([true, true]);
+      await bus.idle();
+      expect(errors).toHaveLength(1);
+      expect(errors[0]).toMatchObject({
+        source: 'subscription:failing',
+        eventId: 'e1',
+        message: expect.stringContaining('the 1 events it took along (e2): boom') as unknown,
+      });
+    });
+
     it('resolves handled false when the durable subscription goes away before handling it', async () => {
       const bus = createInMemoryEventBus<OpenTopics>();
       const gate = deferred();

@@ -58,8 +58,6 @@ export interface InMemoryBusStats {
 }
 
 const DEFAULT_MAX_QUEUE = 10_000;
-/** The in-memory bus keeps no log: its deliveries carry no position. */
-const NO_DELIVERY: Delivery = Object.freeze({});
 const MATCH_CACHE_LIMIT = 4_096;
 
 /**
@@ -94,6 +92,24 @@ class MemorySubscription implements Subscription {
   running = false;
   /** Resolvers waiting for this subscription to become idle. */
   idleWaiters: (() => void)[] = [];
+  /** Events the handler in progress took from the queue besides the one it was given. */
+  readonly taken: EventEnvelope[] = [];
+  /**
+   * What every handler call of this subscription gets: no log position (the bus keeps no log),
+   * and the queued events to take along.
+   */
+  readonly delivery: Delivery = {
+    takeQueued: (max: number): EventEnvelope[] => {
+      const out: EventEnvelope[] = [];
+      while (out.length < max && this.active) {
+        const next = this.queue.shift();
+        if (next === undefined) break;
+        out.push(next);
+        this.taken.push(next);
+      }
+      return out;
+    },
+  };
 
   constructor(
     readonly name: string,
@@ -388,18 +404,28 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
       const event = sub.queue.shift();
       if (event === undefined) break;
       try {
-        const result = sub.handler(event, NO_DELIVERY);
+        const result = sub.handler(event, sub.delivery);
         // Only a returned promise costs an await; synchronous handlers stay on the fast path.
         if (result !== undefined) await result;
-        this.#stats.delivered += 1;
+        this.#stats.delivered += 1 + sub.taken.length;
       } catch (error) {
         this.#stats.handlerFailures += 1;
         const wrapped = new FleetgateError(
           'FLEETGATE_BUS_HANDLER_FAILED',
-          `Handler of subscription ${sub.name} failed on ${event.topic} ${event.id}: ${errorMessage(error)}`,
+          `Handler of subscription ${sub.name} failed on ${event.topic} ${event.id}` +
+            (sub.taken.length === 0
+              ? ''
+              : ` and the ${sub.taken.length} events it took along (${sub.taken.map((e) => e.id).join(', ')})`) +
+            `: ${errorMessage(error)}`,
           {
             cause: error,
-            details: { subscription: sub.name, topic: event.topic, eventId: event.id },
+            details: {
+              subscription: sub.name,
+              topic: event.topic,
+              eventId: event.id,
+              // The events it took along failed with it.
+              ...(sub.taken.length === 0 ? {} : { takenEventIds: sub.taken.map((e) => e.id) }),
+            },
           },
         );
         this.#reportError(
@@ -410,8 +436,13 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
           event.correlationId,
         );
       }
-      // A failed handler is reported and done with the event, as a dead letter is on JetStream.
+      // A failed handler is reported and done with the event, as a dead letter is on JetStream;
+      // so are the events it took along.
       if (sub.durable) this.#done(event, true);
+      if (sub.taken.length > 0) {
+        if (sub.durable) for (const other of sub.taken) this.#done(other, true);
+        sub.taken.length = 0;
+      }
     }
     sub.running = false;
     this.#running.delete(sub);

@@ -7,11 +7,23 @@ import type { Kysely } from 'kysely';
 import { FleetgateError } from '../protocol/index.js';
 import type { FleetgateTopics, TopicMap } from '../protocol/index.js';
 import type { OutboxDatabase, OutboxRelayDatabase } from './outbox.js';
+import type { OutboxSqlite } from './outbox-direct.js';
+import { SELECT_UNSENT, markOutboxRowsSent } from './outbox-direct.js';
 import type { ParkedRow } from './outbox-parking.js';
 import { describePayload, isPoisonError, parkRows, parkedRow, readRow } from './outbox-parking.js';
 import type { EventBus, PublishResult, UnreportedErrorHandler } from './types.js';
 import { warnUnreportedError } from './types.js';
 import { errorMessage } from './subscription-name.js';
+
+/** The columns of an outbox row a round reads. */
+interface OutboxRow {
+  seq: number;
+  id: string;
+  topic: string;
+  payload: string;
+  correlation_id: string;
+  time: string;
+}
 
 /** A publish of one outbox row failed (internal: carries the row to the failure bookkeeping). */
 class RelayPublishError extends Error {
@@ -28,6 +40,12 @@ class RelayPublishError extends Error {
 export interface OutboxRelayOptions<M extends TopicMap> {
   /** The store's database (any schema that includes the outbox table). */
   db: OutboxRelayDatabase;
+  /**
+   * A SQLite store's direct access (`store.sqlite`): rounds read and mark rows with prepared
+   * statements, and a round's mark joins the writes committed with it (group commit). Not with
+   * `lockRows`.
+   */
+  sqlite?: OutboxSqlite | undefined;
   bus: EventBus<M>;
   /** Rows read per round (default 100). */
   batchSize?: number;
@@ -54,7 +72,10 @@ export interface OutboxRelayOptions<M extends TopicMap> {
 export interface OutboxRelay {
   /** Starts the polling loop (idempotent). */
   start(): void;
-  /** Wakes the loop now, e.g. right after committing a transaction that wrote events. */
+  /**
+   * Wakes the loop, e.g. right after committing a transaction that wrote events: on the next turn
+   * of the event loop, after what the caller does next.
+   */
   notify(): void;
   /**
    * One round: publishes up to `batchSize` unsent rows in `seq` order and returns how many it
@@ -105,6 +126,7 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
   let wake: (() => void) | undefined;
   let loop: Promise<void> | undefined;
   let notified = false;
+  let wakeSoon = false;
   let stopping: (() => void) | undefined;
   let stopped = new Promise<void>((resolve) => (stopping = resolve));
 
@@ -113,8 +135,13 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
     return Promise.race([work, stopped]);
   }
 
-  /** Publishes the rows of one round through `q`; throws at the first failed publish. */
-  async function publishRows(q: Kysely<OutboxDatabase>, lock: boolean): Promise<number> {
+  const direct = options.lockRows === true ? undefined : options.sqlite;
+
+  /** The unsent rows of one round, in order (locked with `lock`). */
+  function selectRows(q: Kysely<OutboxDatabase>, lock: boolean): Promise<OutboxRow[]> {
+    if (direct !== undefined) {
+      return direct.read((sql) => sql.all<OutboxRow>(SELECT_UNSENT, [batchSize]));
+    }
     let select = q
       .selectFrom('fleetgate_outbox')
       .select(['seq', 'id', 'topic', 'payload', 'correlation_id', 'time'])
@@ -122,7 +149,28 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
       .orderBy('seq')
       .limit(batchSize);
     if (lock) select = select.forUpdate().skipLocked();
-    const rows = await select.execute();
+    return select.execute();
+  }
+
+  /** Marks the round's published rows sent, in one statement (one commit, not one per row). */
+  async function markSent(q: Kysely<OutboxDatabase>, published: string[]): Promise<void> {
+    const at = Date.now();
+    if (direct !== undefined) {
+      // Joins the claims and world updates committed in the same turn of the loop.
+      await direct.write((sql) => markOutboxRowsSent(sql, published, at), { group: 'loop' });
+      return;
+    }
+    await q
+      .updateTable('fleetgate_outbox')
+      .set({ sent_at: at, last_error: null })
+      .where('id', 'in', published)
+      .where('sent_at', 'is', null)
+      .execute();
+  }
+
+  /** Publishes the rows of one round through `q`; throws at the first failed publish. */
+  async function publishRows(q: Kysely<OutboxDatabase>, lock: boolean): Promise<number> {
+    const rows = await selectRows(q, lock);
     const published: string[] = [];
     const handling: Promise<void>[] = [];
     const parked: ParkedRow[] = [];
@@ -156,17 +204,10 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
       }
     } finally {
       if (handling.length > 0) await untilStopped(Promise.all(handling));
-      // Marked only after the bus acknowledged them, in one statement per round (one commit, not
-      // one per row), also when a later row of the round failed. A crash before this line
-      // re-sends the round's rows: their ids make the copies no-ops for every consumer.
-      if (published.length > 0) {
-        await q
-          .updateTable('fleetgate_outbox')
-          .set({ sent_at: Date.now(), last_error: null })
-          .where('id', 'in', published)
-          .where('sent_at', 'is', null)
-          .execute();
-      }
+      // Marked only after the bus acknowledged them, once per round, also when a later row of
+      // the round failed. A crash before this line re-sends the round's rows: their ids make the
+      // copies no-ops for every consumer.
+      if (published.length > 0) await markSent(q, published);
       // Parked rows leave the outbox for good (an operator looks at them); the rows after them go
       // on. Moved in one transaction: the round's own with `lockRows`, else one of their own.
       if (parked.length > 0) {
@@ -285,8 +326,15 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
       loop = runLoop();
     },
     notify() {
-      notified = wake === undefined;
-      wake?.();
+      // On the next turn of the event loop: the caller that committed (a call about to return)
+      // goes on first; the notices of one turn wake the loop once.
+      if (wakeSoon) return;
+      wakeSoon = true;
+      setImmediate(() => {
+        wakeSoon = false;
+        notified = wake === undefined;
+        wake?.();
+      });
     },
     relayOnce,
     drain,

@@ -43,6 +43,14 @@ export interface PublishResult {
 export interface Delivery {
   /** The JetStream stream sequence; absent on the in-memory bus, which keeps no log. */
   sequence?: number;
+  /**
+   * In-memory bus: takes up to `max` more events queued for this subscription, in order, for the
+   * handler to handle with this one (a consumer that applies several events in one transaction).
+   * They are done with when the handler's promise settles, as this event is: handled when it
+   * resolves, reported with it when it rejects. Absent on JetStream, which delivers one event at a
+   * time.
+   */
+  takeQueued?(max: number): EventEnvelope[];
 }
 
 /** A subscription handler; a returned promise is awaited before the next event is delivered. */

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DispatchEvent, DispatchResult, DispatchStatus } from '../protocol/index.js';
+import type { SqliteAccess } from '../store/index.js';
 
 export type { DispatchResult, DispatchStatus } from '../protocol/index.js';
 
@@ -51,7 +52,7 @@ export interface DispatchRecordStore {
 
 const ENDED: readonly DispatchStatus[] = ['completed', 'failed', 'rejected', 'canceled'];
 
-function fromRow(row: DispatchTable & { traceparent: string | null }): DispatchRecord {
+function fromRow(row: DispatchRow): DispatchRecord {
   return {
     id: row.id,
     agent: row.agent,
@@ -66,12 +67,35 @@ function fromRow(row: DispatchTable & { traceparent: string | null }): DispatchR
   };
 }
 
+/** Options of {@link createStoreDispatchRecords}. */
+export interface StoreDispatchRecordsOptions {
+  /**
+   * A SQLite store's direct access (`store.sqlite`): the lookups every settled task makes run as
+   * prepared statements.
+   */
+  sqlite?: SqliteAccess | undefined;
+}
+
+type DispatchRow = DispatchTable & { traceparent: string | null };
+
+const SELECT_ROWS =
+  'select "fleetgate_dispatch".*, "fleetgate_dispatch_trace"."traceparent" from "fleetgate_dispatch" ' +
+  'left join "fleetgate_dispatch_trace" on "fleetgate_dispatch_trace"."dispatch_id" = "fleetgate_dispatch"."id" ';
+const SELECT_BY_ID = `${SELECT_ROWS}where "fleetgate_dispatch"."id" = ?`;
+const SELECT_BY_TASK = `${SELECT_ROWS}where "fleetgate_dispatch"."agent" = ? and "fleetgate_dispatch"."task_id" = ? limit 1`;
+
 /** Dispatch records in the store (SQLite or PostgreSQL). */
 export function createStoreDispatchRecords<DB extends DispatchDatabase>(
   database: Kysely<DB>,
+  options: StoreDispatchRecordsOptions = {},
 ): DispatchRecordStore {
   // kysely's types are invariant in DB; the constraint guarantees the table exists.
   const db = database as unknown as Kysely<DispatchDatabase>;
+  const direct = options.sqlite;
+  const readOne = async (sql: string, params: readonly unknown[]) => {
+    const row = await direct!.read((q) => q.get<DispatchRow>(sql, params));
+    return row === undefined ? undefined : fromRow(row);
+  };
   const rows = () =>
     db
       .selectFrom('fleetgate_dispatch')
@@ -83,6 +107,7 @@ export function createStoreDispatchRecords<DB extends DispatchDatabase>(
       .selectAll('fleetgate_dispatch')
       .select('fleetgate_dispatch_trace.traceparent');
   const get = async (id: string): Promise<DispatchRecord | undefined> => {
+    if (direct !== undefined) return readOne(SELECT_BY_ID, [id]);
     const row = await rows().where('fleetgate_dispatch.id', '=', id).executeTakeFirst();
     return row === undefined ? undefined : fromRow(row);
   };
@@ -111,6 +136,7 @@ export function createStoreDispatchRecords<DB extends DispatchDatabase>(
     },
     get,
     async byTask(agent, taskId) {
+      if (direct !== undefined) return readOne(SELECT_BY_TASK, [agent, taskId]);
       const row = await rows()
         .where('fleetgate_dispatch.agent', '=', agent)
         .where('fleetgate_dispatch.task_id', '=', taskId)

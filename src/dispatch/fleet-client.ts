@@ -318,7 +318,25 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
       : callWithTimeout(agent, skill, input, callOptions, timeoutMs);
   }
 
+  /** Exchanges in progress: while others are, a reply's claim waits to share their commit. */
+  let inFlight = 0;
+
   async function exchange(
+    agent: string,
+    skill: string,
+    input: CallInput,
+    callOptions: CallOptions,
+    timeoutSignal: AbortSignal | undefined,
+  ): Promise<CallResult> {
+    inFlight += 1;
+    try {
+      return await exchangeOnce(agent, skill, input, callOptions, timeoutSignal);
+    } finally {
+      inFlight -= 1;
+    }
+  }
+
+  async function exchangeOnce(
     agent: string,
     skill: string,
     input: CallInput,
@@ -479,8 +497,11 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
         );
       }
       if (terminalState) {
+        // Other calls in flight may end in this turn of the event loop: the claim may wait for
+        // them and share their commit. A call alone commits at once.
         const done = await terminal.settle(agent, task, mode === 'streaming' ? 'stream' : 'reply', {
           chain,
+          group: inFlight > 1 ? 'loop' : 'turn',
         });
         if (done.settled && done.failure !== undefined) throw done.failure;
       } else {

@@ -40,6 +40,7 @@ export {
   type TaskCall,
   type TaskTerminal,
   type TaskTerminalOptions,
+  type ClaimGroup,
   type TerminalRecords,
 } from './terminal.js';
 export * from './dispatch-records.js';

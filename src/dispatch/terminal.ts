@@ -1,8 +1,6 @@
 import type { Task } from '@a2a-js/sdk';
 
-import type { CollectedEvent, EventCollector, OutboxExecutor } from '../bus/index.js';
-import type { OpenTopics } from '../protocol/index.js';
-import { createOutboxWriter } from '../bus/index.js';
+import type { CollectedEvent, EventCollector } from '../bus/index.js';
 import { FleetgateError, isStoreUnavailable } from '../protocol/index.js';
 import type { CallOutcome, SkillCallChain } from '../extensions/index.js';
 import type { TaskStateName } from '../protocol/index.js';
@@ -75,8 +73,9 @@ export interface SettledTask {
 /** The durable claim: the task records (`createStoreTaskRecords` satisfies it). */
 export interface TerminalRecords {
   /**
-   * Compare-and-set of the task's terminal mark; `alsoWrite` runs in the same transaction. A task
-   * never recorded (a terminal reply) is recorded terminal when `call` is given.
+   * Compare-and-set of the task's terminal mark; `events` go to the outbox in the same
+   * transaction. A task never recorded (a terminal reply) is recorded terminal when `call` is
+   * given. Resolves once the transaction committed.
    */
   claim(
     agent: string,
@@ -86,10 +85,20 @@ export interface TerminalRecords {
       state: TaskStateName;
       at: number;
       call?: { skill: string; correlationId: string; startedAt: number };
+      /** How the claim's commit may join other writes; see {@link ClaimGroup}. */
+      group?: ClaimGroup;
     },
-    alsoWrite?: (trx: OutboxExecutor) => Promise<void>,
+    events?: readonly CollectedEvent[],
   ): Promise<boolean>;
 }
+
+/**
+ * A hint to a store that group-commits: `'loop'` lets the claim wait for the rest of the current
+ * turn of the event loop, so the claims of calls ending together share one commit (other calls
+ * are in flight); `'turn'` commits it as soon as the current chain of reactions has run (a call
+ * alone: nothing to wait for). A store without group commit ignores it.
+ */
+export type ClaimGroup = 'turn' | 'loop';
 
 /** Rebuilds the `after` chain of a call from what the terminal kept (the fleet client does). */
 export type ChainSource = (call: TaskCall) => Promise<SkillCallChain>;
@@ -161,7 +170,7 @@ export interface TaskTerminal {
     agent: string,
     task: Task,
     via?: SettlePath,
-    options?: { chain?: SkillCallChain; call?: TaskCall },
+    options?: { chain?: SkillCallChain; call?: TaskCall; group?: ClaimGroup },
   ): Promise<SettleResult>;
   /** Drops a held call without running hooks: the task settled elsewhere. Returns whether held. */
   release(agent: string, taskId: string): boolean;
@@ -197,8 +206,6 @@ interface Held {
 }
 
 const keyOf = (agent: string, taskId: string): string => `${agent}\u0000${taskId}`;
-
-const outbox = createOutboxWriter<OpenTopics>();
 
 /** The in-memory claim: first caller wins among the last `size` tasks claimed. */
 function memoryClaim(size: number): (agent: string, taskId: string) => Promise<boolean> {
@@ -296,6 +303,7 @@ export function createTaskTerminal(options: TaskTerminalOptions = {}): TaskTermi
     via: SettlePath,
     call: TaskCall,
     given: SkillCallChain | undefined,
+    group: ClaimGroup | undefined,
   ): Promise<SettleResult> {
     const chain = given ?? (await rebuild(call)).resumeAfterBefore();
     const outcome = outcomeForTask(task);
@@ -319,17 +327,9 @@ export function createTaskTerminal(options: TaskTerminalOptions = {}): TaskTermi
               correlationId: call.correlationId,
               startedAt: call.startedAt,
             },
+            ...(group === undefined ? {} : { group }),
           },
-          async (trx) => {
-            for (const event of events) {
-              await outbox.write(trx, event.topic, event.payload, {
-                id: event.id,
-                ...(event.correlationId === undefined
-                  ? {}
-                  : { correlationId: event.correlationId }),
-              });
-            }
-          },
+          events,
         );
       const won = async (): Promise<void> => {
         durable.onCommitted?.(settled, events);
@@ -411,7 +411,7 @@ export function createTaskTerminal(options: TaskTerminalOptions = {}): TaskTermi
       // with the record's call, loses the claim).
       held.delete(key);
       try {
-        return await run(task, via, call, chain);
+        return await run(task, via, call, chain, settleOptions.group);
       } catch (error) {
         // The claim failed (or the chain could not be rebuilt): the task is not settled. Put the
         // held call back so the path that retries finds it.

@@ -248,6 +248,7 @@ export async function createGateway(
   );
   const relay = createOutboxRelay({
     db: store.db,
+    sqlite: store.sqlite,
     bus,
     maxPayloadBytes: eventBytes,
     pollIntervalMs: (deps.relay === false ? undefined : deps.relay?.pollIntervalMs) ?? 250,
@@ -261,8 +262,8 @@ export async function createGateway(
     maxEventBytes: eventBytes,
   });
   const built: GatewayRecords = {
-    tasks: createStoreTaskRecords(store.db),
-    dispatches: createStoreDispatchRecords(store.db),
+    tasks: createStoreTaskRecords(store.db, { sqlite: store.sqlite }),
+    dispatches: createStoreDispatchRecords(store.db, { sqlite: store.sqlite }),
   };
   const { tasks: taskRecords, dispatches: dispatchRecords } = deps.records?.(built) ?? built;
   // The callbacks below point at the tracker and dispatcher built after them; they run only once
@@ -343,6 +344,7 @@ export async function createGateway(
     store: createSqlWorldStore({
       db: store.db,
       kind: store.kind,
+      sqlite: store.sqlite,
       onCommitted: () => relay.notify(),
     }),
     bus,

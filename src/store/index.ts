@@ -9,3 +9,9 @@ export { DEFAULT_STORE_TIMEOUTS } from './pg-pool.js';
 export type { StoreTimeouts } from './pg-pool.js';
 export { composeMigrations, migrateToLatest, serialKeyType } from './migrations.js';
 export type { MigrateOptions, StoreKind, StoreMigration, StoreMigrations } from './migrations.js';
+export type {
+  SqliteAccess,
+  SqliteRunResult,
+  SqliteStatements,
+  SqliteWriteOptions,
+} from './sqlite-access.js';

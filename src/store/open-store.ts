@@ -7,13 +7,18 @@
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import type { Dialect } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import type { PoolConfig } from 'pg';
 import { FleetgateError, isFleetgateError } from '../protocol/index.js';
 import type { StoreKind, StoreMigrations } from './migrations.js';
 import { migrateToLatest, verifyMigrated } from './migrations.js';
 import type { GuardedPool, StoreTimeouts } from './pg-pool.js';
 import { guardPool, timeoutConfig } from './pg-pool.js';
+import type { SqliteAccess } from './sqlite-access.js';
+import { createSqliteAccess } from './sqlite-access.js';
+import type { SqliteCheckpointer } from './sqlite-checkpointer.js';
+import { createSqliteCheckpointer } from './sqlite-checkpointer.js';
 
 /** Options of {@link openStore}. */
 export interface StoreOptions {
@@ -70,6 +75,11 @@ export interface Store<DB = unknown> {
   /** The kysely instance; use `db.transaction()` for atomic writes. */
   readonly db: Kysely<DB>;
   readonly kind: StoreKind;
+  /**
+   * SQLite only: direct prepared statements on the same connection, with group-committed writes,
+   * for the hot paths (see `sqlite-access.ts`). Undefined on PostgreSQL.
+   */
+  readonly sqlite?: SqliteAccess;
   /** The URL without password. */
   readonly url: string;
   /** Names of the migrations this open ran. */
@@ -172,39 +182,58 @@ export async function openStore<DB = unknown>(
   let idleErrors = 0;
   let connectionErrors = 0;
   const onError = options.onError;
-  const dialect =
-    location.kind === 'sqlite'
-      ? new SqliteDialect({
-          database: await openSqlite(
-            location.file,
-            { readOnly, create: !readOnly && migrate !== 'verify' },
-            url,
-          ),
-        })
-      : new PostgresDialect({
-          pool: await openPool(
-            {
-              connectionString: location.connectionString,
-              max: options.poolSize ?? 10,
-              application_name: options.applicationName ?? 'fleetgate',
-              ...(schema === undefined ? {} : { options: `-c search_path=${schema}` }),
-              ...timeoutConfig(options.timeouts),
-            },
-            () => {
-              idleErrors += 1;
-            },
-            (error) => {
-              connectionErrors += 1;
-              onError?.(error);
-            },
-            readOnly,
-          ),
-        });
+  let dialect: Dialect;
+  let sqliteAccess: SqliteAccess | undefined;
+  let checkpointer: SqliteCheckpointer | undefined;
+  if (location.kind === 'sqlite') {
+    const database = await openSqlite(
+      location.file,
+      { readOnly, create: !readOnly && migrate !== 'verify' },
+      url,
+    );
+    if (location.file !== ':memory:' && !readOnly) {
+      checkpointer = createSqliteCheckpointer(database, location.file, (error) => {
+        process.emitWarning(
+          `SQLite checkpoints of ${location.file} went back to the committing thread: ${error.message}`,
+          { code: 'FLEETGATE_STORE_CHECKPOINTER' },
+        );
+      });
+    }
+    const worker = checkpointer;
+    const shared = createSqliteAccess(database, {
+      ...(worker === undefined ? {} : { onCommit: () => worker.committed() }),
+    });
+    dialect = shared.dialect;
+    sqliteAccess = shared.access;
+  } else {
+    dialect = new PostgresDialect({
+      pool: await openPool(
+        {
+          connectionString: location.connectionString,
+          max: options.poolSize ?? 10,
+          application_name: options.applicationName ?? 'fleetgate',
+          ...(schema === undefined ? {} : { options: `-c search_path=${schema}` }),
+          ...timeoutConfig(options.timeouts),
+        },
+        () => {
+          idleErrors += 1;
+        },
+        (error) => {
+          connectionErrors += 1;
+          onError?.(error);
+        },
+        readOnly,
+      ),
+    });
+  }
   const db = new Kysely<DB>({ dialect });
   let closed = false;
   const close = async (): Promise<void> => {
     if (closed) return;
     closed = true;
+    // Writes queued on the direct access commit first (nothing is dropped on the way out).
+    await sqliteAccess?.idle();
+    await checkpointer?.close();
     await db.destroy();
   };
   try {
@@ -226,6 +255,7 @@ export async function openStore<DB = unknown>(
     return {
       db,
       kind: location.kind,
+      ...(sqliteAccess === undefined ? {} : { sqlite: sqliteAccess }),
       url: redact(url),
       migrated,
       get idleErrors() {

@@ -1,8 +1,10 @@
-import type { Kysely, Transaction } from 'kysely';
-import type { OutboxDatabase } from '../bus/index.js';
+import type { Kysely } from 'kysely';
+import type { OutboxDatabase, OutboxEventInput } from '../bus/index.js';
+import { createOutboxWriter, insertOutboxRows } from '../bus/index.js';
 import type { SettlePath } from '../dispatch/index.js';
-import type { TaskStateName } from '../protocol/index.js';
+import type { OpenTopics, TaskStateName } from '../protocol/index.js';
 import { normalizeTaskState } from '../protocol/index.js';
+import type { SqliteAccess } from '../store/index.js';
 
 /** The durable record of one task the gateway follows. */
 export interface TaskRecord {
@@ -70,9 +72,9 @@ export interface TaskRecordStore {
   noteState(agent: string, taskId: string, state: TaskStateName, at: number): Promise<void>;
   /**
    * Claims the task terminal — a compare-and-set (`… WHERE terminal_at IS NULL`) — and, in the
-   * same transaction, runs `alsoWrite` (the outbox rows of the events the terminal state
-   * produces). Resolves true for the one path that won; every other path gets false and nothing
-   * of its `alsoWrite` is kept.
+   * same transaction, writes `events` (those the terminal state produces) to the outbox. Resolves
+   * true for the one path that won, once that transaction committed; every other path gets false
+   * and none of its events are kept.
    */
   claim(
     agent: string,
@@ -83,10 +85,34 @@ export interface TaskRecordStore {
       at: number;
       /** With these, a task never recorded (a terminal reply) is recorded terminal by the claim. */
       call?: { skill: string; correlationId: string; startedAt: number };
+      /**
+       * With direct access: `'loop'` (the default) lets the claim wait for the rest of the turn of
+       * the event loop and share its commit; `'turn'` commits it at once.
+       */
+      group?: 'turn' | 'loop';
     },
-    alsoWrite?: (trx: Transaction<ClaimDatabase>) => Promise<void>,
+    events?: readonly OutboxEventInput[],
   ): Promise<boolean>;
 }
+
+/** Options of {@link createStoreTaskRecords}. */
+export interface StoreTaskRecordsOptions {
+  /**
+   * A SQLite store's direct access (`store.sqlite`): claims run as prepared statements, and the
+   * claims of one turn of the event loop share one transaction and one commit.
+   */
+  sqlite?: SqliteAccess | undefined;
+}
+
+const outbox = createOutboxWriter<OpenTopics>();
+
+const CLAIM_UPDATE =
+  'update "fleetgate_task" set "state" = ?, "updated_at" = ?, "terminal_at" = ?, "terminal_via" = ? ' +
+  'where "agent" = ? and "task_id" = ? and "terminal_at" is null';
+const CLAIM_INSERT =
+  'insert into "fleetgate_task" ("agent", "task_id", "skill", "correlation_id", "state", ' +
+  '"push_token_hash", "created_at", "updated_at", "terminal_at", "terminal_via") ' +
+  'values (?, ?, ?, ?, ?, null, ?, ?, ?, ?) on conflict ("agent", "task_id") do nothing';
 
 function fromRow(row: TaskTable): TaskRecord {
   return {
@@ -106,9 +132,11 @@ function fromRow(row: TaskTable): TaskRecord {
 /** Task records in the store (SQLite or PostgreSQL). */
 export function createStoreTaskRecords<DB extends ClaimDatabase>(
   database: Kysely<DB>,
+  options: StoreTaskRecordsOptions = {},
 ): TaskRecordStore {
   // kysely's types are invariant in DB; the constraint guarantees the table exists.
   const db = database as unknown as Kysely<ClaimDatabase>;
+  const direct = options.sqlite;
   return {
     async create(record) {
       await db
@@ -204,7 +232,36 @@ export function createStoreTaskRecords<DB extends ClaimDatabase>(
         .where('terminal_at', 'is', null)
         .execute();
     },
-    async claim(agent, taskId, claim, alsoWrite) {
+    claim(agent, taskId, claim, events = []) {
+      if (direct !== undefined) {
+        // The claims of one turn of the loop share a transaction (each in a savepoint) and its
+        // commit; the promise resolves after that commit.
+        return direct.write(
+          (sql) => {
+            const { state, at, via, call } = claim;
+            let won = sql.run(CLAIM_UPDATE, [state, at, at, via, agent, taskId]).changes === 1;
+            if (!won && call !== undefined) {
+              // Never tracked (the reply was terminal): record it terminal now, unless a record
+              // exists.
+              won =
+                sql.run(CLAIM_INSERT, [
+                  agent,
+                  taskId,
+                  call.skill,
+                  call.correlationId,
+                  state,
+                  call.startedAt,
+                  at,
+                  at,
+                  via,
+                ]).changes === 1;
+            }
+            if (won && events.length > 0) insertOutboxRows(sql, events, Date.now());
+            return won;
+          },
+          { group: claim.group ?? 'loop' },
+        );
+      }
       return db.transaction().execute(async (trx) => {
         const updated = await trx
           .updateTable('fleetgate_task')
@@ -240,7 +297,12 @@ export function createStoreTaskRecords<DB extends ClaimDatabase>(
           won = Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1;
         }
         if (!won) return false;
-        await alsoWrite?.(trx);
+        for (const event of events) {
+          await outbox.write(trx, event.topic, event.payload, {
+            id: event.id,
+            ...(event.correlationId === undefined ? {} : { correlationId: event.correlationId }),
+          });
+        }
         return true;
       });
     },

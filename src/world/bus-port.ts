@@ -11,6 +11,14 @@ export type WorldPublishedTopic =
   | 'ops.alert.world_domain_full'
   | 'system.error';
 
+/**
+ * What a bus tells the handler with an event: on the in-memory bus, the events queued behind it,
+ * for the materialiser to apply together in one unit of work.
+ */
+export interface WorldDelivery {
+  takeQueued?(max: number): EventEnvelope[];
+}
+
 /** A live subscription of the materialiser. */
 export interface WorldSubscription {
   unsubscribe(): Promise<void>;
@@ -25,7 +33,10 @@ export interface WorldBus {
   ): Promise<unknown>;
   subscribe(
     pattern: 'world.state.delta',
-    handler: (event: EventEnvelope<'world.state.delta', WorldStateDeltaEvent>) => Promise<void>,
+    handler: (
+      event: EventEnvelope<'world.state.delta', WorldStateDeltaEvent>,
+      delivery: WorldDelivery,
+    ) => Promise<void>,
     options: { name: string; durable: boolean; from: 'all' },
   ): Promise<WorldSubscription>;
 }

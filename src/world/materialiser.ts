@@ -5,7 +5,7 @@
  * not apply — all in one unit of work of the {@link WorldStore}, deduplicated by event id inside
  * it, so a redelivered event is applied exactly once even across replicas.
  */
-import type { WorldBus, WorldSubscription } from './bus-port.js';
+import type { WorldBus, WorldDelivery, WorldSubscription } from './bus-port.js';
 import { deterministicEventId } from '../protocol/index.js';
 import { FleetgateError, assertNever, isStoreUnavailable } from '../protocol/index.js';
 import type { RejectedDeltaEntry } from '../protocol/index.js';
@@ -143,6 +143,13 @@ interface DomainTouch {
 }
 
 const DEFAULT_EVENT_ID_MAX_AGE_MS = 7 * 24 * 60 * 60 * 1000;
+/** Most delivered events applied in one unit of work. */
+const MAX_BATCH = 64;
+
+function describeError(error: unknown): string {
+  if (error instanceof FleetgateError) return `${error.code}: ${error.message}`;
+  return error instanceof Error ? error.message : String(error);
+}
 /** Default {@link WorldMaterialiserOptions.maxDomainBytes}: 16 MiB. */
 export const DEFAULT_MAX_DOMAIN_BYTES = 16 * 1024 * 1024;
 const DEFAULT_AUDIT_VALUE_MAX_BYTES = 8 * 1024;
@@ -228,16 +235,63 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
   /** Aborted by stop(): a wait for the store ends at once. */
   let stopping = new AbortController();
 
-  /** Applies a delivered event, waiting out a store outage (see {@link WorldRetry}). */
-  async function applyDelivered(event: WorldStateDeltaEnvelope): Promise<void> {
+  /**
+   * Applies a delivered event — with the events queued behind it when the bus lets the handler
+   * take them (the in-memory bus), in one unit of work — waiting out a store outage (see
+   * {@link WorldRetry}). A malformed event is reported on its own; a batch whose unit of work fails
+   * is applied again one event at a time, so one bad event never takes the others down.
+   */
+  async function applyDelivered(
+    event: WorldStateDeltaEnvelope,
+    delivery: WorldDelivery | undefined,
+  ): Promise<void> {
+    const more = delivery?.takeQueued?.(MAX_BATCH - 1) as WorldStateDeltaEnvelope[] | undefined;
+    if (more === undefined || more.length === 0) return applyWithRetry([event]);
+    const failures: unknown[] = [];
+    const valid: WorldStateDeltaEnvelope[] = [];
+    for (const e of [event, ...more]) {
+      try {
+        parseEvent(e);
+        valid.push(e);
+      } catch (error) {
+        failures.push(error);
+      }
+    }
+    try {
+      if (valid.length > 0) await applyWithRetry(valid);
+    } catch (error) {
+      if (valid.length === 1 || isGivenUp()) throw error;
+      for (const e of valid) {
+        try {
+          await applyWithRetry([e]);
+        } catch (single) {
+          failures.push(single);
+        }
+      }
+    }
+    if (failures.length === 1) throw failures[0];
+    if (failures.length > 1) {
+      throw new AggregateError(
+        failures,
+        `${failures.length} world.state.delta events failed: ${failures.map(describeError).join('; ')}`,
+      );
+    }
+  }
+
+  /** Whether the store outage wait was given up (stopping, or the caller's signal aborted). */
+  function isGivenUp(): boolean {
+    return stopping.signal.aborted || retry.signal?.aborted === true;
+  }
+
+  /** Applies events in one unit of work, waiting out a store outage (see {@link WorldRetry}). */
+  async function applyWithRetry(events: readonly WorldStateDeltaEnvelope[]): Promise<void> {
     let delay = initialDelay;
     for (let attempt = 1; ; attempt += 1) {
       try {
-        await applyEvents([event]);
+        await applyEvents(events);
         return;
       } catch (error) {
-        const given = stopping.signal.aborted || retry.signal?.aborted === true;
-        if (!isStoreUnavailable(error) || given) throw error;
+        if (!isStoreUnavailable(error) || isGivenUp()) throw error;
         retry.onRetry?.(error, attempt, delay);
         await pause(delay, [stopping.signal, retry.signal]);
         delay = Math.min(maxDelay, delay * 2);
@@ -501,7 +555,7 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
       stopping = new AbortController();
       subscription = await bus.subscribe(
         'world.state.delta',
-        (event) => applyDelivered(event),
+        (event, delivery) => applyDelivered(event, delivery),
         // `all`: a new durable consumer starts with every event the bus still retains (applying
         // an event twice is impossible, so nothing is lost by starting early); an existing one
         // resumes where it left off.

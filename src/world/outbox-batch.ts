@@ -6,6 +6,7 @@
  * emission on PostgreSQL.
  */
 import { CompiledQuery } from 'kysely';
+import type { WorldSqlStatements } from './sqlite-port.js';
 import type { WorldEmission } from './types.js';
 
 /**
@@ -94,8 +95,47 @@ export async function writeOutboxEvents(
   events: readonly WorldEmission[],
   now: number,
 ): Promise<void> {
+  for (const chunk of outboxStatements(kind, events, now)) {
+    await trx.executeQuery(CompiledQuery.raw(chunk.text, chunk.params));
+  }
+}
+
+/**
+ * {@link writeOutboxEvents} through a SQLite store's direct statements: one prepared row statement
+ * bound per event (SQLite parses it once; a statement per batch size would be prepared again for
+ * every new size).
+ */
+export function writeOutboxEventsDirect(
+  sql: WorldSqlStatements,
+  events: readonly WorldEmission[],
+  now: number,
+): void {
   if (events.length === 0) return;
   const time = new Date(now).toISOString();
+  const text = outboxInsertSql('sqlite', 1);
+  for (const event of events) {
+    sql.run(text, [
+      event.id,
+      event.topic,
+      JSON.stringify(event.payload),
+      event.correlationId,
+      time,
+      now,
+      null,
+      null,
+    ]);
+  }
+}
+
+/** The statements that write `events`: one per chunk of rows. */
+function outboxStatements(
+  kind: 'sqlite' | 'postgres',
+  events: readonly WorldEmission[],
+  now: number,
+): { text: string; params: unknown[] }[] {
+  if (events.length === 0) return [];
+  const time = new Date(now).toISOString();
+  const out: { text: string; params: unknown[] }[] = [];
   for (let start = 0; start < events.length; start += OUTBOX_CHUNK) {
     const end = Math.min(events.length, start + OUTBOX_CHUNK);
     const params: unknown[] = [];
@@ -112,6 +152,7 @@ export async function writeOutboxEvents(
         null,
       );
     }
-    await trx.executeQuery(CompiledQuery.raw(outboxInsertSql(kind, end - start), params));
+    out.push({ text: outboxInsertSql(kind, end - start), params });
   }
+  return out;
 }

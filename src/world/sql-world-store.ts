@@ -16,8 +16,9 @@ import { CompiledQuery, sql } from 'kysely';
 import type { JsonObject } from './json.js';
 import { normaliseHistoryQuery } from './history-query.js';
 import type { WorldOutboxDatabase } from './outbox-batch.js';
-import { writeOutboxEvents } from './outbox-batch.js';
-import type { WorldDatabase } from './store-tables.js';
+import { writeOutboxEvents, writeOutboxEventsDirect } from './outbox-batch.js';
+import type { WorldSqlStatements, WorldSqlite } from './sqlite-port.js';
+import type { WorldDatabase, WorldDomainTable } from './store-tables.js';
 import {
   INSERT_CHUNK,
   auditInsertSql,
@@ -29,7 +30,14 @@ import {
 import type { ValueRow } from './value-rows.js';
 import { assembleState, decodeHeader, encodeHeader, rowBytes, splitState } from './value-rows.js';
 import type { LoadedRows } from './sql-value-rows.js';
-import { SPLIT_DEPTH, loadDomainRows, toBase, writeValueRows } from './sql-value-rows.js';
+import {
+  SPLIT_DEPTH,
+  loadDomainRows,
+  loadDomainRowsDirect,
+  toBase,
+  writeValueRows,
+  writeValueRowsDirect,
+} from './sql-value-rows.js';
 import type {
   AuditRecord,
   HistoryQuery,
@@ -56,6 +64,11 @@ export interface SqlWorldStoreOptions<DB extends SqlWorldDatabase = SqlWorldData
   /** Called after a unit of work that wrote outbox rows committed, e.g. `relay.notify`. */
   onCommitted?: () => void;
   /**
+   * A SQLite store's direct access (`store.sqlite`): units of work run as prepared statements in
+   * the store's group-committed writes, sharing a commit with the writes queued beside them.
+   */
+  sqlite?: WorldSqlite | undefined;
+  /**
    * Largest `previous` / `next` value of an audit record written whole, as JSON bytes (default
    * 8 KiB); a larger one is written as an `AuditSummary`. The operand (`value`) is always whole:
    * replay needs it.
@@ -65,6 +78,22 @@ export interface SqlWorldStoreOptions<DB extends SqlWorldDatabase = SqlWorldData
 
 type Db = Kysely<SqlWorldDatabase> | Transaction<SqlWorldDatabase>;
 
+/** `fn`'s result as a promise, a throw as a rejection: the direct statements are synchronous. */
+function settled<T>(fn: () => T): Promise<T> {
+  return new Promise<T>((resolve) => resolve(fn()));
+}
+
+const CLAIM_EVENT =
+  'insert into "fleetgate_world_events" ("event_id", "applied_at") values (?, ?) on conflict ("event_id") do nothing';
+const SELECT_DOMAIN = 'select * from "fleetgate_world_domains" where "name" = ?';
+const INSERT_DOMAIN =
+  'insert into "fleetgate_world_domains" ("name", "version", "state", "base_state", "base_version", "updated_at") ' +
+  'values (?, ?, ?, ?, ?, ?) on conflict ("name") do nothing';
+const UPDATE_DOMAIN =
+  'update "fleetgate_world_domains" set "state" = ?, "version" = ?, "updated_at" = ? where "name" = ?';
+const DELETE_DOMAIN_VALUES = 'delete from "fleetgate_world_values" where "domain" = ?';
+const DELETE_DOMAIN = 'delete from "fleetgate_world_domains" where "name" = ?';
+
 /** A {@link WorldStore} in the tables of the `0003_world` migration. */
 export class SqlWorldStore implements WorldStore {
   readonly durableEmit = true;
@@ -73,10 +102,12 @@ export class SqlWorldStore implements WorldStore {
   readonly #kind: 'sqlite' | 'postgres';
   readonly #onCommitted: (() => void) | undefined;
   readonly #auditMax: number;
+  readonly #direct: WorldSqlite | undefined;
 
   constructor(options: SqlWorldStoreOptions<SqlWorldDatabase>) {
     this.#db = options.db;
     this.#kind = options.kind;
+    this.#direct = options.kind === 'sqlite' ? options.sqlite : undefined;
     this.#onCommitted = options.onCommitted;
     this.#auditMax = options.auditValueMaxBytes ?? 8 * 1024;
   }
@@ -85,6 +116,18 @@ export class SqlWorldStore implements WorldStore {
     work: (uow: WorldUnitOfWork) => Promise<T>,
   ): Promise<{ result: T; emitted: WorldEmission[] }> {
     let wroteOutbox = false;
+    const direct = this.#direct;
+    if (direct !== undefined) {
+      const result = await direct.write((sql) =>
+        work(
+          this.#directUnitOfWork(sql, () => {
+            wroteOutbox = true;
+          }),
+        ),
+      );
+      if (wroteOutbox) this.#onCommitted?.();
+      return { result, emitted: [] };
+    }
     const result = await this.#db.transaction().execute(async (trx) => {
       const uow = this.#unitOfWork(trx, () => {
         wroteOutbox = true;
@@ -213,6 +256,97 @@ export class SqlWorldStore implements WorldStore {
         await writeOutboxEvents(trx, this.#kind, events, Date.now());
         onEmit();
       },
+    };
+  }
+
+  /**
+   * The unit of work on a SQLite store's direct statements: the same rows as {@link #unitOfWork},
+   * one prepared statement per row. SQLite has one writer, so nothing else changes the domains
+   * while the write runs (no locks to take).
+   */
+  #directUnitOfWork(sql: WorldSqlStatements, onEmit: () => void): WorldUnitOfWork {
+    const loaded = new Map<string, LoadedRows>();
+    return {
+      claim: (ids, now) =>
+        settled(() => {
+          const fresh = new Set<string>();
+          for (const id of [...new Set(ids)].sort()) {
+            if (sql.run(CLAIM_EVENT, [id, now]).changes === 1) fresh.add(id);
+          }
+          return fresh;
+        }),
+      load: (names, init, needs) =>
+        settled(() => {
+          const out = new Map<string, LoadedDomain>();
+          const found: WorldDomainTable[] = [];
+          for (const name of [...new Set(names)].sort()) {
+            const row = sql.get<WorldDomainTable>(SELECT_DOMAIN, [name]);
+            if (row !== undefined) {
+              found.push(row);
+              continue;
+            }
+            const d = init(name);
+            const created =
+              sql.run(INSERT_DOMAIN, [
+                d.name,
+                d.version,
+                encodeHeader({ bytes: 0, next: 1 }),
+                JSON.stringify(d.base),
+                d.baseVersion,
+                d.updatedAt,
+              ]).changes === 1;
+            if (!created) {
+              // Another writer of the file created it meanwhile: read it like any other.
+              const raced = sql.get<WorldDomainTable>(SELECT_DOMAIN, [name]);
+              if (raced !== undefined) found.push(raced);
+              continue;
+            }
+            // Created here: its state is the initial one, every row still to be written.
+            loaded.set(d.name, { rows: new Map(), header: { bytes: 0, next: 1 } });
+            d.bytes = 0;
+            for (const row of splitState(d.state, SPLIT_DEPTH)) d.bytes += rowBytes(row);
+            out.set(d.name, { domain: d, created: true });
+          }
+          for (const [name, domain] of loadDomainRowsDirect(sql, found, needs)) {
+            loaded.set(name, domain.loaded);
+            out.set(name, { domain: domain.stored, created: false });
+          }
+          return out;
+        }),
+      save: (domains) =>
+        settled(() => {
+          for (const d of domains) {
+            const before = loaded.get(d.name);
+            if (before === undefined) continue;
+            const header = writeValueRowsDirect(sql, d, before);
+            sql.run(UPDATE_DOMAIN, [encodeHeader(header), d.version, d.updatedAt, d.name]);
+            d.bytes = header.bytes;
+          }
+        }),
+      discard: (names) =>
+        settled(() => {
+          for (const name of names) {
+            sql.run(DELETE_DOMAIN_VALUES, [name]);
+            sql.run(DELETE_DOMAIN, [name]);
+          }
+        }),
+      audit: (records) =>
+        settled(() => {
+          // One prepared row statement, bound per record: SQLite parses it once, while a
+          // statement per batch size would be prepared again for every new size.
+          const text = auditInsertSql('sqlite', 1);
+          for (const record of records) {
+            const params: unknown[] = [];
+            auditParams(toAuditRow(record, this.#auditMax), params);
+            sql.run(text, params);
+          }
+        }),
+      emit: (events) =>
+        settled(() => {
+          if (events.length === 0) return;
+          writeOutboxEventsDirect(sql, events, Date.now());
+          onEmit();
+        }),
     };
   }
 

@@ -1,0 +1,84 @@
+/**
+ * The outbox on a SQLite store's direct access (the store's `sqlite`): rows written with prepared
+ * statements inside a caller's group-committed write, and the relay's reads and marks, without
+ * the SQL builder. Same table, same row shape and conflict rule as `outbox.ts`.
+ */
+import { parseTopic } from './topic-pattern.js';
+
+/** Statements on the store's SQLite connection, run synchronously (`?` placeholders). */
+export interface SqliteStatementsPort {
+  run(sql: string, params?: readonly unknown[]): { changes: number };
+  all<R>(sql: string, params?: readonly unknown[]): R[];
+  get<R>(sql: string, params?: readonly unknown[]): R | undefined;
+}
+
+/**
+ * A SQLite store's direct access as the outbox uses it (the store's `sqlite` satisfies it): writes
+ * grouped into shared transactions, and reads outside them. Declared here, structurally, so the
+ * bus depends on no other folder.
+ */
+export interface OutboxSqlite {
+  write<T>(
+    work: (sql: SqliteStatementsPort) => T | Promise<T>,
+    options?: { group?: 'turn' | 'loop' },
+  ): Promise<T>;
+  read<T>(work: (sql: SqliteStatementsPort) => T): Promise<T>;
+}
+
+/** An event to write into the outbox (what the event collector kept). */
+export interface OutboxEventInput {
+  topic: string;
+  payload: unknown;
+  /** Event id; pass a deterministic one where the same event can be written twice. */
+  id: string;
+  correlationId?: string | undefined;
+}
+
+const INSERT_ROW =
+  'insert into "fleetgate_outbox" ("id", "topic", "payload", "correlation_id", "time", "created_at", "sent_at", "last_error") ' +
+  'values (?, ?, ?, ?, ?, ?, null, null) on conflict ("id") do nothing';
+
+/**
+ * Writes `events` into the outbox through `sql` (inside the caller's transaction), in order, with
+ * `created_at = now` and the event time `now` as RFC 3339; an id already in the outbox keeps its
+ * first row. Returns how many rows were inserted.
+ *
+ * @throws FleetgateError `FLEETGATE_TOPIC_INVALID` for an invalid topic (nothing is written).
+ */
+export function insertOutboxRows(
+  sql: SqliteStatementsPort,
+  events: readonly OutboxEventInput[],
+  now: number,
+): number {
+  for (const event of events) parseTopic(event.topic);
+  const time = new Date(now).toISOString();
+  let inserted = 0;
+  for (const event of events) {
+    inserted += sql.run(INSERT_ROW, [
+      event.id,
+      event.topic,
+      JSON.stringify(event.payload),
+      event.correlationId ?? event.id,
+      time,
+      now,
+    ]).changes;
+  }
+  return inserted;
+}
+
+/** The relay's read of one round: unsent rows in `seq` order. */
+export const SELECT_UNSENT =
+  'select "seq", "id", "topic", "payload", "correlation_id", "time" from "fleetgate_outbox" ' +
+  'where "sent_at" is null order by "seq" limit ?';
+
+const MARK_SENT =
+  'update "fleetgate_outbox" set "sent_at" = ?, "last_error" = null where "id" = ? and "sent_at" is null';
+
+/** Marks the rows of `ids` sent at `at` (one statement per row, all in the caller's transaction). */
+export function markOutboxRowsSent(
+  sql: SqliteStatementsPort,
+  ids: readonly string[],
+  at: number,
+): void {
+  for (const id of ids) sql.run(MARK_SENT, [at, id]);
+}
