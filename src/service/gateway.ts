@@ -401,8 +401,13 @@ export async function createGateway(
   };
 
   const settle = async (): Promise<void> => {
-    await relay.drain();
-    if (bus instanceof InMemoryEventBus) await bus.idle();
+    // Delivering an event can commit more (the materialiser's `world.state.updated` rows): relay
+    // and deliver until a round finds nothing left to send.
+    for (let round = 0; round < 16; round += 1) {
+      const sent = await relay.drain();
+      if (bus instanceof InMemoryEventBus) await bus.idle();
+      if (sent === 0 && round > 0) return;
+    }
   };
 
   return {

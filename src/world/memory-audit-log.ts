@@ -13,6 +13,7 @@
  * Chunks never grow once allocated, so no array of millions of slots is ever copied to grow it.
  * A record is built as an object only when a reader asks for it.
  */
+import { DELTA_OPS } from '../protocol/index.js';
 import { copyJsonValue } from './json.js';
 import type { NormalisedHistoryQuery } from './history-query.js';
 import { matchesHistory } from './history-query.js';
@@ -40,7 +41,8 @@ const OP_INC = 1;
 const OP_PUSH = 2;
 /** Any other op text (rejected entries only): kept in the chunk's references. */
 const OP_TEXT = 3;
-const OPS = ['set', 'inc', 'push'] as const;
+/** Op codes are indexes into the protocol's op list. */
+const OPS = DELTA_OPS;
 /** Bits 3–5: how `value` is kept; bits 6–8: `previous`; bits 9–11: `next`. */
 const VALUE_SHIFT = 3;
 const PREVIOUS_SHIFT = 6;
