@@ -234,6 +234,12 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
     }
   }
 
+  /** The pending approval (not a question) that holds a dispatch, from the inbox. */
+  async function heldApprovalOf(dispatchId: string): Promise<string | undefined> {
+    const pending = await gateway.approvals.list({ status: 'pending', includeSnoozed: true });
+    return pending.find((a) => a.dispatchId === dispatchId && a.kind !== 'checkpoint')?.id;
+  }
+
   /** What the client sees of a task, from its dispatch (and the call's result when known). */
   async function view(
     current: ProxyTask,
@@ -250,13 +256,23 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
     switch (record.status) {
       case 'awaiting-approval': {
         const reason = record.result?.error?.message ?? 'approval required';
-        const approvalId = meta?.approvalId;
+        // The dispatching call writes the approval id on the row once `dispatch` returns; a read
+        // racing it (an event, another replica) asks the inbox, so no view goes out without it.
+        const approvalId = meta?.approvalId ?? (await heldApprovalOf(current.id));
         const text =
           `Awaiting approval${approvalId === undefined ? '' : ` ${approvalId}`}: ${reason}.` +
           (meta?.skillVia === 'widest-radius' ? ` (${meta.skillReason})` : '') +
           (approvalId === undefined ? '' : ` Decide it at ${dashboardLink(approvalId)}`);
         const task = withStatus(
-          { ...base, metadata: metadata({ reason }) },
+          {
+            ...base,
+            metadata: metadata({
+              reason,
+              ...(approvalId === undefined
+                ? {}
+                : { approvalId, approvalUrl: dashboardLink(approvalId) }),
+            }),
+          },
           TaskState.TASK_STATE_INPUT_REQUIRED,
           text,
           {
