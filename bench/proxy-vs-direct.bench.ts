@@ -10,11 +10,10 @@
  * - `p50_ratio`: proxied p50 latency ÷ direct p50 latency (≤ 1.25);
  * - `proxy_calls_per_s`, `direct_calls_per_s`, `proxy_p50_ms`, `direct_p50_ms`.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { TaskState, type Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 
@@ -22,6 +21,7 @@ import { startOpsAgent } from '../examples/agents/ops-agent.js';
 import { sdkClient, userMessage } from '../test/support/a2a-client.js';
 import { note, percentile, report } from './report.js';
 import { startAgentProcess } from './support/agent-process.js';
+import { startGatewayProcess } from './support/gateway-process.js';
 
 const BENCH = 'proxy-vs-direct';
 const SKILL = 'sitrep';
@@ -38,36 +38,6 @@ if (process.argv.includes('--agent')) {
   });
 } else {
   await main();
-}
-
-/** `fleetgate start --config` in its own process; resolves with its URL. */
-async function startGateway(config: string): Promise<{ url: string; child: ChildProcess }> {
-  const root = fileURLToPath(new URL('../', import.meta.url));
-  const tsx = pathToFileURL(join(root, 'node_modules/tsx/dist/loader.mjs')).href;
-  const child = spawn(
-    process.execPath,
-    [
-      '--import',
-      tsx,
-      join(root, 'src/cli/run.ts'),
-      'start',
-      '--config',
-      config,
-      '--log-level',
-      'warn',
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NO_COLOR: '1' } },
-  );
-  let out = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`gateway exited with ${code}`)));
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(out);
-      if (match !== null) resolve(match[1]!);
-    });
-  });
-  return { url, child };
 }
 
 interface Round {
@@ -117,7 +87,7 @@ async function main(): Promise<void> {
       `agents: [{ name: ops, url: ${agent.url} }]`,
     ].join('\n'),
   );
-  const gateway = await startGateway(config);
+  const gateway = await startGatewayProcess(config);
   try {
     // The same client code, pointed at the agent or at the gateway's proxy of it.
     const direct = await sdkClient(agent.url, { transport: 'JSONRPC' });

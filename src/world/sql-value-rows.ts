@@ -161,7 +161,8 @@ function valueRowsQuery(
   };
 }
 
-function groupValueRows(
+/** Value rows grouped by domain, in the order they were read. */
+export function groupValueRows(
   rows: readonly Pick<WorldValueTable, 'domain' | 'path' | 'kind' | 'value' | 'pos'>[],
 ): Map<string, ValueRow[]> {
   const out = new Map<string, ValueRow[]>();

@@ -27,11 +27,11 @@ import {
   toAuditRecord,
   toAuditRow,
 } from './sql-rows.js';
-import type { ValueRow } from './value-rows.js';
 import { assembleState, decodeHeader, encodeHeader, rowBytes, splitState } from './value-rows.js';
 import type { LoadedRows } from './sql-value-rows.js';
 import {
   SPLIT_DEPTH,
+  groupValueRows,
   loadDomainRows,
   loadDomainRowsDirect,
   toBase,
@@ -407,17 +407,7 @@ export class SqlWorldStore implements WorldStore {
       .selectFrom('fleetgate_world_values')
       .select(['domain', 'path', 'kind', 'value', 'pos'])
       .execute();
-    const byDomain = new Map<string, ValueRow[]>();
-    for (const v of values) {
-      let list = byDomain.get(v.domain);
-      if (list === undefined) byDomain.set(v.domain, (list = []));
-      list.push({
-        path: v.path,
-        kind: v.kind as ValueRow['kind'],
-        value: v.value,
-        pos: Number(v.pos),
-      });
-    }
+    const byDomain = groupValueRows(values);
     return rows.map((row) => {
       const header = decodeHeader(row.state);
       return {
