@@ -11,6 +11,8 @@ interface Harness {
   dispatcher: Dispatcher;
   records: DispatchRecordStore;
   events: EventEnvelope[];
+  /** Lookups of a dispatch by its task so far. */
+  lookups: () => number;
   stop: () => Promise<void>;
 }
 
@@ -22,7 +24,15 @@ async function harness(
     tracker?: Partial<TaskTrackerOptions>;
   } = {},
 ): Promise<Harness> {
-  const records = createStoreDispatchRecords(w.store.db);
+  const stored = createStoreDispatchRecords(w.store.db);
+  let lookups = 0;
+  const records: DispatchRecordStore = {
+    ...stored,
+    byTask: (agent, taskId) => {
+      lookups += 1;
+      return stored.byTask(agent, taskId);
+    },
+  };
   const events: EventEnvelope[] = [];
   const sub = await w.bus.subscribe('skill.dispatch.>', (e) => void events.push(e), {
     name: `dispatch-${Math.random().toString(36).slice(2, 8)}`,
@@ -47,6 +57,7 @@ async function harness(
     dispatcher,
     records,
     events,
+    lookups: () => lookups,
     stop: async () => {
       await sub.unsubscribe();
       await g.stop();
@@ -105,6 +116,26 @@ describe('dispatcher', () => {
       );
     } finally {
       await h.stop();
+    }
+  });
+
+  it('looks up no dispatch for a task that ended in its first answer, and one for a followed task', async () => {
+    const h = await harness(w);
+    try {
+      const done = await h.dispatcher.dispatch({ agent: 'ops', skill: 'pr_review', text: 'go' });
+      expect(done.status).toBe('completed');
+      expect(h.lookups()).toBe(0);
+    } finally {
+      await h.stop();
+    }
+    const later = await harness(w, { mode: 'return-immediately' });
+    try {
+      const record = await later.dispatcher.dispatch({ agent: 'ops', skill: 'sitrep' });
+      await until(() => topicsFor(later, record.id).includes('skill.dispatch.completed'));
+      // The tracker settled it: the dispatch holding its task id was looked up.
+      expect(later.lookups()).toBeGreaterThan(0);
+    } finally {
+      await later.stop();
     }
   });
 

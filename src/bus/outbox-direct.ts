@@ -71,14 +71,27 @@ export const SELECT_UNSENT =
   'select "seq", "id", "topic", "payload", "correlation_id", "time" from "fleetgate_outbox" ' +
   'where "sent_at" is null order by "seq" limit ?';
 
+/** Ids marked per statement: one statement text, whatever the round's size. */
+const MARK_WIDTH = 16;
 const MARK_SENT =
-  'update "fleetgate_outbox" set "sent_at" = ?, "last_error" = null where "id" = ? and "sent_at" is null';
+  'update "fleetgate_outbox" set "sent_at" = ?, "last_error" = null where "sent_at" is null and "id" in (' +
+  Array.from({ length: MARK_WIDTH }, () => '?').join(', ') +
+  ')';
 
-/** Marks the rows of `ids` sent at `at` (one statement per row, all in the caller's transaction). */
+/**
+ * Marks the rows of `ids` sent at `at`, in the caller's transaction: one statement per
+ * {@link MARK_WIDTH} ids, the last chunk padded by repeating an id (the same row, marked once).
+ */
 export function markOutboxRowsSent(
   sql: SqliteStatementsPort,
   ids: readonly string[],
   at: number,
 ): void {
-  for (const id of ids) sql.run(MARK_SENT, [at, id]);
+  for (let start = 0; start < ids.length; start += MARK_WIDTH) {
+    const params: unknown[] = [at];
+    for (let i = 0; i < MARK_WIDTH; i += 1) {
+      params.push(ids[Math.min(start + i, ids.length - 1)]);
+    }
+    sql.run(MARK_SENT, params);
+  }
 }
