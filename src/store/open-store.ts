@@ -195,7 +195,7 @@ export async function openStore<DB = unknown>(
       checkpointer = createSqliteCheckpointer(database, location.file, (error) => {
         process.emitWarning(
           `SQLite checkpoints of ${location.file} went back to the committing thread: ${error.message}`,
-          { code: 'FLEETGATE_STORE_CHECKPOINTER' },
+          { type: 'FleetgateWarning' },
         );
       });
     }
