@@ -1,10 +1,11 @@
 /**
- * tracker-scale: the task tracker with 10,000 tasks in flight at once, against a loopback ops
- * agent in its own process that keeps every task `working` (return-immediately calls), records in
- * a SQLite file, events through the outbox relay onto the in-memory bus.
+ * tracker-scale: the task tracker of a gateway (`createGateway`) with 10,000 tasks in flight at
+ * once, against a loopback ops agent in its own process that keeps every task `working`
+ * (return-immediately calls), records in a SQLite file, events through the outbox relay onto the
+ * in-memory bus.
  *
  * - `bytes_per_task`: heap growth (`heapUsed` after forced `gc()`) per task started with
- *   `fleet.call` and followed, divided by the tasks (target ≤ 1024), the harness's own list of ids
+ *   `gw.call` and followed, divided by the tasks (target ≤ 1024), the harness's own list of ids
  *   taken out. No `after` chain is kept per task (the terminal rebuilds it at settle time): what is
  *   left is the tracker's entry and the poll schedule's. Native memory (SQLite) is not on the heap;
  *   `rss_bytes_per_task` is the resident-set growth, noisy, for orientation.
@@ -15,8 +16,11 @@
  * - `push_to_event_p50_ms` / `push_to_event_p99_ms`: from calling the push receiver with an
  *   SDK-serialized v1.0 `{task}` body to the task's `world.state.delta` arriving at a bus
  *   subscriber (claim + outbox in one SQLite transaction, relay woken, publish, deliver), one push
- *   at a time with ~9,000 tasks still tracked (target p99 ≤ 10). Baseline interleaved push by
- *   push: a raw in-memory publish→deliver of the same payload (`bus_publish_to_deliver_p50_ms`).
+ *   at a time with ~9,000 tasks still tracked (target p99 ≤ 10). The gateway's own consumers run
+ *   meanwhile, as they do in production: the dispatcher's settle hook, the world-state
+ *   materialiser, reconciliation and cost summaries on the same events and the same SQLite file.
+ *   Baseline interleaved push by push: a raw in-memory publish→deliver of the same payload
+ *   (`bus_publish_to_deliver_p50_ms`).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,11 +32,10 @@ import { V1PushNotificationSerializer } from '@a2a-js/sdk/server';
 
 import { OPS_DELTAS, opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
 import type { EventEnvelope, OpenTopics } from '../src/protocol/index.js';
-import { createInMemoryEventBus, createOutboxRelay, EventCollector } from '../src/bus/index.js';
-import { createFleetClient, createTaskTerminal } from '../src/dispatch/index.js';
-import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';
-import { openGatewayStore } from '../src/service/index.js';
-import { createPushToken, createStoreTaskRecords, TaskTracker } from '../src/tasks/index.js';
+import { createInMemoryEventBus } from '../src/bus/index.js';
+import { ALLOW_ALL } from '../src/dispatch/index.js';
+import { createGateway, openGatewayStore } from '../src/service/index.js';
+import { createPushToken } from '../src/tasks/index.js';
 import { note, percentile, report } from './report.js';
 import { startAgentProcess } from './support/agent-process.js';
 
@@ -87,18 +90,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'fleetgate-tracker-scale-'));
   const store = await openGatewayStore(`sqlite:${join(dir, 'tasks.db')}`);
   try {
-    const cardResponse = await fetch(`${agent.url}/.well-known/agent-card.json`, {
-      headers: { 'A2A-Version': '1.0' },
-    });
-    const card: unknown = await cardResponse.json();
-
-    // One gateway, wired as the composition root does it.
     const bus = createInMemoryEventBus<OpenTopics>();
-    const records = createStoreTaskRecords(store.db);
-    const relay = createOutboxRelay({ db: store.db, bus });
-    relay.start();
-    const collector = new EventCollector(bus);
-    const registry = registerStandardExtensions(new ExtensionRegistry(), { bus: collector });
     // Counts completed GetTask requests of this gateway (tracker polls and the raw baseline alike).
     let polls = 0;
     const GET_TASK = /"method":\s*"(GetTask|tasks\/get)"/;
@@ -107,26 +99,26 @@ async function main(): Promise<void> {
       if (typeof init?.body === 'string' && GET_TASK.test(init.body)) polls += 1;
       return response;
     };
-    const fleet = createFleetClient({
-      fetch: countingFetch,
-      registry,
-      bus: collector,
-      cards: new Map([['ops', { url: agent.url, card }]]),
-      terminal: createTaskTerminal({
-        durable: { records, collector, onCommitted: () => relay.notify() },
-      }),
-    });
     const errors: unknown[] = [];
-    const tracker = new TaskTracker({
-      records,
-      fleet,
-      polling: {
-        intervalMs: QUIET_INTERVAL_MS,
-        maxIntervalMs: QUIET_INTERVAL_MS,
-        perAgentConcurrency: POLL_CONCURRENCY,
+    // One gateway: the composition root that ships, lent the store and the bus.
+    const gw = await createGateway(
+      { agents: [{ name: 'ops', url: agent.url }] },
+      {
+        store,
+        bus,
+        gate: ALLOW_ALL,
+        fetch: countingFetch,
+        tracking: {
+          polling: {
+            intervalMs: QUIET_INTERVAL_MS,
+            maxIntervalMs: QUIET_INTERVAL_MS,
+            perAgentConcurrency: POLL_CONCURRENCY,
+          },
+        },
+        onError: (error) => errors.push(error),
       },
-      onError: (error) => errors.push(error),
-    });
+    );
+    const { fleet, tracker } = gw.internals;
 
     // Arrival times by task id, handed to whoever waits for that id.
     const waiters = new Map<string, (at: number) => void>();
@@ -151,14 +143,14 @@ async function main(): Promise<void> {
 
     // Warm-up: a blocking call gives the completed task whose artifacts the pushes carry.
     note('warm-up');
-    const template = await fleet.call('ops', SKILL, 'go');
+    const template = await gw.call('ops', SKILL, 'go');
     if (template.task === undefined || !template.ok) throw new Error('warm-up call failed');
-    for (let i = 0; i < 200; i += 1) await fleet.call('ops', SKILL, 'go');
+    for (let i = 0; i < 200; i += 1) await gw.call('ops', SKILL, 'go');
     const { client } = await fleet.agentClient('ops');
     await pool(1_000, POLL_CONCURRENCY, async () => {
       await client.getTask({ tenant: '', id: template.task!.id, historyLength: 0 });
     });
-    await relay.drain();
+    await gw.settle();
 
     // Memory: N tasks started (return-immediately) and tracked, in chunks with a heap reading after
     // each, so a one-off change of the heap (V8 dropping caches) shows as an outlier chunk.
@@ -170,7 +162,7 @@ async function main(): Promise<void> {
     for (let chunk = 0; chunk < MEMORY_CHUNKS; chunk += 1) {
       const from = started.length;
       startMs += await pool(TASKS / MEMORY_CHUNKS, START_CONCURRENCY, async () => {
-        const result = await fleet.call('ops', SKILL, 'hold', { mode: 'return-immediately' });
+        const result = await gw.call('ops', SKILL, 'hold', { mode: 'return-immediately' });
         if (result.terminal || result.task === undefined) throw new Error('task was not working');
         started.push({
           taskId: result.task.id,
@@ -255,7 +247,7 @@ async function main(): Promise<void> {
       correlationId: 'baseline',
       state: 'completed',
     };
-    const receive = tracker.pushReceiver();
+    const receive = gw.pushReceiver;
     for (let i = 0; i < PUSH_WARMUP + PUSHES; i += 1) {
       const s = started[i]!;
       const done: Task = { ...templateTask, id: s.taskId };
@@ -282,7 +274,7 @@ async function main(): Promise<void> {
         }
       }
     }
-    await relay.drain();
+    await gw.settle();
     const claims = tracker.claims();
     note(
       `pushes finished ${claims.push} tasks (lost ${claims.lost}); still tracking ${tracker.size}; ` +
@@ -337,8 +329,7 @@ async function main(): Promise<void> {
       unit: 'ratio',
     });
 
-    tracker.stop();
-    await relay.stop();
+    await gw.close();
     await bus.close();
   } finally {
     agent.stop();

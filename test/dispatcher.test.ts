@@ -1,15 +1,19 @@
+/**
+ * The dispatcher of a gateway (`createGateway`, `gw.dispatch`) against a real @a2a-js/sdk agent
+ * and a real SQLite file: durable dispatch records, their `skill.dispatch.*` events, the policy
+ * gate, and each dispatch ended once whichever path (reply, poll, push) saw its task end.
+ */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventEnvelope } from '../src/protocol/index.js';
-import type { DispatchRecordStore, PolicyGate } from '../src/dispatch/index.js';
-import { createStoreDispatchRecords, Dispatcher } from '../src/dispatch/index.js';
-import type { Gateway, World } from './support/gateway.js';
+import type { DispatchRecord, DispatchRequest, PolicyGate } from '../src/dispatch/index.js';
+import type { GatewayOptions, TestGateway, World } from './support/gateway.js';
 import { gateway, startCallbackServer, until, world } from './support/gateway.js';
-import type { TaskTrackerOptions } from '../src/tasks/index.js';
 
 interface Harness {
-  g: Gateway;
-  dispatcher: Dispatcher;
-  records: DispatchRecordStore;
+  g: TestGateway;
+  dispatch: (request: DispatchRequest) => Promise<DispatchRecord>;
+  /** The durable record of a dispatch. */
+  record: (id: string) => Promise<DispatchRecord | undefined>;
   events: EventEnvelope[];
   /** Lookups of a dispatch by its task so far. */
   lookups: () => number;
@@ -21,41 +25,35 @@ async function harness(
   options: {
     gate?: PolicyGate;
     mode?: 'blocking' | 'return-immediately';
-    tracker?: Partial<TaskTrackerOptions>;
+    tracker?: Pick<GatewayOptions, 'polling' | 'maxTrackingTimeMs' | 'pushBaseUrl'>;
   } = {},
 ): Promise<Harness> {
-  const stored = createStoreDispatchRecords(w.store.db);
-  let lookups = 0;
-  const records: DispatchRecordStore = {
-    ...stored,
-    byTask: (agent, taskId) => {
-      lookups += 1;
-      return stored.byTask(agent, taskId);
-    },
-  };
   const events: EventEnvelope[] = [];
   const sub = await w.bus.subscribe('skill.dispatch.>', (e) => void events.push(e), {
     name: `dispatch-${Math.random().toString(36).slice(2, 8)}`,
   });
-  const g = gateway(w, {
+  let lookups = 0;
+  const g = await gateway(w, {
     polling: { intervalMs: 15 },
     ...options.tracker,
-    // The dispatcher is created next; the terminal and tracker only call back later.
-    onSettled: (settled) => dispatcher.onTaskSettled(settled),
-    onStateChanged: (change) => dispatcher.onTaskState(change),
-  });
-  const dispatcher = new Dispatcher({
-    fleet: g.fleet,
-    records,
-    tracker: g.tracker,
-    bus: w.bus,
+    // Counts the lookups of a dispatch by its task; the records are otherwise the gateway's.
+    records: (built) => ({
+      ...built,
+      dispatches: {
+        ...built.dispatches,
+        byTask: (agent, taskId) => {
+          lookups += 1;
+          return built.dispatches.byTask(agent, taskId);
+        },
+      },
+    }),
     ...(options.gate === undefined ? {} : { gate: options.gate }),
-    ...(options.mode === undefined ? {} : { mode: options.mode }),
+    ...(options.mode === undefined ? {} : { dispatchMode: options.mode }),
   });
   return {
     g,
-    dispatcher,
-    records,
+    dispatch: (request) => g.gw.dispatch(request),
+    record: (id) => g.gw.dispatchRecord(id),
     events,
     lookups: () => lookups,
     stop: async () => {
@@ -78,7 +76,7 @@ describe('dispatcher', () => {
   it('records a dispatch whose reply is terminal as completed, with its events, once', async () => {
     const h = await harness(w);
     try {
-      const record = await h.dispatcher.dispatch({ agent: 'ops', skill: 'pr_review', text: 'go' });
+      const record = await h.dispatch({ agent: 'ops', skill: 'pr_review', text: 'go' });
       expect(record).toMatchObject({ status: 'completed', agent: 'ops', skill: 'pr_review' });
       expect(record.taskId).toEqual(expect.any(String));
       expect(record.result?.text).toContain('pr_review: 2 change(s)');
@@ -88,7 +86,7 @@ describe('dispatcher', () => {
         'skill.dispatch.started',
         'skill.dispatch.completed',
       ]);
-      expect(await h.records.get(record.id)).toEqual(record);
+      expect(await h.record(record.id)).toEqual(record);
       await until(() =>
         w.deltas.some((e) => (e.payload as { taskId: string }).taskId === record.taskId),
       );
@@ -100,14 +98,14 @@ describe('dispatcher', () => {
   it('hands a task still running to the tracker and completes the dispatch when it ends', async () => {
     const h = await harness(w, { mode: 'return-immediately' });
     try {
-      const record = await h.dispatcher.dispatch({
+      const record = await h.dispatch({
         agent: 'ops',
         skill: 'sitrep',
         correlationId: 'corr-1',
       });
       expect(record).toMatchObject({ status: 'running', correlationId: 'corr-1' });
       await until(() => topicsFor(h, record.id).includes('skill.dispatch.completed'));
-      expect(await h.records.get(record.id)).toMatchObject({
+      expect(await h.record(record.id)).toMatchObject({
         status: 'completed',
         result: { state: 'completed' },
       });
@@ -122,7 +120,7 @@ describe('dispatcher', () => {
   it('looks up no dispatch for a task that ended in its first answer, and one for a followed task', async () => {
     const h = await harness(w);
     try {
-      const done = await h.dispatcher.dispatch({ agent: 'ops', skill: 'pr_review', text: 'go' });
+      const done = await h.dispatch({ agent: 'ops', skill: 'pr_review', text: 'go' });
       expect(done.status).toBe('completed');
       expect(h.lookups()).toBe(0);
     } finally {
@@ -130,7 +128,7 @@ describe('dispatcher', () => {
     }
     const later = await harness(w, { mode: 'return-immediately' });
     try {
-      const record = await later.dispatcher.dispatch({ agent: 'ops', skill: 'sitrep' });
+      const record = await later.dispatch({ agent: 'ops', skill: 'sitrep' });
       await until(() => topicsFor(later, record.id).includes('skill.dispatch.completed'));
       // The tracker settled it: the dispatch holding its task id was looked up.
       expect(later.lookups()).toBeGreaterThan(0);
@@ -146,7 +144,7 @@ describe('dispatcher', () => {
     const h = await harness(w, { gate: deny });
     try {
       const before = w.agent.received.length;
-      const record = await h.dispatcher.dispatch({ agent: 'ops', skill: 'bulk_migration' });
+      const record = await h.dispatch({ agent: 'ops', skill: 'bulk_migration' });
       expect(record).toMatchObject({
         status: 'rejected',
         result: {
@@ -163,7 +161,7 @@ describe('dispatcher', () => {
   it('fails a dispatch to an unknown agent with the reason', async () => {
     const h = await harness(w);
     try {
-      const record = await h.dispatcher.dispatch({ agent: 'nobody', skill: 'x' });
+      const record = await h.dispatch({ agent: 'nobody', skill: 'x' });
       expect(record).toMatchObject({
         status: 'failed',
         result: { error: { code: 'FLEETGATE_AGENT_UNKNOWN' } },
@@ -185,7 +183,7 @@ describe('dispatcher with a failing agent', () => {
   it('records a task that ended failed as a failed dispatch', async () => {
     const h = await harness(w);
     try {
-      const record = await h.dispatcher.dispatch({ agent: 'ops', skill: 'pr_review' });
+      const record = await h.dispatch({ agent: 'ops', skill: 'pr_review' });
       expect(record).toMatchObject({
         status: 'failed',
         result: { state: 'failed', error: { code: 'FLEETGATE_TASK_FAILED' } },
@@ -210,12 +208,10 @@ describe('dispatcher with a slow agent that pushes', () => {
       mode: 'return-immediately',
       tracker: { polling: { intervalMs: 5, growth: 1 }, pushBaseUrl: server.base },
     });
-    server.bind(h.g.tracker.pushReceiver());
+    server.bind(h.g.gw.pushReceiver);
     try {
       const records = await Promise.all(
-        Array.from({ length: 40 }, () =>
-          h.dispatcher.dispatch({ agent: 'ops', skill: 'pr_review' }),
-        ),
+        Array.from({ length: 40 }, () => h.dispatch({ agent: 'ops', skill: 'pr_review' })),
       );
       await until(
         () => records.every((r) => topicsFor(h, r.id).includes('skill.dispatch.completed')),
@@ -226,7 +222,7 @@ describe('dispatcher with a slow agent that pushes', () => {
         expect(
           topicsFor(h, record.id).filter((t) => t === 'skill.dispatch.completed'),
         ).toHaveLength(1);
-        const done = (await h.records.get(record.id))!;
+        const done = (await h.record(record.id))!;
         expect(done.status).toBe('completed');
         expect(
           w.deltas.filter((e) => (e.payload as { taskId: string }).taskId === done.taskId),
@@ -254,10 +250,10 @@ describe('dispatcher with an agent that never finishes', () => {
       tracker: { maxTrackingTimeMs: 100, polling: { intervalMs: 20 } },
     });
     try {
-      const record = await h.dispatcher.dispatch({ agent: 'ops', skill: 'bulk_migration' });
+      const record = await h.dispatch({ agent: 'ops', skill: 'bulk_migration' });
       expect(record.status).toBe('running');
       await until(() => topicsFor(h, record.id).includes('skill.dispatch.failed'));
-      expect(await h.records.get(record.id)).toMatchObject({
+      expect(await h.record(record.id)).toMatchObject({
         status: 'failed',
         result: { state: 'canceled', error: { code: 'FLEETGATE_TASK_TIMEOUT' } },
       });

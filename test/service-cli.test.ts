@@ -113,6 +113,17 @@ describe('fleetgate CLI against a running gateway', () => {
     });
   }, 60_000);
 
+  it('stops at exactly --count events when several arrive in one burst', async () => {
+    const tail = runCli(['tail', '--count', '1', '--json'], as(OPERATOR));
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    // One dispatch publishes a burst (dispatch, task, delta and cost events) within milliseconds.
+    const sent = await runCli(['dispatch', 'ops', 'sitrep', '--wait'], as(OPERATOR));
+    expect(sent.code).toBe(0);
+    const run = await tail;
+    expect(run.code).toBe(0);
+    expect(run.stdout.trim().split('\n')).toHaveLength(1);
+  }, 60_000);
+
   it('refreshes cards and says clearly when the gateway is not there or the token is wrong', async () => {
     const refresh = await runCli(['refresh'], as(OPERATOR));
     expect(refresh.code).toBe(0);

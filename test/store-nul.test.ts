@@ -115,18 +115,16 @@ describe('a task id with NUL from an agent', () => {
   });
 
   it('fails the call with FLEETGATE_TASK_ID_INVALID and stores nothing of it', async () => {
-    const g = gateway(w, {
-      agents: new Map([['evil', { url: evil.url, card: await evil.fetchCard() }]]),
-    });
+    const g = await gateway(w, { agents: { evil: evil.url } });
     try {
-      const error = await g.fleet.call('evil', 'pr_review', 'go').catch((e: unknown) => e);
+      const error = await g.gw.call('evil', 'pr_review', 'go').catch((e: unknown) => e);
       expect(isFleetgateError(error, 'FLEETGATE_TASK_ID_INVALID')).toBe(true);
       expect((error as Error).message).toContain('agent evil');
       const rows = await w.store.db.selectFrom('fleetgate_task').selectAll().execute();
       expect(rows).toEqual([]);
       expect(w.deltas).toEqual([]);
       // The honest agent next to it is unaffected.
-      expect((await g.fleet.call('ops', 'pr_review', 'go')).ok).toBe(true);
+      expect((await g.gw.call('ops', 'pr_review', 'go')).ok).toBe(true);
     } finally {
       await g.stop();
     }

@@ -2,18 +2,17 @@
  * A terminal claim that fails because the store is away is not dropped: the task terminal keeps
  * the task with the events its `after` hooks produced and claims it again until the store is
  * back — also for the blocking reply, which no tracker follows — and publishes its delta once.
+ * Each gateway is `createGateway`; its records are wrapped to fail as a lost connection would.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPS_DELTAS } from '../examples/agents/ops-agent.js';
 import type { EventEnvelope } from '../src/protocol/index.js';
 import { FleetgateError } from '../src/protocol/index.js';
-import type { DispatchRecordStore } from '../src/dispatch/index.js';
-import { createStoreDispatchRecords, Dispatcher } from '../src/dispatch/index.js';
 import { isFleetgateError } from '../src/protocol/index.js';
 import type { TaskRecordStore } from '../src/tasks/index.js';
 import { createStoreTaskRecords } from '../src/tasks/index.js';
-import type { World } from './support/gateway.js';
+import type { GatewayRecords, World } from './support/gateway.js';
 import { gateway, until, world } from './support/gateway.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -26,21 +25,29 @@ const unavailable = (): Promise<never> =>
     new FleetgateError('FLEETGATE_STORE_UNAVAILABLE', 'PostgreSQL is unavailable (query)'),
   );
 
-/** Task records whose claim and create fail with FLEETGATE_STORE_UNAVAILABLE while `down()`. */
-function flakyRecords(w: World, down: () => boolean): TaskRecordStore & { failures: number } {
-  const real = createStoreTaskRecords(w.store.db);
-  const records = {
+/** Wraps a gateway's task records: claim and create fail with FLEETGATE_STORE_UNAVAILABLE while `down()`. */
+function flakyRecords(down: () => boolean): {
+  /** Claims refused so far. */
+  failures: () => number;
+  wrap: (real: TaskRecordStore) => TaskRecordStore;
+  /** For `GatewayOptions.records`. */
+  records: (built: GatewayRecords) => GatewayRecords;
+} {
+  let failures = 0;
+  const wrap = (real: TaskRecordStore): TaskRecordStore => ({
     ...real,
-    failures: 0,
-    claim: (...args: Parameters<TaskRecordStore['claim']>) => {
+    claim: (...args) => {
       if (!down()) return real.claim(...args);
-      records.failures += 1;
+      failures += 1;
       return unavailable();
     },
-    create: (...args: Parameters<TaskRecordStore['create']>) =>
-      down() ? unavailable() : real.create(...args),
+    create: (...args) => (down() ? unavailable() : real.create(...args)),
+  });
+  return {
+    failures: () => failures,
+    wrap,
+    records: (built) => ({ ...built, tasks: wrap(built.tasks) }),
   };
-  return records;
 }
 
 describe('task terminal: a claim while the store is away', () => {
@@ -52,16 +59,16 @@ describe('task terminal: a claim while the store is away', () => {
 
   it('keeps a blocking reply’s task and claims it once the store is back: one delta, published once', async () => {
     let down = true;
-    const records = flakyRecords(w, () => down);
-    const g = gateway(w, { records });
+    const flaky = flakyRecords(() => down);
+    const g = await gateway(w, { records: flaky.records });
     try {
-      const result = await g.fleet.call('ops', 'pr_review', 'go', {
+      const result = await g.gw.call('ops', 'pr_review', 'go', {
         correlationId: randomUUID(),
       });
       // The agent finished the task: the caller gets its answer while the claim waits.
       expect(result).toMatchObject({ ok: true, terminal: true, state: 'completed' });
       const taskId = result.task!.id;
-      await until(() => records.failures >= 2, 5_000, 'a second failed claim');
+      await until(() => flaky.failures() >= 2, 5_000, 'a second failed claim');
       expect(g.fleet.terminal.retrying()).toBe(1);
       expect(deltasOf(w, taskId)).toEqual([]);
       down = false;
@@ -74,7 +81,7 @@ describe('task terminal: a claim while the store is away', () => {
       expect(deltasOf(w, taskId)).toHaveLength(1);
       expect(deltasOf(w, taskId)[0]!.payload).toMatchObject({ deltas: OPS_DELTAS['pr_review'] });
       expect(g.fleet.terminal.retrying()).toBe(0);
-      expect(await records.get('ops', taskId)).toMatchObject({
+      expect(await createStoreTaskRecords(w.store.db).get('ops', taskId)).toMatchObject({
         terminalVia: 'reply',
         state: 'completed',
       });
@@ -85,10 +92,10 @@ describe('task terminal: a claim while the store is away', () => {
 
   it('settles nothing twice when another path sees the task while its claim waits', async () => {
     let down = true;
-    const records = flakyRecords(w, () => down);
-    const g = gateway(w, { records });
+    const flaky = flakyRecords(() => down);
+    const g = await gateway(w, { records: flaky.records });
     try {
-      const result = await g.fleet.call('ops', 'pr_review', 'again');
+      const result = await g.gw.call('ops', 'pr_review', 'again');
       const task = result.task!;
       expect(await g.fleet.terminal.settle('ops', task, 'push')).toMatchObject({
         settled: false,
@@ -103,20 +110,25 @@ describe('task terminal: a claim while the store is away', () => {
     }
   });
 
-  it('stop() tries a waiting claim once more, then lets it go', async () => {
-    const records = flakyRecords(w, () => true);
-    const g = gateway(w, { records });
+  it('closing the gateway tries a waiting claim once more, then lets it go', async () => {
+    const flaky = flakyRecords(() => true);
+    const g = await gateway(w, { records: flaky.records });
     const terminal = g.fleet.terminal;
+    let failuresBefore = 0;
     try {
-      await g.fleet.call('ops', 'pr_review', 'lost');
+      await g.gw.call('ops', 'pr_review', 'lost');
       expect(terminal.retrying()).toBe(1);
+      // Just after the first timed retry (250 ms): the next one is 500 ms away.
+      await until(() => flaky.failures() === 2, 5_000, 'the first timed retry');
+      failuresBefore = flaky.failures();
     } finally {
       await g.stop();
     }
-    const failuresBefore = records.failures;
-    await terminal.stop();
-    expect(records.failures).toBe(failuresBefore + 1);
+    expect(flaky.failures()).toBe(failuresBefore + 1);
     expect(terminal.retrying()).toBe(0);
+    // Let go: no timed retry comes after the close.
+    await sleep(700);
+    expect(flaky.failures()).toBe(failuresBefore + 1);
   });
 });
 
@@ -129,26 +141,24 @@ describe('dispatcher: a task that outlives the store going away', () => {
 
   it('still follows a task whose dispatch record could not be updated, and publishes its delta once the store is back', async () => {
     let down = false;
-    const records = flakyRecords(w, () => down);
-    const real = createStoreDispatchRecords(w.store.db);
-    const dispatches: DispatchRecordStore = {
-      ...real,
-      // The store goes away right after the dispatch was recorded and the call went out.
-      update: () => {
-        down = true;
-        return unavailable();
-      },
-    };
-    const g = gateway(w, { records, polling: { intervalMs: 15 } });
-    const dispatcher = new Dispatcher({
-      fleet: g.fleet,
-      records: dispatches,
-      tracker: g.tracker,
-      bus: w.bus,
-      mode: 'return-immediately',
+    const flaky = flakyRecords(() => down);
+    const g = await gateway(w, {
+      polling: { intervalMs: 15 },
+      dispatchMode: 'return-immediately',
+      records: (built) => ({
+        tasks: flaky.wrap(built.tasks),
+        dispatches: {
+          ...built.dispatches,
+          // The store goes away right after the dispatch was recorded and the call went out.
+          update: () => {
+            down = true;
+            return unavailable();
+          },
+        },
+      }),
     });
     try {
-      const error = await dispatcher
+      const error = await g.gw
         .dispatch({ agent: 'ops', skill: 'sitrep', text: 'go' })
         .catch((e: unknown) => e);
       expect(isFleetgateError(error, 'FLEETGATE_STORE_UNAVAILABLE')).toBe(true);
@@ -159,7 +169,9 @@ describe('dispatcher: a task that outlives the store going away', () => {
       await until(() => deltasOf(w, taskId!).length > 0, 15_000, 'the delta');
       await sleep(100);
       expect(deltasOf(w, taskId!)).toHaveLength(1);
-      expect(await records.get('ops', taskId!)).toMatchObject({ state: 'completed' });
+      expect(await createStoreTaskRecords(w.store.db).get('ops', taskId!)).toMatchObject({
+        state: 'completed',
+      });
     } finally {
       await g.stop();
     }

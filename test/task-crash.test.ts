@@ -1,6 +1,7 @@
 /**
- * Real process crashes: a gateway process is killed with SIGKILL at the worst moments and a new
- * gateway on the same SQLite file finishes the job — one world.state.delta per task.
+ * Real process crashes: a gateway process (`createGateway`, support/gateway-process.ts) is killed
+ * with SIGKILL at the worst moments and a new gateway on the same SQLite file finishes the job —
+ * one world.state.delta per task.
  */
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -48,12 +49,13 @@ describe('gateway process killed', () => {
   it('after the agent finished but before the tracker saw it: recovery completes the task once', async () => {
     const { taskId } = await runAndKill(w.agent.url, file, 'tracked');
     await new Promise((r) => setTimeout(r, 250)); // the agent finishes while no gateway watches
-    const next = gateway(w, { polling: { intervalMs: 20 } });
+    const next = await gateway(w, { polling: { intervalMs: 20 } });
     try {
-      expect(await next.tracker.recover()).toBeGreaterThanOrEqual(1);
       await until(() => deltasOf(taskId).length > 0);
       await new Promise((r) => setTimeout(r, 100));
       expect(deltasOf(taskId)).toHaveLength(1);
+      // Its start reloaded the task the dead process was following.
+      expect(next.tracker.claims().recovery).toBe(1);
       expect(await createStoreTaskRecords(w.store.db).get('ops', taskId)).toMatchObject({
         state: 'completed',
         terminalVia: 'recovery',
@@ -75,7 +77,7 @@ describe('gateway process killed', () => {
       await store.close();
     }
     expect(deltasOf(taskId)).toHaveLength(0);
-    const next = gateway(w);
+    const next = await gateway(w);
     try {
       await until(() => deltasOf(taskId).length > 0);
       await new Promise((r) => setTimeout(r, 100));

@@ -1,6 +1,7 @@
 /**
- * A stream that breaks mid-way is resumed with SubscribeToTask: a real streaming SDK agent behind
- * a proxy that cuts the first streaming response after its first event.
+ * A stream that breaks mid-way is resumed with SubscribeToTask: a gateway (`createGateway`) calls
+ * a real streaming SDK agent through a proxy that cuts the first streaming response after its
+ * first event.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
@@ -11,12 +12,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningAgent } from '../examples/agents/harness.js';
 import { startStreamingAgent, streamingBehaviour } from '../examples/agents/streaming-agent.js';
 import type { EventEnvelope, OpenTopics } from '../src/protocol/index.js';
-import { createInMemoryEventBus, createOutboxRelay, EventCollector } from '../src/bus/index.js';
-import { createFleetClient, createTaskTerminal } from '../src/dispatch/index.js';
-import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';
+import { createInMemoryEventBus } from '../src/bus/index.js';
+import { ALLOW_ALL } from '../src/dispatch/index.js';
 import type { GatewayStore } from '../src/service/index.js';
-import { openGatewayStore } from '../src/service/index.js';
-import { createStoreTaskRecords, TaskTracker } from '../src/tasks/index.js';
+import { createGateway, openGatewayStore } from '../src/service/index.js';
+import { createStoreTaskRecords } from '../src/tasks/index.js';
 
 /**
  * Forwards to the agent; the first SendStreamingMessage response is cut after its first chunk.
@@ -103,29 +103,22 @@ describe('resubscribe', () => {
     const deltas: EventEnvelope[] = [];
     await bus.subscribe('world.state.delta', (e) => void deltas.push(e), { name: 'deltas' });
     const records = createStoreTaskRecords(store.db);
-    const relay = createOutboxRelay({ db: store.db, bus, pollIntervalMs: 10 });
-    relay.start();
-    const collector = new EventCollector(bus);
-    const registry = registerStandardExtensions(new ExtensionRegistry(), {
-      bus: collector,
-    });
-    const fleet = createFleetClient({
-      registry,
-      bus: collector,
-      cards: new Map([['stream', { url: proxy.url, card: await agent.fetchCard() }]]),
-      terminal: createTaskTerminal({
-        durable: { records, collector, onCommitted: () => relay.notify() },
-      }),
-    });
     const errors: unknown[] = [];
-    const tracker = new TaskTracker({
-      records,
-      fleet,
-      polling: { intervalMs: 60_000 },
-      onError: (e) => errors.push(e),
-    });
+    // The agent is configured at the proxy's address: every call to it goes through the cut.
+    const gw = await createGateway(
+      { agents: [{ name: 'stream', url: proxy.url }] },
+      {
+        store,
+        bus,
+        gate: ALLOW_ALL,
+        relay: { pollIntervalMs: 10 },
+        tracking: { polling: { intervalMs: 60_000 } },
+        onError: (e) => errors.push(e),
+      },
+    );
+    const tracker = gw.internals.tracker;
     try {
-      const result = await fleet.call('stream', 'build', 'go', { mode: 'streaming' });
+      const result = await gw.call('stream', 'build', 'go', { mode: 'streaming' });
       expect(proxy.cut()).toBe(1);
       expect(result).toMatchObject({ terminal: false, streamDropped: true });
       await tracker.follow({
@@ -153,8 +146,7 @@ describe('resubscribe', () => {
         state: 'completed',
       });
     } finally {
-      tracker.stop();
-      await relay.stop();
+      await gw.close();
       await bus.close();
       await proxy.close();
     }

@@ -1,8 +1,9 @@
 /**
- * The task terminal end to end, against real @a2a-js/sdk agents and a real SQLite file: effects
- * only on the winning path, a dispatch ends whichever path settles its task, interrupted tasks
- * handed over, timed-out calls, a hostile agent forging another agent's task id, and a claim that
- * fails once.
+ * The task terminal end to end, through gateways (`createGateway`) on real @a2a-js/sdk agents and
+ * a real SQLite file: effects only on the winning path, a dispatch ends whichever path settles its
+ * task, interrupted tasks handed over, timed-out calls, a hostile agent forging another agent's
+ * task id, and a claim that fails once. The library path (a fleet client with no tracker) has its
+ * own test of a timed-out call.
  */
 import { TaskState, type Task } from '@a2a-js/sdk';
 import { randomUUID } from 'node:crypto';
@@ -11,12 +12,10 @@ import { createWorldStateDeltaPart } from '../src/protocol/index.js';
 import { OPS_DELTAS, startOpsAgent } from '../examples/agents/ops-agent.js';
 import { textPart, type RunningAgent } from '../examples/agents/harness.js';
 import type { EventEnvelope } from '../src/protocol/index.js';
-import type { DispatchRecordStore } from '../src/dispatch/index.js';
-import { createStoreDispatchRecords, Dispatcher } from '../src/dispatch/index.js';
-import type { CostSample } from '../src/extensions/index.js';
-import type { TaskRecord, TaskRecordStore } from '../src/tasks/index.js';
+import { createFleetClient, ExtensionRegistry, registerStandardExtensions } from '../src/index.js';
+import type { TaskRecordStore } from '../src/tasks/index.js';
 import { createStoreTaskRecords } from '../src/tasks/index.js';
-import type { Gateway, GatewayOptions, World } from './support/gateway.js';
+import type { GatewayOptions, TestGateway, World } from './support/gateway.js';
 import { gateway, until, world } from './support/gateway.js';
 
 const deltasOf = (w: World, taskId: string): EventEnvelope[] =>
@@ -25,8 +24,8 @@ const deltasOf = (w: World, taskId: string): EventEnvelope[] =>
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Starts a return-immediately call and hands its task to the tracker. */
-async function startTask(g: Gateway, agent = 'ops'): Promise<string> {
-  const result = await g.fleet.call(agent, 'pr_review', 'go', { mode: 'return-immediately' });
+async function startTask(g: TestGateway, agent = 'ops'): Promise<string> {
+  const result = await g.gw.call(agent, 'pr_review', 'go', { mode: 'return-immediately' });
   expect(result.terminal).toBe(false);
   const taskId = result.task!.id;
   await g.tracker.follow({
@@ -40,38 +39,26 @@ async function startTask(g: Gateway, agent = 'ops'): Promise<string> {
 }
 
 interface Dispatching {
-  g: Gateway;
-  dispatcher: Dispatcher;
-  records: DispatchRecordStore;
+  g: TestGateway;
+  /** Every `skill.dispatch.*` event on the bus. */
   events: EventEnvelope[];
-  interrupted: string[];
+  /** The `skill.dispatch.*` topics of one dispatch, in order. */
+  topicsOf(id: string): string[];
   stop(): Promise<void>;
 }
 
-/** A gateway with a dispatcher wired to the terminal's `onSettled` and the tracker's states. */
+/** A gateway whose dispatches' events are collected. */
 async function dispatching(w: World, options: GatewayOptions = {}): Promise<Dispatching> {
-  const records = createStoreDispatchRecords(w.store.db);
   const events: EventEnvelope[] = [];
-  const interrupted: string[] = [];
   const sub = await w.bus.subscribe('skill.dispatch.>', (e) => void events.push(e), {
     name: `dispatch-${randomUUID()}`,
   });
-  const g = gateway(w, {
-    ...options,
-    onSettled: (settled) => dispatcher.onTaskSettled(settled),
-    onStateChanged: (change) => dispatcher.onTaskState(change),
-    onInterrupted: (record: TaskRecord, state) => {
-      interrupted.push(`${record.taskId}:${state}`);
-      return Promise.resolve();
-    },
-  });
-  const dispatcher = new Dispatcher({ fleet: g.fleet, records, tracker: g.tracker, bus: w.bus });
+  const g = await gateway(w, options);
   return {
     g,
-    dispatcher,
-    records,
     events,
-    interrupted,
+    topicsOf: (id) =>
+      events.filter((e) => (e.payload as { id: string }).id === id).map((e) => e.topic),
     stop: async () => {
       await sub.unsubscribe();
       await g.stop();
@@ -87,11 +74,15 @@ describe('task terminal: side effects beyond the bus', () => {
   afterAll(() => w.close());
 
   it('records cost once when two paths race to settle one task', async () => {
-    const samples: CostSample[] = [];
-    const g = gateway(w, {
-      polling: { intervalMs: 60_000 },
-      recordCost: (sample) => void samples.push(sample),
-    });
+    const samples: { taskId?: string }[] = [];
+    const sub = await w.bus.subscribe(
+      'cost.sample',
+      (e) => void samples.push(e.payload as { taskId?: string }),
+      {
+        name: `cost-${randomUUID()}`,
+      },
+    );
+    const g = await gateway(w, { polling: { intervalMs: 60_000 } });
     try {
       const ids: string[] = [];
       for (let i = 0; i < 10; i += 1) ids.push(await startTask(g));
@@ -112,7 +103,10 @@ describe('task terminal: side effects beyond the bus', () => {
         expect(deltasOf(w, id)).toHaveLength(1);
         expect(samples.filter((s) => s.taskId === id)).toHaveLength(1);
       }
+      // The gateway's own summaries counted each task's sample once too.
+      expect(g.gw.costs.summary('ops', 'pr_review')?.samples).toBe(ids.length);
     } finally {
+      await sub.unsubscribe();
       await g.stop();
     }
   });
@@ -128,20 +122,18 @@ describe('task terminal: interrupted tasks', () => {
   });
   afterAll(() => w.close());
 
-  it('reports a task handed over already input-required: onInterrupted once, dispatch awaiting-input', async () => {
+  it('reports a task handed over already input-required: dispatch awaiting-input, once', async () => {
     const h = await dispatching(w, { polling: { intervalMs: 60_000 } });
     try {
-      const record = await h.dispatcher.dispatch({ agent: 'ops', skill: 'pr_review', text: 'go' });
+      const record = await h.g.gw.dispatch({ agent: 'ops', skill: 'pr_review', text: 'go' });
       expect(record.status).toBe('awaiting-input');
-      expect(h.interrupted).toEqual([`${record.taskId}:input-required`]);
-      await until(() =>
-        h.events.some(
-          (e) =>
-            e.topic === 'skill.dispatch.awaiting-input' &&
-            (e.payload as { id: string }).id === record.id,
-        ),
-      );
-      expect(await h.records.get(record.id)).toMatchObject({ status: 'awaiting-input' });
+      await until(() => h.topicsOf(record.id).includes('skill.dispatch.awaiting-input'));
+      await sleep(50);
+      expect(
+        h.topicsOf(record.id).filter((t) => t === 'skill.dispatch.awaiting-input'),
+      ).toHaveLength(1);
+      expect(h.g.tracker.size).toBe(1);
+      expect(await h.g.gw.dispatchRecord(record.id)).toMatchObject({ status: 'awaiting-input' });
     } finally {
       await h.stop();
     }
@@ -150,32 +142,33 @@ describe('task terminal: interrupted tasks', () => {
   it('ends an answered dispatch when the follow-up call settles its task, the tracker seeing it later', async () => {
     const h = await dispatching(w, { polling: { intervalMs: 60_000 } });
     try {
-      const record = await h.dispatcher.dispatch({ agent: 'ops', skill: 'pr_review', text: 'go' });
+      const record = await h.g.gw.dispatch({ agent: 'ops', skill: 'pr_review', text: 'go' });
       expect(record.status).toBe('awaiting-input');
       const taskId = record.taskId!;
+      // The tracker follows it (and what its start recovered of the test before: still waiting).
+      const tracked = h.g.tracker.size;
       const { client } = await h.g.fleet.agentClient('ops');
       const waiting = await client.getTask({ tenant: '', id: taskId, historyLength: 0 });
       // The caller answers on the same task: the reply path settles it.
-      const answer = await h.g.fleet.call('ops', 'pr_review', 'answer', {
+      const answer = await h.g.gw.call('ops', 'pr_review', 'answer', {
         taskId,
         contextId: waiting.contextId,
       });
       expect(answer).toMatchObject({ terminal: true, state: 'completed' });
       // The tracker's own sighting comes later and loses the claim.
       h.g.tracker.pollNow('ops', taskId);
-      await until(() => h.g.tracker.size === 0);
+      await until(() => h.g.tracker.claims().lost === 1);
+      expect(h.g.tracker.size).toBe(tracked - 1);
       await until(() => deltasOf(w, taskId).length > 0);
       await sleep(50);
-      expect(await h.records.get(record.id)).toMatchObject({
+      expect(await h.g.gw.dispatchRecord(record.id)).toMatchObject({
         status: 'completed',
         result: { state: 'completed' },
       });
-      const ends = h.events.filter(
-        (e) =>
-          (e.payload as { id: string }).id === record.id &&
-          (e.topic === 'skill.dispatch.completed' || e.topic === 'skill.dispatch.failed'),
-      );
-      expect(ends.map((e) => e.topic)).toEqual(['skill.dispatch.completed']);
+      const ends = h
+        .topicsOf(record.id)
+        .filter((t) => t === 'skill.dispatch.completed' || t === 'skill.dispatch.failed');
+      expect(ends).toEqual(['skill.dispatch.completed']);
       expect(deltasOf(w, taskId)).toHaveLength(1);
     } finally {
       await h.stop();
@@ -191,11 +184,11 @@ describe('task terminal: a caller timeout', () => {
   afterAll(() => w.close());
 
   it('rejects the call but publishes the task’s delta exactly once when it ends at the agent', async () => {
-    const g = gateway(w, { polling: { intervalMs: 20 } });
+    const g = await gateway(w, { polling: { intervalMs: 20 } });
     try {
       const correlationId = `timeout-${randomUUID()}`;
       await expect(
-        g.fleet.call('ops', 'pr_review', 'go', { timeoutMs: 50, correlationId }),
+        g.gw.call('ops', 'pr_review', 'go', { timeoutMs: 50, correlationId }),
       ).rejects.toMatchObject({ code: 'FLEETGATE_CALL_TIMEOUT', details: { detached: true } });
       const mine = (): EventEnvelope[] =>
         w.deltas.filter(
@@ -211,7 +204,7 @@ describe('task terminal: a caller timeout', () => {
   });
 });
 
-describe('task terminal: a caller timeout with nothing following tasks', () => {
+describe('the library path (a fleet client, nothing following tasks): a caller timeout', () => {
   let w: World;
   beforeAll(async () => {
     w = await world(200, { state: 'input-required', statusText: 'which repo?' });
@@ -223,25 +216,31 @@ describe('task terminal: a caller timeout with nothing following tasks', () => {
     const sub = await w.bus.subscribe('system.error', (e) => void reported.push(e), {
       name: `errors-${randomUUID()}`,
     });
-    const g = gateway(w, { followTimedOut: false, polling: { intervalMs: 60_000 } });
+    // Built from the root door as a library user builds it: no tracker, no store.
+    const fleet = createFleetClient({
+      registry: registerStandardExtensions(new ExtensionRegistry(), { bus: w.bus }),
+      bus: w.bus,
+      cards: new Map([['ops', { url: w.agent.url, card: await w.agent.fetchCard() }]]),
+    });
     try {
-      await expect(g.fleet.call('ops', 'pr_review', 'go', { timeoutMs: 30 })).rejects.toMatchObject(
-        { code: 'FLEETGATE_CALL_TIMEOUT' },
-      );
+      await expect(fleet.call('ops', 'pr_review', 'go', { timeoutMs: 30 })).rejects.toMatchObject({
+        code: 'FLEETGATE_CALL_TIMEOUT',
+      });
       await until(() => reported.length > 0, 5_000, 'the cancel report');
       const report = reported[0]!.payload as { message: string; taskId: string };
       expect(report.message).toContain('canceled at the agent');
-      const { client } = await g.fleet.agentClient('ops');
+      const { client } = await fleet.agentClient('ops');
       const remote = await client.getTask({ tenant: '', id: report.taskId, historyLength: 0 });
       expect(remote.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
-      expect(await createStoreTaskRecords(w.store.db).get('ops', report.taskId)).toMatchObject({
-        state: 'canceled',
-        terminalVia: 'timeout',
-      });
-      expect(g.fleet.terminal.held()).toEqual([]);
+      // Settled (claimed) as it was canceled: a later sighting of the task is a no-op.
+      expect(
+        await fleet.terminal.settle('ops', remote, 'poll', {
+          call: { agent: 'ops', skill: 'pr_review', correlationId: 'c', startedAt: 0 },
+        }),
+      ).toEqual({ settled: false, reason: 'claimed' });
+      expect(fleet.terminal.held()).toEqual([]);
     } finally {
       await sub.unsubscribe();
-      await g.stop();
     }
   });
 });
@@ -292,9 +291,9 @@ describe('task terminal: a hostile agent', () => {
 
   it('refuses a GetTask answer naming another agent’s task; the honest task settles with its own delta', async () => {
     const errors: unknown[] = [];
-    const g = gateway(w, {
+    const g = await gateway(w, {
       polling: { intervalMs: 20 },
-      agents: new Map([['evil', { url: evil.url, card: await evil.fetchCard() }]]),
+      agents: { evil: evil.url },
       onError: (error) => errors.push(error),
     });
     try {
@@ -334,28 +333,28 @@ describe('task terminal: a claim that fails', () => {
   it('puts the task back when the claim throws once, and settles it on the retry, once', async () => {
     const real = createStoreTaskRecords(w.store.db);
     let failures = 0;
-    const records: TaskRecordStore = {
-      ...real,
+    const failOnce = (built: TaskRecordStore): TaskRecordStore => ({
+      ...built,
       claim: (...args) => {
         if (failures === 0) {
           failures += 1;
           return Promise.reject(new Error('connection terminated unexpectedly'));
         }
-        return real.claim(...args);
+        return built.claim(...args);
       },
-    };
-    const errors: { where: string }[] = [];
-    const g = gateway(w, {
-      records,
+    });
+    const errors: string[] = [];
+    const g = await gateway(w, {
+      records: (built) => ({ ...built, tasks: failOnce(built.tasks) }),
       polling: { intervalMs: 15 },
-      onError: (_error, context) => errors.push(context),
+      onError: (_error, where) => errors.push(where),
     });
     try {
       const taskId = await startTask(g);
       await until(() => deltasOf(w, taskId).length > 0, 5_000, 'the delta after the retry');
       await sleep(80);
       expect(failures).toBe(1);
-      expect(errors.map((e) => e.where)).toContain('claim');
+      expect(errors).toContain('tracker.claim');
       expect(deltasOf(w, taskId)).toHaveLength(1);
       expect(await real.get('ops', taskId)).toMatchObject({ state: 'completed' });
       expect(g.tracker.size).toBe(0);
@@ -373,16 +372,15 @@ describe('task terminal: group commit of reply claims', () => {
   afterAll(() => w.close());
 
   it('commits the claim of a call alone at once, and lets concurrent calls share a commit', async () => {
-    const real = createStoreTaskRecords(w.store.db, { sqlite: w.store.sqlite });
     const groups: (string | undefined)[] = [];
-    const records: TaskRecordStore = {
+    const spy = (real: TaskRecordStore): TaskRecordStore => ({
       ...real,
       claim: (agent, taskId, claim, events) => {
         groups.push(claim.group);
         return real.claim(agent, taskId, claim, events);
       },
-    };
-    const g = gateway(w, { records });
+    });
+    const g = await gateway(w, { records: (built) => ({ ...built, tasks: spy(built.tasks) }) });
     try {
       const alone = await g.fleet.call('ops', 'pr_review', 'go');
       expect(alone.terminal).toBe(true);

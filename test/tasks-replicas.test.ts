@@ -1,6 +1,6 @@
 /**
- * Two gateway replicas on one PostgreSQL schema and one JetStream stream, each with its own fleet
- * client, tracker, event collector, outbox relay and store handle. Replica A starts 500 tasks on a
+ * Two gateway replicas (`createGateway`) on one PostgreSQL schema and one JetStream stream, each
+ * with its own store handle and bus connection. Replica A starts 500 tasks on a
  * real @a2a-js/sdk agent (return-immediately, finishing a little later) and receives their push
  * notifications (bodies from the SDK's own sender); replica B learns the same tasks by restart
  * recovery from the shared database and polls them. A separate JetStream consumer counts
@@ -16,16 +16,14 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sdkPush } from './support/sdk-push.js';
 import type { RunningAgent } from '../examples/agents/harness.js';
 import { opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
-import type { EventBus, OutboxRelay } from '../src/bus/index.js';
+import type { EventBus } from '../src/bus/index.js';
 import type { EventEnvelope, OpenTopics } from '../src/protocol/index.js';
-import { createOutboxRelay, EventCollector } from '../src/bus/index.js';
 import type { FleetClient } from '../src/dispatch/index.js';
-import { createFleetClient, createTaskTerminal } from '../src/dispatch/index.js';
-import { ExtensionRegistry, registerStandardExtensions } from '../src/extensions/index.js';
+import { ALLOW_ALL } from '../src/dispatch/index.js';
 import type { JetStreamEventBus } from '../src/nats.js';
 import { createJetStreamEventBus } from '../src/nats.js';
-import type { TaskTrackerOptions } from '../src/tasks/index.js';
-import { createPushToken, createStoreTaskRecords, TaskTracker } from '../src/tasks/index.js';
+import type { TaskTracker, TaskTrackerOptions } from '../src/tasks/index.js';
+import { createPushToken } from '../src/tasks/index.js';
 import {
   NATS_URL,
   PG_URL,
@@ -34,8 +32,8 @@ import {
   requirePostgres,
   uniqueName,
 } from './support/services.js';
-import type { GatewayStore } from '../src/service/index.js';
-import { openGatewayStore } from '../src/service/index.js';
+import type { Gateway, GatewayStore } from '../src/service/index.js';
+import { createGateway, openGatewayStore } from '../src/service/index.js';
 
 const pgUp = await requirePostgres();
 const natsUp = await requireNats();
@@ -51,12 +49,13 @@ const PUSH_JITTER_MS = 200;
 interface Replica {
   store: GatewayStore;
   bus: JetStreamEventBus<OpenTopics>;
-  relay: OutboxRelay;
+  gw: Gateway;
+  /** `gw.internals.fleet` and `gw.internals.tracker`. */
   fleet: FleetClient;
   tracker: TaskTracker;
-  /** Publishes the relay made that JetStream reported as duplicates (`Nats-Msg-Id`). */
+  /** Publishes of the replica that JetStream reported as duplicates (`Nats-Msg-Id`). */
   duplicates: () => number;
-  /** Poll and hook failures the tracker reported. */
+  /** Failures of the replica's background work (polls, hooks, relay, consumers). */
   errors: unknown[];
   stop: () => Promise<void>;
 }
@@ -66,7 +65,6 @@ interface Shared {
   stream: string;
   prefix: string;
   agent: RunningAgent;
-  card: unknown;
 }
 
 async function replica(
@@ -83,7 +81,7 @@ async function replica(
   });
   let duplicates = 0;
   const errors: unknown[] = [];
-  // The relay's view of the bus, counting what the server dropped as a duplicate.
+  // The replica's view of the bus, counting what the server dropped as a duplicate.
   const counting: EventBus<OpenTopics> = {
     publish: async (topic, payload, options) => {
       const result = await bus.publish(topic, payload, options);
@@ -92,54 +90,39 @@ async function replica(
     },
     subscribe: (pattern, handler, options) => bus.subscribe(pattern, handler, options),
     close: () => bus.close(),
+    maxPayloadBytes: bus.maxPayloadBytes,
   };
-  const records = createStoreTaskRecords(store.db);
-  // Replicas share the outbox: each round locks its rows so no row goes out twice.
-  const relay = createOutboxRelay({
-    db: store.db,
-    bus: counting,
-    pollIntervalMs: 50,
-    lockRows: true,
-  });
-  relay.start();
-  const collector = new EventCollector(bus);
-  const registry = registerStandardExtensions(new ExtensionRegistry(), { bus: collector });
-  const fleet = createFleetClient({
-    registry,
-    bus: collector,
-    cards: new Map([['ops', { url: s.agent.url, card: s.card }]]),
-    terminal: createTaskTerminal({
-      durable: { records, collector, onCommitted: () => relay.notify() },
-    }),
-  });
-  const tracker = new TaskTracker({
-    records,
-    fleet,
-    polling,
-    onError: (error, context) => errors.push({ replica: name, ...context, error }),
-  });
+  // On PostgreSQL the relay locks the outbox rows of each round: no row goes out twice.
+  const gw = await createGateway(
+    { agents: [{ name: 'ops', url: s.agent.url }] },
+    {
+      store,
+      bus: counting,
+      gate: ALLOW_ALL,
+      relay: { pollIntervalMs: 50 },
+      tracking: { polling },
+      onError: (error, where) => errors.push({ replica: name, where, error }),
+    },
+  );
   return {
     store,
     bus,
-    relay,
-    fleet,
-    tracker,
+    gw,
+    fleet: gw.internals.fleet,
+    tracker: gw.internals.tracker,
     duplicates: () => duplicates,
     errors,
-    stop: async () => {
-      tracker.stop();
-      await relay.stop();
-    },
+    stop: () => gw.close(),
   };
 }
 
 /** A real HTTP server mounting a tracker's push receiver; counts the answers by status. */
-async function mountReceiver(t: TaskTracker): Promise<{
+async function mountReceiver(gw: Gateway): Promise<{
   url: (id: string) => string;
   statuses: Map<number, number>;
   close: () => Promise<void>;
 }> {
-  const receive = t.pushReceiver();
+  const receive = gw.pushReceiver;
   const statuses = new Map<number, number>();
   const server: Server = createServer((req, res) => {
     const taskId = decodeURIComponent((req.url ?? '').replace(/^\/callbacks\/a2a\//, ''));
@@ -210,7 +193,6 @@ describe.skipIf(!pgUp || !natsUp)('two gateway replicas on PostgreSQL + JetStrea
       stream: name.toUpperCase(),
       prefix: name,
       agent,
-      card: await agent.fetchCard(),
     };
     // Opened one after the other: the first open creates the schema and migrates it.
     a = await replica(s, 'a', { intervalMs: 60_000 }); // A: pushes only, its polls never come
@@ -252,7 +234,7 @@ describe.skipIf(!pgUp || !natsUp)('two gateway replicas on PostgreSQL + JetStrea
       });
       // The SDK's sender logs every push it sends with console.info: 500 lines of noise.
       const quiet = vi.spyOn(console, 'info').mockImplementation(() => undefined);
-      const receiver = await mountReceiver(A.tracker);
+      const receiver = await mountReceiver(A.gw);
       const { client } = await A.fleet.agentClient('ops');
 
       /** Waits until the agent finished the task, then pushes it to A after a random delay. */
@@ -278,7 +260,7 @@ describe.skipIf(!pgUp || !natsUp)('two gateway replicas on PostgreSQL + JetStrea
           const started = await Promise.all(
             Array.from({ length: BATCH }, async () => {
               const token = createPushToken();
-              const result = await A.fleet.call('ops', 'pr_review', 'go', {
+              const result = await A.gw.call('ops', 'pr_review', 'go', {
                 mode: 'return-immediately',
               });
               expect(result.terminal).toBe(false);
@@ -308,7 +290,7 @@ describe.skipIf(!pgUp || !natsUp)('two gateway replicas on PostgreSQL + JetStrea
           `${TASKS} world.state.delta on NATS`,
         );
         // Both relays drain the shared outbox; then give late re-sends a moment to show up.
-        await Promise.all([A.relay.drain(), B.relay.drain()]);
+        await Promise.all([A.gw.settle(), B.gw.settle()]);
         await sleep(300);
 
         expect(receiver.statuses).toEqual(new Map([[200, TASKS]]));

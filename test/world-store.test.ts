@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KyselyPlugin } from 'kysely';
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { createInMemoryEventBus, createOutboxRelay } from '../src/bus/index.js';
 import {
@@ -256,6 +256,71 @@ for (const backend of ['sqlite', 'postgres'] as const) {
           rmSync(dir, { recursive: true, force: true });
         }
       });
+
+      it.skipIf(backend === 'postgres')(
+        'looks up the rows a unit of work needs by (domain, path), never by the domain alone',
+        async () => {
+          const dir = mkdtempSync(join(tmpdir(), 'fleetgate-world-plan-'));
+          const store = await openGatewayStore(`sqlite:${join(dir, 'w.db')}`);
+          const bus = createInMemoryEventBus();
+          const selects: CompiledQuery[] = [];
+          const capture: KyselyPlugin = {
+            transformQuery(args) {
+              const compiled = store.db.getExecutor().compileQuery(args.node, args.queryId);
+              if (compiled.sql.includes('from "fleetgate_world_values"')) selects.push(compiled);
+              return args.node;
+            },
+            transformResult: (args) => Promise.resolve(args.result),
+          };
+          try {
+            const world = createWorldMaterialiser({
+              store: createSqlWorldStore({ db: store.db.withPlugin(capture), kind: store.kind }),
+              bus,
+            });
+            // A domain of many rows: a long list and a wide object.
+            for (let i = 0; i < 20; i += 1) {
+              await world.applyBatch(
+                Array.from({ length: 10 }, (_, j) =>
+                  deltaEvent([
+                    { domain: 'big', path: 'data.log', op: 'push', value: i * 10 + j },
+                    { domain: 'big', path: `data.map.k${i * 10 + j}`, op: 'set', value: { i } },
+                  ]),
+                ),
+              );
+            }
+            selects.length = 0;
+            await world.apply(
+              deltaEvent([
+                { domain: 'big', path: 'data.log', op: 'push', value: 'x' },
+                { domain: 'big', path: 'data.map.k3', op: 'set', value: 'y' },
+                { domain: 'big', path: 'data.count', op: 'inc', value: 1 },
+                { domain: 'big', path: 'data.owner', op: 'set', value: { name: 'a' } },
+                { domain: 'other', path: 'data.n', op: 'inc', value: 1 },
+              ]),
+            );
+            expect(selects).toHaveLength(1);
+            const explained = await store.db.executeQuery<{ detail: string }>(
+              CompiledQuery.raw(`explain query plan ${selects[0]!.sql}`, [
+                ...selects[0]!.parameters,
+              ]),
+            );
+            const searches = explained.rows.filter((r) => /^(SEARCH|SCAN)/u.test(r.detail));
+            expect(searches.length).toBeGreaterThan(0);
+            for (const { detail } of searches) expect(detail).toMatch(/\(domain=\? AND path[=><]/u);
+            const big = (await world.getDomain('big'))?.state.data as {
+              log: unknown[];
+              map: Record<string, unknown>;
+            };
+            expect(big.log).toHaveLength(201);
+            expect(big.map.k3).toBe('y');
+            expect(big.map.k4).toEqual({ i: 0 });
+          } finally {
+            await bus.close();
+            await store.close();
+            rmSync(dir, { recursive: true, force: true });
+          }
+        },
+      );
 
       it('moves domains an earlier release kept whole into rows when it migrates', async () => {
         const dir = mkdtempSync(join(tmpdir(), 'fleetgate-world-migrate-'));

@@ -273,6 +273,43 @@ describe('InMemoryEventBus', () => {
     });
   });
 
+  it('publishNow returns what publish resolves to and throws what it rejects with', async () => {
+    const bus = createInMemoryEventBus<OpenTopics>({ maxQueue: 1 });
+    const seen: unknown[] = [];
+    const gate = deferred();
+    await bus.subscribe(
+      'q',
+      async (e) => {
+        seen.push(e.payload);
+        await gate.promise;
+      },
+      { name: 'slow' },
+    );
+    expect(bus.publishNow('q', { i: 0 }, { id: 'a' })).toEqual({ id: 'a', duplicate: false });
+    expect(bus.publishNow('q', { i: 0 }, { id: 'a' })).toEqual({ id: 'a', duplicate: true });
+    await Promise.resolve(); // the drain takes event 0 and waits on the gate
+    bus.publishNow('q', { i: 1 });
+    const refused = (() => {
+      try {
+        return bus.publishNow('q', { i: 2 }, { id: 'b' });
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(isFleetgateError(refused, 'FLEETGATE_BUS_OVERFLOW')).toBe(true);
+    // A duplicate is answered as one even while the queue is full.
+    expect(bus.publishNow('q', { i: 0 }, { id: 'a' })).toEqual({ id: 'a', duplicate: true });
+    // Refused, so not recorded: the same id is taken once there is room.
+    gate.resolve();
+    await bus.idle();
+    expect(bus.publishNow('q', { i: 2 }, { id: 'b' })).toEqual({ id: 'b', duplicate: false });
+    await bus.close();
+    expect(() => bus.publishNow('q', {})).toThrow(
+      expect.objectContaining({ code: 'FLEETGATE_BUS_CLOSED' }),
+    );
+    expect(seen).toEqual([{ i: 0 }, { i: 1 }, { i: 2 }]);
+  });
+
   it('forgets an explicit id after the duplicate window', async () => {
     let now = 1_000;
     const bus = createInMemoryEventBus<OpenTopics>({ duplicateWindowMs: 100, now: () => now });

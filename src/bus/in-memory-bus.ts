@@ -153,7 +153,7 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
   /** The same, by explicit event id: a duplicate publish waits for the first one's handling. */
   readonly #handlingById = new Map<string, DurableHandling>();
   readonly #duplicates: DuplicateWindow;
-  /** The duplicate window's clock, read once per publish with an explicit id. */
+  /** The duplicate window's clock, read once per publish with an explicit id (check and record). */
   readonly #now: () => number;
   readonly #nextId = createEventIdGenerator();
   readonly #clock = createClock();
@@ -199,7 +199,31 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
         new FleetgateError('FLEETGATE_BUS_CLOSED', undefined, { details: { topic } }),
       );
     }
-    return this.#deliver(topic, payload, options, subs);
+    const accepted = this.#deliver(topic, payload, options, subs);
+    return accepted instanceof FleetgateError
+      ? Promise.reject(accepted)
+      : Promise.resolve(accepted);
+  }
+
+  /**
+   * {@link publish} without the promise, for a hot path that can take the answer at once: this bus
+   * accepts or refuses an event synchronously, so `publishNow` returns what `publish` resolves to
+   * and throws what it rejects with (`FLEETGATE_BUS_CLOSED`, `FLEETGATE_BUS_OVERFLOW`). The
+   * extension runtime publishes through it when the bus has it: no promise to settle, nothing to
+   * await between the hooks of a call. (A subclass that changes `publish` changes this too.)
+   */
+  publishNow<T extends TopicOf<M>>(
+    topic: T,
+    payload: M[T],
+    options: PublishOptions = {},
+  ): PublishResult {
+    const subs = this.#match(topic);
+    if (this.#state !== 'open') {
+      throw new FleetgateError('FLEETGATE_BUS_CLOSED', undefined, { details: { topic } });
+    }
+    const accepted = this.#deliver(topic, payload, options, subs);
+    if (accepted instanceof FleetgateError) throw accepted;
+    return accepted;
   }
 
   subscribe<P extends string>(
@@ -290,46 +314,52 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
     payload: unknown,
     options: PublishOptions,
     subs: readonly MemorySubscription[],
-  ): Promise<PublishResult> {
+  ): PublishResult | FleetgateError {
     const explicitId = options.id;
-    let seenAt = 0;
-    if (explicitId !== undefined) {
-      if (typeof explicitId !== 'string' || explicitId.length === 0) {
-        throw new FleetgateError(
-          'FLEETGATE_BUS_PUBLISH_FAILED',
-          'Event id must be a non-empty string',
-        );
+    if (explicitId !== undefined && (typeof explicitId !== 'string' || explicitId.length === 0)) {
+      throw new FleetgateError(
+        'FLEETGATE_BUS_PUBLISH_FAILED',
+        'Event id must be a non-empty string',
+      );
+    }
+    // A duplicate is answered first; then every queue is checked before any is touched, so a
+    // rejected event reaches no subscriber at all and its id is not recorded.
+    let full: MemorySubscription | undefined;
+    for (const sub of subs) {
+      if (sub.queue.length >= sub.maxQueue && sub.overflow === 'reject') {
+        full = sub;
+        break;
       }
-      seenAt = this.#now();
-      if (this.#duplicates.has(explicitId, seenAt)) {
+    }
+    if (explicitId !== undefined) {
+      const now = this.#now();
+      const duplicate =
+        full === undefined
+          ? !this.#duplicates.admit(explicitId, now)
+          : this.#duplicates.has(explicitId, now);
+      if (duplicate) {
         this.#stats.duplicates += 1;
         // Still being handled: the duplicate's publisher waits for the same handling.
         const pending = this.#handlingById.get(explicitId);
-        return Promise.resolve(
-          pending === undefined
-            ? { id: explicitId, duplicate: true }
-            : { id: explicitId, duplicate: true, handled: pending.handled },
-        );
+        return pending === undefined
+          ? { id: explicitId, duplicate: true }
+          : { id: explicitId, duplicate: true, handled: pending.handled };
       }
     }
-    // Check every queue before touching any, so a rejected event reaches no subscriber at all.
-    for (const sub of subs) {
-      if (sub.queue.length >= sub.maxQueue && sub.overflow === 'reject') {
-        this.#stats.overflows += 1;
-        const error = new FleetgateError(
-          'FLEETGATE_BUS_OVERFLOW',
-          `Subscription ${sub.name} has ${sub.queue.length} queued events (limit ${sub.maxQueue}); ${topic} was not published`,
-          { details: { subscription: sub.name, topic, maxQueue: sub.maxQueue } },
-        );
-        this.#reportError(error, `subscription:${sub.name}`, topic, explicitId);
-        return Promise.reject(error);
-      }
+    if (full !== undefined) {
+      this.#stats.overflows += 1;
+      const error = new FleetgateError(
+        'FLEETGATE_BUS_OVERFLOW',
+        `Subscription ${full.name} has ${full.queue.length} queued events (limit ${full.maxQueue}); ${topic} was not published`,
+        { details: { subscription: full.name, topic, maxQueue: full.maxQueue } },
+      );
+      this.#reportError(error, `subscription:${full.name}`, topic, explicitId);
+      return error;
     }
     const id = explicitId ?? this.#nextId();
-    if (explicitId !== undefined) this.#duplicates.add(explicitId, seenAt);
     this.#stats.published += 1;
     // Nobody listens: no envelope to build (and no clock to read for its time).
-    if (subs.length === 0) return Promise.resolve({ id, duplicate: false });
+    if (subs.length === 0) return { id, duplicate: false };
     const event: EventEnvelope = {
       id,
       topic,
@@ -364,11 +394,9 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
         queueMicrotask(() => void this.#drain(sub));
       }
     }
-    return Promise.resolve(
-      handling === undefined
-        ? { id, duplicate: false }
-        : { id, duplicate: false, handled: handling.handled },
-    );
+    return handling === undefined
+      ? { id, duplicate: false }
+      : { id, duplicate: false, handled: handling.handled };
   }
 
   async #drain(sub: MemorySubscription): Promise<void> {
@@ -445,12 +473,16 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
     };
     try {
       const subs = this.#match('system.error');
-      this.#deliver(
+      const refused = this.#deliver(
         'system.error',
         payload,
         correlationId === undefined ? {} : { correlationId },
         subs,
-      ).catch((reportError: unknown) => this.#onUnreported(error, { ...context, reportError }));
+      );
+      // Told a turn later, as a rejected publish would tell it.
+      if (refused instanceof FleetgateError) {
+        queueMicrotask(() => this.#onUnreported(error, { ...context, reportError: refused }));
+      }
     } catch (reportError) {
       this.#onUnreported(error, { ...context, reportError });
     }

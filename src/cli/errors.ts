@@ -38,7 +38,8 @@ export interface PrintedError {
   problems?: string[];
 }
 
-const DOCS = new URL('../../docs/errors.md', import.meta.url);
+/** Found from the package's root (the built CLI is bundled: this module has no place of its own). */
+const DOCS = new URL('docs/errors.md', import.meta.resolve('fleetgate/package.json'));
 
 let fixes: ReadonlyMap<string, string> | undefined;
 

@@ -10,7 +10,9 @@ export interface CliIo {
 }
 
 function packageVersion(): string {
-  const raw = readFileSync(new URL('../../package.json', import.meta.url), 'utf8');
+  // Through the package's own name: the built CLI is bundled, so this module's place in dist/
+  // says nothing about where package.json is.
+  const raw = readFileSync(new URL(import.meta.resolve('fleetgate/package.json')), 'utf8');
   const parsed: unknown = JSON.parse(raw);
   return typeof parsed === 'object' && parsed !== null && 'version' in parsed
     ? String(parsed.version)

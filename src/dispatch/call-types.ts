@@ -40,6 +40,12 @@ export interface CallOptions {
   /** Continue an existing conversation / task (e.g. after `input-required`). */
   contextId?: string;
   taskId?: string;
+  /** The user message's id (default: a fresh UUID): an A2A client's own, forwarded as is. */
+  messageId?: string;
+  /** `Message.referenceTaskIds` of the user message. */
+  referenceTaskIds?: readonly string[];
+  /** `Message.extensions` of the user message. */
+  messageExtensions?: readonly string[];
   /** Every stream event as it arrives (streaming mode). */
   onEvent?: (event: StreamResponse) => void;
 }

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { Task } from '@a2a-js/sdk';
+import type { StreamResponse, Task } from '@a2a-js/sdk';
 import type { EventBus } from '../bus/index.js';
 import { isFleetgateError } from '../protocol/index.js';
 import type {
   DispatchEvent,
   ErrorCode,
   FleetgateTopics,
+  HeldInput,
   TaskStateName,
 } from '../protocol/index.js';
 import { isInterruptedState, normalizeTaskState } from '../protocol/index.js';
@@ -20,15 +21,27 @@ import type { CallMode, CallResult, TaskFollower } from './call-types.js';
 import type { GateVerdict, PolicyGate } from './policy-gate.js';
 import { ALLOW_ALL } from './policy-gate.js';
 import type { FleetClient } from './fleet-client.js';
+import { heldCall } from './request.js';
 import { readReply } from './task-accumulator.js';
 import type { SettledTask } from './terminal.js';
 
 /** What to dispatch. */
 export interface DispatchRequest {
+  /** The dispatch's id (default: a fresh UUID); the A2A proxy's task id is its dispatch's id. */
+  id?: string;
   agent: string;
   skill: string;
   text?: string;
   data?: unknown;
+  /**
+   * A client's whole A2A message (v1.0 wire JSON), forwarded as given — parts, metadata, context,
+   * references, extensions, id — and kept with a held call so any replica sends it once approved.
+   */
+  message?: Record<string, unknown>;
+  /** The client's `SendMessageRequest.metadata` (the stamps win over its keys). */
+  metadata?: Record<string, unknown>;
+  /** Extension URIs the client asked for; merged into `A2A-Extensions`, never replaced. */
+  extensions?: string[];
   correlationId?: string;
   /** Who asks for the call (an approver can never approve their own call). */
   requestedBy?: string;
@@ -42,6 +55,10 @@ export interface DispatchRequest {
   headers?: Readonly<Record<string, string>>;
   /** Told the gate's decision as soon as it is taken (the HTTP API returns it). */
   onDecision?: (decision: GateVerdict) => void;
+  /** Every stream event of the call as it arrives (`streaming` mode, a call sent at once). */
+  onEvent?: (event: StreamResponse) => void;
+  /** Told the call's result when this dispatch sent it at once (not a call released later). */
+  onResult?: (result: CallResult) => void;
 }
 
 /** The question an interrupted task asks: its status message, else the text of its reply. */
@@ -124,7 +141,7 @@ export class Dispatcher {
   async dispatch(request: DispatchRequest): Promise<DispatchRecord> {
     const now = this.#o.now();
     const record: DispatchRecord = {
-      id: randomUUID(),
+      id: request.id ?? randomUUID(),
       agent: request.agent,
       skill: request.skill,
       correlationId: request.correlationId ?? randomUUID(),
@@ -140,9 +157,12 @@ export class Dispatcher {
     await this.#o.records.create(record);
     await this.#publish('skill.dispatch.requested', record);
 
-    const input = {
+    const input: HeldInput = {
       ...(request.text === undefined ? {} : { text: request.text }),
       ...(request.data === undefined ? {} : { data: request.data }),
+      ...(request.message === undefined ? {} : { message: request.message }),
+      ...(request.metadata === undefined ? {} : { metadata: request.metadata }),
+      ...(request.extensions === undefined ? {} : { extensions: request.extensions }),
     };
     const decision = await this.#o.gate.decide({
       dispatchId: record.id,
@@ -160,23 +180,30 @@ export class Dispatcher {
       ...(request.requestedBy === undefined ? {} : { requestedBy: request.requestedBy }),
       ...(request.mode === undefined ? {} : { mode: request.mode }),
       ...(request.headers === undefined ? {} : { headers: request.headers }),
+      ...(request.onEvent === undefined ? {} : { onEvent: request.onEvent }),
+      ...(request.onResult === undefined ? {} : { onResult: request.onResult }),
     });
   }
 
   async #send(
     record: DispatchRecord,
-    input: { text?: string; data?: unknown },
+    held: HeldInput,
     more: {
       requestedBy?: string;
       taskId?: string;
       contextId?: string;
       mode?: CallMode;
       headers?: Readonly<Record<string, string>>;
+      onEvent?: (event: StreamResponse) => void;
+      onResult?: (result: CallResult) => void;
     } = {},
   ): Promise<DispatchRecord> {
     let result: CallResult;
     try {
+      const { input, options } = heldCall(held);
       result = await this.#o.fleet.call(record.agent, record.skill, input, {
+        ...options,
+        ...(more.onEvent === undefined ? {} : { onEvent: more.onEvent }),
         correlationId: record.correlationId,
         mode: more.mode ?? this.#o.mode ?? 'blocking',
         ...(more.taskId === undefined ? {} : { taskId: more.taskId }),
@@ -196,6 +223,7 @@ export class Dispatcher {
           };
       return this.#end(record.id, 'failed', { error: failure });
     }
+    more.onResult?.(result);
     const taskId = result.task?.id;
     if (!result.terminal && result.task !== undefined && taskId !== undefined) {
       const state = normalizeTaskState(result.task.status?.state);

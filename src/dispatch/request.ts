@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 
-import { Role, type Message, type Part } from '@a2a-js/sdk';
+import { Message as MessageCodec, Role, type Message, type Part } from '@a2a-js/sdk';
 
 import { FleetgateError, isFleetgateError } from '../protocol/index.js';
+import type { HeldInput } from '../protocol/index.js';
 import type { CallInput, CallOptions } from './call-types.js';
 
 /** The signal of a call nobody can abort (never passed to fetch). */
@@ -35,15 +36,47 @@ export function buildMessage(input: CallInput, options: CallOptions): Message {
     if (input.parts !== undefined) parts.push(...input.parts);
   }
   return {
-    messageId: randomUUID(),
+    messageId: options.messageId ?? randomUUID(),
     contextId: options.contextId ?? '',
     taskId: options.taskId ?? '',
     role: Role.ROLE_USER,
     parts,
     metadata: options.messageMetadata,
-    extensions: [],
-    referenceTaskIds: [],
+    extensions: options.messageExtensions === undefined ? [] : [...options.messageExtensions],
+    referenceTaskIds: options.referenceTaskIds === undefined ? [] : [...options.referenceTaskIds],
   };
+}
+
+/**
+ * What a held input sends: its text and data, or a client's whole message (v1.0 wire JSON) with
+ * the options that carry the rest of it — metadata, context, references, extensions, the id.
+ *
+ * @throws FleetgateError `FLEETGATE_PART_INVALID` when the message does not decode.
+ */
+export function heldCall(input: HeldInput): { input: CallInput; options: CallOptions } {
+  const plain = {
+    ...(input.text === undefined ? {} : { text: input.text }),
+    ...(input.data === undefined ? {} : { data: input.data }),
+  };
+  const options: CallOptions = {
+    ...(input.metadata === undefined ? {} : { metadata: input.metadata }),
+    ...(input.extensions === undefined ? {} : { extensions: input.extensions }),
+  };
+  if (input.message === undefined) return { input: plain, options };
+  let message: Message;
+  try {
+    message = MessageCodec.fromJSON(input.message);
+  } catch (cause) {
+    throw new FleetgateError('FLEETGATE_PART_INVALID', 'The message to forward does not decode.', {
+      cause,
+    });
+  }
+  if (message.metadata !== undefined) options.messageMetadata = message.metadata;
+  if (message.contextId !== '') options.contextId = message.contextId;
+  if (message.messageId !== '') options.messageId = message.messageId;
+  if (message.referenceTaskIds.length > 0) options.referenceTaskIds = message.referenceTaskIds;
+  if (message.extensions.length > 0) options.messageExtensions = message.extensions;
+  return { input: { ...plain, parts: message.parts }, options };
 }
 
 /** The coded error of a failed request (timeout and abort told apart by their signals). */

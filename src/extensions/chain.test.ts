@@ -53,23 +53,40 @@ interface Spec {
   beforeThrows: boolean;
   afterThrows: boolean;
   required: boolean;
+  /** `before` finishes synchronously (default: it awaits first). */
+  syncBefore?: boolean;
+  /** `after` returns a promise, which rejects when it throws (default: synchronous). */
+  asyncAfter?: boolean;
 }
 
 function build(specs: readonly Spec[], log: string[]): RegisteredExtension[] {
   return specs.map((s) => {
     const extension: Extension = { uri: `urn:${s.name}`, description: s.name };
     if (s.hasBefore) {
-      extension.before = async () => {
-        await Promise.resolve();
-        log.push(`before ${s.name}`);
-        if (s.beforeThrows) throw new Error(`boom ${s.name}`);
-      };
+      extension.before =
+        s.syncBefore === true
+          ? () => {
+              log.push(`before ${s.name}`);
+              if (s.beforeThrows) throw new Error(`boom ${s.name}`);
+            }
+          : async () => {
+              await Promise.resolve();
+              log.push(`before ${s.name}`);
+              if (s.beforeThrows) throw new Error(`boom ${s.name}`);
+            };
     }
     if (s.hasAfter) {
-      extension.after = (_ctx, outcome) => {
-        log.push(`after ${s.name} ${outcome.ok ? 'ok' : 'fail'}`);
-        if (s.afterThrows) throw new Error(`boom after ${s.name}`);
-      };
+      extension.after =
+        s.asyncAfter === true
+          ? async (_ctx, outcome) => {
+              await Promise.resolve();
+              log.push(`after ${s.name} ${outcome.ok ? 'ok' : 'fail'}`);
+              if (s.afterThrows) throw new Error(`boom after ${s.name}`);
+            }
+          : (_ctx, outcome) => {
+              log.push(`after ${s.name} ${outcome.ok ? 'ok' : 'fail'}`);
+              if (s.afterThrows) throw new Error(`boom after ${s.name}`);
+            };
     }
     return { extension, required: s.required };
   });
@@ -229,19 +246,22 @@ describe('SkillCallChain', () => {
       beforeThrows: fc.boolean(),
       afterThrows: fc.boolean(),
       required: fc.boolean(),
+      syncBefore: fc.boolean(),
+      asyncAfter: fc.boolean(),
     });
     await fc.assert(
       fc.asyncProperty(fc.array(spec, { maxLength: 7 }), async (raw) => {
         const specs = raw.map((s, i) => ({ ...s, name: String(i) }));
         const log: string[] = [];
-        const chain = new SkillCallChain(build(specs, log), context(), collectingSink());
+        const sink = collectingSink();
+        const chain = new SkillCallChain(build(specs, log), context(), sink);
         let failed = false;
         try {
           await chain.runBefore();
         } catch {
           failed = true;
         }
-        await chain.runAfter(
+        const failure = await chain.runAfter(
           failed ? { ok: false, error: new FleetgateError('FLEETGATE_HOOK_FAILED') } : OK,
         );
         // Expected: befores in order up to the first required thrower; afters reversed over the
@@ -256,10 +276,22 @@ describe('SkillCallChain', () => {
           }
           completed.push(s);
         }
+        const afterFailures: Spec[] = [];
         for (const s of [...completed].reverse()) {
           if (s.hasAfter) expected.push(`after ${s.name} ${failed ? 'fail' : 'ok'}`);
+          if (s.hasAfter && s.afterThrows) afterFailures.push(s);
         }
         expect(log).toEqual(expected);
+        // The first required after failure fails the call; optional failures are all reported.
+        const firstRequired = afterFailures.find((s) => s.required);
+        expect(failure?.details).toEqual(
+          firstRequired === undefined
+            ? undefined
+            : { uri: `urn:${firstRequired.name}`, hook: 'after' },
+        );
+        expect(sink.failures.filter((f) => f.hook === 'after').map((f) => f.uri)).toEqual(
+          afterFailures.filter((s) => !s.required).map((s) => `urn:${s.name}`),
+        );
       }),
       { numRuns: 300 },
     );

@@ -47,6 +47,8 @@ export interface ChainContext extends SkillCallContext {
 }
 
 const NO_OWNER = '';
+/** Room for the stamps of the four standard extensions (five keys) and one more, in pairs. */
+const OWNER_SLOTS = 12;
 const NO_METADATA: Readonly<Record<string, unknown>> = Object.freeze({});
 
 class CallContext implements ChainContext {
@@ -60,11 +62,12 @@ class CallContext implements ChainContext {
   readonly state: CallState = createCallState();
   readonly stamps: Stamps = {};
   /**
-   * The extension that set each stamp, in the order the stamps were set (`#ownerKeys[i]` was set
-   * by `#owners[i]`): a call has a handful of stamps, so two small arrays beat a `Map`.
+   * Each stamp's key and the extension that set it, in pairs, in the order the stamps were set
+   * (`[key, owner, key, owner, …]`, `#ownerCount` entries): a call has a handful of stamps, so one
+   * small array, sized for them with the first stamp, beats a `Map`.
    */
-  readonly #ownerKeys: string[] = [];
-  readonly #owners: string[] = [];
+  #owners: string[] | undefined;
+  #ownerCount = 0;
   /** The extension whose `before` hook is running; stamps are attributed to it. */
   owner = NO_OWNER;
   sealed = false;
@@ -92,12 +95,16 @@ class CallContext implements ChainContext {
         { details: { key, extension: this.owner } },
       );
     }
-    const at = this.#ownerKeys.indexOf(key);
-    if (at === -1) {
-      this.#ownerKeys.push(key);
-      this.#owners.push(this.owner);
+    const owners = (this.#owners ??= new Array<string>(OWNER_SLOTS));
+    const count = this.#ownerCount;
+    let at = 0;
+    while (at < count && owners[at] !== key) at += 2;
+    if (at === count) {
+      owners[at] = key;
+      owners[at + 1] = this.owner;
+      this.#ownerCount = count + 2;
     } else {
-      const previous = this.#owners[at]!;
+      const previous = owners[at + 1]!;
       if (previous !== this.owner) {
         throw new FleetgateError(
           'FLEETGATE_STAMP_CONFLICT',
@@ -283,20 +290,64 @@ export class SkillCallChain {
    * Runs the `after` hooks (reverse order, completed `before` only), once. Returns the failure of
    * a required `after` hook, if one failed; a second call returns `undefined` without running
    * anything.
+   *
+   * Like {@link runBefore}, hooks that finish synchronously run without a microtask turn between
+   * them; the chain goes asynchronous only from the first hook that returns a promise or the
+   * first optional failure to report.
    */
-  async runAfter(outcome: CallOutcome): Promise<FleetgateError | undefined> {
-    if (this.#afterStarted) return undefined;
+  runAfter(outcome: CallOutcome): Promise<FleetgateError | undefined> {
+    if (this.#afterStarted) return NO_FAILURE;
     this.#afterStarted = true;
-    (this.ctx as CallContext).sealed = true;
+    const ctx = this.ctx as CallContext;
+    ctx.sealed = true;
     const ran = this.#ran ?? this.#extensions;
     let failure: FleetgateError | undefined;
     for (let i = (this.#ran === undefined ? this.#ranCount : ran.length) - 1; i >= 0; i -= 1) {
       const entry = ran[i]!;
       const extension = entry.extension;
       if (extension.after === undefined) continue;
+      let pending: void | Promise<unknown>;
       try {
-        const pending = extension.after(this.ctx, outcome);
-        if (pending !== undefined) await pending;
+        pending = extension.after(ctx, outcome);
+      } catch (error) {
+        if (entry.required) {
+          failure ??= hookError(entry, 'after', error);
+          continue;
+        }
+        return this.#afterFrom(ran, i, outcome, failure, error);
+      }
+      if (pending !== undefined)
+        return this.#afterFrom(ran, i, outcome, failure, undefined, pending);
+    }
+    return failure === undefined ? NO_FAILURE : Promise.resolve(failure);
+  }
+
+  /**
+   * The rest of {@link runAfter}, asynchronously, from hook `index` of `ran`, which either threw
+   * `thrown` (an optional hook) or returned `pending`.
+   */
+  async #afterFrom(
+    ran: readonly RegisteredExtension[],
+    index: number,
+    outcome: CallOutcome,
+    failed: FleetgateError | undefined,
+    thrown: unknown,
+    pending?: Promise<unknown>,
+  ): Promise<FleetgateError | undefined> {
+    let failure = failed;
+    for (let i = index; i >= 0; i -= 1) {
+      const entry = ran[i]!;
+      const extension = entry.extension;
+      if (extension.after === undefined) continue;
+      try {
+        if (i === index) {
+          if (pending === undefined) throw thrown;
+          await pending;
+        } else {
+          // Awaited only when the hook is async: a synchronous hook costs no microtask turn.
+          const next = extension.after(this.ctx, outcome);
+          if (next !== undefined) await next;
+        }
       } catch (error) {
         if (entry.required) failure ??= hookError(entry, 'after', error);
         else await this.#report(entry, 'after', error);
@@ -324,6 +375,7 @@ export class SkillCallChain {
 }
 
 const RESOLVED: Promise<void> = Promise.resolve();
+const NO_FAILURE: Promise<FleetgateError | undefined> = Promise.resolve(undefined);
 
 /** The counting, publishing {@link HookFailureSink}. */
 export interface HookFailureLog extends HookFailureSink {

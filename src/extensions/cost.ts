@@ -36,13 +36,19 @@ export interface CostExtensionOptions {
 
 const STARTED = createStateKey<number>('cost-v1:started');
 
-/** Publishes one sample (a function of its own, so a call without a recorder makes no closure). */
+/**
+ * Publishes one sample (a function of its own, so a call without a recorder makes no closure):
+ * through the bus's `publishNow` when it has one, so there is nothing to await.
+ */
 function publishSample(
   bus: ExtensionEventBus,
   sample: CostSample,
   correlationId: string,
-): Promise<unknown> {
-  return bus.publish(COST_SAMPLE_TOPIC, sample, { correlationId });
+): Promise<unknown> | undefined {
+  if (bus.publishNow === undefined)
+    return bus.publish(COST_SAMPLE_TOPIC, sample, { correlationId });
+  bus.publishNow(COST_SAMPLE_TOPIC, sample, { correlationId });
+  return undefined;
 }
 
 /**
@@ -71,14 +77,16 @@ export function createCostExtension(options: CostExtensionOptions): Extension {
       const view = task === undefined ? undefined : normalizedTask(task);
       const reported = view === undefined ? undefined : extractCost(view).payload;
       const stateOk = outcome.ok && (view === undefined || view.state === 'completed');
-      const sample: CostSample = {
-        agent: ctx.agent,
-        skill: ctx.skill,
-        wallMs,
-        success: reported?.success ?? stateOk,
-        measured: reported === undefined ? 'wall-clock' : 'agent',
-      };
-      if (task !== undefined) sample.taskId = task.id;
+      const agent = ctx.agent;
+      const skill = ctx.skill;
+      const success = reported?.success ?? stateOk;
+      const measured = reported === undefined ? 'wall-clock' : 'agent';
+      // The task id in the literal when there is one: the three fields a cost part adds then fit
+      // the object's first extra storage, with no second one grown.
+      const sample: CostSample =
+        task === undefined
+          ? { agent, skill, wallMs, success, measured }
+          : { agent, skill, wallMs, success, measured, taskId: task.id };
       if (reported?.usage?.input_tokens !== undefined)
         sample.tokensIn = reported.usage.input_tokens;
       if (reported?.usage?.output_tokens !== undefined)

@@ -7,9 +7,11 @@ import {
   extractWorldStateDeltas,
   partEventId,
   splitBySize,
+  type WorldStateDeltaEntry,
 } from '../protocol/index.js';
+import { TaskEventIds, utf8Length } from './task-event-ids.js';
 import { normalizedTask } from './task-view.js';
-import type { Extension, ExtensionEventBus } from './types.js';
+import type { Extension, ExtensionEventBus, SkillCallContext } from './types.js';
 
 /** Topic of the validated deltas of one terminal task. */
 export const WORLD_STATE_DELTA_TOPIC = 'world.state.delta';
@@ -23,20 +25,12 @@ export const WORLD_STATE_DELTA_REJECTED_TOPIC = 'world.state.delta.rejected';
  * re-sends.
  */
 export function taskEventId(topic: string, agent: string, taskId: string): string {
-  // The length prefixes count UTF-8 bytes; for ASCII text (every topic, nearly every agent name
-  // and task id) that is the string's length, found without a call into the runtime.
-  let input = '';
-  for (const part of [topic, agent, taskId]) {
-    let bytes = part.length;
-    for (let i = 0; i < part.length; i += 1) {
-      if (part.charCodeAt(i) > 0x7f) {
-        bytes = Buffer.byteLength(part);
-        break;
-      }
-    }
-    input += `${bytes}:${part};`;
-  }
-  return hash('sha256', input, 'hex').slice(0, 32);
+  // One template, one string hashed: the same bytes as `deterministicEventId(topic, agent, taskId)`.
+  return hash(
+    'sha256',
+    `${utf8Length(topic)}:${topic};${utf8Length(agent)}:${agent};${utf8Length(taskId)}:${taskId};`,
+    'hex',
+  ).slice(0, 32);
 }
 
 /** Dependencies of {@link createEffectDomainExtension}. */
@@ -59,6 +53,20 @@ function baseBytes(payload: Record<string, unknown>): number {
   return Buffer.byteLength(JSON.stringify(payload)) + ENVELOPE_BYTES;
 }
 
+/** The most JSON bytes one UTF-16 unit of a string can take (`\u001f`). */
+const MAX_BYTES_PER_UNIT = 6;
+
+/** {@link baseBytes} of a `world.state.delta` payload whose five strings are all empty. */
+const DELTA_BASE_BYTES = baseBytes({
+  source: '',
+  skill: '',
+  deltas: [],
+  taskId: '',
+  correlationId: '',
+  state: '',
+  part: { index: 0, count: 0 },
+});
+
 /**
  * effect-domain-v1. `before` stamps `x-effect-domain-skill` with the skill name. `after` reads
  * every worldstate-delta part of the task and publishes one `world.state.delta`
@@ -73,6 +81,9 @@ function baseBytes(payload: Record<string, unknown>): number {
 export function createEffectDomainExtension(options: EffectDomainExtensionOptions): Extension {
   const { bus } = options;
   const maxBytes = options.maxEventBytes ?? LIMITS.eventBytes;
+
+  // Every task with deltas needs its event id: derived without building a string per call.
+  const deltaIds = new TaskEventIds(WORLD_STATE_DELTA_TOPIC);
 
   /** Publishes `payload` with its list `key` split into parts under the limit. */
   function publishParts<K extends string>(
@@ -100,6 +111,40 @@ export function createEffectDomainExtension(options: EffectDomainExtensionOption
     return settleAll(publishes);
   }
 
+  /**
+   * Publishes the validated entries of one task: one event, or parts when they need more. `now`:
+   * through the bus's `publishNow` when it has one (a refusal then throws here).
+   */
+  function publishDeltas(
+    ctx: SkillCallContext,
+    taskId: string,
+    state: string,
+    deltas: WorldStateDeltaEntry[],
+    now: boolean,
+  ): Promise<unknown> | undefined {
+    const { agent, skill, correlationId } = ctx;
+    const payload = { source: agent, skill, deltas, taskId, correlationId, state };
+    const id = deltaIds.of(agent, taskId);
+    // Nearly every task reports a handful of entries: bounded without serialising anything.
+    const units = agent.length + skill.length + taskId.length + correlationId.length + state.length;
+    const bound = DELTA_BASE_BYTES + units * MAX_BYTES_PER_UNIT;
+    if (bound + deltas.length * (DELTA_ENTRY_BOUND + 1) <= maxBytes) {
+      if (now && bus.publishNow !== undefined) {
+        bus.publishNow(WORLD_STATE_DELTA_TOPIC, payload, { id, correlationId });
+        return undefined;
+      }
+      return bus.publish(WORLD_STATE_DELTA_TOPIC, payload, { id, correlationId });
+    }
+    return publishParts(
+      WORLD_STATE_DELTA_TOPIC,
+      payload,
+      'deltas',
+      id,
+      correlationId,
+      DELTA_ENTRY_BOUND,
+    );
+  }
+
   return {
     uri: EFFECT_DOMAIN_V1_URI,
     description: 'Stamps the skill and publishes the world-state deltas the agent reported.',
@@ -113,25 +158,14 @@ export function createEffectDomainExtension(options: EffectDomainExtensionOption
       const extraction = extractWorldStateDeltas(view);
       if (extraction.entries.length === 0 && extraction.rejected.length === 0) return undefined;
       const state = view.state;
+      const entries = extraction.entries;
+      // Without rejections there is one publish, and it may answer at once; with them, both
+      // publishes are attempted even when one fails (see settleAll), so both go as promises.
+      if (extraction.rejected.length === 0) {
+        return publishDeltas(ctx, task.id, state, entries, true);
+      }
       const delta =
-        extraction.entries.length === 0
-          ? undefined
-          : publishParts(
-              WORLD_STATE_DELTA_TOPIC,
-              {
-                source: ctx.agent,
-                skill: ctx.skill,
-                deltas: extraction.entries,
-                taskId: task.id,
-                correlationId: ctx.correlationId,
-                state,
-              },
-              'deltas',
-              taskEventId(WORLD_STATE_DELTA_TOPIC, ctx.agent, task.id),
-              ctx.correlationId,
-              DELTA_ENTRY_BOUND,
-            );
-      if (extraction.rejected.length === 0) return delta;
+        entries.length === 0 ? undefined : publishDeltas(ctx, task.id, state, entries, false);
       const rejected = publishParts(
         WORLD_STATE_DELTA_REJECTED_TOPIC,
         {

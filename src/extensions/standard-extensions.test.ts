@@ -117,6 +117,43 @@ describe('effect-domain-v1', () => {
     expect(taskEventId('world.state.delta', 'agent', 'task')).toBe(
       deterministicEventId('world.state.delta', 'agent', 'task'),
     );
+    // Length prefixes count UTF-8 bytes, not characters.
+    expect(taskEventId('world.state.delta', 'agënt', 'tâsk-✓')).toBe(
+      deterministicEventId('world.state.delta', 'agënt', 'tâsk-✓'),
+    );
+  });
+
+  it('publishes each task’s deltas under deterministicEventId, whichever agent called before', async () => {
+    const { bus, events } = recordingBus();
+    const extension = createEffectDomainExtension({ bus });
+    const task = taskWith([
+      [createWorldStateDeltaPart([{ domain: 'ci', path: 'data.a', op: 'inc', value: 1 }])],
+    ]);
+    const calls = [
+      ['ops', 't-1'],
+      ['agënt', 't-1'],
+      ['agënt', 't-2'],
+      ['ops', 't-2'],
+      ['op', 's;2:t-2'],
+    ] as const;
+    for (const [agent, taskId] of calls) {
+      const ctx = createSkillCallContext({
+        agent,
+        skill: 'review',
+        correlationId: 'corr',
+        signal: new AbortController().signal,
+        declarations: readDeclarations(card),
+      });
+      const chain = new SkillCallChain([{ extension, required: true }], ctx, {
+        report: () => Promise.resolve(),
+      });
+      await chain.runBefore();
+      expect(await chain.runAfter({ ok: true, task: { ...task, id: taskId } })).toBeUndefined();
+    }
+    expect(events.map((e) => e.id)).toEqual(
+      calls.map(([agent, taskId]) => deterministicEventId('world.state.delta', agent, taskId)),
+    );
+    expect(new Set(events.map((e) => e.id)).size).toBe(calls.length);
   });
 
   it('publishes invalid entries on world.state.delta.rejected with reasons', async () => {
@@ -169,6 +206,94 @@ describe('effect-domain-v1', () => {
     });
     expect(events).toHaveLength(1);
     expect(events[0]?.payload['state']).toBe('failed');
+  });
+});
+
+describe('on a bus that answers at once (publishNow)', () => {
+  function answeringBus(refuse?: string) {
+    const events: { via: 'now' | 'promise'; topic: string; id?: string | undefined }[] = [];
+    const bus: ExtensionEventBus = {
+      publish(topic, _payload, options) {
+        events.push({ via: 'promise', topic, id: options?.id });
+        return topic === refuse
+          ? Promise.reject(new Error(`refused ${topic}`))
+          : Promise.resolve({});
+      },
+      publishNow(topic, _payload, options) {
+        if (topic === refuse) throw new Error(`refused ${topic}`);
+        events.push({ via: 'now', topic, id: options?.id });
+        return {};
+      },
+    };
+    return { bus, events };
+  }
+
+  function chainOf(bus: ExtensionEventBus) {
+    const ctx = createSkillCallContext({
+      agent: 'ops',
+      skill: 'review',
+      correlationId: 'corr-1',
+      signal: new AbortController().signal,
+      declarations: readDeclarations(card),
+    });
+    const extensions = [createEffectDomainExtension({ bus }), createCostExtension({ bus })];
+    return new SkillCallChain(
+      extensions.map((extension) => ({ extension, required: true })),
+      ctx,
+      { report: () => Promise.resolve() },
+    );
+  }
+
+  const deltas = taskWith([
+    [
+      createWorldStateDeltaPart([{ domain: 'ci', path: 'data.a', op: 'inc', value: 1 }]),
+      createCostPart({ usage: { input_tokens: 1 } }),
+    ],
+  ]);
+
+  it('publishes cost and deltas through it: every after hook has run when runAfter returns', async () => {
+    const { bus, events } = answeringBus();
+    const chain = chainOf(bus);
+    await chain.runBefore();
+    const settled = chain.runAfter({ ok: true, task: deltas });
+    expect(events).toEqual([
+      { via: 'now', topic: 'cost.sample', id: undefined },
+      {
+        via: 'now',
+        topic: 'world.state.delta',
+        id: taskEventId('world.state.delta', 'ops', 'task-1'),
+      },
+    ]);
+    expect(await settled).toBeUndefined();
+  });
+
+  it('fails a required hook whose publish it refuses, as a rejected publish would', async () => {
+    const { bus } = answeringBus('world.state.delta');
+    const chain = chainOf(bus);
+    await chain.runBefore();
+    const failure = await chain.runAfter({ ok: true, task: deltas });
+    expect(failure?.code).toBe('FLEETGATE_HOOK_FAILED');
+    expect(failure?.message).toContain('refused world.state.delta');
+  });
+
+  it('sends deltas and rejections as promises, so a refused one never keeps the other back', async () => {
+    const { bus, events } = answeringBus('world.state.delta');
+    const task = taskWith([
+      [
+        createWorldStateDeltaPart([
+          { domain: 'ci', path: 'data.a', op: 'inc', value: 1 },
+          { domain: 'ci', path: 'data.__proto__', op: 'set', value: 1 },
+        ]),
+      ],
+    ]);
+    const chain = chainOf(bus);
+    await chain.runBefore();
+    const failure = await chain.runAfter({ ok: true, task });
+    expect(events.filter((e) => e.topic !== 'cost.sample')).toEqual([
+      { via: 'promise', topic: 'world.state.delta', id: expect.any(String) as string },
+      { via: 'promise', topic: 'world.state.delta.rejected', id: expect.any(String) as string },
+    ]);
+    expect(failure?.message).toContain('refused world.state.delta');
   });
 });
 

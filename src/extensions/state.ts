@@ -33,35 +33,40 @@ export interface CallState {
 }
 
 /**
- * Keys and values side by side in two small arrays: a call holds a handful of entries at most, so
- * a linear scan beats hashing, and nothing is allocated until the first write.
+ * Keys and values side by side in one small array (`[key, value, key, value, …]`): a call holds a
+ * handful of entries at most, so a linear scan beats hashing, and nothing is allocated until the
+ * first write.
  */
 class ArrayCallState implements CallState {
-  #keys: StateKey<unknown>[] | undefined;
-  #values: unknown[] | undefined;
+  #entries: unknown[] | undefined;
 
   get<T>(key: StateKey<T>): T | undefined {
-    const keys = this.#keys;
-    if (keys === undefined) return undefined;
-    for (let i = 0; i < keys.length; i += 1) if (keys[i] === key) return this.#values![i] as T;
+    const entries = this.#entries;
+    if (entries === undefined) return undefined;
+    for (let i = 0; i < entries.length; i += 2) if (entries[i] === key) return entries[i + 1] as T;
     return undefined;
   }
 
   set<T>(key: StateKey<T>, value: T): void {
-    const keys = (this.#keys ??= []);
-    const values = (this.#values ??= []);
-    for (let i = 0; i < keys.length; i += 1) {
-      if (keys[i] === key) {
-        values[i] = value;
+    const entries = this.#entries;
+    if (entries === undefined) {
+      this.#entries = [key, value];
+      return;
+    }
+    for (let i = 0; i < entries.length; i += 2) {
+      if (entries[i] === key) {
+        entries[i + 1] = value;
         return;
       }
     }
-    keys.push(key);
-    values.push(value);
+    entries.push(key, value);
   }
 
   has(key: StateKey<unknown>): boolean {
-    return this.#keys?.includes(key) ?? false;
+    const entries = this.#entries;
+    if (entries === undefined) return false;
+    for (let i = 0; i < entries.length; i += 2) if (entries[i] === key) return true;
+    return false;
   }
 }
 

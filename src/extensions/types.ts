@@ -23,6 +23,17 @@ export interface ExtensionEventBus {
     options?: { id?: string; correlationId?: string },
   ): Promise<unknown>;
   /**
+   * {@link publish} answered at once, by a bus that accepts or refuses an event synchronously (the
+   * in-memory bus): returns what `publish` would resolve to, throws what it would reject with.
+   * Hooks publish through it when it is there, so a call on such a bus awaits nothing between its
+   * hooks.
+   */
+  publishNow?(
+    topic: string,
+    payload: unknown,
+    options?: { id?: string; correlationId?: string },
+  ): unknown;
+  /**
    * Runs a side effect beyond the bus (a cost record) only if the call's terminal state is kept:
    * a bus that collects a task's events for its terminal claim keeps the effect with them and runs
    * it after the claim is won, so a path that loses the claim has no effect. Without `defer`, or

@@ -236,10 +236,8 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
     const now = o.now();
     state.lastAttemptAt = now;
     try {
-      const fetched = await source.fetch(
-        { name: agent.name, url: agent.url, headers: agent.headers },
-        state.card === undefined ? {} : state.validators,
-      );
+      // The directory's entry is the fetch target (name, url, headers): no copy per refresh.
+      const fetched = await source.fetch(agent, state.card === undefined ? {} : state.validators);
       if (directory.get(agent.name) === undefined || states.get(agent.name) !== state) {
         const error = { code: 'FLEETGATE_AGENT_UNKNOWN', message: 'removed during refresh' };
         return { agent: agent.name, result: 'failed', error };
@@ -262,15 +260,15 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
         const previousDigest = state.digest;
         const provenance = { cardDigest: fetched.digest, fetchedAt: now };
         const changes = await book.apply(agent.name, d, provenance);
-        Object.assign(state, {
-          card,
-          declarations: d,
-          digest: fetched.digest,
-          diagnostics: d.diagnostics,
-        });
+        state.card = card;
+        state.declarations = d;
+        state.digest = fetched.digest;
+        state.diagnostics = d.diagnostics;
         state.lastChangedAt = now;
         state.validators = fetched.validators;
-        for (const change of changes) {
+        // Nothing is built for a bus that is not there (an event id is a hash).
+        const announced = bus === undefined ? [] : changes;
+        for (const change of announced) {
           publications.push({
             topic: 'fleet.declaration.changed',
             payload: { ...change },
@@ -312,10 +310,16 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
       state.failures = 0;
       state.lastError = undefined;
       state.lastFetchedAt = now;
-      publications.push({
-        topic: 'fleet.card.refreshed',
-        payload: { agent: agent.name, digest: state.digest, changed: outcome.result === 'changed' },
-      });
+      if (bus !== undefined) {
+        publications.push({
+          topic: 'fleet.card.refreshed',
+          payload: {
+            agent: agent.name,
+            digest: state.digest,
+            changed: outcome.result === 'changed',
+          },
+        });
+      }
       return outcome;
     } catch (error) {
       const info = errorInfo(error);
@@ -438,10 +442,12 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
       timers.clear();
     },
     refreshAll(onProgress) {
+      const agents = directory.list();
+      if (onProgress === undefined) return Promise.all(agents.map((agent) => refresh(agent.name)));
       return Promise.all(
-        directory.list().map(async (agent) => {
+        agents.map(async (agent) => {
           const outcome = await refresh(agent.name);
-          onProgress?.(outcome);
+          onProgress(outcome);
           return outcome;
         }),
       );

@@ -15,7 +15,7 @@ import {
 import type { AgentEntry } from './agent-config.js';
 import type { BlastRegistry, EffectDomainRegistry, HitlModeRegistry } from './blast-registry.js';
 import type { Provenance } from './declaration-registry.js';
-import type { DeclarationRatchet, RatchetChange } from './ratchet.js';
+import type { DeclarationRatchet, RatchetObservation } from './ratchet.js';
 
 /**
  * Where an effective value comes from: the card's declaration, the level the ratchet holds while
@@ -257,34 +257,22 @@ export function createDeclarationBook(options: DeclarationBookOptions): Declarat
     replace(agent, d, provenance);
 
     // Same declaration as before, accepted as is, nothing pending: the ratchet has nothing to do.
-    const unchanged = (
-      kind: 'blast' | 'hitl',
-      skill: string,
-      before: string | undefined,
-      now: string,
-    ): boolean =>
-      before === now &&
-      ratchet.accepted(kind, agent, skill) === now &&
-      ratchet.pending(kind, agent, skill) === undefined;
-    const ratchetChanges: RatchetChange[] = [];
+    // The others are observed together: one write for the card, not one per skill.
+    const observations: RatchetObservation[] = [];
     for (const skill of Object.keys(d.blast)) {
       const radius = d.blast[skill]!.radius;
-      if (unchanged('blast', skill, oldBlast.get(skill)?.radius, radius)) continue;
-      const change = await ratchet.observe(
-        'blast',
-        agent,
-        skill,
-        radius,
-        oldBlast.get(skill)?.radius,
-      );
-      if (change) ratchetChanges.push(change);
+      const before = oldBlast.get(skill)?.radius;
+      if (before === radius && ratchet.holds('blast', agent, skill, radius)) continue;
+      observations.push({ kind: 'blast', skill, declared: radius, previous: before });
     }
     for (const skill of Object.keys(d.hitlMode)) {
       const mode = d.hitlMode[skill]!.mode;
-      if (unchanged('hitl', skill, oldHitl.get(skill)?.mode, mode)) continue;
-      const change = await ratchet.observe('hitl', agent, skill, mode, oldHitl.get(skill)?.mode);
-      if (change) ratchetChanges.push(change);
+      const before = oldHitl.get(skill)?.mode;
+      if (before === mode && ratchet.holds('hitl', agent, skill, mode)) continue;
+      observations.push({ kind: 'hitl', skill, declared: mode, previous: before });
     }
+    const ratchetChanges =
+      observations.length === 0 ? [] : await ratchet.observeAll(agent, observations);
     const events: DeclarationChangedEvent[] = ratchetChanges.map((c) => ({
       agent,
       skill: c.skill,

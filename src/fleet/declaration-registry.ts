@@ -26,8 +26,12 @@ export interface DeclarationLookupResult<T> {
   provenance: Provenance | undefined;
 }
 
+/** The skills of an agent that declares none: shared, never written (see `declare`). */
+const NO_SKILLS: ReadonlyMap<string, unknown> = new Map<string, unknown>();
+
 interface AgentDeclarations<T> {
-  skills: Map<string, T>;
+  /** {@link NO_SKILLS} until the agent declares a skill. */
+  skills: Map<string, T> | ReadonlyMap<string, T>;
   provenance: Provenance | undefined;
   stale: boolean;
 }
@@ -50,7 +54,11 @@ export class DeclarationRegistry<T> {
   /** Records (or replaces) one skill's declaration, keeping the agent's provenance. */
   declare(agent: string, skill: string, declaration: T): void {
     this.#version += 1;
-    this.#agent(agent).skills.set(skill, Object.freeze({ ...declaration }));
+    const entry = this.#agent(agent);
+    const skills =
+      entry.skills === NO_SKILLS ? new Map<string, T>() : (entry.skills as Map<string, T>);
+    skills.set(skill, Object.freeze({ ...declaration }));
+    entry.skills = skills;
   }
 
   /**
@@ -62,11 +70,18 @@ export class DeclarationRegistry<T> {
     declarations: Readonly<Record<string, T>>,
     provenance?: Provenance,
   ): void {
-    const skills = new Map<string, T>();
-    for (const [skill, declaration] of Object.entries(declarations)) {
-      skills.set(skill, Object.freeze({ ...declaration }));
+    // Own keys without the array of pairs Object.entries builds (this runs for every card read);
+    // an agent that declares nothing here shares one empty map.
+    let skills: Map<string, T> | undefined;
+    for (const skill in declarations) {
+      if (!Object.hasOwn(declarations, skill)) continue;
+      (skills ??= new Map()).set(skill, Object.freeze({ ...declarations[skill]! }));
     }
-    this.#byAgent.set(agent, { skills, provenance, stale: false });
+    this.#byAgent.set(agent, {
+      skills: skills ?? (NO_SKILLS as ReadonlyMap<string, T>),
+      provenance,
+      stale: false,
+    });
     this.#version += 1;
   }
 

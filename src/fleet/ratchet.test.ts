@@ -1,7 +1,8 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { BlastRadius } from '../protocol/index.js';
 import { BLAST_RADII, compareRadius, maxRadius } from '../protocol/index.js';
+import type { RatchetObservation } from './ratchet.js';
 import { createMemoryRatchetPersistence, DeclarationRatchet } from './ratchet.js';
 
 describe('DeclarationRatchet', () => {
@@ -69,5 +70,48 @@ describe('DeclarationRatchet', () => {
     expect(second.accepted('blast', 'a', 's')).toBe('public');
     expect(second.pending('blast', 'a', 's')).toBe('self');
     expect(second.pendingRows()).toHaveLength(1);
+  });
+
+  it('observes the declarations of a card together: the same changes as one by one, in one write', async () => {
+    const radius = fc.constantFrom(...BLAST_RADII);
+    const skill = fc.constantFrom('a', 'b', 'c', 'd');
+    const card = fc.uniqueArray(fc.tuple(skill, radius), {
+      selector: ([s]) => s,
+      minLength: 1,
+      maxLength: 4,
+    });
+    await fc.assert(
+      fc.asyncProperty(fc.array(card, { minLength: 1, maxLength: 5 }), async (cards) => {
+        const oneByOne = await DeclarationRatchet.open(createMemoryRatchetPersistence());
+        const persistence = createMemoryRatchetPersistence();
+        const saveMany = vi.spyOn(persistence, 'saveMany');
+        const save = vi.spyOn(persistence, 'save');
+        const together = await DeclarationRatchet.open(persistence);
+        const previous = new Map<string, BlastRadius>();
+        for (const declared of cards) {
+          const observations: RatchetObservation<'blast'>[] = declared.map(([s, r]) => ({
+            kind: 'blast' as const,
+            skill: s,
+            declared: r,
+            previous: previous.get(s),
+          }));
+          const expected = [];
+          for (const o of observations) {
+            const change = await oneByOne.observe('blast', 'x', o.skill, o.declared, o.previous);
+            if (change !== undefined) expected.push(change);
+          }
+          const writes = saveMany.mock.calls.length;
+          expect(await together.observeAll('x', observations)).toEqual(expected);
+          expect(saveMany.mock.calls.length - writes).toBeLessThanOrEqual(1);
+          for (const [s, r] of declared) {
+            previous.set(s, r);
+            expect(together.accepted('blast', 'x', s)).toBe(oneByOne.accepted('blast', 'x', s));
+            expect(together.pending('blast', 'x', s)).toBe(oneByOne.pending('blast', 'x', s));
+          }
+        }
+        expect(save).not.toHaveBeenCalled();
+      }),
+      { numRuns: 100 },
+    );
   });
 });

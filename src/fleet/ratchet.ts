@@ -30,6 +30,11 @@ export interface RatchetRow {
 export interface RatchetPersistence {
   load(): Promise<RatchetRow[]>;
   save(row: RatchetRow): Promise<void>;
+  /**
+   * Saves several rows at once, all or none (a card's declarations are observed together). When
+   * missing, each row is saved with {@link save}, in order.
+   */
+  saveMany?(rows: readonly RatchetRow[]): Promise<void>;
 }
 
 /** The table of {@link createStoreRatchetPersistence} (migration `0002_fleet`). */
@@ -76,32 +81,46 @@ export function createStoreRatchetPersistence<DB extends FleetDatabase>(
           : [],
       );
     },
-    async save(row) {
-      const values: RatchetTable = {
-        agent: row.agent,
-        skill: row.skill,
-        kind: row.kind,
-        accepted: row.accepted,
-        pending: row.pending,
-        updated_at: row.updatedAt,
-        acknowledged_at: row.acknowledgedAt,
-        acknowledged_by: row.acknowledgedBy,
-      };
+    save: (row) => upsert([row]),
+    saveMany: (rows) => upsert(rows),
+  };
+
+  /** One statement per chunk of rows: a card's declarations are one write, not one per skill. */
+  async function upsert(rows: readonly RatchetRow[]): Promise<void> {
+    for (let i = 0; i < rows.length; i += RATCHET_CHUNK) {
       await db
         .insertInto('fleetgate_declaration_ratchet')
-        .values(values)
+        .values(
+          rows.slice(i, i + RATCHET_CHUNK).map((row): RatchetTable => ({
+            agent: row.agent,
+            skill: row.skill,
+            kind: row.kind,
+            accepted: row.accepted,
+            pending: row.pending,
+            updated_at: row.updatedAt,
+            acknowledged_at: row.acknowledgedAt,
+            acknowledged_by: row.acknowledgedBy,
+          })),
+        )
         .onConflict((oc) =>
-          oc.columns(['agent', 'skill', 'kind']).doUpdateSet({
-            accepted: values.accepted,
-            pending: values.pending,
-            updated_at: values.updated_at,
-            acknowledged_at: values.acknowledged_at,
-            acknowledged_by: values.acknowledged_by,
-          }),
+          oc.columns(['agent', 'skill', 'kind']).doUpdateSet((eb) => ({
+            accepted: eb.ref('excluded.accepted'),
+            pending: eb.ref('excluded.pending'),
+            updated_at: eb.ref('excluded.updated_at'),
+            acknowledged_at: eb.ref('excluded.acknowledged_at'),
+            acknowledged_by: eb.ref('excluded.acknowledged_by'),
+          })),
         )
         .execute();
-    },
-  };
+    }
+  }
+}
+
+/** Rows per upsert: 8 parameters each, far below SQLite's and PostgreSQL's limits. */
+const RATCHET_CHUNK = 200;
+
+function key(kind: RatchetKind, agent: string, skill: string): string {
+  return `${kind}\u0000${agent}\u0000${skill}`;
 }
 
 /** In-memory persistence (tests, or a gateway that accepts losing acknowledgements on restart). */
@@ -112,11 +131,26 @@ export function createMemoryRatchetPersistence(): RatchetPersistence & {
   return {
     rows,
     load: () => Promise.resolve([...rows.values()].map((r) => ({ ...r }))),
+    // Kept as given: the ratchet never changes a row it saved (a change is a new row).
     save: (row) => {
-      rows.set(`${row.kind}\u0000${row.agent}\u0000${row.skill}`, { ...row });
+      rows.set(key(row.kind, row.agent, row.skill), row);
+      return Promise.resolve();
+    },
+    saveMany: (many) => {
+      for (const row of many) rows.set(key(row.kind, row.agent, row.skill), row);
       return Promise.resolve();
     },
   };
+}
+
+/** One declaration of a card, for {@link DeclarationRatchet.observeAll}. */
+export interface RatchetObservation<K extends RatchetKind = RatchetKind> {
+  kind: K;
+  skill: string;
+  /** The value the card declares now. */
+  declared: RatchetValues[K];
+  /** The value its previous card declared (undefined: first sight or undeclared). */
+  previous: RatchetValues[K] | undefined;
 }
 
 /** What a card refresh did to one guarded declaration. */
@@ -143,9 +177,6 @@ const IS_VALUE: { [K in RatchetKind]: (v: unknown) => v is RatchetValues[K] } = 
   blast: isBlastRadius,
   hitl: isHitlMode,
 };
-
-const key = (kind: RatchetKind, agent: string, skill: string): string =>
-  `${kind}\u0000${agent}\u0000${skill}`;
 
 /**
  * The narrowing ratchet: an agent may widen its own radius (or make a mode more gated) at once,
@@ -187,8 +218,7 @@ export class DeclarationRatchet {
     agent: string,
     skill: string,
   ): RatchetValues[K] | undefined {
-    const value = this.#rows.get(key(kind, agent, skill))?.accepted;
-    return IS_VALUE[kind](value) ? value : undefined;
+    return acceptedOf(kind, this.#rows.get(key(kind, agent, skill)));
   }
 
   /** The narrower level waiting for acknowledgement, if any. */
@@ -197,8 +227,13 @@ export class DeclarationRatchet {
     agent: string,
     skill: string,
   ): RatchetValues[K] | undefined {
-    const value = this.#rows.get(key(kind, agent, skill))?.pending;
-    return IS_VALUE[kind](value) ? value : undefined;
+    return pendingOf(kind, this.#rows.get(key(kind, agent, skill)));
+  }
+
+  /** True when `value` is the level in force and nothing narrower waits: observing it again changes nothing. */
+  holds<K extends RatchetKind>(kind: K, agent: string, skill: string, value: string): boolean {
+    const row = this.#rows.get(key(kind, agent, skill));
+    return acceptedOf(kind, row) === value && pendingOf(kind, row) === undefined;
   }
 
   /** Every row with a pending narrowing. */
@@ -217,27 +252,60 @@ export class DeclarationRatchet {
     declared: RatchetValues[K],
     previous: RatchetValues[K] | undefined,
   ): Promise<RatchetChange<K> | undefined> {
-    const k = key(kind, agent, skill);
-    const row = this.#rows.get(k);
+    const rows: RatchetRow[] = [];
+    const changes: RatchetChange<K>[] = [];
+    this.#decide(kind, agent, skill, declared, previous, rows, changes);
+    if (rows.length > 0) await this.#saveAll(rows);
+    return changes[0];
+  }
+
+  /**
+   * {@link observe} for every declaration of one card at once (one observation per kind and
+   * skill): the rows that change are saved in one write (all or none), and the changes come back
+   * in the order of `observations` (those that changed nothing are left out).
+   */
+  async observeAll(
+    agent: string,
+    observations: readonly RatchetObservation[],
+  ): Promise<RatchetChange[]> {
+    const rows: RatchetRow[] = [];
+    const changes: RatchetChange[] = [];
+    for (const o of observations)
+      this.#decide(o.kind, agent, o.skill, o.declared, o.previous, rows, changes);
+    if (rows.length > 0) await this.#saveAll(rows);
+    return changes;
+  }
+
+  /** What observing `declared` does: the row to save goes to `rows`, the change to `changes`. */
+  #decide<K extends RatchetKind>(
+    kind: K,
+    agent: string,
+    skill: string,
+    declared: RatchetValues[K],
+    previous: RatchetValues[K] | undefined,
+    rows: RatchetRow[],
+    changes: RatchetChange<K>[],
+  ): void {
+    const row = this.#rows.get(key(kind, agent, skill));
     const compare = COMPARE[kind];
-    const accepted = this.accepted(kind, agent, skill);
-    const before = previous ?? this.pending(kind, agent, skill) ?? accepted;
+    const accepted = acceptedOf(kind, row);
+    const before = previous ?? pendingOf(kind, row) ?? accepted;
     if (accepted === undefined || compare(declared, accepted) >= 0) {
       // First sight, same level or wider: takes effect at once.
-      const next: RatchetRow = {
-        agent,
-        skill,
-        kind,
-        accepted: declared,
-        pending: null,
-        updatedAt: this.#now(),
-        acknowledgedAt: row?.acknowledgedAt ?? null,
-        acknowledgedBy: row?.acknowledgedBy ?? null,
-      };
-      const changed = row === undefined || row.accepted !== declared || row.pending !== null;
-      if (changed) await this.#save(next);
-      if (before === undefined || before === declared) return undefined;
-      return {
+      if (row === undefined || row.accepted !== declared || row.pending !== null) {
+        rows.push({
+          agent,
+          skill,
+          kind,
+          accepted: declared,
+          pending: null,
+          updatedAt: this.#now(),
+          acknowledgedAt: row?.acknowledgedAt ?? null,
+          acknowledgedBy: row?.acknowledgedBy ?? null,
+        });
+      }
+      if (before === undefined || before === declared) return;
+      changes.push({
         agent,
         skill,
         kind,
@@ -246,12 +314,13 @@ export class DeclarationRatchet {
         widened: compare(declared, before) > 0,
         narrowed: compare(declared, before) < 0,
         accepted: declared,
-      };
+      });
+      return;
     }
     // Narrower than the accepted level: keep the accepted level until acknowledged.
-    if (row?.pending === declared) return undefined;
-    await this.#save({ ...row!, pending: declared, updatedAt: this.#now() });
-    return {
+    if (row?.pending === declared) return;
+    rows.push({ ...row!, pending: declared, updatedAt: this.#now() });
+    changes.push({
       agent,
       skill,
       kind,
@@ -260,7 +329,7 @@ export class DeclarationRatchet {
       widened: false,
       narrowed: true,
       accepted,
-    };
+    });
   }
 
   /**
@@ -289,8 +358,33 @@ export class DeclarationRatchet {
   }
 
   async #save(row: RatchetRow): Promise<void> {
-    await this.#persistence.save(row);
-    this.#rows.set(key(row.kind, row.agent, row.skill), row);
+    await this.#saveAll([row]);
+  }
+
+  /** Persists the rows (in one write when the persistence can), then holds them. */
+  async #saveAll(rows: readonly RatchetRow[]): Promise<void> {
+    const persistence = this.#persistence;
+    if (persistence.saveMany !== undefined) await persistence.saveMany(rows);
+    else for (const row of rows) await persistence.save(row);
+    for (const row of rows) this.#rows.set(key(row.kind, row.agent, row.skill), row);
     this.#version += 1;
   }
+}
+
+/** The accepted level of `row`, when it is a value of `kind`. */
+function acceptedOf<K extends RatchetKind>(
+  kind: K,
+  row: RatchetRow | undefined,
+): RatchetValues[K] | undefined {
+  const value = row?.accepted;
+  return IS_VALUE[kind](value) ? value : undefined;
+}
+
+/** The pending level of `row`, when it is a value of `kind`. */
+function pendingOf<K extends RatchetKind>(
+  kind: K,
+  row: RatchetRow | undefined,
+): RatchetValues[K] | undefined {
+  const value = row?.pending;
+  return IS_VALUE[kind](value) ? value : undefined;
 }

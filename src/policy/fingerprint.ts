@@ -59,13 +59,36 @@ function notJson(what: string): FleetgateError {
 }
 
 /** The input of a call as the fingerprint sees it: one entry per part, in order. */
-export type NormalisedPart = { kind: 'text'; text: string } | { kind: 'data'; data: unknown };
+export type NormalisedPart =
+  | { kind: 'text'; text: string }
+  | { kind: 'data'; data: unknown }
+  | { kind: 'message'; message: unknown; metadata?: unknown; extensions?: unknown };
 
-/** Normalises a dispatch input (`text` and/or `data`) into parts. */
-export function normaliseInput(input: { text?: string; data?: unknown }): NormalisedPart[] {
+/**
+ * Normalises a dispatch input (`text` and/or `data`, or a client's whole message) into parts. An
+ * input without a message normalises as it always did, so earlier approvals keep their
+ * fingerprints.
+ */
+export function normaliseInput(input: {
+  text?: string;
+  data?: unknown;
+  message?: unknown;
+  metadata?: unknown;
+  extensions?: unknown;
+}): NormalisedPart[] {
   const parts: NormalisedPart[] = [];
   if (input.text !== undefined) parts.push({ kind: 'text', text: input.text.normalize('NFC') });
   if (input.data !== undefined) parts.push({ kind: 'data', data: input.data });
+  if (input.message !== undefined) {
+    // The message id is left out: a client's retry of the same call is the same call.
+    const { messageId: _id, ...message } = input.message as Record<string, unknown>;
+    parts.push({
+      kind: 'message',
+      message,
+      ...(input.metadata === undefined ? {} : { metadata: input.metadata }),
+      ...(input.extensions === undefined ? {} : { extensions: input.extensions }),
+    });
+  }
   return parts;
 }
 

@@ -8,7 +8,9 @@ import { LIMITS } from './limits.js';
  * @throws FleetgateError `FLEETGATE_CARD_TOO_LARGE` or `FLEETGATE_CARD_INVALID`.
  */
 export function parseCardJson(text: string, source: string): unknown {
-  const bytes = Buffer.byteLength(text, 'utf8');
+  // A UTF-16 unit is at most 3 bytes of UTF-8: a text that short is within the limit without
+  // counting its bytes (a scan of the whole text, as long as parsing it).
+  const bytes = text.length * 3 <= LIMITS.cardBytes ? 0 : Buffer.byteLength(text, 'utf8');
   if (bytes > LIMITS.cardBytes) {
     throw new FleetgateError(
       'FLEETGATE_CARD_TOO_LARGE',

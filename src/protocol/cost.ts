@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { acceptCostPayload } from './cost-accept.js';
 import { lazySchema } from './lazy-zod.js';
 
 /** zod schema of a cost-v1 payload; unknown usage counters are kept (built on first use). */
@@ -23,68 +24,6 @@ export interface CostPayload {
   durationMs?: number;
   costUsd?: number;
   success?: boolean;
-}
-
-/** A plain JSON object: reading its keys reads its own properties (no getters, no class). */
-function isPlainRecord(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null) return false;
-  const proto = Object.getPrototypeOf(value) as unknown;
-  return proto === Object.prototype || proto === null;
-}
-
-function isCount(value: unknown): value is number {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
-}
-
-function isAmount(value: unknown): value is number {
-  return typeof value === 'number' && Number.isFinite(value) && value >= 0;
-}
-
-/**
- * The payload when it passes every rule of {@link costPayloadSchema}, checked by hand; `undefined`
- * when it does not, or when it is not a plain JSON object — then the schema decides and words the
- * reason. It accepts only what the schema accepts and returns what {@link parseCostPayload} returns
- * through the schema (`delta-cost.property.test.ts` holds them together). Why: the cost part of
- * every skill call passes here, on the client's critical path.
- */
-function acceptCostPayload(value: unknown): CostPayload | undefined {
-  if (!isPlainRecord(value)) return undefined;
-  const { usage, durationMs, costUsd, success } = value;
-  const out: CostPayload = {};
-  if (usage !== undefined) {
-    if (!isPlainRecord(usage)) return undefined;
-    const counters: NonNullable<CostPayload['usage']> = {};
-    const { input_tokens: inputTokens, output_tokens: outputTokens } = usage;
-    if (inputTokens !== undefined) {
-      if (!isCount(inputTokens)) return undefined;
-      counters.input_tokens = inputTokens;
-    }
-    if (outputTokens !== undefined) {
-      if (!isCount(outputTokens)) return undefined;
-      counters.output_tokens = outputTokens;
-    }
-    // Other counters are kept as they are, like the schema's loose object (which walks `for…in`
-    // and never copies `__proto__`).
-    for (const key in usage) {
-      if (key === 'input_tokens' || key === 'output_tokens' || key === '__proto__') continue;
-      const counter = usage[key];
-      if (counter !== undefined) counters[key] = counter;
-    }
-    out.usage = counters;
-  }
-  if (durationMs !== undefined) {
-    if (!isAmount(durationMs)) return undefined;
-    out.durationMs = durationMs;
-  }
-  if (costUsd !== undefined) {
-    if (!isAmount(costUsd)) return undefined;
-    out.costUsd = costUsd;
-  }
-  if (success !== undefined) {
-    if (typeof success !== 'boolean') return undefined;
-    out.success = success;
-  }
-  return out;
 }
 
 /** Validates a cost-v1 payload; never throws. */

@@ -91,6 +91,13 @@ const entryLike = fc
       Object.assign(Object.create({ value: 1 }) as object, entry),
     ),
   );
+/** True when `value` has an own `__proto__` key at some depth (fast-check generates such keys). */
+function hasOwnProtoKey(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  if (!Array.isArray(value) && Object.hasOwn(value, '__proto__')) return true;
+  return Object.values(value).some(hasOwnProtoKey);
+}
+
 const validEntry = fc
   .record({
     domain: fc.stringMatching(/^[a-z][a-z_]{0,15}$/),
@@ -99,7 +106,8 @@ const validEntry = fc
       .filter((s) => !s.some((x) => ['constructor', 'prototype'].includes(x)))
       .map((s) => s.join('.')),
     op: fc.constantFrom(...DELTA_OPS),
-    value: fc.jsonValue({ maxDepth: 2 }),
+    // The rule refuses an own `__proto__` key at any depth: such a value is not valid.
+    value: fc.jsonValue({ maxDepth: 2 }).filter((v) => !hasOwnProtoKey(v)),
     inc: fc.double({ noNaN: true, noDefaultInfinity: true }),
   })
   .map(({ inc, ...e }) => ({ ...e, value: e.op === 'inc' ? inc : e.value }));

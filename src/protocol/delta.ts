@@ -85,7 +85,10 @@ function jsonBytes(value: unknown): number {
 const DOT = 46;
 const NUL = 0;
 
-/** True when `text.slice(start, start + length)` is a prototype-reaching name; no slice made. */
+/**
+ * True when `text.slice(start, start + length)` is a prototype-reaching name (one of
+ * `FORBIDDEN_PATH_SEGMENTS`, decided by length first); no slice made.
+ */
 function isForbiddenSegment(text: string, start: number, length: number): boolean {
   if (length === 9)
     return text.startsWith('__proto__', start) || text.startsWith('prototype', start);
@@ -158,7 +161,8 @@ export function checkDeltaDomain(domain: string): string | undefined {
       ? 'must not contain a NUL character'
       : 'must not contain whitespace or dots';
   }
-  if (FORBIDDEN_PATH_SEGMENTS.has(domain)) return `must not be ${JSON.stringify(domain)}`;
+  // The prototype-reaching names, matched as path segments are (no set lookup on every call).
+  if (isForbiddenSegment(domain, 0, domain.length)) return `must not be ${JSON.stringify(domain)}`;
   return undefined;
 }
 
@@ -350,80 +354,6 @@ export function parseDeltaEntry(candidate: unknown): DeltaEntryVerdict {
 export interface DeltaVerdicts {
   entries: WorldStateDeltaEntry[];
   rejected: RejectedDeltaEntry[];
-}
-
-/**
- * Validates the `deltas` of one worldstate-delta payload. Each entry is judged on its own, so a
- * bad entry never hides the good ones beside it. `startIndex` numbers entries across several parts;
- * `budget` is how many more entries the task may still contribute (see `LIMITS.deltasPerTask`).
- */
-export function parseDeltaPayload(
-  payload: unknown,
-  options: {
-    startIndex?: number;
-    budget?: number;
-    location?: string;
-    /** Where the payload sits in its task; the location is worded only for a rejection. */
-    artifact?: number;
-    part?: number;
-  } = {},
-): DeltaVerdicts & { consumed: number } {
-  const start = options.startIndex ?? 0;
-  const budget = options.budget ?? LIMITS.deltasPerTask;
-  const out: DeltaVerdicts & { consumed: number } = { entries: [], rejected: [], consumed: 0 };
-  if (!isRecord(payload) || !Array.isArray(payload.deltas)) {
-    out.rejected.push({
-      index: start,
-      entry: summariseRejectedEntry(payload),
-      reason: `worldstate-delta payload must be an object with a "deltas" array (got ${preview(payload)})`,
-      location: payloadLocation(options),
-    });
-    out.consumed = 1;
-    return out;
-  }
-  const deltas: unknown[] = payload.deltas;
-  for (let i = 0; i < deltas.length; i += 1) {
-    // A hole of a sparse array is skipped, as `forEach` does (JSON arrays have none).
-    if (!(i in deltas)) continue;
-    const candidate = deltas[i];
-    if (i >= budget) {
-      // Everything from here on is past the limit: one rejection for the run, not one per entry
-      // (an agent could send a million), and none of them is read.
-      const count = deltas.length - i;
-      out.rejected.push({
-        index: start + i,
-        entry: { $summary: 'entries', count },
-        reason:
-          `too many entries: a task may report at most ${LIMITS.deltasPerTask}; ` +
-          `${count} ${count === 1 ? 'entry' : 'entries'} from here on ${count === 1 ? 'was' : 'were'} not read`,
-        location: `${payloadLocation(options)}.deltas[${i}]`,
-      });
-      break;
-    }
-    const accepted = acceptDeltaEntry(candidate);
-    if (accepted !== undefined) {
-      out.entries.push(accepted);
-      continue;
-    }
-    const verdict = parseDeltaEntry(candidate);
-    if (verdict.ok) out.entries.push(verdict.entry);
-    else {
-      out.rejected.push({
-        index: start + i,
-        entry: summariseRejectedEntry(candidate),
-        reason: verdict.reason,
-        location: `${payloadLocation(options)}.deltas[${i}]`,
-      });
-    }
-  }
-  out.consumed = deltas.length;
-  return out;
-}
-
-function payloadLocation(options: { location?: string; artifact?: number; part?: number }): string {
-  if (options.location !== undefined) return options.location;
-  if (options.artifact === undefined || options.part === undefined) return 'data';
-  return partLocation(options.artifact, options.part);
 }
 
 /** `artifacts[a].parts[p].data`: where a part's payload sits in its task, for messages. */

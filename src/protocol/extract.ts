@@ -1,7 +1,9 @@
 import type { CostPayload } from './cost.js';
+import { acceptCostPayload } from './cost-accept.js';
 import { parseCostPayload } from './cost.js';
 import type { RejectedDeltaEntry, WorldStateDeltaEntry } from './delta.js';
-import { parseDeltaPayload, partLocation } from './delta.js';
+import { partLocation } from './delta.js';
+import { collectDeltas } from './delta-collect.js';
 import { LIMITS } from './limits.js';
 import { partMimeMatch } from './parts.js';
 import type { NormalizedTask } from './task.js';
@@ -65,15 +67,15 @@ export function extractWorldStateDeltas(task: unknown): DeltaExtraction {
         );
       }
       out.parts += 1;
-      const verdicts = parseDeltaPayload(part.data, {
-        startIndex: seen,
-        budget: Math.max(0, LIMITS.deltasPerTask - seen),
-        artifact: a,
-        part: p,
-      });
-      for (const entry of verdicts.entries) out.entries.push(entry);
-      for (const rejected of verdicts.rejected) out.rejected.push(rejected);
-      seen += verdicts.consumed;
+      seen += collectDeltas(
+        part.data,
+        out,
+        seen,
+        Math.max(0, LIMITS.deltasPerTask - seen),
+        undefined,
+        a,
+        p,
+      );
     }
   }
   return out;
@@ -94,7 +96,8 @@ export interface CostExtraction {
  */
 export function extractCost(task: unknown): CostExtraction {
   const normalized = toNormalized(task);
-  const out: CostExtraction = { problems: [] };
+  const problems: string[] = [];
+  let payload: CostPayload | undefined;
   const artifacts = normalized.artifacts;
   for (let a = 0; a < artifacts.length; a += 1) {
     if (!(a in artifacts)) continue;
@@ -103,10 +106,16 @@ export function extractCost(task: unknown): CostExtraction {
       if (!(p in parts)) continue;
       const part = parts[p]!;
       if (part.type !== 'data' || partMimeMatch(part, COST_MIME) === 'none') continue;
+      // A valid payload (nearly every one) passes the fast check; the schema words the others.
+      const accepted = acceptCostPayload(part.data);
+      if (accepted !== undefined) {
+        payload ??= accepted;
+        continue;
+      }
       const verdict = parseCostPayload(part.data);
-      if (!verdict.ok) out.problems.push(`artifacts[${a}].parts[${p}].data: ${verdict.reason}`);
-      else out.payload ??= verdict.payload;
+      if (!verdict.ok) problems.push(`artifacts[${a}].parts[${p}].data: ${verdict.reason}`);
+      else payload ??= verdict.payload;
     }
   }
-  return out;
+  return payload === undefined ? { problems } : { problems, payload };
 }

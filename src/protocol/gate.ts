@@ -10,6 +10,15 @@ import type { ErrorCode } from './errors.js';
 export interface HeldInput {
   text?: string;
   data?: unknown;
+  /**
+   * A whole A2A message as a client sent it (v1.0 wire JSON: `parts`, `metadata`, `contextId`,
+   * `referenceTaskIds`, `extensions`, `messageId`), forwarded as given (the A2A proxy).
+   */
+  message?: Record<string, unknown>;
+  /** The client's own `SendMessageRequest.metadata`; the stamps win over its keys. */
+  metadata?: Record<string, unknown>;
+  /** Extension URIs the client asked for (`A2A-Extensions`), merged with the activated ones. */
+  extensions?: string[];
 }
 
 /** One call as the gate sees it. */

@@ -12,6 +12,7 @@ export * from './radius-palette.js';
 export * from './hitl.js';
 export * from './limits.js';
 export * from './delta.js';
+export { parseDeltaPayload } from './delta-collect.js';
 export * from './event-parts.js';
 export * from './cost.js';
 export * from './parts.js';

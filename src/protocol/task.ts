@@ -3,7 +3,7 @@ import { FleetgateError } from './errors.js';
 import { isRecord } from './json-path.js';
 import { LIMITS } from './limits.js';
 import type { NormalizedPart } from './parts.js';
-import { readPart } from './parts.js';
+import { decodePart } from './part-decode.js';
 
 /** Task states in one union, whichever wire or SDK shape they came from. */
 export const TASK_STATES = [
@@ -89,17 +89,20 @@ export interface NormalizedTask {
 /** Reads an artifact from any shape; never throws. */
 export function readArtifact(value: unknown): NormalizedArtifact | undefined {
   if (!isRecord(value)) return undefined;
-  const parts: NormalizedPart[] = [];
   const problems: NormalizedArtifact['problems'] = [];
   const rawParts: unknown[] = Array.isArray(value.parts) ? value.parts : [];
   const read = Math.min(rawParts.length, LIMITS.partsPerArtifact);
+  // Sized for every part to decode, as nearly every part does; cut back only when one does not.
+  let parts: NormalizedPart[] = new Array<NormalizedPart>(read);
+  let count = 0;
   for (let partIndex = 0; partIndex < read; partIndex += 1) {
     // A hole of a sparse array is skipped (JSON arrays have none).
     if (!(partIndex in rawParts)) continue;
-    const verdict = readPart(rawParts[partIndex]);
-    if (verdict.ok) parts.push(verdict.part);
-    else problems.push({ partIndex, reason: verdict.reason });
+    const decoded = decodePart(rawParts[partIndex]);
+    if (typeof decoded !== 'string') parts[count++] = decoded;
+    else problems.push({ partIndex, reason: decoded });
   }
+  if (count < read) parts = parts.slice(0, count);
   if (rawParts.length > LIMITS.partsPerArtifact) {
     problems.push({
       partIndex: LIMITS.partsPerArtifact,
@@ -120,8 +123,8 @@ function messageText(message: unknown): string | undefined {
   if (!isRecord(message) || !Array.isArray(message.parts)) return undefined;
   const texts: string[] = [];
   for (const raw of message.parts) {
-    const verdict = readPart(raw);
-    if (verdict.ok && verdict.part.type === 'text') texts.push(verdict.part.text);
+    const part = decodePart(raw);
+    if (typeof part !== 'string' && part.type === 'text') texts.push(part.text);
   }
   return texts.length > 0 ? texts.join('\n') : undefined;
 }
@@ -177,12 +180,15 @@ export function readTask(value: unknown): NormalizedTask {
     throw new FleetgateError('FLEETGATE_TASK_INVALID', `task ${raw.id}: status must be an object`);
   }
   const rawArtifacts: unknown[] = Array.isArray(raw.artifacts) ? raw.artifacts : [];
-  const artifacts: NormalizedArtifact[] = [];
   const read = Math.min(rawArtifacts.length, LIMITS.taskArtifacts);
+  // Sized for every artifact to read (the usual case), cut back only when one is not an object.
+  let artifacts: NormalizedArtifact[] = new Array<NormalizedArtifact>(read);
+  let count = 0;
   for (let i = 0; i < read; i += 1) {
     const artifact = readArtifact(rawArtifacts[i]);
-    if (artifact !== undefined) artifacts.push(artifact);
+    if (artifact !== undefined) artifacts[count++] = artifact;
   }
+  if (count < read) artifacts = artifacts.slice(0, count);
   const task: NormalizedTask = {
     id: raw.id,
     contextId: typeof raw.contextId === 'string' ? raw.contextId : '',

@@ -70,3 +70,15 @@ export const AGENT_CARD_PATHS = [
  * Spelled here so the caller never loads the SDK's v0.3 layer just for a header name.
  */
 export const LEGACY_EXTENSIONS_HEADER = 'X-A2A-Extensions';
+
+/**
+ * The Fleetgate gateway's own card entry, on every card its A2A proxy serves: calls go through the
+ * gateway's policy gate; the entry tells clients how to name the skill they call.
+ */
+export const FLEETGATE_GATEWAY_V1_URI = 'https://proto-labs.ai/a2a/ext/fleetgate-gateway-v1';
+
+/**
+ * Metadata keys a client of the A2A proxy names its skill with (message or request metadata), in
+ * the order they are read: effect-domain-v1's own stamp, then Fleetgate's.
+ */
+export const SKILL_HINT_KEYS = ['x-effect-domain-skill', 'fleetgate.skill'] as const;

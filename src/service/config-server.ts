@@ -80,3 +80,41 @@ export const replicasSchema = z
     leaseTtl: duration.default(15_000),
   })
   .default({ leaseTtl: 15_000 });
+
+/** The defaults of `proxy:`. */
+export const DEFAULT_PROXY = {
+  holdFor: 30_000,
+  role: 'operator',
+  agents: {},
+  push: { attempts: 5, backoff: 1000, timeout: 10_000, sweepInterval: 5000 },
+} as const;
+
+/** `proxy:` — the A2A proxy at `/a2a/:agent` (see docs/a2a-proxy.md). */
+export const proxySchema = z
+  .strictObject({
+    /**
+     * How long a blocking `SendMessage` waits for an approval before it answers with the task in
+     * `input-required` (the call goes on once approved).
+     */
+    holdFor: duration.default(DEFAULT_PROXY.holdFor),
+    /** The role a token needs to call an agent through the proxy (default `operator`). */
+    role: z.enum(ROLES).default(DEFAULT_PROXY.role),
+    /** Per agent (by name): the role its proxy endpoint needs instead of `role`. */
+    agents: z
+      .record(z.string().min(1), z.strictObject({ role: z.enum(ROLES) }))
+      .default(DEFAULT_PROXY.agents),
+    /** Push notifications to clients: tries per update, first retry delay (doubling), timeout. */
+    push: z
+      .strictObject({
+        attempts: z.number().int().min(1).max(20).default(DEFAULT_PROXY.push.attempts),
+        backoff: duration.default(DEFAULT_PROXY.push.backoff),
+        timeout: duration.default(DEFAULT_PROXY.push.timeout),
+        /**
+         * How often each replica takes over deliveries whose try is due and nobody holds (a
+         * replica that died or closed between tries).
+         */
+        sweepInterval: duration.default(DEFAULT_PROXY.push.sweepInterval),
+      })
+      .default(DEFAULT_PROXY.push),
+  })
+  .default(DEFAULT_PROXY);

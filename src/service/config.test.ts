@@ -150,4 +150,29 @@ describe('configuration', () => {
       }),
     );
   });
+  it('checks the proxy keys: durations, roles, and agent names that exist', async () => {
+    const config = parseConfig({
+      agents: [{ name: 'ops', url: 'http://127.0.0.1:9101' }],
+      proxy: { holdFor: '5s', agents: { ops: { role: 'approver' } } },
+    });
+    expect(config.proxy).toMatchObject({
+      holdFor: 5000,
+      role: 'operator',
+      agents: { ops: { role: 'approver' } },
+      push: { attempts: 5, backoff: 1000, timeout: 10_000 },
+    });
+    expect(parseConfig({}).proxy.holdFor).toBe(30_000);
+    const problems = await problemsOf(
+      [
+        'agents: [{ name: ops, url: "http://127.0.0.1:9101" }]',
+        'proxy: { role: boss, agents: { nobody: { role: viewer } } }',
+      ].join('\n'),
+    );
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining('proxy.role'),
+        expect.stringContaining('proxy.agents.nobody: no agent named "nobody" in agents'),
+      ]),
+    );
+  });
 });

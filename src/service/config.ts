@@ -20,7 +20,13 @@ import {
   pathText,
   valueAt,
 } from './config-problems.js';
-import { authSchema, eventsSchema, listenSchema, replicasSchema } from './config-server.js';
+import {
+  authSchema,
+  eventsSchema,
+  listenSchema,
+  proxySchema,
+  replicasSchema,
+} from './config-server.js';
 import { duration, parseSize } from './config-values.js';
 
 export { parseDuration, parseSize } from './config-values.js';
@@ -185,6 +191,7 @@ export const configSchema = z.strictObject({
   auth: authSchema.optional(),
   events: eventsSchema,
   replicas: replicasSchema,
+  proxy: proxySchema,
 });
 
 /** A validated configuration (durations in milliseconds, defaults filled in). */
@@ -242,6 +249,20 @@ export function checkConfig(
         problems.push(...unsetSecrets(agent.data, i, options.secrets));
       }
     });
+  }
+  const proxied = valueAt(input, ['proxy', 'agents']);
+  if (proxied !== null && typeof proxied === 'object' && !Array.isArray(proxied)) {
+    const known = new Set(
+      (Array.isArray(agents) ? agents : []).map((entry: unknown) => valueAt(entry, ['name'])),
+    );
+    for (const name of Object.keys(proxied)) {
+      if (!known.has(name)) {
+        problems.push({
+          path: ['proxy', 'agents', name],
+          message: `no agent named "${name}" in agents`,
+        });
+      }
+    }
   }
   return { config: problems.length === 0 && result.success ? result.data : undefined, problems };
 }

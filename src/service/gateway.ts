@@ -14,7 +14,13 @@
  * 6. start: cached cards, first refresh, recovery of tasks left in flight, then the approvals
  *    sweeper (held dispatches decided elsewhere or while the gateway was down move on).
  */
-import type { PushRequest, PushResponse, TaskTracker, TaskTrackerOptions } from '../tasks/index.js';
+import type {
+  PushRequest,
+  PushResponse,
+  TaskRecordStore,
+  TaskTracker,
+  TaskTrackerOptions,
+} from '../tasks/index.js';
 import type { EventBus, OutboxRelay } from '../bus/index.js';
 import {
   createOutboxRelay,
@@ -27,6 +33,7 @@ import type {
   CallOptions,
   CallResult,
   DispatchRecord,
+  DispatchRecordStore,
   DispatchRequest,
   FleetClient,
   GateVerdict,
@@ -68,6 +75,12 @@ import type { RetentionSweeper } from './retention.js';
 import { createRetentionSweeper } from './retention.js';
 import { observedGate, openBus, openConfiguredStore } from './gateway-parts.js';
 
+/** The durable records a gateway keeps on its store: tasks (the terminal claim) and dispatches. */
+export interface GatewayRecords {
+  tasks: TaskRecordStore;
+  dispatches: DispatchRecordStore;
+}
+
 /** What tests and embedders may inject instead of what the config names. */
 export interface GatewayDeps {
   /** An open store; the gateway migrates nothing else and does not close it. */
@@ -100,6 +113,12 @@ export interface GatewayDeps {
    * committed events then stay in the outbox until a gateway with a relay runs (crash tests).
    */
   relay?: false | { pollIntervalMs?: number };
+  /**
+   * Wraps the task and dispatch records the gateway built on its store, before anything uses
+   * them: a fault-injection seam (a claim or an update failing as a lost database connection
+   * would), so such suites still run the whole gateway. Default: the records as built.
+   */
+  records?: (built: GatewayRecords) => GatewayRecords;
   /** Receives failures of background work (default: published on `system.error`). */
   onError?: (error: unknown, where: string) => void;
   /** Told every decision of the policy gate (metrics). */
@@ -242,7 +261,11 @@ export async function createGateway(
     declarations: runtime.broker.stamps,
     maxEventBytes: eventBytes,
   });
-  const taskRecords = createStoreTaskRecords(store.db, { sqlite: store.sqlite });
+  const built: GatewayRecords = {
+    tasks: createStoreTaskRecords(store.db, { sqlite: store.sqlite }),
+    dispatches: createStoreDispatchRecords(store.db, { sqlite: store.sqlite }),
+  };
+  const { tasks: taskRecords, dispatches: dispatchRecords } = deps.records?.(built) ?? built;
   // The callbacks below point at the tracker and dispatcher built after them; they run only once
   // the gateway has started.
   const terminal = createTaskTerminal({
@@ -285,7 +308,6 @@ export async function createGateway(
     publish: async (topic, payload) => void (await bus.publish(topic, payload)),
     ...(deps.now === undefined ? {} : { now: deps.now }),
   });
-  const dispatchRecords = createStoreDispatchRecords(store.db, { sqlite: store.sqlite });
   const dispatcher: Dispatcher = new Dispatcher({
     fleet,
     records: dispatchRecords,
@@ -379,8 +401,13 @@ export async function createGateway(
   };
 
   const settle = async (): Promise<void> => {
-    await relay.drain();
-    if (bus instanceof InMemoryEventBus) await bus.idle();
+    // Delivering an event can commit more (the materialiser's `world.state.updated` rows): relay
+    // and deliver until a round finds nothing left to send.
+    for (let round = 0; round < 16; round += 1) {
+      const sent = await relay.drain();
+      if (bus instanceof InMemoryEventBus) await bus.idle();
+      if (sent === 0 && round > 0) return;
+    }
   };
 
   return {

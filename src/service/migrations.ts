@@ -21,6 +21,8 @@ import type { WorldDatabase } from '../world/index.js';
 import { WORLD_MIGRATIONS } from '../world/index.js';
 import type { ServiceDatabase } from './card-lease.js';
 import { SERVICE_MIGRATIONS } from './card-lease.js';
+import type { ProxyDatabase } from './proxy/index.js';
+import { PROXY_MIGRATIONS } from './proxy/index.js';
 
 /** Every table of the gateway: each domain declares its own, the gateway joins them. */
 export interface FleetgateDatabase
@@ -32,7 +34,8 @@ export interface FleetgateDatabase
     TasksDatabase,
     DispatchDatabase,
     PolicyDatabase,
-    ServiceDatabase {}
+    ServiceDatabase,
+    ProxyDatabase {}
 
 /**
  * Every domain's migrations in one list, with the names and order they shipped under
@@ -48,6 +51,7 @@ export const GATEWAY_MIGRATIONS: StoreMigrations = composeMigrations(
   DISPATCH_MIGRATIONS,
   POLICY_MIGRATIONS,
   SERVICE_MIGRATIONS,
+  PROXY_MIGRATIONS,
 );
 
 /** A store with every gateway table. */

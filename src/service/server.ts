@@ -166,6 +166,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       ready: () => ready,
       accepting: () => accepting,
       server,
+      publicUrl: config.listen.publicUrl ?? reachable,
     });
   } catch (error) {
     await gateway.close();

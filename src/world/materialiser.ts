@@ -322,18 +322,22 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
         parsed.map((e) => e.envelope.id),
         at,
       );
-      // What each domain's entries touch: the store loads those paths, not whole domains.
-      const needs = new Map<string, PathNeed[]>();
+      // What each domain's entries touch: a store that loads by path loads those paths, not
+      // whole domains (the others are told the domains only).
+      const needs = store.loadsByPath === true ? new Map<string, PathNeed[]>() : undefined;
+      const names = new Set<string>();
       for (const e of parsed) {
         if (!fresh.has(e.envelope.id)) continue;
         for (const x of e.entries) {
+          names.add(x.domain);
+          if (needs === undefined) continue;
           let list = needs.get(x.domain);
           if (list === undefined) needs.set(x.domain, (list = []));
           const segments = paths.segments(x.path);
           if (segments !== undefined) list.push({ segments, op: x.op });
         }
       }
-      const loaded = await uow.load([...needs.keys()], initDomain(at), needs);
+      const loaded = await uow.load([...names], initDomain(at), needs);
       const changed = new Set<string>();
       const audit: NewAuditRecord[] = [];
       const emissions: WorldEmission[] = [];
@@ -396,8 +400,8 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
     // Domains in order of first appearance; each gets one version per event, taken when its first
     // entry applies (so every applied record is built with its version).
     const touched: DomainTouch[] = [];
-    /** Domains this event found full: one alert each. */
-    const domainsFull = new DomainsFull();
+    /** Domains this event found full: one alert each (made when the first is found). */
+    let domainsFull: DomainsFull | undefined;
     const first = audit.length;
     for (const entry of e.entries) {
       let touch: DomainTouch | undefined;
@@ -421,7 +425,7 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
         const rejection = domainFullRejection(entry, value, domain.bytes + growth, maxDomainBytes);
         report.rejected.push(rejection);
         audit.push(rejectedRecord(base, entry, value, rejection.reason));
-        domainsFull.note(entry.domain, domain.bytes);
+        (domainsFull ??= new DomainsFull()).note(entry.domain, domain.bytes);
         continue;
       }
       const outcome = applyDeltaAt(domain.state, entry.path, segments, entry.op, entry.value);
@@ -493,9 +497,17 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
         correlationId: e.envelope.correlationId,
       });
     }
-    const about = { source: e.source, skill: e.skill, taskId: e.taskId };
-    const context = { eventId: id, correlationId: e.envelope.correlationId, ...about };
-    for (const alert of domainsFull.alerts(context, maxDomainBytes)) emissions.push(alert);
+    if (domainsFull === undefined && report.rejected.length === 0) return report;
+    const context = {
+      eventId: id,
+      correlationId: e.envelope.correlationId,
+      source: e.source,
+      skill: e.skill,
+      taskId: e.taskId,
+    };
+    if (domainsFull !== undefined) {
+      for (const alert of domainsFull.alerts(context, maxDomainBytes)) emissions.push(alert);
+    }
     if (report.rejected.length > 0) {
       report.rejected.sort((a, b) => a.index - b.index);
       for (const part of rejectionEmissions(report.rejected, context, maxEventBytes)) {

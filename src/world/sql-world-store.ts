@@ -97,6 +97,7 @@ const DELETE_DOMAIN = 'delete from "fleetgate_world_domains" where "name" = ?';
 /** A {@link WorldStore} in the tables of the `0003_world` migration. */
 export class SqlWorldStore implements WorldStore {
   readonly durableEmit = true;
+  readonly loadsByPath = true;
   readonly #db: Kysely<SqlWorldDatabase>;
   readonly #kind: 'sqlite' | 'postgres';
   readonly #onCommitted: (() => void) | undefined;

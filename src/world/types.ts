@@ -158,6 +158,11 @@ export interface WorldStore {
    */
   readonly durableEmit: boolean;
   /**
+   * True when {@link WorldUnitOfWork.load} reads only what its `needs` name; the materialiser
+   * works out the needs of a unit of work only for such a store.
+   */
+  readonly loadsByPath?: boolean;
+  /**
    * Runs `work` atomically: everything it claimed, saved, audited and emitted commits together or
    * not at all. Resolves with `work`'s result and the emissions to publish when
    * {@link durableEmit} is false.

@@ -127,7 +127,8 @@ export interface PathNeed {
 
 /**
  * The rows the entries need: every row on each entry's path down to `splitDepth` (`paths`), and
- * for a `set` that replaces a split node, every row below it (`subtrees`, by path prefix).
+ * for a `set` that may replace a split node, every row below it (`subtrees`, by path prefix). A
+ * node at `splitDepth` is a value row, with no rows below it: a `set` there needs no subtree.
  */
 export function rowsNeeded(
   needs: Iterable<PathNeed>,
@@ -142,7 +143,7 @@ export function rowsNeeded(
       path = i === 0 ? need.segments[0]! : `${path}.${need.segments[i]!}`;
       paths.add(path);
     }
-    if (need.op === 'set' && n <= splitDepth) subtrees.add(need.segments.join('.'));
+    if (need.op === 'set' && n < splitDepth) subtrees.add(need.segments.join('.'));
   }
   return { paths, subtrees };
 }

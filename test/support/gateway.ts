@@ -1,8 +1,8 @@
 /**
- * A test gateway: a real SDK ops agent, one bus and one SQLite store shared by any number of
- * gateway "processes", each wired as the composition root will be: records, outbox relay,
- * EventCollector, the standard extensions publishing through it, a fleet client with the durable
- * terminal commit, and a task tracker.
+ * A test fleet: a real SDK ops agent, one bus and one SQLite store shared by any number of
+ * gateway "processes", each one `createGateway(config, deps)` — the composition root that ships —
+ * lent the shared store and bus (which it never closes). Stopping one is its `close()`; a process
+ * that dies before relaying what it committed is one started with `relay: false`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -14,22 +14,18 @@ import { opsBehaviour, startOpsAgent } from '../../examples/agents/ops-agent.js'
 import type { AgentPlan, ReceivedCall } from '../../examples/agents/harness.js';
 import type { EventBus } from '../../src/bus/index.js';
 import type { EventEnvelope, OpenTopics } from '../../src/protocol/index.js';
-import { createInMemoryEventBus, createOutboxRelay, EventCollector } from '../../src/bus/index.js';
-import type { FleetClient, FollowRequest, SettledTask } from '../../src/dispatch/index.js';
-import { createFleetClient, createTaskTerminal } from '../../src/dispatch/index.js';
-import { ExtensionRegistry, registerStandardExtensions } from '../../src/extensions/index.js';
-import type { GatewayStore } from '../../src/service/index.js';
-import { openGatewayStore } from '../../src/service/index.js';
-import type { CostSample } from '../../src/extensions/index.js';
-import type { TaskRecordStore, TaskTrackerOptions } from '../../src/tasks/index.js';
-import { createStoreTaskRecords, TaskTracker } from '../../src/tasks/index.js';
+import { createInMemoryEventBus } from '../../src/bus/index.js';
+import type { FleetClient, PolicyGate } from '../../src/dispatch/index.js';
+import { ALLOW_ALL } from '../../src/dispatch/index.js';
+import type { Gateway, GatewayDeps, GatewayStore } from '../../src/service/index.js';
+import { createGateway, openGatewayStore } from '../../src/service/index.js';
+import type { TaskTracker, TaskTrackerOptions } from '../../src/tasks/index.js';
 
 export interface World {
   agent: RunningAgent;
   bus: EventBus<OpenTopics>;
   deltas: EventEnvelope[];
   store: GatewayStore;
-  card: unknown;
   close: () => Promise<void>;
 }
 
@@ -56,7 +52,6 @@ export async function world(
     bus,
     deltas,
     store,
-    card: await agent.fetchCard(),
     close: async () => {
       await bus.close();
       await store.close();
@@ -66,76 +61,73 @@ export async function world(
   };
 }
 
-/** One gateway process: a durable task terminal, a fleet client, a relay, a tracker. */
-export interface Gateway {
+/** The task and dispatch records a gateway builds on its store (`GatewayDeps['records']`). */
+export type GatewayRecords = Parameters<NonNullable<GatewayDeps['records']>>[0];
+
+/** One gateway process on the shared store and bus, with short-hands for its parts. */
+export interface TestGateway {
+  gw: Gateway;
+  /** `gw.internals.fleet`: agent clients and the task terminal. */
   fleet: FleetClient;
+  /** `gw.internals.tracker`. */
   tracker: TaskTracker;
+  /** The gateway's `close()`. */
   stop: () => Promise<void>;
 }
 
-/** What a test gateway can be given besides the tracker's options. */
-export interface GatewayOptions extends Partial<TaskTrackerOptions> {
+/** What a test gateway is given: each maps onto the config or a documented `GatewayDeps` option. */
+export interface GatewayOptions {
+  polling?: TaskTrackerOptions['polling'];
+  maxTrackingTimeMs?: number;
+  pushBaseUrl?: string;
   /** False leaves the outbox relay stopped: the process dies between claim and publish. */
   relay?: boolean;
-  /** The task records (default: the store's), e.g. one whose claim fails. */
-  records?: TaskRecordStore;
-  /** The task terminal's `onSettled` (the dispatcher's `onTaskSettled`). */
-  onSettled?: (settled: SettledTask) => Promise<void>;
-  /** cost-v1's recorder. */
-  recordCost?: (sample: CostSample) => void;
-  /** False: nothing follows the tasks of timed-out calls (the fleet client cancels them). */
-  followTimedOut?: boolean;
-  /** More agents besides `ops`, by name. */
-  agents?: ReadonlyMap<string, { url: string; card: unknown }>;
+  /** Wraps the gateway's task and dispatch records (fault injection). */
+  records?: GatewayDeps['records'];
+  /** Failures of background work (default: published on `system.error`). */
+  onError?: GatewayDeps['onError'];
+  /** The policy gate of `gw.dispatch` (default: allow every call). */
+  gate?: PolicyGate;
+  dispatchMode?: GatewayDeps['dispatchMode'];
+  /** More agents besides `ops`: name → URL (their cards are fetched like the ops agent's). */
+  agents?: Readonly<Record<string, string>>;
 }
 
 /**
- * One gateway process, wired as the composition root does: records, relay, collector, the
- * standard extensions publishing through it, the durable task terminal, the fleet client (bound
- * to the terminal, timed-out tasks followed by the tracker) and the tracker.
+ * One gateway process: `createGateway` with the world's ops agent (and `agents`) configured, lent
+ * the world's store and bus. The outbox relay idles at 10 ms so tests need not wait long for it.
  */
-export function gateway(w: World, options: GatewayOptions = {}): Gateway {
-  const {
-    relay: runRelay = true,
-    records: givenRecords,
-    onSettled,
-    recordCost,
-    agents,
-    followTimedOut = true,
-    ...trackerOptions
-  } = options;
-  const records = givenRecords ?? createStoreTaskRecords(w.store.db, { sqlite: w.store.sqlite });
-  const relay = createOutboxRelay({
-    db: w.store.db,
-    sqlite: w.store.sqlite,
-    bus: w.bus,
-    pollIntervalMs: 10,
-  });
-  if (runRelay) relay.start();
-  const collector = new EventCollector(w.bus);
-  const registry = registerStandardExtensions(new ExtensionRegistry(), {
-    bus: collector,
-    ...(recordCost === undefined ? {} : { cost: { record: recordCost } }),
-  });
-  const terminal = createTaskTerminal({
-    durable: { records, collector, onCommitted: () => relay.notify() },
-    ...(onSettled === undefined ? {} : { onSettled }),
-  });
-  const fleet = createFleetClient({
-    registry,
-    bus: collector,
-    cards: new Map([['ops', { url: w.agent.url, card: w.card }], ...(agents ?? [])]),
-    terminal,
-    ...(followTimedOut ? { follow: (task: FollowRequest) => tracker.follow(task) } : {}),
-  });
-  const tracker = new TaskTracker({ records, fleet, ...trackerOptions });
-  return {
-    fleet,
-    tracker,
-    stop: async () => {
-      tracker.stop();
-      await relay.stop();
+export async function gateway(w: World, options: GatewayOptions = {}): Promise<TestGateway> {
+  const tracking = {
+    ...(options.polling === undefined ? {} : { polling: options.polling }),
+    ...(options.maxTrackingTimeMs === undefined
+      ? {}
+      : { maxTrackingTimeMs: options.maxTrackingTimeMs }),
+  };
+  const gw = await createGateway(
+    {
+      agents: [
+        { name: 'ops', url: w.agent.url },
+        ...Object.entries(options.agents ?? {}).map(([name, url]) => ({ name, url })),
+      ],
     },
+    {
+      store: w.store,
+      bus: w.bus,
+      gate: options.gate ?? ALLOW_ALL,
+      relay: options.relay === false ? false : { pollIntervalMs: 10 },
+      tracking,
+      ...(options.pushBaseUrl === undefined ? {} : { pushBaseUrl: options.pushBaseUrl }),
+      ...(options.records === undefined ? {} : { records: options.records }),
+      ...(options.onError === undefined ? {} : { onError: options.onError }),
+      ...(options.dispatchMode === undefined ? {} : { dispatchMode: options.dispatchMode }),
+    },
+  );
+  return {
+    gw,
+    fleet: gw.internals.fleet,
+    tracker: gw.internals.tracker,
+    stop: () => gw.close(),
   };
 }
 
@@ -158,14 +150,14 @@ export interface CallbackServer {
   base: string;
   url(taskId: string): string;
   /** Binds the receiver (when the tracker is built after the server, for `pushBaseUrl`). */
-  bind(receive: ReturnType<TaskTracker['pushReceiver']>): void;
+  bind(receive: Gateway['pushReceiver']): void;
   /** The HTTP status of every push answered so far. */
   statuses: number[];
   close(): Promise<void>;
 }
 
 export async function startCallbackServer(
-  receive?: ReturnType<TaskTracker['pushReceiver']>,
+  receive?: Gateway['pushReceiver'],
 ): Promise<CallbackServer> {
   let bound = receive;
   const statuses: number[] = [];

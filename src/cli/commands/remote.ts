@@ -359,6 +359,8 @@ export async function remoteTail(
           io.err(`${e.type}: ${JSON.stringify(e.data)}\n`);
           return;
         }
+        // Several events can arrive in one chunk: none is printed past the count.
+        if (controller.signal.aborted) return;
         const event = e.data as EventEnvelope;
         io.out(
           opts.json === true

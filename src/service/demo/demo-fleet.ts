@@ -20,7 +20,8 @@ export interface DemoFleet {
   stop(): Promise<void>;
 }
 
-const SCRIPT = new URL('../../../examples/demo/run.ts', import.meta.url);
+/** Found from the package's root: bundled into `dist/`, this module has no place of its own. */
+const SCRIPT = new URL('examples/demo/run.ts', import.meta.resolve('fleetgate/package.json'));
 const STARTUP_TIMEOUT_MS = 30_000;
 
 function tsxLoader(): string | undefined {

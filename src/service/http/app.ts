@@ -27,6 +27,7 @@ import { fleetRoutes } from './routes-fleet.js';
 import { systemRoutes } from './routes-system.js';
 import { worldRoutes } from './routes-world.js';
 import { dashboardRoutes } from './routes-dashboard.js';
+import { loadA2aProxy } from '../proxy/index.js';
 
 /** Options of {@link createHttpApp}. */
 export interface HttpAppOptions {
@@ -47,6 +48,11 @@ export interface HttpAppOptions {
   accepting(): boolean;
   /** The HTTP server the app answers on (already listening); the app never listens itself. */
   server: Server;
+  /**
+   * The gateway's public base URL (the A2A proxy's cards point there); default the config's
+   * `listen.publicUrl`, else the server's address.
+   */
+  publicUrl?: string;
 }
 
 /** A built app, not yet listening. */
@@ -193,6 +199,23 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
     return Promise.resolve();
   });
 
+  // The A2A proxy: `/a2a/:agent/…`, the SDK's server handlers in front of the dispatch path.
+  const { createProxyFront } = await loadA2aProxy();
+  const bound = options.server.address();
+  const proxy = createProxyFront({
+    gateway,
+    listen: (listener) => hub.listen(listener),
+    auth,
+    publicUrl:
+      options.publicUrl ??
+      gateway.config.listen.publicUrl ??
+      `http://127.0.0.1:${typeof bound === 'object' && bound !== null ? bound.port : gateway.config.listen.port}`,
+    bodyLimit: options.bodyLimit,
+    registry: options.metrics.registry,
+    onError: (error, where) => options.logger.error({ err: error, where }, 'a2a proxy'),
+  });
+  await proxy.register(app);
+
   await app.ready();
   let closing: Promise<void> | undefined;
   return {
@@ -204,6 +227,7 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
     close() {
       closing ??= (async () => {
         watcher.close();
+        await proxy.close();
         await hub.close();
         await app.close();
         await options.metrics.stop();

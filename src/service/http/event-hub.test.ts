@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, get, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -133,5 +133,167 @@ describe('event hub', () => {
     expect(resumed).not.toContain('fleetgate.gap');
     expect(resumed).toContain('"topic":"a.4"');
     expect(resumed).not.toContain('"topic":"b.x"');
+  });
+
+  /** A hub and a server whose requests pick their filter with `?topics=a,b`. */
+  async function hubServer(options: { heartbeatMs?: number; clientBuffer?: number } = {}) {
+    const bus = createInMemoryEventBus();
+    const hub = createEventHub({
+      bus,
+      retain: 1000,
+      clientBuffer: options.clientBuffer ?? 100_000,
+      heartbeatMs: options.heartbeatMs ?? 60_000,
+      maxClients: 100,
+      sequenced: false,
+      onError: (e) => {
+        throw e;
+      },
+    });
+    await hub.start();
+    const server = createServer((req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const topics = new URL(req.url ?? '/', 'http://x').searchParams.get('topics') ?? '>';
+      void hub.attach(res, topics.split(','));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanup.push(
+      () => void server.close(),
+      () => hub.close(),
+      () => bus.close(),
+    );
+    return { bus, hub, port: (server.address() as AddressInfo).port };
+  }
+
+  /** The SSE blocks of a stream so far: comments and `{ id, n, topic }` of each event frame. */
+  function blocks(text: string): { comments: string[]; events: { topic: string; n: number }[] } {
+    const comments: string[] = [];
+    const events: { topic: string; n: number }[] = [];
+    for (const block of text.split('\n\n').slice(0, -1)) {
+      if (block.startsWith(':')) {
+        comments.push(block);
+        continue;
+      }
+      const data = /^id: [0-9a-f]{8}-\d+\ndata: (.*)$/.exec(block);
+      if (data === null) {
+        expect(block).toMatch(/^retry: \d+$/);
+        continue;
+      }
+      const event = JSON.parse(data[1]!) as { topic: string; payload: { n: number } };
+      events.push({ topic: event.topic, n: event.payload.n });
+    }
+    return { comments, events };
+  }
+
+  /** An HTTP/1.1 client (chunked answer); its text so far. */
+  function chunkedClient(port: number, topics: string): Promise<{ text: () => string }> {
+    return new Promise((resolve, reject) => {
+      let text = '';
+      const req = get(`http://127.0.0.1:${port}/?topics=${topics}`, (res) => {
+        expect(res.headers['transfer-encoding']).toBe('chunked');
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (text += d));
+        resolve({ text: () => text });
+      });
+      req.on('error', reject);
+      cleanup.push(() => void req.destroy());
+    });
+  }
+
+  /** An HTTP/1.0 client (an answer delimited by the connection's close); its body so far. */
+  function closeDelimitedClient(port: number, topics: string): Promise<{ text: () => string }> {
+    return new Promise((resolve) => {
+      let raw = '';
+      const socket = connect(port, '127.0.0.1', () => {
+        socket.write(`GET /?topics=${topics} HTTP/1.0\r\nHost: x\r\n\r\n`);
+        resolve({
+          text: () => {
+            const body = raw.indexOf('\r\n\r\n');
+            expect(raw.slice(0, body)).not.toMatch(/transfer-encoding/i);
+            return body < 0 ? '' : raw.slice(body + 4);
+          },
+        });
+      });
+      socket.setEncoding('utf8');
+      socket.on('data', (d: string) => (raw += d));
+      cleanup.push(() => void socket.destroy());
+    });
+  }
+
+  async function until(check: () => boolean, what: string): Promise<void> {
+    const deadline = Date.now() + 10_000;
+    while (!check()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  it('delivers every event once and in publish order to every client, whatever its filter and framing', async () => {
+    const { bus, hub, port } = await hubServer();
+    const topics = ['a.x', 'a.y', 'b.z', 'c.w'] as const;
+    const filters = { 'a.>': ['a.x', 'a.y'], 'a.x,b.*': ['a.x', 'b.z'], '>': [...topics] };
+    const readers = [
+      ...(await Promise.all(Array.from({ length: 6 }, () => chunkedClient(port, 'a.>')))),
+      ...(await Promise.all(Array.from({ length: 4 }, () => chunkedClient(port, 'a.x,b.*')))),
+      ...(await Promise.all(Array.from({ length: 4 }, () => closeDelimitedClient(port, '>')))),
+    ].map((reader, i) => ({ reader, filter: i < 6 ? 'a.>' : i < 10 ? 'a.x,b.*' : '>' }));
+    await until(() => hub.stats().clients === readers.length, 'the clients');
+
+    const published: { topic: string; n: number }[] = [];
+    for (let n = 0; n < 3000; n += 1) {
+      const topic = topics[n % topics.length]!;
+      published.push({ topic, n });
+      await bus.publish(topic as never, { n } as never);
+      // Bursts of different sizes, some spread over turns, some over timers: many flushes.
+      if (n % 7 === 6) await new Promise((resolve) => setImmediate(resolve));
+      if (n % 500 === 499) await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await bus.idle();
+    for (const { reader, filter } of readers) {
+      const wanted = published.filter((e) =>
+        (filters[filter as keyof typeof filters] as readonly string[]).includes(e.topic),
+      );
+      await until(() => blocks(reader.text()).events.length >= wanted.length, filter);
+      expect(blocks(reader.text()).events).toEqual(wanted);
+    }
+    expect(hub.stats().cut).toBe(0);
+  });
+
+  it('keeps sending heartbeats between and beside batches of events, never inside a frame', async () => {
+    const { bus, port } = await hubServer({ heartbeatMs: 20 });
+    const chunked = await chunkedClient(port, '>');
+    const plain = await closeDelimitedClient(port, '>');
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    for (let n = 0; n < 400; n += 1) {
+      await bus.publish('a.x' as never, { n } as never);
+      if (n % 50 === 49) await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    await bus.idle();
+    for (const reader of [chunked, plain]) {
+      await until(() => blocks(reader.text()).events.length >= 400, 'the events');
+      const { comments, events } = blocks(reader.text());
+      expect(events.map((e) => e.n)).toEqual(Array.from({ length: 400 }, (_, n) => n));
+      expect(comments.length).toBeGreaterThanOrEqual(3);
+      for (const comment of comments) expect(comment).toMatch(/^: heartbeat \d{4}-\d\d-\d\dT/);
+    }
+  });
+
+  it('cuts a stalled client while the others keep every event in order', async () => {
+    const { bus, hub, port } = await hubServer({ clientBuffer: 100 });
+    const slow = await stalledClient(port);
+    cleanup.push(() => void slow.destroy());
+    const fast = await chunkedClient(port, '>');
+    await until(() => hub.stats().clients === 2, 'the clients');
+    const payload = 'x'.repeat(2048);
+    for (let n = 0; n < 2000; n += 1) {
+      await bus.publish('load.test' as never, { n, payload } as never);
+      if (n % 10 === 9) await new Promise((resolve) => setImmediate(resolve));
+    }
+    await bus.idle();
+    await until(() => hub.stats().cut === 1, 'the cut');
+    await until(() => blocks(fast.text()).events.length >= 2000, 'the events');
+    expect(blocks(fast.text()).events.map((e) => e.n)).toEqual(
+      Array.from({ length: 2000 }, (_, n) => n),
+    );
+    expect(hub.stats().clients).toBe(1);
   });
 });

@@ -12,6 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Delivery, EventBus, Subscription } from '../../bus/index.js';
 import { TopicTrie, parsePattern } from '../../bus/index.js';
 import type { EventEnvelope } from '../../protocol/index.js';
@@ -59,15 +60,54 @@ interface Entry {
   seq: number;
   topic: string;
   event: EventEnvelope;
-  /** The SSE frame, serialised when a client first needs it (most events reach no client). */
-  frame: string | undefined;
+  /** The SSE frame, encoded when a client first needs it (most events reach no client). */
+  bytes: Buffer | undefined;
 }
 
-/** One SSE client's stream with its bounded queue. */
+const CRLF = Buffer.from('\r\n');
+
+/**
+ * Bytes written to many clients at once, encoded once: `data` as it goes on a close-delimited
+ * stream, `chunk()` as one HTTP/1.1 chunk (size line, data, CRLF) for a chunked one.
+ */
+class SharedBytes {
+  readonly data: Buffer;
+  readonly events: number;
+  #chunk: Buffer | undefined;
+
+  constructor(data: Buffer, events: number) {
+    this.data = data;
+    this.events = events;
+  }
+
+  chunk(): Buffer {
+    this.#chunk ??= Buffer.concat([
+      Buffer.from(`${this.data.length.toString(16)}\r\n`, 'latin1'),
+      this.data,
+      CRLF,
+    ]);
+    return this.#chunk;
+  }
+}
+
+/**
+ * One SSE client's stream with its bounded queue.
+ *
+ * Once the response has started, frames go straight to its socket, one write each, as the bytes
+ * the response itself would write (an HTTP/1.1 chunk, or the data alone on a close-delimited
+ * stream): a flush is encoded and framed once for all its clients, where `res.write` would encode
+ * and frame it again for each. That holds only while the response has nothing of its own waiting
+ * (it wrote its headers to the socket and buffers nothing); otherwise, and for a body-less `HEAD`
+ * answer, every write goes through the response. The response still ends the stream
+ * (`res.end`), after everything written here.
+ */
 class SseClient {
   readonly #res: ServerResponse;
   readonly #limit: number;
-  readonly #queue: string[] = [];
+  /** The socket written to directly, once that is known to be safe. */
+  #socket: Socket | undefined;
+  #chunked = false;
+  readonly #queue: Buffer[] = [];
   /** Events in `#queue` (a chunk may hold several). */
   #queued = 0;
   #blocked = false;
@@ -78,28 +118,53 @@ class SseClient {
   constructor(res: ServerResponse, limit: number) {
     this.#res = res;
     this.#limit = limit;
-    res.on('drain', () => this.#flush());
     res.on('close', () => this.#closed());
   }
 
+  /** The first bytes, through the response (they carry its headers). */
+  start(text: string): void {
+    if (this.closed) return;
+    const res = this.#res;
+    const ok = res.write(text);
+    const socket = res.socket;
+    if (
+      socket !== null &&
+      res.headersSent &&
+      res.req.method !== 'HEAD' &&
+      res.writableLength === socket.writableLength
+    ) {
+      this.#socket = socket;
+      this.#chunked = res.chunkedEncoding;
+      socket.on('drain', () => this.#flush());
+    } else {
+      res.on('drain', () => this.#flush());
+    }
+    if (!ok) this.#blocked = true;
+  }
+
   /**
-   * Writes a chunk of `events` frames, or queues it while the socket is full; a client with more
-   * than its limit of events queued is cut.
+   * Writes bytes shared with other clients, or queues them while the socket is full; a client
+   * with more than its limit of events queued is cut.
    */
-  send(chunk: string, events = 1): void {
+  send(bytes: SharedBytes): void {
     if (this.closed) return;
     if (this.#blocked) {
-      this.#queue.push(chunk);
-      this.#queued += events;
+      this.#queue.push(bytes.data);
+      this.#queued += bytes.events;
       if (this.#queued > this.#limit) this.#cut();
       return;
     }
-    if (!this.#res.write(chunk)) this.#blocked = true;
+    this.#write(bytes);
+  }
+
+  /** Text for this client alone (a replay, a control frame). */
+  sendText(text: string, events = 1): void {
+    this.send(new SharedBytes(Buffer.from(text), events));
   }
 
   /** A comment line, only when nothing waits (an idle stream's heartbeat). */
-  heartbeat(): void {
-    if (!this.closed && !this.#blocked) this.send(`: heartbeat ${new Date().toISOString()}\n\n`);
+  heartbeat(bytes: SharedBytes): void {
+    if (!this.closed && !this.#blocked) this.#write(bytes);
   }
 
   end(frame?: string): void {
@@ -113,14 +178,22 @@ class SseClient {
     this.onClose?.();
   }
 
+  #write(bytes: SharedBytes): void {
+    const ok =
+      this.#socket === undefined
+        ? this.#res.write(bytes.data)
+        : this.#socket.write(this.#chunked ? bytes.chunk() : bytes.data);
+    if (!ok) this.#blocked = true;
+  }
+
   #flush(): void {
     this.#blocked = false;
     if (this.#queue.length === 0 || this.closed) return;
     // Everything queued in one write.
-    const chunk = this.#queue.join('');
+    const data = this.#queue.length === 1 ? this.#queue[0]! : Buffer.concat(this.#queue);
     this.#queue.length = 0;
     this.#queued = 0;
-    if (!this.#res.write(chunk)) this.#blocked = true;
+    this.#write(new SharedBytes(data, 0));
   }
 
   #cut(): void {
@@ -146,15 +219,26 @@ function controlFrame(event: string, data: unknown): string {
   return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
+/** Distinct topics whose match a group remembers. */
+const MATCH_CACHE_LIMIT = 1024;
+
 /** A filter shared by every client with the same patterns. */
 interface Group {
   key: string;
   all: boolean;
   trie: TopicTrie<true>;
+  /** Topic → matches, so a repeated topic is not walked through the trie again. */
+  matched: Map<string, boolean>;
   clients: Set<SseClient>;
   /** Frames matched since the last flush: written to every client in one chunk. */
-  pending: string[];
+  pending: Buffer[];
 }
+
+/**
+ * Longest time frames wait for a flush while the hub is busy writing (see `scheduleFlush`), in
+ * milliseconds: the most a busy hub adds to an event's latency.
+ */
+const MAX_COALESCE_MS = 20;
 
 /** Builds the hub of one gateway. */
 export function createEventHub(options: EventHubOptions): EventHub {
@@ -176,9 +260,11 @@ export function createEventHub(options: EventHubOptions): EventHub {
   let catchUpNames = 0;
 
   const idOf = (seq: number): string => (options.sequenced ? String(seq) : `${boot}-${seq}`);
-  const frameOfEntry = (entry: Entry): string => (entry.frame ??= frameOf(entry.seq, entry.event));
   const frameOf = (seq: number, event: EventEnvelope): string =>
     `id: ${idOf(seq)}\ndata: ${JSON.stringify(event)}\n\n`;
+  /** An event's frame, serialised and encoded once, the first time a client needs it. */
+  const bytesOf = (entry: Entry): Buffer =>
+    (entry.bytes ??= Buffer.from(frameOf(entry.seq, entry.event)));
 
   const groupOf = (patterns: readonly string[]): Group => {
     const sorted = [...new Set(patterns)].sort();
@@ -187,13 +273,28 @@ export function createEventHub(options: EventHubOptions): EventHub {
     if (group === undefined) {
       const trie = new TopicTrie<true>();
       for (const p of sorted) trie.add(p, true);
-      group = { key, all: sorted.includes('>'), trie, clients: new Set(), pending: [] };
+      group = {
+        key,
+        all: sorted.includes('>'),
+        trie,
+        matched: new Map(),
+        clients: new Set(),
+        pending: [],
+      };
       groups.set(key, group);
     }
     return group;
   };
-  const matches = (group: Group, topic: string): boolean =>
-    group.all || group.trie.match(topic).length > 0;
+  const matches = (group: Group, topic: string): boolean => {
+    if (group.all) return true;
+    let hit = group.matched.get(topic);
+    if (hit === undefined) {
+      hit = group.trie.match(topic).length > 0;
+      if (group.matched.size >= MATCH_CACHE_LIMIT) group.matched.clear();
+      group.matched.set(topic, hit);
+    }
+    return hit;
+  };
 
   const oldest = (): Entry | undefined =>
     size === 0 ? undefined : ring[(head - size + options.retain) % options.retain];
@@ -208,38 +309,57 @@ export function createEventHub(options: EventHubOptions): EventHub {
     return out;
   };
 
-  // Events of one turn of the event loop go out together: one write per client, not one per
-  // event and client (a thousand clients would otherwise cost a thousand writes per event).
-  let flushing: ReturnType<typeof setImmediate> | undefined;
+  // Frames go out in flushes: per filter group, the frames since the last flush are joined into
+  // one buffer, encoded and framed once, and written to each of its clients in one write (a
+  // thousand clients would otherwise cost a thousand writes per event). A flush runs in the turn
+  // of the event loop after the events came, unless the hub is busy: then it waits until as long
+  // after the previous flush as that flush took (at most MAX_COALESCE_MS), so writing takes at
+  // most about half of the loop and a flush carries more frames per write as the rate grows.
+  let flushScheduled: { immediate: NodeJS.Immediate } | { timeout: NodeJS.Timeout } | undefined;
+  let lastFlushEnd = 0;
+  let lastFlushCost = 0;
   const flush = (): void => {
-    if (flushing !== undefined) clearImmediate(flushing);
-    flushing = undefined;
-    for (const group of groups.values()) {
-      if (group.pending.length === 0) continue;
-      const events = group.pending.length;
-      const chunk = events === 1 ? group.pending[0]! : group.pending.join('');
-      group.pending.length = 0;
-      for (const client of group.clients) {
-        client.send(chunk, events);
-        delivered += events;
-      }
+    if (flushScheduled !== undefined) {
+      if ('immediate' in flushScheduled) clearImmediate(flushScheduled.immediate);
+      else clearTimeout(flushScheduled.timeout);
+      flushScheduled = undefined;
     }
+    const started = performance.now();
+    let wrote = false;
+    for (const group of groups.values()) {
+      const events = group.pending.length;
+      if (events === 0) continue;
+      const bytes = new SharedBytes(
+        events === 1 ? group.pending[0]! : Buffer.concat(group.pending),
+        events,
+      );
+      group.pending.length = 0;
+      for (const client of group.clients) client.send(bytes);
+      delivered += events * group.clients.size;
+      wrote = true;
+    }
+    if (!wrote) return;
+    lastFlushEnd = performance.now();
+    lastFlushCost = lastFlushEnd - started;
   };
   const scheduleFlush = (): void => {
-    flushing ??= setImmediate(flush);
+    if (flushScheduled !== undefined) return;
+    const wait = Math.min(MAX_COALESCE_MS, lastFlushEnd + lastFlushCost - performance.now());
+    flushScheduled =
+      wait <= 0 ? { immediate: setImmediate(flush) } : { timeout: setTimeout(flush, wait) };
   };
 
   const onEvent = (event: EventEnvelope, delivery: Delivery): void => {
     const seq =
       options.sequenced && delivery.sequence !== undefined ? delivery.sequence : ++counter;
     lastSeq = seq;
-    const entry: Entry = { seq, topic: event.topic, event, frame: undefined };
+    const entry: Entry = { seq, topic: event.topic, event, bytes: undefined };
     ring[head] = entry;
     head = (head + 1) % options.retain;
     if (size < options.retain) size += 1;
     for (const group of groups.values()) {
       if (group.clients.size === 0 || !matches(group, entry.topic)) continue;
-      group.pending.push(frameOfEntry(entry));
+      group.pending.push(bytesOf(entry));
       scheduleFlush();
     }
     for (const listener of listeners) {
@@ -249,6 +369,13 @@ export function createEventHub(options: EventHubOptions): EventHub {
         options.onError(error, 'event-hub.listener');
       }
     }
+  };
+
+  /** Sends a client the retained entries its filter matches, in one write. */
+  const replay = (client: SseClient, group: Group, entries: readonly Entry[]): void => {
+    const frames: Buffer[] = [];
+    for (const entry of entries) if (matches(group, entry.topic)) frames.push(bytesOf(entry));
+    if (frames.length > 0) client.send(new SharedBytes(Buffer.concat(frames), frames.length));
   };
 
   /** Parses a `Last-Event-ID` into a position of this hub's log, or why it cannot be used. */
@@ -270,7 +397,7 @@ export function createEventHub(options: EventHubOptions): EventHub {
       single,
       (event, delivery) => {
         if (single === '>' && !matches(group, event.topic)) return;
-        client.send(frameOf(delivery.sequence ?? 0, event));
+        client.sendText(frameOf(delivery.sequence ?? 0, event));
         delivered += 1;
       },
       { name: `sse_catchup_${process.pid}_${catchUpNames}`, from: { sequence: from } },
@@ -293,7 +420,12 @@ export function createEventHub(options: EventHubOptions): EventHub {
         maxQueue: Math.max(options.retain, 10_000),
       });
       heartbeat = setInterval(() => {
-        for (const group of groups.values()) for (const client of group.clients) client.heartbeat();
+        const bytes = new SharedBytes(
+          Buffer.from(`: heartbeat ${new Date().toISOString()}\n\n`),
+          0,
+        );
+        for (const group of groups.values())
+          for (const client of group.clients) client.heartbeat(bytes);
       }, options.heartbeatMs);
       heartbeat.unref();
     },
@@ -313,7 +445,7 @@ export function createEventHub(options: EventHubOptions): EventHub {
         group.clients.delete(client);
         if (group.clients.size === 0) groups.delete(group.key);
       };
-      client.send('retry: 2000\n\n');
+      client.start('retry: 2000\n\n');
 
       if (lastEventId === undefined || lastEventId === '') {
         group.clients.add(client);
@@ -331,9 +463,7 @@ export function createEventHub(options: EventHubOptions): EventHub {
       if (typeof from === 'number' && covered) {
         // Everything after `from` is in the window: replay it, then go live (no await between,
         // so no event slips through).
-        for (const entry of after(from)) {
-          if (matches(group, entry.topic)) client.send(frameOfEntry(entry));
-        }
+        replay(client, group, after(from));
         group.clients.add(client);
         return;
       }
@@ -342,7 +472,7 @@ export function createEventHub(options: EventHubOptions): EventHub {
         return;
       }
       // The position is gone (in-process bus, or from a previous run): say so, replay the window.
-      client.send(
+      client.sendText(
         controlFrame('fleetgate.gap', {
           lastEventId,
           reason:
@@ -354,9 +484,7 @@ export function createEventHub(options: EventHubOptions): EventHub {
           oldestRetained: first === undefined ? null : idOf(first.seq),
         }),
       );
-      for (const entry of after(0)) {
-        if (matches(group, entry.topic)) client.send(frameOfEntry(entry));
-      }
+      replay(client, group, after(0));
       group.clients.add(client);
     },
 

@@ -17,11 +17,11 @@ import { dashboardRoute } from './dashboard.js';
 import type { RouteSpec } from './route.js';
 import { defineRoute } from './route.js';
 
-/** Where the build lands, seen from this module in `src/` (tsx) and in `dist/` (the package). */
-const CANDIDATES = [
-  new URL('../../dashboard/', import.meta.url),
-  new URL('../../../dist/dashboard/', import.meta.url),
-];
+/**
+ * Where the build lands, found from the package's root: the same place whether this module runs
+ * from `src/` (tsx) or bundled into `dist/` (the package), where it has no place of its own.
+ */
+const DASHBOARD = new URL('dist/dashboard/', import.meta.resolve('fleetgate/package.json'));
 
 const TYPES: Readonly<Record<string, string>> = {
   '.js': 'text/javascript; charset=utf-8',
@@ -49,11 +49,8 @@ const CSP = [
 
 /** The directory of the built dashboard, or undefined when it was not built. */
 export function dashboardDirectory(): string | undefined {
-  for (const url of CANDIDATES) {
-    const dir = fileURLToPath(url);
-    if (existsSync(join(dir, 'index.html'))) return dir;
-  }
-  return undefined;
+  const dir = fileURLToPath(DASHBOARD);
+  return existsSync(join(dir, 'index.html')) ? dir : undefined;
 }
 
 function notFound(file: string): FleetgateError {

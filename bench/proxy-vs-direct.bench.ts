@@ -1,0 +1,168 @@
+/**
+ * proxy-vs-direct: the unmodified `@a2a-js/sdk` client (`ClientFactory` from the card, JSON-RPC
+ * v1.0, blocking `SendMessage`) calling an autonomous skill through the gateway's A2A proxy
+ * (`fleetgate start` in its own process, `/a2a/ops`), against the same client calling the agent
+ * (its own process) straight, in the same run: the same concurrency, alternating rounds after a
+ * warm-up of each. Through the proxy each call also passes the policy gate, the stamps, the
+ * durable proxy task, dispatch and task records, the terminal claim and the outbox.
+ *
+ * - `throughput_ratio`: proxied calls/s ÷ direct calls/s (≥ 0.85);
+ * - `p50_ratio`: proxied p50 latency ÷ direct p50 latency (≤ 1.25);
+ * - `proxy_calls_per_s`, `direct_calls_per_s`, `proxy_p50_ms`, `direct_p50_ms`.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { TaskState, type Task } from '@a2a-js/sdk';
+import type { Client } from '@a2a-js/sdk/client';
+
+import { startOpsAgent } from '../examples/agents/ops-agent.js';
+import { sdkClient, userMessage } from '../test/support/a2a-client.js';
+import { note, percentile, report } from './report.js';
+import { startAgentProcess } from './support/agent-process.js';
+
+const BENCH = 'proxy-vs-direct';
+const SKILL = 'sitrep';
+const CONCURRENCY = 8;
+const ROUND_MS = 3000;
+const ROUNDS = 6;
+
+if (process.argv.includes('--agent')) {
+  const agent = await startOpsAgent();
+  process.stdout.write(`${JSON.stringify({ url: agent.url })}\n`);
+  process.stdin.resume();
+  process.stdin.on('end', () => {
+    void agent.close().then(() => process.exit(0));
+  });
+} else {
+  await main();
+}
+
+/** `fleetgate start --config` in its own process; resolves with its URL. */
+async function startGateway(config: string): Promise<{ url: string; child: ChildProcess }> {
+  const root = fileURLToPath(new URL('../', import.meta.url));
+  const tsx = pathToFileURL(join(root, 'node_modules/tsx/dist/loader.mjs')).href;
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      tsx,
+      join(root, 'src/cli/run.ts'),
+      'start',
+      '--config',
+      config,
+      '--log-level',
+      'warn',
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NO_COLOR: '1' } },
+  );
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`gateway exited with ${code}`)));
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const match = /listening on (http:\/\/\S+)/.exec(out);
+      if (match !== null) resolve(match[1]!);
+    });
+  });
+  return { url, child };
+}
+
+interface Round {
+  callsPerSecond: number;
+  p50: number;
+}
+
+/** `CONCURRENCY` callers, each sending one call after the other for `ms`. */
+async function load(client: Client, ms: number): Promise<Round> {
+  const latencies: number[] = [];
+  const until = performance.now() + ms;
+  const caller = async (): Promise<void> => {
+    while (performance.now() < until) {
+      const started = performance.now();
+      const reply = (await client.sendMessage({
+        tenant: '',
+        message: userMessage('status', { 'x-effect-domain-skill': SKILL }),
+        configuration: undefined,
+        metadata: undefined,
+      })) as Task;
+      if (reply.status?.state !== TaskState.TASK_STATE_COMPLETED) {
+        throw new Error(`call ended ${reply.status?.state}`);
+      }
+      latencies.push(performance.now() - started);
+    }
+  };
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: CONCURRENCY }, caller));
+  const elapsed = performance.now() - t0;
+  return { callsPerSecond: (latencies.length * 1000) / elapsed, p50: percentile(latencies, 50) };
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+async function main(): Promise<void> {
+  const agent = await startAgentProcess(fileURLToPath(import.meta.url));
+  const dir = mkdtempSync(join(tmpdir(), 'fleetgate-bench-proxy-'));
+  const config = join(dir, 'fleetgate.yaml');
+  writeFileSync(
+    config,
+    [
+      'listen: { host: 127.0.0.1, port: 0 }',
+      `store: sqlite:${join(dir, 'fleetgate.db')}`,
+      `agents: [{ name: ops, url: ${agent.url} }]`,
+    ].join('\n'),
+  );
+  const gateway = await startGateway(config);
+  try {
+    // The same client code, pointed at the agent or at the gateway's proxy of it.
+    const direct = await sdkClient(agent.url, { transport: 'JSONRPC' });
+    const proxied = await sdkClient(`${gateway.url}/a2a/ops`, { transport: 'JSONRPC' });
+    note('warm-up');
+    await load(direct, 2000);
+    await load(proxied, 2000);
+    const rounds: { direct: Round[]; proxied: Round[] } = { direct: [], proxied: [] };
+    for (let i = 0; i < ROUNDS; i += 1) {
+      const order =
+        i % 2 === 0 ? (['direct', 'proxied'] as const) : (['proxied', 'direct'] as const);
+      for (const side of order) {
+        const r = await load(side === 'direct' ? direct : proxied, ROUND_MS);
+        rounds[side].push(r);
+        note(
+          `round ${i + 1} ${side}: ${r.callsPerSecond.toFixed(0)} calls/s, p50 ${r.p50.toFixed(2)} ms`,
+        );
+      }
+    }
+    const proxyRate = median(rounds.proxied.map((r) => r.callsPerSecond));
+    const directRate = median(rounds.direct.map((r) => r.callsPerSecond));
+    const proxyP50 = median(rounds.proxied.map((r) => r.p50));
+    const directP50 = median(rounds.direct.map((r) => r.p50));
+    report({
+      bench: BENCH,
+      metric: 'throughput_ratio',
+      value: proxyRate / directRate,
+      unit: 'ratio',
+      target: '>=0.85',
+    });
+    report({
+      bench: BENCH,
+      metric: 'p50_ratio',
+      value: proxyP50 / directP50,
+      unit: 'ratio',
+      target: '<=1.25',
+    });
+    report({ bench: BENCH, metric: 'proxy_calls_per_s', value: proxyRate, unit: '1/s' });
+    report({ bench: BENCH, metric: 'direct_calls_per_s', value: directRate, unit: '1/s' });
+    report({ bench: BENCH, metric: 'proxy_p50_ms', value: proxyP50, unit: 'ms' });
+    report({ bench: BENCH, metric: 'direct_p50_ms', value: directP50, unit: 'ms' });
+  } finally {
+    gateway.child.kill('SIGTERM');
+    await new Promise((resolve) => gateway.child.once('exit', resolve));
+    agent.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,316 @@
+/**
+ * The proxy's HTTP front: `/a2a/:agent/…` on the gateway's fastify app. The gateway checks the
+ * caller's token (the role the agent's proxy needs), the agent and the body's size and JSON before
+ * anything else; then the SDK's own server handlers take the request — the card (v1.0 or v0.3 by
+ * `A2A-Version`), JSON-RPC at `/a2a/:agent`, HTTP+JSON at `/a2a/:agent/rest`, each with the SDK's
+ * v0.3 compatibility — with the proxy's request handler behind them. What the gateway refuses
+ * itself is answered in the transport's own error shape, and nothing of it reaches the agent.
+ */
+import type { IncomingMessage } from 'node:http';
+import express from 'express';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Registry } from 'prom-client';
+import type { ServerCallContextBuilder, User } from '@a2a-js/sdk/server';
+import { defaultServerCallContextBuilder } from '@a2a-js/sdk/server';
+import { agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
+import { declaredExtensionUris } from '../../agent/index.js';
+import {
+  FLEETGATE_GATEWAY_V1_URI,
+  FleetgateError,
+  isFleetgateError,
+} from '../../protocol/index.js';
+import type { Role } from '../config-server.js';
+import type { Gateway } from '../gateway.js';
+import type { Authenticator } from '../http/auth.js';
+import { statusOf } from '../http/errors.js';
+import type { Identity } from '../http/route.js';
+import type { EventEnvelope } from '../../protocol/index.js';
+import type { ProxyMetrics } from './metrics.js';
+import { createProxyMetrics, measured } from './metrics.js';
+import type { A2aProxy } from './proxy.js';
+import { createA2aProxy } from './proxy.js';
+
+export { createA2aProxy } from './proxy.js';
+export { createProxyMetrics } from './metrics.js';
+
+/** Options of {@link createProxyFront}. */
+export interface ProxyFrontOptions {
+  gateway: Gateway;
+  /** Every bus event this process receives (the live-event hub's `listen`). */
+  listen: (listener: (event: EventEnvelope) => void) => () => void;
+  auth: Authenticator;
+  /** The gateway's public base URL. */
+  publicUrl: string;
+  /** Largest request body, in bytes. */
+  bodyLimit: number;
+  /** The gateway's metrics registry. */
+  registry: Registry;
+  onError: (error: unknown, where: string) => void;
+}
+
+/** The proxy with its HTTP front. */
+export interface ProxyFront {
+  readonly proxy: A2aProxy;
+  /** Adds `/a2a/:agent` and `/a2a/:agent/*` to the app. */
+  register(app: FastifyInstance): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Where a request to the proxy goes: what shape its errors take. */
+type Surface = 'jsonrpc' | 'rest' | 'card';
+
+const IDENTITY = Symbol('fleetgate.identity');
+
+type ProxiedRequest = IncomingMessage & { body?: unknown; [IDENTITY]?: Identity };
+
+/** The caller as the SDK sees it: the gateway token's name. */
+class GatewayUser implements User {
+  readonly #identity: Identity;
+  constructor(identity: Identity) {
+    this.#identity = identity;
+  }
+  get isAuthenticated(): boolean {
+    return this.#identity.authenticated;
+  }
+  get userName(): string {
+    return this.#identity.name;
+  }
+}
+
+/** gRPC status names of HTTP statuses (google.rpc.Status, the HTTP+JSON error body). */
+const GRPC_STATUS: Readonly<Record<number, string>> = {
+  400: 'INVALID_ARGUMENT',
+  401: 'UNAUTHENTICATED',
+  403: 'PERMISSION_DENIED',
+  404: 'NOT_FOUND',
+  413: 'INVALID_ARGUMENT',
+  429: 'RESOURCE_EXHAUSTED',
+  503: 'UNAVAILABLE',
+};
+
+function surfaceOf(method: string, rest: string): Surface {
+  const path = rest.split('?', 1)[0]!;
+  if (path.startsWith('/.well-known/')) return 'card';
+  if (path === '' || path === '/') return method === 'POST' ? 'jsonrpc' : 'card';
+  return 'rest';
+}
+
+/** The part of the URL after `/a2a/<agent>` (with its query). */
+function restOf(url: string): string {
+  const match = /^\/a2a\/[^/?]*(.*)$/s.exec(url);
+  return match?.[1] ?? '';
+}
+
+function errorInfo(code: string): Record<string, unknown> {
+  return { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: code, domain: 'fleetgate' };
+}
+
+/** Answers a request the gateway refused itself, in the shape of the transport it came on. */
+function refuse(
+  reply: FastifyReply,
+  surface: Surface,
+  status: number,
+  code: string,
+  message: string,
+  jsonRpc?: { code: number; id?: unknown },
+): FastifyReply {
+  switch (surface) {
+    case 'jsonrpc':
+      return reply.code(status).send({
+        jsonrpc: '2.0',
+        id: jsonRpc?.id ?? null,
+        error: { code: jsonRpc?.code ?? -32600, message, data: [errorInfo(code)] },
+      });
+    case 'rest':
+      return reply
+        .code(status)
+        .header('content-type', 'application/a2a+json')
+        .send({
+          error: {
+            code: status,
+            status: GRPC_STATUS[status] ?? 'UNKNOWN',
+            message,
+            details: [errorInfo(code)],
+          },
+        });
+    case 'card':
+      return reply.code(status).send({ error: { code, message } });
+  }
+}
+
+/** Builds the proxy and its front. */
+export function createProxyFront(options: ProxyFrontOptions): ProxyFront {
+  const { gateway } = options;
+  const config = gateway.config.proxy;
+  const metrics: ProxyMetrics = createProxyMetrics(options.registry);
+  const proxy = createA2aProxy({
+    gateway,
+    listen: options.listen,
+    publicUrl: options.publicUrl,
+    holdForMs: config.holdFor,
+    push: {
+      attempts: config.push.attempts,
+      backoffMs: config.push.backoff,
+      timeoutMs: config.push.timeout,
+      sweepMs: config.push.sweepInterval,
+    },
+    observe: { held: metrics.held, state: metrics.state, push: metrics.push },
+    onError: options.onError,
+  });
+  const apps = new Map<string, express.Express>();
+  const roleOf = (agent: string): Role => config.agents[agent]?.role ?? config.role;
+
+  /**
+   * Activates, when the request arrives, the extensions the client asks for that the agent's card
+   * declares (and the gateway's own): the SDK writes the response's `A2A-Extensions` header from
+   * the context, on streams before the agent has answered. A blocking call adds the extensions the
+   * agent echoed once it has (the proxy's `sendMessage`).
+   */
+  const activateRequested =
+    (agent: string): ServerCallContextBuilder =>
+    (builderOptions) => {
+      const context = defaultServerCallContextBuilder(builderOptions);
+      const card = gateway.agents.state(agent)?.card;
+      const declared =
+        card === undefined || card === null || typeof card !== 'object'
+          ? new Map<string, string>()
+          : declaredExtensionUris(card);
+      for (const uri of builderOptions.extensions ?? []) {
+        if (uri === FLEETGATE_GATEWAY_V1_URI || declared.has(uri)) {
+          context.addActivatedExtension(uri);
+        }
+      }
+      return context;
+    };
+
+  const appFor = (agent: string): express.Express => {
+    let app = apps.get(agent);
+    if (app !== undefined) return app;
+    app = express();
+    app.disable('x-powered-by');
+    const requestHandler = measured(agent, proxy.handler(agent), metrics);
+    const userBuilder = (req: express.Request): Promise<User> =>
+      Promise.resolve(new GatewayUser((req as ProxiedRequest)[IDENTITY]!));
+    const legacyCompat = { enabled: true };
+    const contextBuilder = activateRequested(agent);
+    app.use(
+      ['/.well-known/agent-card.json', '/.well-known/agent.json'],
+      agentCardHandler({ agentCardProvider: requestHandler, legacyCompat, cache: { maxAge: 0 } }),
+    );
+    app.use('/rest', restHandler({ requestHandler, userBuilder, legacyCompat, contextBuilder }));
+    app.use('/', jsonRpcHandler({ requestHandler, userBuilder, legacyCompat, contextBuilder }));
+    app.use((req: express.Request, res: express.Response) => {
+      res.status(404).json({
+        error: {
+          code: 404,
+          status: 'NOT_FOUND',
+          message: `No A2A method at ${req.method} ${req.originalUrl}`,
+          details: [errorInfo('FLEETGATE_HTTP_ROUTE_NOT_FOUND')],
+        },
+      });
+    });
+    apps.set(agent, app);
+    return app;
+  };
+
+  async function handle(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+    const agent = (request.params as { agent: string }).agent;
+    const rest = restOf(request.url);
+    const surface = surfaceOf(request.method, rest);
+    const count = (status: string): void => metrics.request(agent, 'unknown', status);
+    if (!proxy.knows(agent)) {
+      count('agent_unknown');
+      return refuse(reply, surface, 404, 'FLEETGATE_AGENT_UNKNOWN', `No agent named ${agent}.`);
+    }
+    let identity: Identity;
+    try {
+      identity = options.auth.check(roleOf(agent), request.headers.authorization, request.ip);
+    } catch (error) {
+      const coded = isFleetgateError(error)
+        ? error
+        : new FleetgateError('FLEETGATE_AUTH_INVALID', String(error));
+      count(coded.code.replace(/^FLEETGATE_/, '').toLowerCase());
+      return refuse(reply, surface, statusOf(coded.code), coded.code, coded.message);
+    }
+    if (proxy.card(agent) === undefined) {
+      count('agent_unavailable');
+      return refuse(
+        reply,
+        surface,
+        503,
+        'FLEETGATE_AGENT_UNAVAILABLE',
+        `The card of agent ${agent} has not loaded; retry shortly.`,
+      );
+    }
+    let body: unknown;
+    const raw = request.body;
+    if (Buffer.isBuffer(raw) && raw.length > 0) {
+      try {
+        body = JSON.parse(raw.toString('utf8'));
+      } catch {
+        count('parse_error');
+        return surface === 'jsonrpc'
+          ? refuse(reply, surface, 200, 'FLEETGATE_HTTP_JSON_INVALID', 'Invalid JSON payload.', {
+              code: -32700,
+            })
+          : refuse(reply, surface, 400, 'FLEETGATE_HTTP_JSON_INVALID', 'Invalid JSON payload.');
+      }
+    }
+    reply.hijack();
+    const req = request.raw as ProxiedRequest;
+    req.url = rest === '' || rest.startsWith('?') ? `/${rest}` : rest;
+    req.body = body;
+    req[IDENTITY] = identity;
+    appFor(agent)(req as express.Request, reply.raw as express.Response);
+    return reply;
+  }
+
+  return {
+    proxy,
+    async register(app) {
+      await app.register((scope, _opts, done) => {
+        scope.removeAllContentTypeParsers();
+        scope.addContentTypeParser(
+          '*',
+          { parseAs: 'buffer', bodyLimit: options.bodyLimit },
+          (_request, payload, parsed) => parsed(null, payload),
+        );
+        scope.setErrorHandler((error: { code?: string }, request, reply) => {
+          const surface = surfaceOf(request.method, restOf(request.url));
+          const agent = (request.params as { agent?: string } | undefined)?.agent ?? 'unknown';
+          if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+            metrics.request(agent, 'unknown', 'body_too_large');
+            void refuse(
+              reply,
+              surface,
+              413,
+              'FLEETGATE_HTTP_BODY_TOO_LARGE',
+              `The request body exceeds ${options.bodyLimit} bytes; nothing was forwarded.`,
+            );
+            return;
+          }
+          options.onError(error, 'proxy.front');
+          void refuse(
+            reply,
+            surface,
+            500,
+            'FLEETGATE_HTTP_INTERNAL',
+            `The gateway failed to answer (request ${request.id}); see its log.`,
+            { code: -32603 },
+          );
+        });
+        for (const url of ['/a2a/:agent', '/a2a/:agent/*']) {
+          scope.route({
+            method: ['GET', 'POST', 'DELETE'],
+            url,
+            // The proxy checks the caller itself: the role it needs is the agent's.
+            config: { access: 'public' },
+            handler: handle,
+          });
+        }
+        done();
+      });
+    },
+    close: () => proxy.close(),
+  };
+}

@@ -1,0 +1,132 @@
+/**
+ * The proxy's metrics, on the gateway's registry: requests by agent, A2A method and outcome, the
+ * states the proxy's tasks reach, the time to the first event of a stream, the calls held for
+ * approval right now, and push deliveries.
+ */
+import type { Registry } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
+import type { A2ARequestHandler } from '@a2a-js/sdk/server';
+import { A2AError } from '@a2a-js/sdk/errors';
+import type { TaskStateName } from '../../protocol/index.js';
+
+/** The proxy's metrics. */
+export interface ProxyMetrics {
+  /** Counts one request (`status`: `ok`, or the A2A error reason in lower case). */
+  request: (agent: string, method: string, status: string) => void;
+  state: (agent: string, state: TaskStateName) => void;
+  held: (agent: string, delta: 1 | -1) => void;
+  firstByte: (agent: string, method: string, seconds: number) => void;
+  push: (outcome: 'delivered' | 'retried' | 'dead') => void;
+}
+
+/** The outcome label of an error. */
+export function errorStatus(error: unknown): string {
+  return error instanceof A2AError ? error.reason.toLowerCase() : 'internal';
+}
+
+/** Registers the proxy's metrics on `registry`. */
+export function createProxyMetrics(registry: Registry): ProxyMetrics {
+  const requests = new Counter({
+    name: 'a2a_proxy_requests_total',
+    help: 'A2A proxy requests by agent, A2A method and outcome (ok, or the A2A error reason)',
+    labelNames: ['agent', 'method', 'status'],
+    registers: [registry],
+  });
+  const states = new Counter({
+    name: 'a2a_proxy_task_states_total',
+    help: 'States the proxy tasks reached, by agent',
+    labelNames: ['agent', 'state'],
+    registers: [registry],
+  });
+  const held = new Gauge({
+    name: 'a2a_proxy_held_for_approval',
+    help: 'Client calls this process holds while their approval is pending, by agent',
+    labelNames: ['agent'],
+    registers: [registry],
+  });
+  const firstByte = new Histogram({
+    name: 'a2a_proxy_stream_first_byte_seconds',
+    help: 'Time from a streaming request to its first event, by agent and method',
+    labelNames: ['agent', 'method'],
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    registers: [registry],
+  });
+  const pushes = new Counter({
+    name: 'a2a_proxy_push_deliveries_total',
+    help: 'Push deliveries to proxy clients by outcome (delivered, retried, dead)',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+  return {
+    request: (agent, method, status) => requests.inc({ agent, method, status }),
+    state: (agent, state) => states.inc({ agent, state }),
+    held: (agent, delta) => held.inc({ agent }, delta),
+    firstByte: (agent, method, seconds) => firstByte.observe({ agent, method }, seconds),
+    push: (outcome) => pushes.inc({ outcome }),
+  };
+}
+
+/** The request handler with every call counted (and streams timed to their first event). */
+export function measured(
+  agent: string,
+  handler: A2ARequestHandler,
+  metrics: ProxyMetrics,
+): A2ARequestHandler {
+  const unary =
+    <A extends unknown[], R>(method: string, fn: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      try {
+        const result = await fn(...args);
+        metrics.request(agent, method, 'ok');
+        return result;
+      } catch (error) {
+        metrics.request(agent, method, errorStatus(error));
+        throw error;
+      }
+    };
+  const streamed = <A extends unknown[], T>(
+    method: string,
+    fn: (...args: A) => AsyncGenerator<T, void, undefined>,
+  ) =>
+    async function* (...args: A): AsyncGenerator<T, void, undefined> {
+      const started = performance.now();
+      let first = true;
+      try {
+        for await (const event of fn(...args)) {
+          if (first) {
+            first = false;
+            metrics.firstByte(agent, method, (performance.now() - started) / 1000);
+          }
+          yield event;
+        }
+        metrics.request(agent, method, 'ok');
+      } catch (error) {
+        metrics.request(agent, method, errorStatus(error));
+        throw error;
+      }
+    };
+  return {
+    getAgentCard: () => handler.getAgentCard(),
+    getAuthenticatedExtendedAgentCard: unary('GetExtendedAgentCard', (p, c) =>
+      handler.getAuthenticatedExtendedAgentCard(p, c),
+    ),
+    sendMessage: unary('SendMessage', (p, c) => handler.sendMessage(p, c)),
+    sendMessageStream: streamed('SendStreamingMessage', (p, c) => handler.sendMessageStream(p, c)),
+    getTask: unary('GetTask', (p, c) => handler.getTask(p, c)),
+    cancelTask: unary('CancelTask', (p, c) => handler.cancelTask(p, c)),
+    createTaskPushNotificationConfig: unary('CreateTaskPushNotificationConfig', (p, c) =>
+      handler.createTaskPushNotificationConfig(p, c),
+    ),
+    getTaskPushNotificationConfig: unary('GetTaskPushNotificationConfig', (p, c) =>
+      handler.getTaskPushNotificationConfig(p, c),
+    ),
+    listTaskPushNotificationConfigs: unary('ListTaskPushNotificationConfigs', (p, c) =>
+      handler.listTaskPushNotificationConfigs(p, c),
+    ),
+    deleteTaskPushNotificationConfig: unary('DeleteTaskPushNotificationConfig', (p, c) =>
+      handler.deleteTaskPushNotificationConfig(p, c),
+    ),
+    resubscribe: streamed('SubscribeToTask', (p, c) => handler.resubscribe(p, c)),
+    listTasks: unary('ListTasks', (p, c) => handler.listTasks(p, c)),
+  };
+}

@@ -1,0 +1,231 @@
+/**
+ * Push notifications to the proxy's clients: each update of a task (each state it reaches) is
+ * sent once to each configuration the client registered — v1.0 `StreamResponse` bodies, or v0.3
+ * task bodies for a configuration a v0.3 client registered — with the client's token, tried again
+ * with a doubling delay, and recorded `dead` after the last try (published on `system.error`).
+ *
+ * Deliveries live in the store, not in a process: each try is taken with a conditional update that
+ * leases it (until the answer's timeout) and a failed try records when the next is due. A sweeper
+ * on every replica takes over the deliveries whose lease or next try is past — those of a replica
+ * that died or closed between tries — so a delivery is tried until it succeeds or goes dead, and
+ * one replica holds each try.
+ */
+import type { StreamResponse, Task } from '@a2a-js/sdk';
+import { V1PushNotificationSerializer } from '@a2a-js/sdk/server';
+import { V03PushNotificationSerializer } from '@a2a-js/sdk/compat/v0_3/server';
+import type { DeliveryKey, ProxyPushConfig, ProxyTaskStore } from './task-store.js';
+
+/** Options of {@link createPushDelivery}. */
+export interface PushDeliveryOptions {
+  store: ProxyTaskStore;
+  /** Tries per update (the first included). */
+  attempts: number;
+  /** Delay before the second try; doubles each time. */
+  backoffMs: number;
+  /** Longest wait for one answer. */
+  timeoutMs: number;
+  /** How often this process looks for deliveries due that nobody holds (0: never). */
+  sweepMs: number;
+  fetch?: typeof fetch;
+  now?: () => number;
+  /** A delivery went dead (or failed to be recorded). */
+  onError: (error: unknown, where: string) => void;
+  /** Counts outcomes (metrics). */
+  onOutcome?: (outcome: 'delivered' | 'retried' | 'dead') => void;
+}
+
+/** Sends a task's updates to its clients' push configurations. */
+export interface PushDelivery {
+  /** Sends `task` (its current state) to every configuration of it, once per state. */
+  notify(task: Task, state: string): Promise<void>;
+  /** Takes over the deliveries due now that nobody holds (the sweeper's tick). */
+  sweep(): Promise<void>;
+  /** Resolves when every delivery started so far ended or paused (close, tests). */
+  idle(): Promise<void>;
+  /** Stops the sweeper and the tries not yet taken (they stay due for another replica). */
+  stop(): void;
+}
+
+/** Deliveries the sweeper takes over per tick. */
+const SWEEP_BATCH = 50;
+/** A try's lease outlasts its answer's timeout by this much (clock skew, a slow store). */
+const LEASE_MARGIN_MS = 2000;
+
+const serializers = {
+  '1.0': new V1PushNotificationSerializer(),
+  '0.3': new V03PushNotificationSerializer(),
+} as const;
+
+function authHeaders(config: ProxyPushConfig['config']): Record<string, string> {
+  const auth = config.authentication;
+  if (auth !== undefined && auth.scheme !== '' && auth.credentials !== '') {
+    return { authorization: `${auth.scheme} ${auth.credentials}` };
+  }
+  return config.token === '' ? {} : { 'x-a2a-notification-token': config.token };
+}
+
+const keyOf = (key: DeliveryKey): string => `${key.taskId}\u0000${key.configId}\u0000${key.state}`;
+
+/** Builds the push delivery of the proxy (its sweeper runs until `stop`). */
+export function createPushDelivery(options: PushDeliveryOptions): PushDelivery {
+  const { store } = options;
+  const now = options.now ?? Date.now;
+  const doFetch = options.fetch ?? ((input, init) => fetch(input, init));
+  const running = new Set<Promise<void>>();
+  /** Deliveries this process is trying or waiting to try again. */
+  const held = new Set<string>();
+  const sleepers = new Set<() => void>();
+  let stopped = false;
+  let sweeping: Promise<void> | undefined;
+
+  const lease = (): number => now() + options.timeoutMs + LEASE_MARGIN_MS;
+
+  /** Waits `ms`, or less when stopped. */
+  const sleep = (ms: number): Promise<void> =>
+    new Promise((resolve) => {
+      const wake = (): void => {
+        clearTimeout(timer);
+        sleepers.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      timer.unref();
+      sleepers.add(wake);
+    });
+
+  /** Tries a delivery whose try number `taken` this process holds, until it ends or pauses. */
+  async function deliver(
+    config: ProxyPushConfig,
+    key: DeliveryKey,
+    task: Task,
+    taken: number,
+  ): Promise<void> {
+    const event: StreamResponse = { payload: { $case: 'task', value: task } };
+    const { body, contentType } = serializers[config.protocol].serialize(event, task);
+    let attempt = taken;
+    for (;;) {
+      let lastError: string;
+      try {
+        const response = await doFetch(config.config.url, {
+          method: 'POST',
+          headers: { 'content-type': contentType, ...authHeaders(config.config) },
+          body,
+          signal: AbortSignal.timeout(options.timeoutMs),
+        });
+        await response.body?.cancel();
+        if (response.ok) {
+          await store.endDelivery(key, { status: 'delivered', attempts: attempt, at: now() });
+          options.onOutcome?.('delivered');
+          return;
+        }
+        lastError = `HTTP ${response.status}`;
+      } catch (error) {
+        lastError = error instanceof Error ? error.message : String(error);
+      }
+      if (attempt >= options.attempts) {
+        await store.endDelivery(key, {
+          status: 'dead',
+          attempts: attempt,
+          error: lastError,
+          at: now(),
+        });
+        options.onOutcome?.('dead');
+        options.onError(
+          new Error(
+            `Push of task ${key.taskId} (${key.state}) to ${config.config.url} failed ${attempt} times: ${lastError}`,
+          ),
+          'proxy.push',
+        );
+        return;
+      }
+      const delay = options.backoffMs * 2 ** (attempt - 1);
+      await store.retryAt(key, attempt, now() + delay, lastError);
+      options.onOutcome?.('retried');
+      await sleep(delay);
+      // Stopped: the next try stays due in the store for whichever replica sweeps first.
+      if (stopped) return;
+      if (!(await store.takeAttempt(key, attempt, now(), lease()))) return;
+      attempt += 1;
+    }
+  }
+
+  function start(config: ProxyPushConfig, key: DeliveryKey, task: Task, taken: number): void {
+    const id = keyOf(key);
+    held.add(id);
+    const work = deliver(config, key, task, taken)
+      .catch((error: unknown) => options.onError(error, 'proxy.push'))
+      .finally(() => held.delete(id));
+    running.add(work);
+    void work.finally(() => running.delete(work));
+  }
+
+  async function sweepOnce(): Promise<void> {
+    for (const due of await store.dueDeliveries(now(), SWEEP_BATCH)) {
+      if (stopped) return;
+      if (held.has(keyOf(due))) continue;
+      const config = await store.getPush(due.taskId, due.configId);
+      const task = due.task ?? (await store.get(due.taskId))?.task;
+      const gone =
+        config === undefined
+          ? 'the push configuration was deleted'
+          : task === undefined
+            ? 'no such task'
+            : due.attempts >= options.attempts
+              ? `the last of ${options.attempts} tries was left unanswered (its sender stopped)`
+              : undefined;
+      if (gone !== undefined || config === undefined || task === undefined) {
+        if (await store.takeAttempt(due, due.attempts, now(), lease())) {
+          await store.endDelivery(due, {
+            status: 'dead',
+            attempts: due.attempts,
+            error: gone ?? 'gone',
+            at: now(),
+          });
+          options.onOutcome?.('dead');
+        }
+        continue;
+      }
+      if (!(await store.takeAttempt(due, due.attempts, now(), lease()))) continue;
+      start(config, due, task, due.attempts + 1);
+    }
+  }
+
+  const sweep = (): Promise<void> => {
+    sweeping ??= sweepOnce()
+      .catch((error: unknown) => options.onError(error, 'proxy.push.sweep'))
+      .finally(() => {
+        sweeping = undefined;
+      });
+    return sweeping;
+  };
+
+  const timer =
+    options.sweepMs > 0
+      ? setInterval(() => {
+          if (!stopped) void sweep();
+        }, options.sweepMs)
+      : undefined;
+  timer?.unref();
+
+  return {
+    async notify(task, state) {
+      if (stopped) return;
+      for (const config of await store.listPush(task.id)) {
+        const key = { taskId: task.id, configId: config.configId, state };
+        if (!(await store.claimDelivery(key, task, now(), lease()))) continue;
+        start(config, key, task, 1);
+      }
+    },
+    sweep,
+    async idle() {
+      while (running.size > 0 || sweeping !== undefined) {
+        await Promise.allSettled([...running, ...(sweeping === undefined ? [] : [sweeping])]);
+      }
+    },
+    stop() {
+      stopped = true;
+      if (timer !== undefined) clearInterval(timer);
+      for (const wake of [...sleepers]) wake();
+    },
+  };
+}

@@ -1,0 +1,145 @@
+/**
+ * The A2A proxy's tables: the proxy's tasks (the gateway's task id, durable mapping to the agent's,
+ * the client's message id for idempotency, the task as the client sees it) and the clients' push
+ * configurations with their deliveries. The composition root hands the migration to the store
+ * (migration names are permanent).
+ */
+import type { StoreMigration } from '../../store/index.js';
+
+/** One task of the proxy (`fleetgate_proxy_task`). */
+export interface ProxyTaskTable {
+  /** The proxy's task id: the id of the dispatch that carries the call. */
+  id: string;
+  agent: string;
+  /** Who called (the token's name): a message id is unique per agent and caller. */
+  caller: string;
+  message_id: string;
+  context_id: string;
+  /** The agent's own task id, once the agent made one. */
+  agent_task_id: string | null;
+  /** The state the client sees (`submitted`, `input-required`, `completed`, …). */
+  state: string;
+  /** The task as the client sees it, v1.0 wire JSON. */
+  task: string;
+  /** `1.0` or `0.3`: the protocol of the client that sent the message (push bodies follow it). */
+  protocol: string;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A client's push-notification configuration (`fleetgate_proxy_push`). */
+export interface ProxyPushTable {
+  task_id: string;
+  config_id: string;
+  /** The configuration, v1.0 wire JSON (`url`, `token`, `authentication`). */
+  config: string;
+  protocol: string;
+  created_at: number;
+}
+
+/** One push delivery of one task update to one configuration (`fleetgate_proxy_push_delivery`). */
+export interface ProxyPushDeliveryTable {
+  task_id: string;
+  config_id: string;
+  /** The update delivered: the task's state, so each state reaches a client once. */
+  state: string;
+  status: 'sending' | 'delivered' | 'dead';
+  /** Tries taken so far (the one in flight included). */
+  attempts: number;
+  last_error: string | null;
+  updated_at: number;
+  /**
+   * While `sending`: when the delivery is next due — the end of the lease of the try in flight, or
+   * the time of the next try. A replica that finds it past takes the delivery over. Null on rows
+   * recorded before leases (due at once).
+   */
+  next_at: number | null;
+  /** The task as sent (v1.0 wire JSON), so whichever replica tries next sends the same body. */
+  task: string | null;
+}
+
+/** The proxy's tables. */
+export interface ProxyDatabase {
+  fleetgate_proxy_task: ProxyTaskTable;
+  fleetgate_proxy_push: ProxyPushTable;
+  fleetgate_proxy_push_delivery: ProxyPushDeliveryTable;
+}
+
+/** The proxy's migrations, by name. */
+export const PROXY_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
+  '0500_proxy': {
+    async up(db) {
+      await db.schema
+        .createTable('fleetgate_proxy_task')
+        .addColumn('id', 'text', (col) => col.primaryKey())
+        .addColumn('agent', 'text', (col) => col.notNull())
+        .addColumn('caller', 'text', (col) => col.notNull())
+        .addColumn('message_id', 'text', (col) => col.notNull())
+        .addColumn('context_id', 'text', (col) => col.notNull())
+        .addColumn('agent_task_id', 'text')
+        .addColumn('state', 'text', (col) => col.notNull())
+        .addColumn('task', 'text', (col) => col.notNull())
+        .addColumn('protocol', 'text', (col) => col.notNull())
+        .addColumn('created_at', 'bigint', (col) => col.notNull())
+        .addColumn('updated_at', 'bigint', (col) => col.notNull())
+        .addUniqueConstraint('fleetgate_proxy_task_message', ['agent', 'caller', 'message_id'])
+        .execute();
+      await db.schema
+        .createIndex('fleetgate_proxy_task_by_agent_task')
+        .on('fleetgate_proxy_task')
+        .columns(['agent', 'agent_task_id'])
+        .execute();
+      await db.schema
+        .createTable('fleetgate_proxy_push')
+        .addColumn('task_id', 'text', (col) => col.notNull())
+        .addColumn('config_id', 'text', (col) => col.notNull())
+        .addColumn('config', 'text', (col) => col.notNull())
+        .addColumn('protocol', 'text', (col) => col.notNull())
+        .addColumn('created_at', 'bigint', (col) => col.notNull())
+        .addPrimaryKeyConstraint('fleetgate_proxy_push_pk', ['task_id', 'config_id'])
+        .execute();
+      await db.schema
+        .createTable('fleetgate_proxy_push_delivery')
+        .addColumn('task_id', 'text', (col) => col.notNull())
+        .addColumn('config_id', 'text', (col) => col.notNull())
+        .addColumn('state', 'text', (col) => col.notNull())
+        .addColumn('status', 'text', (col) => col.notNull())
+        .addColumn('attempts', 'integer', (col) => col.notNull())
+        .addColumn('last_error', 'text')
+        .addColumn('updated_at', 'bigint', (col) => col.notNull())
+        .addPrimaryKeyConstraint('fleetgate_proxy_push_delivery_pk', [
+          'task_id',
+          'config_id',
+          'state',
+        ])
+        .execute();
+    },
+    async down(db) {
+      await db.schema.dropTable('fleetgate_proxy_push_delivery').execute();
+      await db.schema.dropTable('fleetgate_proxy_push').execute();
+      await db.schema.dropTable('fleetgate_proxy_task').execute();
+    },
+  },
+  '0501_proxy_push_lease': {
+    async up(db) {
+      await db.schema
+        .alterTable('fleetgate_proxy_push_delivery')
+        .addColumn('next_at', 'bigint')
+        .execute();
+      await db.schema
+        .alterTable('fleetgate_proxy_push_delivery')
+        .addColumn('task', 'text')
+        .execute();
+      await db.schema
+        .createIndex('fleetgate_proxy_push_delivery_due')
+        .on('fleetgate_proxy_push_delivery')
+        .columns(['status', 'next_at'])
+        .execute();
+    },
+    async down(db) {
+      await db.schema.dropIndex('fleetgate_proxy_push_delivery_due').execute();
+      await db.schema.alterTable('fleetgate_proxy_push_delivery').dropColumn('task').execute();
+      await db.schema.alterTable('fleetgate_proxy_push_delivery').dropColumn('next_at').execute();
+    },
+  },
+};

@@ -1,0 +1,330 @@
+/**
+ * The proxy's durable tasks and push configurations (SQLite or PostgreSQL): one row per client
+ * call, keyed by the gateway's task id (the dispatch's), unique per agent, caller and message id —
+ * a client that sends the same message again gets the same task, never a second dispatch.
+ */
+import { Task as TaskCodec, TaskPushNotificationConfig, type Task } from '@a2a-js/sdk';
+import type { Kysely } from 'kysely';
+import type { TaskStateName } from '../../protocol/index.js';
+import { isTerminalState, normalizeTaskState } from '../../protocol/index.js';
+import type { ProxyDatabase, ProxyTaskTable } from './store-tables.js';
+
+/** The protocol of a client: push bodies and stream frames follow it. */
+export type ClientProtocol = '1.0' | '0.3';
+
+/** One task of the proxy. */
+export interface ProxyTask {
+  /** The proxy's task id (the dispatch's id): the id the client knows. */
+  id: string;
+  agent: string;
+  caller: string;
+  messageId: string;
+  contextId: string;
+  agentTaskId: string | null;
+  state: TaskStateName;
+  /** The task as the client sees it (ids are the proxy's). */
+  task: Task;
+  protocol: ClientProtocol;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** A client's push configuration of a proxy task. */
+export interface ProxyPushConfig {
+  taskId: string;
+  configId: string;
+  config: TaskPushNotificationConfig;
+  protocol: ClientProtocol;
+}
+
+/** One delivery: one state of a task to one configuration. */
+export interface DeliveryKey {
+  taskId: string;
+  configId: string;
+  state: string;
+}
+
+/** The proxy's store. */
+export interface ProxyTaskStore {
+  /**
+   * Records a new task, or finds the one the same caller's message id made before: `created`
+   * says which (only a created task is dispatched).
+   */
+  claim(task: Omit<ProxyTask, 'updatedAt'>): Promise<{ created: boolean; task: ProxyTask }>;
+  get(id: string): Promise<ProxyTask | undefined>;
+  /**
+   * Moves a task on; a task that ended is never changed again. Resolves the task as stored
+   * afterwards and whether this call changed it.
+   */
+  update(
+    id: string,
+    change: { task: Task; agentTaskId?: string; at: number },
+  ): Promise<{ changed: boolean; task: ProxyTask | undefined }>;
+  setPush(config: ProxyPushConfig, at: number): Promise<void>;
+  getPush(taskId: string, configId: string): Promise<ProxyPushConfig | undefined>;
+  listPush(taskId: string): Promise<ProxyPushConfig[]>;
+  deletePush(taskId: string, configId: string): Promise<void>;
+  /**
+   * Claims the delivery of one state to one configuration with its first try taken, leased until
+   * `leaseUntil`: true for the first caller only.
+   */
+  claimDelivery(key: DeliveryKey, task: Task, at: number, leaseUntil: number): Promise<boolean>;
+  /**
+   * Takes the next try of a delivery still `sending` after `seen` tries, leased until
+   * `leaseUntil`: true for one caller only (the others saw it taken).
+   */
+  takeAttempt(key: DeliveryKey, seen: number, at: number, leaseUntil: number): Promise<boolean>;
+  /** A try failed: the next one is due at `nextAt` (unless someone took it since). */
+  retryAt(key: DeliveryKey, attempts: number, nextAt: number, error: string): Promise<void>;
+  /** Deliveries still `sending` whose lease or next try is due at `now`, oldest first. */
+  dueDeliveries(
+    now: number,
+    limit: number,
+  ): Promise<(DeliveryKey & { attempts: number; task: Task | undefined })[]>;
+  /** Records how a delivery ended (`delivered`, or `dead` after its last try). */
+  endDelivery(
+    key: DeliveryKey,
+    outcome: { status: 'delivered' | 'dead'; attempts: number; error?: string; at: number },
+  ): Promise<void>;
+  /** Deliveries by task (tests and operators: what reached a client, what went dead). */
+  deliveries(
+    taskId: string,
+  ): Promise<
+    { configId: string; state: string; status: string; attempts: number; error: string | null }[]
+  >;
+}
+
+const TERMINAL_STATES = ['completed', 'failed', 'canceled', 'rejected'];
+
+function fromRow(row: ProxyTaskTable): ProxyTask {
+  return {
+    id: row.id,
+    agent: row.agent,
+    caller: row.caller,
+    messageId: row.message_id,
+    contextId: row.context_id,
+    agentTaskId: row.agent_task_id,
+    state: normalizeTaskState(row.state),
+    task: TaskCodec.fromJSON(JSON.parse(row.task)),
+    protocol: row.protocol === '0.3' ? '0.3' : '1.0',
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+  };
+}
+
+/** The proxy's store on a kysely database holding {@link ProxyDatabase}. */
+export function createProxyTaskStore<DB extends ProxyDatabase>(
+  database: Kysely<DB>,
+): ProxyTaskStore {
+  // kysely's types are invariant in DB; the constraint guarantees the tables exist.
+  const db = database as unknown as Kysely<ProxyDatabase>;
+  const get = async (id: string): Promise<ProxyTask | undefined> => {
+    const row = await db
+      .selectFrom('fleetgate_proxy_task')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return row === undefined ? undefined : fromRow(row);
+  };
+  return {
+    async claim(task) {
+      const inserted = await db
+        .insertInto('fleetgate_proxy_task')
+        .values({
+          id: task.id,
+          agent: task.agent,
+          caller: task.caller,
+          message_id: task.messageId,
+          context_id: task.contextId,
+          agent_task_id: task.agentTaskId,
+          state: task.state,
+          task: JSON.stringify(TaskCodec.toJSON(task.task)),
+          protocol: task.protocol,
+          created_at: task.createdAt,
+          updated_at: task.createdAt,
+        })
+        .onConflict((oc) => oc.columns(['agent', 'caller', 'message_id']).doNothing())
+        .executeTakeFirst();
+      const created = Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1;
+      if (created) return { created, task: { ...task, updatedAt: task.createdAt } };
+      const row = await db
+        .selectFrom('fleetgate_proxy_task')
+        .selectAll()
+        .where('agent', '=', task.agent)
+        .where('caller', '=', task.caller)
+        .where('message_id', '=', task.messageId)
+        .executeTakeFirstOrThrow();
+      return { created, task: fromRow(row) };
+    },
+    get,
+    async update(id, change) {
+      const state = normalizeTaskState(change.task.status?.state);
+      // One statement: the row as it stands after the update, or nothing when it had ended.
+      const row = await db
+        .updateTable('fleetgate_proxy_task')
+        .set({
+          state,
+          task: JSON.stringify(TaskCodec.toJSON(change.task)),
+          updated_at: change.at,
+          ...(change.agentTaskId === undefined ? {} : { agent_task_id: change.agentTaskId }),
+        })
+        .where('id', '=', id)
+        .where('state', 'not in', TERMINAL_STATES)
+        .returningAll()
+        .executeTakeFirst();
+      if (row !== undefined) return { changed: true, task: fromRow(row) };
+      return { changed: false, task: await get(id) };
+    },
+    async setPush(config, at) {
+      const json = JSON.stringify(TaskPushNotificationConfig.toJSON(config.config));
+      await db
+        .insertInto('fleetgate_proxy_push')
+        .values({
+          task_id: config.taskId,
+          config_id: config.configId,
+          config: json,
+          protocol: config.protocol,
+          created_at: at,
+        })
+        .onConflict((oc) =>
+          oc
+            .columns(['task_id', 'config_id'])
+            .doUpdateSet({ config: json, protocol: config.protocol }),
+        )
+        .execute();
+    },
+    async getPush(taskId, configId) {
+      const row = await db
+        .selectFrom('fleetgate_proxy_push')
+        .selectAll()
+        .where('task_id', '=', taskId)
+        .where('config_id', '=', configId)
+        .executeTakeFirst();
+      return row === undefined ? undefined : pushFromRow(row);
+    },
+    async listPush(taskId) {
+      const rows = await db
+        .selectFrom('fleetgate_proxy_push')
+        .selectAll()
+        .where('task_id', '=', taskId)
+        .orderBy('created_at')
+        .orderBy('config_id')
+        .execute();
+      return rows.map(pushFromRow);
+    },
+    async deletePush(taskId, configId) {
+      await db
+        .deleteFrom('fleetgate_proxy_push')
+        .where('task_id', '=', taskId)
+        .where('config_id', '=', configId)
+        .execute();
+    },
+    async claimDelivery(key, task, at, leaseUntil) {
+      const inserted = await db
+        .insertInto('fleetgate_proxy_push_delivery')
+        .values({
+          task_id: key.taskId,
+          config_id: key.configId,
+          state: key.state,
+          status: 'sending',
+          attempts: 1,
+          last_error: null,
+          updated_at: at,
+          next_at: leaseUntil,
+          task: JSON.stringify(TaskCodec.toJSON(task)),
+        })
+        .onConflict((oc) => oc.columns(['task_id', 'config_id', 'state']).doNothing())
+        .executeTakeFirst();
+      return Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1;
+    },
+    async takeAttempt(key, seen, at, leaseUntil) {
+      const updated = await db
+        .updateTable('fleetgate_proxy_push_delivery')
+        .set({ attempts: seen + 1, next_at: leaseUntil, updated_at: at })
+        .where('task_id', '=', key.taskId)
+        .where('config_id', '=', key.configId)
+        .where('state', '=', key.state)
+        .where('status', '=', 'sending')
+        .where('attempts', '=', seen)
+        .executeTakeFirst();
+      return Number(updated.numUpdatedRows) === 1;
+    },
+    async retryAt(key, attempts, nextAt, error) {
+      await db
+        .updateTable('fleetgate_proxy_push_delivery')
+        .set({ next_at: nextAt, last_error: error })
+        .where('task_id', '=', key.taskId)
+        .where('config_id', '=', key.configId)
+        .where('state', '=', key.state)
+        .where('status', '=', 'sending')
+        .where('attempts', '=', attempts)
+        .execute();
+    },
+    async dueDeliveries(now, limit) {
+      const rows = await db
+        .selectFrom('fleetgate_proxy_push_delivery')
+        .select(['task_id', 'config_id', 'state', 'attempts', 'task'])
+        .where('status', '=', 'sending')
+        .where((eb) => eb.or([eb('next_at', 'is', null), eb('next_at', '<=', now)]))
+        .orderBy('updated_at')
+        .limit(limit)
+        .execute();
+      return rows.map((r) => ({
+        taskId: r.task_id,
+        configId: r.config_id,
+        state: r.state,
+        attempts: Number(r.attempts),
+        task: r.task === null ? undefined : TaskCodec.fromJSON(JSON.parse(r.task)),
+      }));
+    },
+    async endDelivery(key, outcome) {
+      await db
+        .updateTable('fleetgate_proxy_push_delivery')
+        .set({
+          status: outcome.status,
+          attempts: outcome.attempts,
+          last_error: outcome.error ?? null,
+          updated_at: outcome.at,
+          next_at: null,
+        })
+        .where('task_id', '=', key.taskId)
+        .where('config_id', '=', key.configId)
+        .where('state', '=', key.state)
+        .execute();
+    },
+    async deliveries(taskId) {
+      const rows = await db
+        .selectFrom('fleetgate_proxy_push_delivery')
+        .selectAll()
+        .where('task_id', '=', taskId)
+        .orderBy('updated_at')
+        .execute();
+      return rows.map((r) => ({
+        configId: r.config_id,
+        state: r.state,
+        status: r.status,
+        attempts: Number(r.attempts),
+        error: r.last_error,
+      }));
+    },
+  };
+}
+
+function pushFromRow(row: {
+  task_id: string;
+  config_id: string;
+  config: string;
+  protocol: string;
+}): ProxyPushConfig {
+  return {
+    taskId: row.task_id,
+    configId: row.config_id,
+    config: TaskPushNotificationConfig.fromJSON(JSON.parse(row.config)),
+    protocol: row.protocol === '0.3' ? '0.3' : '1.0',
+  };
+}
+
+/** True for a state a task never leaves. */
+export function ended(state: TaskStateName): boolean {
+  return isTerminalState(state);
+}
