@@ -127,21 +127,28 @@ describe('limits on what agents send and where calls go', () => {
     }
   });
 
-  it('cuts off an answer that drips in, with FLEETGATE_CALL_TIMEOUT', async () => {
-    agent.setHandler((call, res) => {
-      if (call.method !== 'SendMessage') return false;
-      res.writeHead(200, { 'content-type': 'application/json' });
-      const timer = setInterval(() => res.write(' '), 50);
-      res.on('close', () => clearInterval(timer));
-      return true;
-    });
-    const started = Date.now();
-    await expect(gw.call('raw', 's', 'slowly')).rejects.toMatchObject({
-      code: 'FLEETGATE_CALL_TIMEOUT',
-      message: expect.stringContaining('within 1500 ms'),
-    });
-    expect(Date.now() - started).toBeLessThan(10_000);
-  });
+  it.each([false, true])(
+    'cuts off an answer that drips in, with FLEETGATE_CALL_TIMEOUT (length declared: %s)',
+    async (declared) => {
+      agent.setHandler((call, res) => {
+        if (call.method !== 'SendMessage') return false;
+        res.writeHead(200, {
+          'content-type': 'application/json',
+          // A length the agent will take minutes to reach, a space every 50 ms.
+          ...(declared ? { 'content-length': '100000' } : {}),
+        });
+        const timer = setInterval(() => res.write(' '), 50);
+        res.on('close', () => clearInterval(timer));
+        return true;
+      });
+      const started = Date.now();
+      await expect(gw.call('raw', 's', 'slowly')).rejects.toMatchObject({
+        code: 'FLEETGATE_CALL_TIMEOUT',
+        message: expect.stringContaining('within 1500 ms'),
+      });
+      expect(Date.now() - started).toBeLessThan(10_000);
+    },
+  );
 
   it('answers normally again once the agent behaves', async () => {
     agent.setHandler(undefined);

@@ -15,6 +15,8 @@ interface Harness {
   /** The durable record of a dispatch. */
   record: (id: string) => Promise<DispatchRecord | undefined>;
   events: EventEnvelope[];
+  /** Lookups of a dispatch by its task so far. */
+  lookups: () => number;
   stop: () => Promise<void>;
 }
 
@@ -30,9 +32,21 @@ async function harness(
   const sub = await w.bus.subscribe('skill.dispatch.>', (e) => void events.push(e), {
     name: `dispatch-${Math.random().toString(36).slice(2, 8)}`,
   });
+  let lookups = 0;
   const g = await gateway(w, {
     polling: { intervalMs: 15 },
     ...options.tracker,
+    // Counts the lookups of a dispatch by its task; the records are otherwise the gateway's.
+    records: (built) => ({
+      ...built,
+      dispatches: {
+        ...built.dispatches,
+        byTask: (agent, taskId) => {
+          lookups += 1;
+          return built.dispatches.byTask(agent, taskId);
+        },
+      },
+    }),
     ...(options.gate === undefined ? {} : { gate: options.gate }),
     ...(options.mode === undefined ? {} : { dispatchMode: options.mode }),
   });
@@ -41,6 +55,7 @@ async function harness(
     dispatch: (request) => g.gw.dispatch(request),
     record: (id) => g.gw.dispatchRecord(id),
     events,
+    lookups: () => lookups,
     stop: async () => {
       await sub.unsubscribe();
       await g.stop();
@@ -99,6 +114,26 @@ describe('dispatcher', () => {
       );
     } finally {
       await h.stop();
+    }
+  });
+
+  it('looks up no dispatch for a task that ended in its first answer, and one for a followed task', async () => {
+    const h = await harness(w);
+    try {
+      const done = await h.dispatch({ agent: 'ops', skill: 'pr_review', text: 'go' });
+      expect(done.status).toBe('completed');
+      expect(h.lookups()).toBe(0);
+    } finally {
+      await h.stop();
+    }
+    const later = await harness(w, { mode: 'return-immediately' });
+    try {
+      const record = await later.dispatch({ agent: 'ops', skill: 'sitrep' });
+      await until(() => topicsFor(later, record.id).includes('skill.dispatch.completed'));
+      // The tracker settled it: the dispatch holding its task id was looked up.
+      expect(later.lookups()).toBeGreaterThan(0);
+    } finally {
+      await later.stop();
     }
   });
 

@@ -44,5 +44,5 @@ export type {
   OutboxWriteOptions,
   OutboxWriteResult,
 } from './outbox.js';
-export { insertOutboxRows, markOutboxRowsSent } from './outbox-direct.js';
+export { insertOutboxRows } from './outbox-direct.js';
 export type { OutboxEventInput, OutboxSqlite, SqliteStatementsPort } from './outbox-direct.js';

@@ -71,14 +71,28 @@ export const SELECT_UNSENT =
   'select "seq", "id", "topic", "payload", "correlation_id", "time" from "fleetgate_outbox" ' +
   'where "sent_at" is null order by "seq" limit ?';
 
+/** Rows marked per statement: one statement text, whatever the round's size. */
+const MARK_WIDTH = 16;
 const MARK_SENT =
-  'update "fleetgate_outbox" set "sent_at" = ?, "last_error" = null where "id" = ? and "sent_at" is null';
+  'update "fleetgate_outbox" set "sent_at" = ?, "last_error" = null where "sent_at" is null and "seq" in (' +
+  Array.from({ length: MARK_WIDTH }, () => '?').join(', ') +
+  ')';
 
-/** Marks the rows of `ids` sent at `at` (one statement per row, all in the caller's transaction). */
+/**
+ * Marks the rows at positions `seqs` (the table's key: no lookup through the index of random ids)
+ * sent at `at`, in the caller's transaction: one statement per {@link MARK_WIDTH} rows, the last
+ * chunk padded by repeating a position (the same row, marked once).
+ */
 export function markOutboxRowsSent(
   sql: SqliteStatementsPort,
-  ids: readonly string[],
+  seqs: readonly number[],
   at: number,
 ): void {
-  for (const id of ids) sql.run(MARK_SENT, [at, id]);
+  for (let start = 0; start < seqs.length; start += MARK_WIDTH) {
+    const params: unknown[] = [at];
+    for (let i = 0; i < MARK_WIDTH; i += 1) {
+      params.push(seqs[Math.min(start + i, seqs.length - 1)]);
+    }
+    sql.run(MARK_SENT, params);
+  }
 }

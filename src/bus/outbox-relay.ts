@@ -153,17 +153,23 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
   }
 
   /** Marks the round's published rows sent, in one statement (one commit, not one per row). */
-  async function markSent(q: Kysely<OutboxDatabase>, published: string[]): Promise<void> {
+  async function markSent(q: Kysely<OutboxDatabase>, published: OutboxRow[]): Promise<void> {
     const at = Date.now();
     if (direct !== undefined) {
-      // Joins the claims and world updates committed in the same turn of the loop.
-      await direct.write((sql) => markOutboxRowsSent(sql, published, at), { group: 'loop' });
+      // By position (the table's own key), joining the claims and world updates committed in
+      // the same turn of the loop.
+      const seqs = published.map((row) => row.seq);
+      await direct.write((sql) => markOutboxRowsSent(sql, seqs, at), { group: 'loop' });
       return;
     }
     await q
       .updateTable('fleetgate_outbox')
       .set({ sent_at: at, last_error: null })
-      .where('id', 'in', published)
+      .where(
+        'id',
+        'in',
+        published.map((row) => row.id),
+      )
       .where('sent_at', 'is', null)
       .execute();
   }
@@ -171,7 +177,7 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
   /** Publishes the rows of one round through `q`; throws at the first failed publish. */
   async function publishRows(q: Kysely<OutboxDatabase>, lock: boolean): Promise<number> {
     const rows = await selectRows(q, lock);
-    const published: string[] = [];
+    const published: OutboxRow[] = [];
     const handling: Promise<void>[] = [];
     const parked: ParkedRow[] = [];
     try {
@@ -196,11 +202,11 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
           throw new RelayPublishError(row.id, row.topic, error);
         }
         const handled = result.handled;
-        if (handled === undefined) published.push(row.id);
+        if (handled === undefined) published.push(row);
         // A bus that keeps nothing (in-memory) accepted the event, but only its durable
         // subscribers' handling makes it safe: the row is marked after that, so a crash before
         // (or a database outage the handler waits out) re-sends it instead of losing it.
-        else handling.push(handled.then((ok) => void (ok && published.push(row.id))));
+        else handling.push(handled.then((ok) => void (ok && published.push(row))));
       }
     } finally {
       if (handling.length > 0) await untilStopped(Promise.all(handling));

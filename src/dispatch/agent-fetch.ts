@@ -36,6 +36,30 @@ function urlOf(input: Parameters<typeof fetch>[0]): URL {
   return new URL(input instanceof Request ? input.url : input.toString());
 }
 
+/** The ways a body can be read whole; each is watched for {@link whenBodyRead}. */
+const BODY_READERS = ['json', 'text', 'arrayBuffer', 'blob', 'formData', 'bytes'] as const;
+
+/**
+ * Calls `done` once the body of `response` has been read whole (or its read failed) through any of
+ * its reading methods, which keep their behaviour. The reader reads the response fetch returned,
+ * so no second response and body stream are built for it.
+ */
+function whenBodyRead(response: Response, done: () => void): void {
+  for (const name of BODY_READERS) {
+    const read = (response as unknown as Record<string, unknown>)[name];
+    if (typeof read !== 'function') continue;
+    Object.defineProperty(response, name, {
+      configurable: true,
+      writable: true,
+      value: (): Promise<unknown> => {
+        const reading = (read as () => Promise<unknown>).call(response);
+        reading.then(done, done);
+        return reading;
+      },
+    });
+  }
+}
+
 /**
  * Wraps `base` for the requests to one agent (see the file comment).
  *
@@ -50,8 +74,20 @@ export function createAgentFetch(
   const timeoutMs = limits.responseTimeoutMs ?? DEFAULT_AGENT_RESPONSE_TIMEOUT_MS;
   const maxRedirects = limits.maxRedirects ?? 3;
 
+  // The SDK asks for the same endpoint every time: its URL is parsed once.
+  let lastInput: string | undefined;
+  let lastUrl: URL | undefined;
+
   return async (input, init) => {
-    const first = urlOf(input);
+    let first: URL;
+    if (typeof input === 'string' && input === lastInput) first = lastUrl!;
+    else {
+      first = urlOf(input);
+      if (typeof input === 'string') {
+        lastInput = input;
+        lastUrl = first;
+      }
+    }
     const origin = first.origin;
     // One deadline for the whole exchange, body included; the caller's signal still aborts it.
     const deadline = new AbortController();
@@ -81,12 +117,13 @@ export function createAgentFetch(
       for (let hop = 0; ; hop += 1) {
         let response: Response;
         try {
-          response = await base(url, request);
+          // The first hop goes to what the caller asked (the string it gave, parsed only here).
+          response = await base(hop === 0 ? input : url, request);
         } catch (error) {
           throw deadline.signal.aborted ? deadline.signal.reason : error;
         }
         if (!REDIRECTS.has(response.status)) {
-          return await limitBody(response, agent, url, maxBytes, deadline.signal, finish);
+          return limitBody(response, agent, url, maxBytes, deadline.signal, finish);
         }
         await response.body?.cancel().catch(() => undefined);
         const location = response.headers.get('location');
@@ -126,14 +163,14 @@ export function createAgentFetch(
  * The response with its body read through the byte counter and the deadline; `finish` is called
  * once the body ended, failed or was canceled.
  */
-async function limitBody(
+function limitBody(
   response: Response,
   agent: string,
   url: URL,
   maxBytes: number,
   deadline: AbortSignal,
   finish: () => void,
-): Promise<Response> {
+): Response {
   const tooLarge = (size: string): FleetgateError =>
     new FleetgateError(
       'FLEETGATE_AGENT_RESPONSE_TOO_LARGE',
@@ -152,21 +189,11 @@ async function limitBody(
     return response;
   }
   if (Number.isFinite(declared)) {
-    // A declared length within the limit (fetch enforces it): read it in one go under the
-    // deadline — cheaper than counting chunks through a second stream.
-    let bytes: ArrayBuffer;
-    try {
-      bytes = await response.arrayBuffer();
-    } catch (error) {
-      throw deadline.aborted ? deadline.reason : error;
-    } finally {
-      finish();
-    }
-    return new Response(bytes, {
-      status: response.status,
-      statusText: response.statusText,
-      headers: response.headers,
-    });
+    // A declared length within the limit (fetch holds the body to it): the response goes to the
+    // caller as it is. Its body is read under the deadline still (the fetch's signal aborts the
+    // read, failing it with FLEETGATE_CALL_TIMEOUT), and the deadline ends once it was read.
+    whenBodyRead(response, finish);
+    return response;
   }
   const reader = source.getReader();
   let total = 0;

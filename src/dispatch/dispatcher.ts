@@ -453,8 +453,11 @@ export class Dispatcher {
    * the tracker) settled it.
    */
   async onTaskSettled(
-    finished: Pick<SettledTask, 'agent' | 'taskId' | 'task'> & { via?: string },
+    finished: Pick<SettledTask, 'agent' | 'taskId' | 'task' | 'fresh'> & { via?: string },
   ): Promise<void> {
+    // A task that ended in the answer that first named it: no dispatch record holds its id (a
+    // dispatch learns its task id from an earlier answer), and the call that got it ends its own.
+    if (finished.fresh === true) return;
     const record = await this.#o.records.byTask(finished.agent, finished.taskId);
     if (record === undefined || ENDED.has(record.status)) return;
     const state = normalizeTaskState(finished.task.status?.state);

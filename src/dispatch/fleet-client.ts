@@ -502,6 +502,8 @@ export function createFleetClient(options: FleetClientOptions): FleetClient {
         const done = await terminal.settle(agent, task, mode === 'streaming' ? 'stream' : 'reply', {
           chain,
           group: inFlight > 1 ? 'loop' : 'turn',
+          // A call that continued no task: this answer is the first to name it.
+          fresh: callOptions.taskId === undefined,
         });
         if (done.settled && done.failure !== undefined) throw done.failure;
       } else {

@@ -68,6 +68,11 @@ export interface SettledTask {
   readonly task: Task;
   readonly via: SettlePath;
   readonly call: TaskCall;
+  /**
+   * The task ended in the very answer that first named it (a call that continued no task, no
+   * earlier answer held): no dispatch can be waiting for it, so there is no record to look up.
+   */
+  readonly fresh?: boolean;
 }
 
 /** The durable claim: the task records (`createStoreTaskRecords` satisfies it). */
@@ -170,7 +175,13 @@ export interface TaskTerminal {
     agent: string,
     task: Task,
     via?: SettlePath,
-    options?: { chain?: SkillCallChain; call?: TaskCall; group?: ClaimGroup },
+    options?: {
+      chain?: SkillCallChain;
+      call?: TaskCall;
+      group?: ClaimGroup;
+      /** The answer settling the task is the first that named it (see {@link SettledTask.fresh}). */
+      fresh?: boolean;
+    },
   ): Promise<SettleResult>;
   /** Drops a held call without running hooks: the task settled elsewhere. Returns whether held. */
   release(agent: string, taskId: string): boolean;
@@ -304,11 +315,14 @@ export function createTaskTerminal(options: TaskTerminalOptions = {}): TaskTermi
     call: TaskCall,
     given: SkillCallChain | undefined,
     group: ClaimGroup | undefined,
+    fresh: boolean,
   ): Promise<SettleResult> {
     const chain = given ?? (await rebuild(call)).resumeAfterBefore();
     const outcome = outcomeForTask(task);
     const state = normalizeTaskState(task.status?.state);
-    const settled: SettledTask = { agent: call.agent, taskId: task.id, task, via, call };
+    const settled: SettledTask = fresh
+      ? { agent: call.agent, taskId: task.id, task, via, call, fresh }
+      : { agent: call.agent, taskId: task.id, task, via, call };
     const durable = options.durable;
     if (durable !== undefined) {
       const collected = await durable.collector.collect(() => chain.runAfter(outcome));
@@ -411,7 +425,9 @@ export function createTaskTerminal(options: TaskTerminalOptions = {}): TaskTermi
       // with the record's call, loses the claim).
       held.delete(key);
       try {
-        return await run(task, via, call, chain, settleOptions.group);
+        // Fresh only when nothing here held the task either.
+        const fresh = settleOptions.fresh === true && entry === undefined;
+        return await run(task, via, call, chain, settleOptions.group, fresh);
       } catch (error) {
         // The claim failed (or the chain could not be rebuilt): the task is not settled. Put the
         // held call back so the path that retries finds it.

@@ -239,11 +239,11 @@ export function createStoreTaskRecords<DB extends ClaimDatabase>(
         return direct.write(
           (sql) => {
             const { state, at, via, call } = claim;
-            let won = sql.run(CLAIM_UPDATE, [state, at, at, via, agent, taskId]).changes === 1;
-            if (!won && call !== undefined) {
-              // Never tracked (the reply was terminal): record it terminal now, unless a record
-              // exists.
-              won =
+            // With the call, the record is written terminal unless one exists (a reply's task is
+            // usually new: one statement); an existing record is claimed by compare-and-set. The
+            // same outcome as the other order, one statement less for a reply.
+            const won =
+              (call !== undefined &&
                 sql.run(CLAIM_INSERT, [
                   agent,
                   taskId,
@@ -254,8 +254,8 @@ export function createStoreTaskRecords<DB extends ClaimDatabase>(
                   at,
                   at,
                   via,
-                ]).changes === 1;
-            }
+                ]).changes === 1) ||
+              sql.run(CLAIM_UPDATE, [state, at, at, via, agent, taskId]).changes === 1;
             if (won && events.length > 0) insertOutboxRows(sql, events, Date.now());
             return won;
           },

@@ -118,12 +118,16 @@ export class SqlWorldStore implements WorldStore {
     let wroteOutbox = false;
     const direct = this.#direct;
     if (direct !== undefined) {
-      const result = await direct.write((sql) =>
-        work(
-          this.#directUnitOfWork(sql, () => {
-            wroteOutbox = true;
-          }),
-        ),
+      // Joins the claims and relay marks committed in the same turn of the event loop: one
+      // commit (and one write of the pages they share) for all of them.
+      const result = await direct.write(
+        (sql) =>
+          work(
+            this.#directUnitOfWork(sql, () => {
+              wroteOutbox = true;
+            }),
+          ),
+        { group: 'loop' },
       );
       if (wroteOutbox) this.#onCommitted?.();
       return { result, emitted: [] };
