@@ -298,6 +298,52 @@ describe('fleetgate start --config', () => {
     ]);
   });
 
+  it('answers every oversized body with its 413, not a broken connection, declared or streamed', async () => {
+    const oversized = JSON.stringify({ agent: 'ops', skill: 'sitrep', text: 'x'.repeat(3 << 20) });
+    const post = (path: string, body: BodyInit, extra: Record<string, string> = {}) =>
+      fetch(`${gw.url}${path}`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${OPERATOR}`,
+          'content-type': 'application/json',
+          ...extra,
+        },
+        body,
+        duplex: 'half',
+      } as RequestInit);
+    const streamed = () =>
+      new ReadableStream<Uint8Array>({
+        start(controller) {
+          const chunk = new TextEncoder().encode('x'.repeat(64 * 1024));
+          for (let i = 0; i < 40; i += 1) controller.enqueue(chunk);
+          controller.close();
+        },
+      });
+    // The client is still writing when the size is known: each answer must still reach it.
+    for (let round = 0; round < 8; round += 1) {
+      for (const [path, body] of [
+        ['/api/dispatch', oversized],
+        ['/api/dispatch', streamed()],
+        ['/a2a/ops/', oversized],
+      ] as const) {
+        const response = await post(path, body);
+        expect([path, response.status]).toEqual([path, 413]);
+        const text = await response.text();
+        expect(text).toContain('FLEETGATE_HTTP_BODY_TOO_LARGE');
+      }
+    }
+    const declared = await post('/api/dispatch', oversized);
+    expect(await declared.json()).toMatchObject({
+      error: {
+        message: expect.stringContaining('listen.bodyLimit'),
+        details: { limit: 1024 * 1024, size: Buffer.byteLength(oversized) },
+      },
+    });
+    // The connection that carried a 413 still answers the next call.
+    const after = await api(gw.url, '/api/agents', { token: OPERATOR });
+    expect(after.status).toBe(200);
+  });
+
   it('routes a skill without an agent and says why', async () => {
     const routed = await api(gw.url, '/api/dispatch?wait=10s', {
       token: OPERATOR,

@@ -16,6 +16,7 @@ import type { ApiToken, Authenticator } from './auth.js';
 import { createAuthenticator } from './auth.js';
 import type { ApiContext } from './context.js';
 import { createDispatchWatcher } from './context.js';
+import { limitBodies } from './body-limit.js';
 import { handleError, handleNotFound } from './errors.js';
 import type { EventHub } from './event-hub.js';
 import { createEventHub } from './event-hub.js';
@@ -155,6 +156,7 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
   );
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(handleNotFound);
+  limitBodies(app, options.bodyLimit);
 
   // Auth runs before the body is read: an unauthenticated caller cannot make the gateway parse it.
   app.addHook('onRequest', async (request, reply) => {

@@ -278,7 +278,10 @@ export function createProxyFront(options: ProxyFrontOptions): ProxyFront {
         scope.setErrorHandler((error: { code?: string }, request, reply) => {
           const surface = surfaceOf(request.method, restOf(request.url));
           const agent = (request.params as { agent?: string } | undefined)?.agent ?? 'unknown';
-          if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+          if (
+            error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ||
+            error.code === 'FLEETGATE_HTTP_BODY_TOO_LARGE'
+          ) {
             metrics.request(agent, 'unknown', 'body_too_large');
             void refuse(
               reply,
