@@ -175,9 +175,21 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
   const background = new Set<Promise<unknown>>();
   let closed = false;
 
+  /**
+   * Dispatches that are not proxy tasks (API, CLI, library calls). A proxy task's row is written
+   * before its dispatch starts, so one not found at a dispatch event never becomes a proxy task:
+   * its later events cost no read.
+   */
+  const foreign = new Set<string>();
+
   const remember = (id: string): void => {
     done.add(id);
     if (done.size > ENDED_MEMORY) done.delete(done.values().next().value!);
+  };
+
+  const rememberForeign = (id: string): void => {
+    foreign.add(id);
+    if (foreign.size > ENDED_MEMORY) foreign.delete(foreign.values().next().value!);
   };
 
   const wake = (id: string): void => {
@@ -213,8 +225,15 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
     const id = (event.payload as { id?: unknown } | null)?.id;
     if (typeof id !== 'string') return;
     wake(id);
-    if (closed || local.has(id) || done.has(id) || !MOVES.has(event.topic)) return;
-    keep(sync(id), 'proxy.sync');
+    if (closed || local.has(id) || done.has(id) || foreign.has(id) || !MOVES.has(event.topic)) {
+      return;
+    }
+    keep(
+      sync(id).then((task) => {
+        if (task === undefined) rememberForeign(id);
+      }),
+      'proxy.sync',
+    );
   });
 
   const dashboardLink = (approvalId: string): string =>
