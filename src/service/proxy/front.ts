@@ -32,6 +32,8 @@ import { createA2aProxy } from './proxy.js';
 
 export { createA2aProxy } from './proxy.js';
 export { createProxyMetrics } from './metrics.js';
+export { createPushDelivery, type PushDelivery } from './push.js';
+export { createProxyTaskStore, UNSENT_PUSH_GRACE_MS } from './task-store.js';
 
 /** Options of {@link createProxyFront}. */
 export interface ProxyFrontOptions {

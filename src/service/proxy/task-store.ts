@@ -54,7 +54,10 @@ export interface ProxyTaskStore {
   get(id: string): Promise<ProxyTask | undefined>;
   /**
    * Moves a task on; a task that ended is never changed again. Resolves the task as stored
-   * afterwards and whether this call changed it.
+   * afterwards and whether this call changed it. When the state changes, the new state's
+   * delivery to each push configuration of the task is recorded in the same transaction, due at
+   * `at` + {@link UNSENT_PUSH_GRACE_MS}: the replica that made the change takes it at once
+   * ({@link claimDelivery}); one that stopped before leaves it to the sweepers.
    */
   update(
     id: string,
@@ -66,7 +69,8 @@ export interface ProxyTaskStore {
   deletePush(taskId: string, configId: string): Promise<void>;
   /**
    * Claims the delivery of one state to one configuration with its first try taken, leased until
-   * `leaseUntil`: true for the first caller only.
+   * `leaseUntil` — recording it, or taking the one {@link update} recorded: true for the first
+   * caller only.
    */
   claimDelivery(key: DeliveryKey, task: Task, at: number, leaseUntil: number): Promise<boolean>;
   /**
@@ -95,6 +99,12 @@ export interface ProxyTaskStore {
 }
 
 const TERMINAL_STATES = ['completed', 'failed', 'canceled', 'rejected'];
+
+/**
+ * How long a delivery recorded with a state change waits for the replica that made the change
+ * before the sweepers send it (that replica stopped between the change and its first try).
+ */
+export const UNSENT_PUSH_GRACE_MS = 5_000;
 
 function fromRow(row: ProxyTaskTable): ProxyTask {
   return {
@@ -125,6 +135,18 @@ export function createProxyTaskStore<DB extends ProxyDatabase>(
       .where('id', '=', id)
       .executeTakeFirst();
     return row === undefined ? undefined : fromRow(row);
+  };
+  const takeAttempt: ProxyTaskStore['takeAttempt'] = async (key, seen, at, leaseUntil) => {
+    const updated = await db
+      .updateTable('fleetgate_proxy_push_delivery')
+      .set({ attempts: seen + 1, next_at: leaseUntil, updated_at: at })
+      .where('task_id', '=', key.taskId)
+      .where('config_id', '=', key.configId)
+      .where('state', '=', key.state)
+      .where('status', '=', 'sending')
+      .where('attempts', '=', seen)
+      .executeTakeFirst();
+    return Number(updated.numUpdatedRows) === 1;
   };
   return {
     async claim(task) {
@@ -159,19 +181,53 @@ export function createProxyTaskStore<DB extends ProxyDatabase>(
     get,
     async update(id, change) {
       const state = normalizeTaskState(change.task.status?.state);
-      // One statement: the row as it stands after the update, or nothing when it had ended.
-      const row = await db
-        .updateTable('fleetgate_proxy_task')
-        .set({
-          state,
-          task: JSON.stringify(TaskCodec.toJSON(change.task)),
-          updated_at: change.at,
-          ...(change.agentTaskId === undefined ? {} : { agent_task_id: change.agentTaskId }),
-        })
-        .where('id', '=', id)
-        .where('state', 'not in', TERMINAL_STATES)
-        .returningAll()
-        .executeTakeFirst();
+      const json = JSON.stringify(TaskCodec.toJSON(change.task));
+      const row = await db.transaction().execute(async (trx) => {
+        const before = await trx
+          .selectFrom('fleetgate_proxy_task')
+          .select('state')
+          .where('id', '=', id)
+          .executeTakeFirst();
+        // The row as it stands after the update, or nothing when it had ended.
+        const after = await trx
+          .updateTable('fleetgate_proxy_task')
+          .set({
+            state,
+            task: json,
+            updated_at: change.at,
+            ...(change.agentTaskId === undefined ? {} : { agent_task_id: change.agentTaskId }),
+          })
+          .where('id', '=', id)
+          .where('state', 'not in', TERMINAL_STATES)
+          .returningAll()
+          .executeTakeFirst();
+        if (after === undefined || before?.state === state) return after;
+        const configs = await trx
+          .selectFrom('fleetgate_proxy_push')
+          .select('config_id')
+          .where('task_id', '=', id)
+          .execute();
+        if (configs.length > 0) {
+          await trx
+            .insertInto('fleetgate_proxy_push_delivery')
+            .values(
+              configs.map((c) => ({
+                task_id: id,
+                config_id: c.config_id,
+                state,
+                status: 'sending' as const,
+                attempts: 0,
+                last_error: null,
+                updated_at: change.at,
+                next_at: change.at + UNSENT_PUSH_GRACE_MS,
+                task: json,
+              })),
+            )
+            .onConflict((oc) => oc.columns(['task_id', 'config_id', 'state']).doNothing())
+            .execute();
+        }
+        return after;
+      });
       if (row !== undefined) return { changed: true, task: fromRow(row) };
       return { changed: false, task: await get(id) };
     },
@@ -235,20 +291,11 @@ export function createProxyTaskStore<DB extends ProxyDatabase>(
         })
         .onConflict((oc) => oc.columns(['task_id', 'config_id', 'state']).doNothing())
         .executeTakeFirst();
-      return Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1;
+      if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1) return true;
+      // Recorded with the state change and not tried yet: its first try is taken here.
+      return takeAttempt(key, 0, at, leaseUntil);
     },
-    async takeAttempt(key, seen, at, leaseUntil) {
-      const updated = await db
-        .updateTable('fleetgate_proxy_push_delivery')
-        .set({ attempts: seen + 1, next_at: leaseUntil, updated_at: at })
-        .where('task_id', '=', key.taskId)
-        .where('config_id', '=', key.configId)
-        .where('state', '=', key.state)
-        .where('status', '=', 'sending')
-        .where('attempts', '=', seen)
-        .executeTakeFirst();
-      return Number(updated.numUpdatedRows) === 1;
-    },
+    takeAttempt,
     async retryAt(key, attempts, nextAt, error) {
       await db
         .updateTable('fleetgate_proxy_push_delivery')
