@@ -5,6 +5,7 @@
  * the W3C trace context carried to the agent, and a graceful stop.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -342,6 +343,27 @@ describe('fleetgate start --config', () => {
     // The connection that carried a 413 still answers the next call.
     const after = await api(gw.url, '/api/agents', { token: OPERATOR });
     expect(after.status).toBe(200);
+    // Push callbacks keep their own limit (limits.pushBodyBytes, 4 MiB), above listen.bodyLimit:
+    // a 2 MiB push is the receiver's to judge (here: no such task), not refused as too large.
+    const status = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(new URL(gw.url).port), '127.0.0.1');
+      let answer = '';
+      socket.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+      socket.on('close', () => resolve(answer.split('\r\n', 1)[0]!));
+      socket.on('error', (error: NodeJS.ErrnoException) => {
+        if (answer === '') reject(error);
+      });
+      socket.write(
+        `POST /callbacks/a2a/nobody HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n` +
+          `content-length: ${2 << 20}\r\nconnection: close\r\n\r\n`,
+      );
+      // The receiver answers an unauthenticated push without reading its body; a gateway that
+      // waited for the body would get it after a while, and answer then.
+      setTimeout(() => {
+        if (answer === '' && !socket.destroyed) socket.end(Buffer.alloc(2 << 20, ' '));
+      }, 1000);
+    });
+    expect(status).toBe('HTTP/1.1 401 Unauthorized');
   });
 
   it('routes a skill without an agent and says why', async () => {

@@ -58,10 +58,13 @@ async function discard(payload: NodeJS.ReadableStream): Promise<void> {
 /**
  * Installs the rule on an app (and its child scopes): a declared `content-length` over the limit
  * is read and discarded, then answered 413; a body without one is counted as it streams.
- * `limit` is the app's body limit; a route with its own limit uses that.
+ * `limit` is the app's body limit; a route with its own limit uses that, and a route that reads its
+ * body itself (`config.rawBody`) is left to its own limit.
  */
 export function limitBodies(app: FastifyInstance, limit: number): void {
   app.addHook('preParsing', async (request, reply, payload) => {
+    // Push callbacks read their own bodies, under `limits.pushBodyBytes`.
+    if (request.routeOptions.config.rawBody === true) return payload;
     const own = request.routeOptions.bodyLimit ?? limit;
     const declared = Number(request.headers['content-length']);
     if (Number.isFinite(declared) && declared > own) {

@@ -66,6 +66,8 @@ export function defineRoute<P extends z.ZodType, Q extends z.ZodType, B extends 
 declare module 'fastify' {
   interface FastifyContextConfig {
     access?: Access;
+    /** The handler reads the request stream itself, under a limit of its own. */
+    rawBody?: boolean;
   }
   interface FastifyRequest {
     identity: Identity;
@@ -101,7 +103,7 @@ export function registerRoutes(app: FastifyInstance, routes: readonly RouteSpec[
     app.route({
       method: route.method,
       url: route.url,
-      config: { access: route.access },
+      config: { access: route.access, ...(route.rawBody === true ? { rawBody: true } : {}) },
       schema: {
         ...(route.params === undefined ? {} : { params: route.params }),
         ...(route.query === undefined ? {} : { querystring: route.query }),
