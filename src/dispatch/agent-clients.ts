@@ -142,7 +142,8 @@ export function pinCard(card: AgentCard, agentUrl: string): AgentCard {
 export interface CreateAgentClientOptions {
   name: string;
   agent: FleetAgent;
-  fetch: typeof fetch;
+  /** The fetch under every request; without it, `node:http` (see `agent-http.ts`). */
+  fetch?: typeof fetch;
   /** Size, time and redirect limits of every exchange with the agent (see {@link AgentFetchLimits}). */
   limits?: AgentFetchLimits;
   /** Where the fetch wrapper leaves what it saw for each in-flight call. */

@@ -4,6 +4,7 @@
  * its headers (auth secrets) never leaves the agent's origin.
  */
 import { FleetgateError } from '../protocol/index.js';
+import { canExchange, exchange } from './agent-http.js';
 
 /** Limits of the exchanges with one agent. */
 export interface AgentFetchLimits {
@@ -60,13 +61,28 @@ function whenBodyRead(response: Response, done: () => void): void {
   }
 }
 
+function tooLargeError(
+  agent: string,
+  url: URL,
+  maxBytes: number,
+  size: string,
+  status: number,
+): FleetgateError {
+  return new FleetgateError(
+    'FLEETGATE_AGENT_RESPONSE_TOO_LARGE',
+    `Agent ${agent} answered ${url.pathname} with ${size}, more than the limit of ${maxBytes} bytes; the rest was not read.`,
+    { details: { agent, url: url.toString(), limit: maxBytes, status } },
+  );
+}
+
 /**
- * Wraps `base` for the requests to one agent (see the file comment).
+ * Wraps `base` for the requests to one agent (see the file comment). Without `base`, requests go
+ * over `node:http`/`node:https` (`agent-http.ts`), and to `fetch` only what that path does not take.
  *
  * @param agent the agent's name, for error messages.
  */
 export function createAgentFetch(
-  base: typeof fetch,
+  base: typeof fetch | undefined,
   agent: string,
   limits: AgentFetchLimits = {},
 ): typeof fetch {
@@ -116,11 +132,23 @@ export function createAgentFetch(
       let request: RequestInit = { ...init, signal, redirect: 'manual' };
       for (let hop = 0; ; hop += 1) {
         let response: Response;
-        try {
-          // The first hop goes to what the caller asked (the string it gave, parsed only here).
-          response = await base(hop === 0 ? input : url, request);
-        } catch (error) {
-          throw deadline.signal.aborted ? deadline.signal.reason : error;
+        if (base === undefined && canExchange(url, request)) {
+          const at = url;
+          const got = await exchange(url, request, signal, maxBytes, (size, status) =>
+            tooLargeError(agent, at, maxBytes, size, status),
+          );
+          response = got.response;
+          if (got.whole && !REDIRECTS.has(response.status)) {
+            finish();
+            return response;
+          }
+        } else {
+          try {
+            // The first hop goes to what the caller asked (the string it gave, parsed only here).
+            response = await (base ?? fetch)(hop === 0 ? input : url, request);
+          } catch (error) {
+            throw deadline.signal.aborted ? deadline.signal.reason : error;
+          }
         }
         if (!REDIRECTS.has(response.status)) {
           return limitBody(response, agent, url, maxBytes, deadline.signal, finish);
@@ -172,11 +200,7 @@ function limitBody(
   finish: () => void,
 ): Response {
   const tooLarge = (size: string): FleetgateError =>
-    new FleetgateError(
-      'FLEETGATE_AGENT_RESPONSE_TOO_LARGE',
-      `Agent ${agent} answered ${url.pathname} with ${size}, more than the limit of ${maxBytes} bytes; the rest was not read.`,
-      { details: { agent, url: url.toString(), limit: maxBytes, status: response.status } },
-    );
+    tooLargeError(agent, url, maxBytes, size, response.status);
   const declared = Number(response.headers.get('content-length') ?? Number.NaN);
   const source = response.body;
   if (Number.isFinite(declared) && declared > maxBytes) {

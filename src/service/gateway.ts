@@ -95,7 +95,7 @@ export interface GatewayDeps {
   gate?: PolicyGate;
   /** The gateway's public base URL, for push notifications from agents. */
   pushBaseUrl?: string;
-  /** `fetch` used for agent calls. */
+  /** `fetch` used for agent calls (default: `node:http`, see `createFleetClient`'s `fetch`). */
   fetch?: typeof fetch;
   /** Initial world-state values by domain. */
   seeds?: Readonly<Record<string, unknown>>;

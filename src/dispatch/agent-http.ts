@@ -1,0 +1,193 @@
+/**
+ * The exchange with an agent over `node:http` / `node:https` instead of `fetch`: the same request
+ * and answer at a fraction of the cost — no `Request`, no web streams on the way out, no body
+ * stream on the way in for an answer that is not a stream. Such an answer is read whole here,
+ * under the exchange's byte limit and deadline, and handed back as a `Response` over its bytes; an
+ * event stream keeps a stream body (the caller counts and times it). Connections are kept alive
+ * and reused, as `fetch` does. What this path does not take — a scheme other than http(s), a body
+ * that is not text or bytes — goes to `fetch` (see {@link canExchange}).
+ */
+import {
+  Agent as HttpAgent,
+  request as httpRequest,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+} from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { Readable } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+
+const pools = {
+  http: new HttpAgent({ keepAlive: true }),
+  https: new HttpsAgent({ keepAlive: true }),
+};
+
+/** Statuses whose answer has no body, and the redirects (the caller reads only their headers). */
+const NO_BODY = new Set([101, 204, 205, 304, 301, 302, 303, 307, 308]);
+
+/** What {@link exchange} resolves: the answer, and whether its body was already read whole. */
+export interface Exchanged {
+  response: Response;
+  /** True when the body was read here (within the limit): nothing is left to count or time. */
+  whole: boolean;
+}
+
+/** True when {@link exchange} can send this request (else it goes to `fetch`). */
+export function canExchange(url: URL, init: RequestInit): boolean {
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return false;
+  const body = init.body;
+  return (
+    body === undefined || body === null || typeof body === 'string' || body instanceof Uint8Array
+  );
+}
+
+/** Why `signal` aborted, as the error the exchange fails with. */
+function reasonOf(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error
+    ? reason
+    : new DOMException('This operation was aborted', 'AbortError');
+}
+
+function outgoing(given: HeadersInit | undefined): OutgoingHttpHeaders {
+  const headers: OutgoingHttpHeaders = {};
+  if (given === undefined) return headers;
+  if (given instanceof Headers) {
+    given.forEach((value, name) => (headers[name] = value));
+  } else if (Array.isArray(given)) {
+    for (const [name, value] of given) headers[name.toLowerCase()] = value;
+  } else {
+    for (const name in given) headers[name.toLowerCase()] = given[name];
+  }
+  return headers;
+}
+
+function incoming(raw: readonly string[]): Headers {
+  const headers = new Headers();
+  for (let i = 0; i < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
+  return headers;
+}
+
+/** The body as sent, decoded when the agent compressed it (as `fetch` decodes it). */
+function decoded(res: IncomingMessage): Readable {
+  switch (res.headers['content-encoding']?.trim().toLowerCase()) {
+    case 'gzip':
+    case 'x-gzip':
+      return res.pipe(createGunzip());
+    case 'deflate':
+      return res.pipe(createInflate());
+    case 'br':
+      return res.pipe(createBrotliDecompress());
+    default:
+      return res;
+  }
+}
+
+/**
+ * Sends one request (no redirect followed) and resolves its answer. An answer that is not an
+ * event stream is read whole: past `maxBytes` (declared or counted) the exchange is cut and fails
+ * with `tooLarge(size)`. `signal` aborts it, failing with the signal's reason; a network failure
+ * fails as `fetch` does (`TypeError: fetch failed`, the cause attached).
+ */
+export function exchange(
+  url: URL,
+  init: RequestInit,
+  signal: AbortSignal,
+  maxBytes: number,
+  tooLarge: (size: string, status: number) => Error,
+): Promise<Exchanged> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(reasonOf(signal));
+      return;
+    }
+    const headers = outgoing(init.headers);
+    const body = init.body as string | Uint8Array | null | undefined;
+    if (body !== undefined && body !== null) {
+      headers['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+    }
+    const secure = url.protocol === 'https:';
+    const req = (secure ? httpsRequest : httpRequest)(url, {
+      method: init.method ?? 'GET',
+      headers,
+      agent: secure ? pools.https : pools.http,
+    });
+    let settled = false;
+    let res: IncomingMessage | undefined;
+    const onAbort = (): void => {
+      const reason = reasonOf(signal);
+      req.destroy();
+      res?.destroy(reason);
+      fail(reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    const done = (result: Exchanged, keepListening: boolean): void => {
+      if (settled) return;
+      settled = true;
+      if (!keepListening) signal.removeEventListener('abort', onAbort);
+      resolve(result);
+    };
+    function fail(error: Error): void {
+      if (settled) return;
+      settled = true;
+      signal.removeEventListener('abort', onAbort);
+      reject(error);
+    }
+    req.on('error', (error) =>
+      fail(signal.aborted ? reasonOf(signal) : new TypeError('fetch failed', { cause: error })),
+    );
+    req.on('response', (answer: IncomingMessage) => {
+      res = answer;
+      const status = answer.statusCode ?? 0;
+      const meta = {
+        status,
+        statusText: answer.statusMessage ?? '',
+        headers: incoming(answer.rawHeaders),
+      };
+      if (NO_BODY.has(status) || init.method === 'HEAD') {
+        answer.resume();
+        done({ response: new Response(null, meta), whole: true }, false);
+        return;
+      }
+      const contentType = answer.headers['content-type'] ?? '';
+      if (contentType.includes('text/event-stream')) {
+        // A stream: its body stays a stream; the caller's signal still cuts it.
+        answer.once('close', () => signal.removeEventListener('abort', onAbort));
+        const stream = Readable.toWeb(decoded(answer)) as ReadableStream<Uint8Array>;
+        done({ response: new Response(stream, meta), whole: false }, true);
+        return;
+      }
+      const declared = Number(answer.headers['content-length'] ?? Number.NaN);
+      if (Number.isFinite(declared) && declared > maxBytes) {
+        answer.destroy();
+        fail(tooLarge(`${declared} bytes`, status));
+        return;
+      }
+      const source = decoded(answer);
+      const chunks: Buffer[] = [];
+      let total = 0;
+      source.on('data', (chunk: Buffer) => {
+        total += chunk.length;
+        if (total > maxBytes) {
+          answer.destroy();
+          source.destroy();
+          fail(tooLarge(`more than ${maxBytes} bytes`, status));
+          return;
+        }
+        chunks.push(chunk);
+      });
+      source.on('end', () => {
+        const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+        const view = new Uint8Array(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.length);
+        done({ response: new Response(view, meta), whole: true }, false);
+      });
+      source.on('error', (error) =>
+        fail(signal.aborted ? reasonOf(signal) : new TypeError('terminated', { cause: error })),
+      );
+      answer.on('close', () => {
+        if (!answer.complete) fail(signal.aborted ? reasonOf(signal) : new TypeError('terminated'));
+      });
+    });
+    req.end(body ?? undefined);
+  });
+}
