@@ -99,7 +99,8 @@ export interface TaskRecordStore {
 export interface StoreTaskRecordsOptions {
   /**
    * A SQLite store's direct access (`store.sqlite`): claims run as prepared statements, and the
-   * claims of one turn of the event loop share one transaction and one commit.
+   * claims of one turn of the event loop share one transaction and one commit; the lookups every
+   * push and every terminal poll make (`get`, `byTaskId`) are prepared statements too.
    */
   sqlite?: SqliteAccess | undefined;
 }
@@ -113,6 +114,9 @@ const CLAIM_INSERT =
   'insert into "fleetgate_task" ("agent", "task_id", "skill", "correlation_id", "state", ' +
   '"push_token_hash", "created_at", "updated_at", "terminal_at", "terminal_via") ' +
   'values (?, ?, ?, ?, ?, null, ?, ?, ?, ?) on conflict ("agent", "task_id") do nothing';
+
+const SELECT_ONE = 'select * from "fleetgate_task" where "agent" = ? and "task_id" = ? limit 1';
+const SELECT_BY_TASK_ID = 'select * from "fleetgate_task" where "task_id" = ?';
 
 function fromRow(row: TaskTable): TaskRecord {
   return {
@@ -157,6 +161,10 @@ export function createStoreTaskRecords<DB extends ClaimDatabase>(
         .execute();
     },
     async get(agent, taskId) {
+      if (direct !== undefined) {
+        const found = await direct.read((sql) => sql.get<TaskTable>(SELECT_ONE, [agent, taskId]));
+        return found === undefined ? undefined : fromRow(found);
+      }
       const row = await db
         .selectFrom('fleetgate_task')
         .selectAll()
@@ -166,6 +174,11 @@ export function createStoreTaskRecords<DB extends ClaimDatabase>(
       return row === undefined ? undefined : fromRow(row);
     },
     async byTaskId(taskId) {
+      if (direct !== undefined) {
+        // A push's lookup, before anything else: no query to build and compile for each one.
+        const found = await direct.read((sql) => sql.all<TaskTable>(SELECT_BY_TASK_ID, [taskId]));
+        return found.map(fromRow);
+      }
       const rows = await db
         .selectFrom('fleetgate_task')
         .selectAll()
