@@ -18,7 +18,7 @@
  * A record is built as an object only when a reader asks for it.
  *
  * Why so few bytes matter: the log only grows, so every byte of it is memory the process touches
- * for the first time, and touching fresh pages (36 bytes of columns per record instead of 56) cost
+ * for the first time, and touching fresh pages (36 bytes of columns per record instead of 56) costs
  * more than all the writes into them.
  */
 import { DELTA_OPS } from '../protocol/index.js';
