@@ -16,6 +16,7 @@
 import type { DeltaOp } from '../protocol/index.js';
 import { checkDeltaPath } from '../protocol/index.js';
 import { copyJsonValue, isPlainObject, toJsonValue } from './json.js';
+import { jsonLength } from './json-length.js';
 import type { AuditSummary } from './json.js';
 import type { JsonObject, JsonValue } from './json.js';
 
@@ -240,32 +241,6 @@ export function applyDeltaAt(
       current.push(operand);
       return { ok: true, previous, next: arraySize(current.length) };
     }
-  }
-}
-
-/**
- * Length of `value` as JSON text, about (a string's escapes are not counted); infinite when it
- * is not JSON. Primitives — most values — are measured without serialising them.
- */
-export function jsonLength(value: unknown): number {
-  switch (typeof value) {
-    case 'string':
-      return value.length + 2;
-    case 'number':
-      return Number.isInteger(value) && Math.abs(value) < 1e9
-        ? (value < 0 ? 2 : 1) + (Math.abs(value) < 10 ? 0 : Math.floor(Math.log10(Math.abs(value))))
-        : String(value).length;
-    case 'boolean':
-      return value ? 4 : 5;
-    case 'undefined':
-      return 0;
-    default:
-      if (value === null) return 4;
-  }
-  try {
-    return JSON.stringify(value)?.length ?? 0;
-  } catch {
-    return Number.POSITIVE_INFINITY;
   }
 }
 

@@ -31,6 +31,17 @@ export interface WorldBus {
     payload: FleetgateTopics[T],
     options?: { id?: string; correlationId?: string },
   ): Promise<unknown>;
+  /**
+   * `publish` without the promise, on a bus that accepts or refuses an event synchronously (the
+   * in-memory bus): returns what `publish` resolves to and throws what it rejects with. The
+   * materialiser publishes its emissions through it when the bus has it, so an event's emissions
+   * cost no promise and no turn of the microtask queue each.
+   */
+  publishNow?<T extends WorldPublishedTopic>(
+    topic: T,
+    payload: FleetgateTopics[T],
+    options?: { id?: string; correlationId?: string },
+  ): unknown;
   subscribe(
     pattern: 'world.state.delta',
     handler: (

@@ -5,12 +5,18 @@
  * not apply — all in one unit of work of the {@link WorldStore}, deduplicated by event id inside
  * it, so a redelivered event is applied exactly once even across replicas.
  */
-import type { WorldBus, WorldDelivery, WorldSubscription } from './bus-port.js';
+import type {
+  WorldBus,
+  WorldDelivery,
+  WorldPublishedTopic,
+  WorldSubscription,
+} from './bus-port.js';
 import { deterministicEventId } from '../protocol/index.js';
 import { FleetgateError, assertNever, isStoreUnavailable } from '../protocol/index.js';
-import type { RejectedDeltaEntry } from '../protocol/index.js';
+import type { FleetgateTopics, RejectedDeltaEntry } from '../protocol/index.js';
 import { FORBIDDEN_PATH_SEGMENTS, LIMITS } from '../protocol/index.js';
-import { applyDeltaAt, growthOf, jsonLength } from './apply.js';
+import { applyDeltaAt, growthOf } from './apply.js';
+import { jsonLength } from './json-length.js';
 import type { PathNeed } from './value-rows.js';
 import { DomainsFull, domainFullRejection, rejectionEmissions } from './emissions.js';
 import { PathCache } from './path-cache.js';
@@ -29,6 +35,7 @@ import type {
   StoredDomain,
   WorldEmission,
   WorldStore,
+  WorldUnitOfWork,
 } from './types.js';
 
 /** Default subscription (and JetStream durable consumer) name of the materialiser. */
@@ -131,6 +138,15 @@ export interface WorldMaterialiser {
   replay(domain: string): Promise<DomainSnapshot | undefined>;
   /** Applies the retention now; see {@link WorldRetention}. */
   prune(): Promise<PruneResult>;
+}
+
+/** What one unit of work collects while it applies its events. */
+interface UnitOutput {
+  /** Names of the domains it changed. */
+  changed: Set<string>;
+  /** Audit records: per event, in the order its entries were reported. */
+  audit: NewAuditRecord[];
+  emissions: WorldEmission[];
 }
 
 /** A domain one event touches: its loaded state, the paths it changed, and its new version. */
@@ -317,64 +333,81 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
   async function applyEvents(events: readonly WorldStateDeltaEnvelope[]): Promise<ApplyReport[]> {
     const parsed = events.map(parseEvent);
     const at = now();
-    const { result, emitted } = await store.unitOfWork(async (uow) => {
-      const fresh = await uow.claim(
-        parsed.map((e) => e.envelope.id),
-        at,
-      );
-      // What each domain's entries touch: a store that loads by path loads those paths, not
-      // whole domains (the others are told the domains only).
-      const needs = store.loadsByPath === true ? new Map<string, PathNeed[]>() : undefined;
-      const names = new Set<string>();
-      for (const e of parsed) {
-        if (!fresh.has(e.envelope.id)) continue;
-        for (const x of e.entries) {
-          names.add(x.domain);
-          if (needs === undefined) continue;
-          let list = needs.get(x.domain);
-          if (list === undefined) needs.set(x.domain, (list = []));
-          const segments = paths.segments(x.path);
-          if (segments !== undefined) list.push({ segments, op: x.op });
-        }
-      }
-      const loaded = await uow.load([...names], initDomain(at), needs);
-      const changed = new Set<string>();
-      const audit: NewAuditRecord[] = [];
-      const emissions: WorldEmission[] = [];
-      const reports: ApplyReport[] = [];
-      const seen = new Set<string>();
-      for (const e of parsed) {
-        const report = applyEvent(e, fresh, seen, loaded, at, changed, audit, emissions);
-        reports.push(report);
-      }
-      await uow.save([...changed].map((name) => loaded.get(name)!.domain));
-      const unused: string[] = [];
-      for (const [name, l] of loaded) if (l.created && !changed.has(name)) unused.push(name);
-      await uow.discard(unused);
-      // Audit rows in the order the entries were reported within each event.
-      await uow.audit(audit);
-      await uow.emit(emissions);
-      return reports;
-    });
+    const { result, emitted } = await store.unitOfWork((uow) => applyInUnit(uow, parsed, at));
     for (const emission of emitted) {
-      await publishEmission(emission);
+      const published = publishEmission(emission);
+      if (published !== undefined) await published;
     }
     return result;
   }
 
+  /** The unit of work of {@link applyEvents}: claims the events, applies the fresh ones, writes. */
+  async function applyInUnit(
+    uow: WorldUnitOfWork,
+    parsed: readonly ParsedEvent[],
+    at: number,
+  ): Promise<ApplyReport[]> {
+    const fresh = await uow.claim(
+      parsed.map((e) => e.envelope.id),
+      at,
+    );
+    const { names, needs } = domainsOf(parsed, fresh);
+    const loaded = await uow.load(names, initDomain(at), needs);
+    const out: UnitOutput = { changed: new Set(), audit: [], emissions: [] };
+    const reports: ApplyReport[] = [];
+    // An id twice in one batch applies once (the claim returned it once); one event needs no check.
+    const seen = parsed.length > 1 ? new Set<string>() : undefined;
+    for (const e of parsed) reports.push(applyEvent(e, fresh, seen, loaded, at, out));
+    const saved: StoredDomain[] = [];
+    for (const name of out.changed) saved.push(loaded.get(name)!.domain);
+    await uow.save(saved);
+    const unused: string[] = [];
+    loaded.forEach((l, name) => {
+      if (l.created && !out.changed.has(name)) unused.push(name);
+    });
+    // Each call is a promise to await: none when there is nothing to remove, record or emit.
+    if (unused.length > 0) await uow.discard(unused);
+    // Audit rows in the order the entries were reported within each event.
+    if (out.audit.length > 0) await uow.audit(out.audit);
+    if (out.emissions.length > 0) await uow.emit(out.emissions);
+    return reports;
+  }
+
   /**
-   * Applies one parsed event to the loaded domains; appends its audit records (in entry order) to
-   * `audit`, its emissions to `emissions`, and the domains it changed to `changed`.
+   * The domains the fresh events' entries touch, and — for a store that loads by path — the paths
+   * and ops of each domain's entries (such a store loads those paths, not whole domains).
+   */
+  function domainsOf(
+    parsed: readonly ParsedEvent[],
+    fresh: ReadonlySet<string>,
+  ): { names: string[]; needs: Map<string, PathNeed[]> | undefined } {
+    const needs = store.loadsByPath === true ? new Map<string, PathNeed[]>() : undefined;
+    const names = new Set<string>();
+    for (const e of parsed) {
+      if (!fresh.has(e.envelope.id)) continue;
+      for (const x of e.entries) {
+        names.add(x.domain);
+        if (needs === undefined) continue;
+        let list = needs.get(x.domain);
+        if (list === undefined) needs.set(x.domain, (list = []));
+        const segments = paths.segments(x.path);
+        if (segments !== undefined) list.push({ segments, op: x.op });
+      }
+    }
+    return { names: [...names], needs };
+  }
+
+  /**
+   * Applies one parsed event to the loaded domains; appends its audit records (in entry order),
+   * its emissions and the domains it changed to `out`.
    */
   function applyEvent(
     e: ParsedEvent,
     fresh: ReadonlySet<string>,
-    seen: Set<string>,
+    seen: Set<string> | undefined,
     loaded: ReadonlyMap<string, LoadedDomain>,
     at: number,
-    changed: Set<string>,
-    audit: NewAuditRecord[],
-    emissions: WorldEmission[],
+    out: UnitOutput,
   ): ApplyReport {
     const id = e.envelope.id;
     const report: ApplyReport = {
@@ -384,11 +417,11 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
       rejected: [],
       updated: [],
     };
-    if (!fresh.has(id) || seen.has(id)) {
+    if (!fresh.has(id) || seen?.has(id) === true) {
       report.skipped = true;
       return report;
     }
-    seen.add(id);
+    seen?.add(id);
     const base: RecordBase = {
       agent: e.source,
       skill: e.skill,
@@ -397,24 +430,49 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
       time: e.envelope.time,
       recordedAt: at,
     };
+    const first = out.audit.length;
     // Domains in order of first appearance; each gets one version per event, taken when its first
     // entry applies (so every applied record is built with its version).
     const touched: DomainTouch[] = [];
-    /** Domains this event found full: one alert each (made when the first is found). */
+    const domainsFull = applyEntries(e, base, loaded, touched, report, out);
+    if (e.rejected.length > 0) {
+      recordUnparsed(e, base, report, out.audit);
+      // Entries that did not parse interleave with the others: back in reported order. (Without
+      // them the records already are in that order.)
+      const mine = out.audit.splice(first).sort((a, b) => a.index - b.index);
+      for (const record of mine) out.audit.push(record);
+    }
+    emitFor(e, touched, domainsFull, report, out.emissions);
+    return report;
+  }
+
+  /** The touch of `name` in `touched`, added (in order of first appearance) when it is not yet. */
+  function touchOf(
+    touched: DomainTouch[],
+    loaded: ReadonlyMap<string, LoadedDomain>,
+    name: string,
+  ): DomainTouch {
+    for (const t of touched) if (t.name === name) return t;
+    const touch: DomainTouch = { name, domain: loaded.get(name)!.domain, paths: [] };
+    touched.push(touch);
+    return touch;
+  }
+
+  /**
+   * Applies the event's valid entries in order, recording each in the audit and the report;
+   * returns the domains that were found full, if any.
+   */
+  function applyEntries(
+    e: ParsedEvent,
+    base: RecordBase,
+    loaded: ReadonlyMap<string, LoadedDomain>,
+    touched: DomainTouch[],
+    report: ApplyReport,
+    out: UnitOutput,
+  ): DomainsFull | undefined {
     let domainsFull: DomainsFull | undefined;
-    const first = audit.length;
     for (const entry of e.entries) {
-      let touch: DomainTouch | undefined;
-      for (const t of touched) {
-        if (t.name === entry.domain) {
-          touch = t;
-          break;
-        }
-      }
-      if (touch === undefined) {
-        touch = { name: entry.domain, domain: loaded.get(entry.domain)!.domain, paths: [] };
-        touched.push(touch);
-      }
+      const touch = touchOf(touched, loaded, entry.domain);
       const domain = touch.domain;
       const segments = paths.segments(entry.path);
       domain.bytes ??= jsonLength(domain.state);
@@ -424,66 +482,93 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
         const value = safeSnapshot(entry.value, auditMax);
         const rejection = domainFullRejection(entry, value, domain.bytes + growth, maxDomainBytes);
         report.rejected.push(rejection);
-        audit.push(rejectedRecord(base, entry, value, rejection.reason));
+        out.audit.push(rejectedRecord(base, entry, value, rejection.reason));
         (domainsFull ??= new DomainsFull()).note(entry.domain, domain.bytes);
         continue;
       }
       const outcome = applyDeltaAt(domain.state, entry.path, segments, entry.op, entry.value);
-      if (outcome.ok) {
-        domain.bytes += growth;
-        report.applied += 1;
-        if (touch.version === undefined) {
-          domain.version += 1;
-          domain.updatedAt = at;
-          touch.version = domain.version;
-          changed.add(touch.name);
-        }
-        if (!touch.paths.includes(entry.path)) touch.paths.push(entry.path);
-        // The audit keeps its own copy of the operand (replay needs it whole). A set's new
-        // value is that same copy and the replaced value has left the tree, so neither needs
-        // another copy; the store summarises large ones when it writes them.
-        const value = copyJsonValue(entry.value) ?? null;
-        const next = entry.op === 'set' ? value : outcome.next;
-        audit.push(appliedRecord(base, entry, value, outcome.previous, next, touch.version));
-      } else {
-        report.rejected.push({
-          index: entry.index,
-          entry: {
-            domain: entry.domain,
-            path: entry.path,
-            op: entry.op,
-            value: safeSnapshot(entry.value, auditMax),
-          },
-          reason: outcome.reason,
-        });
-        audit.push(
-          rejectedRecord(base, entry, safeSnapshot(entry.value, auditMax), outcome.reason),
-        );
+      if (!outcome.ok) {
+        rejectEntry(entry, outcome.reason, base, report, out.audit);
+        continue;
       }
-    }
-    if (e.rejected.length > 0) {
-      for (const r of e.rejected) {
-        // The entry goes out on the bus and into the outbox: a huge one (the usual reason it
-        // was rejected) is summarised, so it can never block the relay or the bus.
-        report.rejected.push({
-          index: r.index,
-          entry: safeSnapshot(r.entry, auditMax),
-          reason: r.reason,
-        });
-        audit.push(
-          rejectedRecord(
-            base,
-            r,
-            safeSnapshot(isPlainObject(r.entry) ? r.entry.value : r.entry, auditMax),
-            r.reason,
-          ),
-        );
+      domain.bytes += growth;
+      report.applied += 1;
+      if (touch.version === undefined) {
+        domain.version += 1;
+        domain.updatedAt = base.recordedAt;
+        touch.version = domain.version;
+        out.changed.add(touch.name);
       }
-      // Entries that did not parse interleave with the others: back in reported order. (Without
-      // them the records already are in that order.)
-      const mine = audit.splice(first).sort((a, b) => a.index - b.index);
-      for (const record of mine) audit.push(record);
+      if (!touch.paths.includes(entry.path)) touch.paths.push(entry.path);
+      // The audit keeps its own copy of the operand (replay needs it whole). A set's new value is
+      // that same copy and the replaced value has left the tree, so neither needs another copy;
+      // the store summarises large ones when it writes them.
+      const value = copyJsonValue(entry.value) ?? null;
+      const next = entry.op === 'set' ? value : outcome.next;
+      out.audit.push(appliedRecord(base, entry, value, outcome.previous, next, touch.version));
     }
+    return domainsFull;
+  }
+
+  /** Records a valid entry that could not apply, with `reason`. */
+  function rejectEntry(
+    entry: ParsedEvent['entries'][number],
+    reason: string,
+    base: RecordBase,
+    report: ApplyReport,
+    audit: NewAuditRecord[],
+  ): void {
+    report.rejected.push({
+      index: entry.index,
+      entry: {
+        domain: entry.domain,
+        path: entry.path,
+        op: entry.op,
+        value: safeSnapshot(entry.value, auditMax),
+      },
+      reason,
+    });
+    audit.push(rejectedRecord(base, entry, safeSnapshot(entry.value, auditMax), reason));
+  }
+
+  /** Records the entries of the event that did not parse. */
+  function recordUnparsed(
+    e: ParsedEvent,
+    base: RecordBase,
+    report: ApplyReport,
+    audit: NewAuditRecord[],
+  ): void {
+    for (const r of e.rejected) {
+      // The entry goes out on the bus and into the outbox: a huge one (the usual reason it was
+      // rejected) is summarised, so it can never block the relay or the bus.
+      report.rejected.push({
+        index: r.index,
+        entry: safeSnapshot(r.entry, auditMax),
+        reason: r.reason,
+      });
+      audit.push(
+        rejectedRecord(
+          base,
+          r,
+          safeSnapshot(isPlainObject(r.entry) ? r.entry.value : r.entry, auditMax),
+          r.reason,
+        ),
+      );
+    }
+  }
+
+  /**
+   * The event's emissions: `world.state.updated` per changed domain (and the report's `updated`),
+   * an alert per domain found full, and its rejections.
+   */
+  function emitFor(
+    e: ParsedEvent,
+    touched: readonly DomainTouch[],
+    domainsFull: DomainsFull | undefined,
+    report: ApplyReport,
+    emissions: WorldEmission[],
+  ): void {
+    const id = e.envelope.id;
     let updatedIdBase: string | undefined;
     for (const touch of touched) {
       const version = touch.version;
@@ -497,7 +582,7 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
         correlationId: e.envelope.correlationId,
       });
     }
-    if (domainsFull === undefined && report.rejected.length === 0) return report;
+    if (domainsFull === undefined && report.rejected.length === 0) return;
     const context = {
       eventId: id,
       correlationId: e.envelope.correlationId,
@@ -514,24 +599,34 @@ export function createWorldMaterialiser(options: WorldMaterialiserOptions): Worl
         emissions.push(part);
       }
     }
-    return report;
   }
 
-  async function publishEmission(emission: WorldEmission): Promise<void> {
+  /**
+   * Publishes one emission: through `publishNow` when the bus has it (nothing to await, undefined
+   * comes back), else through `publish` (its promise comes back).
+   */
+  function publishEmission(emission: WorldEmission): Promise<unknown> | undefined {
     const options = { id: emission.id, correlationId: emission.correlationId };
     switch (emission.topic) {
       case 'world.state.updated':
-        await bus.publish(emission.topic, emission.payload, options);
-        return;
+        return send(emission.topic, emission.payload, options);
       case 'world.state.delta.rejected':
-        await bus.publish(emission.topic, emission.payload, options);
-        return;
+        return send(emission.topic, emission.payload, options);
       case 'ops.alert.world_domain_full':
-        await bus.publish(emission.topic, emission.payload, options);
-        return;
+        return send(emission.topic, emission.payload, options);
       default:
-        assertNever(emission, 'world emission');
+        return assertNever(emission, 'world emission');
     }
+  }
+
+  function send<T extends WorldPublishedTopic>(
+    topic: T,
+    payload: FleetgateTopics[T],
+    options: { id: string; correlationId: string },
+  ): Promise<unknown> | undefined {
+    if (bus.publishNow === undefined) return bus.publish(topic, payload, options);
+    bus.publishNow(topic, payload, options);
+    return undefined;
   }
 
   async function prune(): Promise<PruneResult> {

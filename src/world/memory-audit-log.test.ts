@@ -33,7 +33,7 @@ function records(
       time: '2026-11-30T05:00:00.000Z',
       recordedAt: recordedAt(event),
     };
-    switch (Math.floor(next() * 9)) {
+    switch (Math.floor(next() * 13)) {
       case 0:
         out.push({ ...base, op: 'inc', value: -0.5, previous: undefined, next: -0.5 });
         break;
@@ -96,6 +96,38 @@ function records(
           next: { $summary: 'array', size: 1 },
           version: Number.MAX_SAFE_INTEGER,
         });
+        break;
+      case 9:
+        // Afters that do not follow from the befores: kept as they are, not derived.
+        out.push({ ...base, op: 'inc', value: 2, previous: 5, next: 8, version: 2 ** 31 + event });
+        break;
+      case 10:
+        out.push({ ...base, op: 'inc', value: 1, previous: 'text', next: NaN, version: -0 });
+        break;
+      case 11:
+        out.push({
+          ...base,
+          op: 'push',
+          value: 7,
+          previous: { $summary: 'array', size: 4 },
+          next: { $summary: 'array', size: 4 },
+          version: event + 0.5,
+        });
+        break;
+      case 12:
+        // Afters that do follow: an inc onto nothing with -0, a push onto nothing.
+        out.push(
+          i % 2 === 0
+            ? { ...base, op: 'inc', value: -0, previous: undefined, next: 0, version: event }
+            : {
+                ...base,
+                op: 'push',
+                value: [],
+                previous: undefined,
+                next: { $summary: 'array', size: 1 },
+                version: event,
+              },
+        );
         break;
       default:
         out.push({
@@ -175,6 +207,15 @@ describe('MemoryAuditLog', () => {
     const zero = all.find((r) => Object.is(r.previous, -0));
     const readZero = history(log, zero!.domain, { afterSeq: zero!.seq - 1, order: 'asc' })[0];
     expect(Object.is(readZero!.previous, -0)).toBe(true);
+    // Numbers kept or derived exactly: -0 and NaN included, and versions past 32 bits.
+    const read1 = (r: AuditRecord): AuditRecord =>
+      history(log, r.domain, { afterSeq: r.seq - 1, order: 'asc' })[0]!;
+    const minus = read1(all.find((r) => Object.is(r.version, -0))!);
+    expect(Object.is(minus.version, -0)).toBe(true);
+    expect(Number.isNaN(minus.next)).toBe(true);
+    const sum = read1(all.find((r) => Object.is(r.value, -0))!);
+    expect(Object.is(sum.next, 0)).toBe(true);
+    expect(read1(all.find((r) => r.previous === 5)!)).toMatchObject({ next: 8, version: 2 ** 31 });
   });
 
   it('hands out copies: a reader changing a record changes nothing kept', () => {

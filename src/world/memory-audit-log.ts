@@ -4,14 +4,22 @@
  * The log is the bulk of the store's memory and every record survives, so what the garbage
  * collector pays for on each event is the number of objects (and object slots) the log keeps and
  * how often it copies them. Here a record is a position in a chunk, not an object of its own:
- * - numbers (seq, version, entry index, an `inc`'s operand and its before and after, a `push`'s
- *   array sizes) sit in typed arrays, which the collector never scans;
+ * - numbers (version, entry index, an `inc`'s operand and its value before, a `push`'s array size
+ *   before) sit in typed arrays, which the collector never scans;
+ * - what follows from the rest is not kept at all: a record's seq is its chunk's first seq plus its
+ *   position (while the chunk's seqs run without a gap, as appending numbers them), an `inc`'s
+ *   value after is the one before plus its operand, a `push`'s size after the one before plus one,
+ *   a `set`'s value after its operand;
  * - the op, the status and the kind of each value are bits of one flag word;
  * - the domain is a small integer naming an interned string, the event's shared fields are one
  *   object per event and chunk;
  * - only the path and the values that are strings or objects take a slot, in one array per chunk.
  * Chunks never grow once allocated, so no array of millions of slots is ever copied to grow it.
  * A record is built as an object only when a reader asks for it.
+ *
+ * Why so few bytes matter: the log only grows, so every byte of it is memory the process touches
+ * for the first time, and touching fresh pages (36 bytes of columns per record instead of 56) costs
+ * more than all the writes into them.
  */
 import { DELTA_OPS } from '../protocol/index.js';
 import { copyJsonValue } from './json.js';
@@ -58,6 +66,10 @@ const K_ARRAY_SIZE = 2;
 const K_REF = 3;
 /** `next` only: the very value kept as `value` (a `set`'s new value is its operand). */
 const K_SAME_AS_VALUE = 4;
+/** `next` only: `previous` (0 when absent) plus `value`, both numbers (what an `inc` records). */
+const K_SUM = 5;
+/** `next` only: an array size one more than `previous`'s (0 when absent): what a `push` records. */
+const K_SIZE_PLUS_ONE = 6;
 /** Bit 12: a reason, in the chunk's references. */
 const HAS_REASON = 1 << 12;
 const NO_VERSION = -1;
@@ -97,7 +109,9 @@ function kindOf(value: unknown, numbers: boolean): number {
 }
 
 /** Bytes of a chunk's number columns. */
-const CHUNK_BYTES = CHUNK * (5 * 8 + 3 * 4 + 2 * 2);
+const CHUNK_BYTES = CHUNK * (2 * 8 + 4 * 4 + 2 * 2);
+/** Largest version kept in the 32-bit column; a larger one moves its chunk's versions to 64 bits. */
+const MAX_NARROW_VERSION = 0x7fffffff;
 /** Most chunks carved from one buffer. */
 const MAX_CHUNKS_PER_BUFFER = 16;
 
@@ -108,11 +122,15 @@ const MAX_CHUNKS_PER_BUFFER = 16;
  */
 class Chunk {
   length = 0;
-  readonly seq: Float64Array;
-  readonly version: Float64Array;
+  /** Seq of record 0; record `i`'s is `firstSeq + i` until a gap makes {@link #seqs}. */
+  firstSeq = 0;
+  /** Every record's seq, once one did not follow the one before (only a pruned log has gaps). */
+  #seqs: Float64Array | undefined;
+  /** Versions ({@link NO_VERSION} for none) while they fit 31 bits, then {@link #wideVersions}. */
+  readonly #versions: Int32Array;
+  #wideVersions: Float64Array | undefined;
   readonly valueNumber: Float64Array;
   readonly previousNumber: Float64Array;
-  readonly nextNumber: Float64Array;
   readonly index: Int32Array;
   readonly domain: Uint32Array;
   /** Position of the record's first reference (its path) in {@link refs}. */
@@ -131,16 +149,49 @@ class Chunk {
       at += CHUNK * 8;
       return view;
     };
-    this.seq = f64();
-    this.version = f64();
     this.valueNumber = f64();
     this.previousNumber = f64();
-    this.nextNumber = f64();
-    this.index = new Int32Array(buffer, at, CHUNK);
+    this.#versions = new Int32Array(buffer, at, CHUNK);
+    this.index = new Int32Array(buffer, (at += CHUNK * 4), CHUNK);
     this.domain = new Uint32Array(buffer, (at += CHUNK * 4), CHUNK);
     this.refStart = new Uint32Array(buffer, (at += CHUNK * 4), CHUNK);
     this.flags = new Uint16Array(buffer, (at += CHUNK * 4), CHUNK);
     this.event = new Uint16Array(buffer, (at += CHUNK * 2), CHUNK);
+  }
+
+  seqAt(i: number): number {
+    return this.#seqs === undefined ? this.firstSeq + i : this.#seqs[i]!;
+  }
+
+  setSeq(i: number, seq: number): void {
+    if (this.#seqs === undefined) {
+      if (i === 0) this.firstSeq = seq;
+      if (seq === this.firstSeq + i) return;
+      this.#seqs = new Float64Array(CHUNK);
+      for (let k = 0; k < i; k += 1) this.#seqs[k] = this.firstSeq + k;
+    }
+    this.#seqs[i] = seq;
+  }
+
+  versionAt(i: number): number {
+    return this.#wideVersions === undefined ? this.#versions[i]! : this.#wideVersions[i]!;
+  }
+
+  setVersion(i: number, version: number): void {
+    if (this.#wideVersions === undefined) {
+      const narrow =
+        Number.isInteger(version) &&
+        version >= NO_VERSION &&
+        version <= MAX_NARROW_VERSION &&
+        !Object.is(version, -0);
+      if (narrow) {
+        this.#versions[i] = version;
+        return;
+      }
+      this.#wideVersions = new Float64Array(CHUNK);
+      for (let k = 0; k < i; k += 1) this.#wideVersions[k] = this.#versions[k]!;
+    }
+    this.#wideVersions[i] = version;
   }
 }
 
@@ -231,8 +282,8 @@ export class MemoryAuditLog {
   #put(chunk: Chunk, seq: number, event: number, domain: number, r: NewAuditRecord): void {
     const i = chunk.length;
     const refs = chunk.refs;
-    chunk.seq[i] = seq;
-    chunk.version[i] = r.version ?? NO_VERSION;
+    chunk.setSeq(i, seq);
+    chunk.setVersion(i, r.version ?? NO_VERSION);
     chunk.index[i] = r.index;
     chunk.domain[i] = domain;
     chunk.event[i] = event;
@@ -252,13 +303,8 @@ export class MemoryAuditLog {
     if (previousKind === K_NUMBER) chunk.previousNumber[i] = r.previous as number;
     else if (previousKind === K_ARRAY_SIZE) chunk.previousNumber[i] = arraySizeOf(r.previous);
     else if (previousKind === K_REF) refs.push(r.previous);
-    let nextKind = K_SAME_AS_VALUE;
-    if (valueKind !== K_REF || r.next !== r.value) {
-      nextKind = kindOf(r.next, sizes);
-      if (nextKind === K_NUMBER) chunk.nextNumber[i] = r.next as number;
-      else if (nextKind === K_ARRAY_SIZE) chunk.nextNumber[i] = arraySizeOf(r.next);
-      else if (nextKind === K_REF) refs.push(r.next);
-    }
+    const nextKind = nextKindOf(r, valueKind, previousKind, chunk.previousNumber[i]!, sizes);
+    if (nextKind === K_REF) refs.push(r.next);
     let flags =
       (applied ? APPLIED : 0) |
       (op << OP_SHIFT) |
@@ -289,20 +335,27 @@ export class MemoryAuditLog {
         : valueKind === K_REF
           ? refs[ref++]
           : undefined;
-    const previous = field(
-      (flags >> PREVIOUS_SHIFT) & KIND_MASK,
-      chunk.previousNumber[i]!,
-      refs,
-      ref,
-    );
-    if (((flags >> PREVIOUS_SHIFT) & KIND_MASK) === K_REF) ref += 1;
+    const previousKind = (flags >> PREVIOUS_SHIFT) & KIND_MASK;
+    const previousNumber = chunk.previousNumber[i]!;
+    const previous = field(previousKind, previousNumber, refs, ref);
+    if (previousKind === K_REF) ref += 1;
     const nextKind = (flags >> NEXT_SHIFT) & KIND_MASK;
-    const next =
-      nextKind === K_SAME_AS_VALUE ? value : field(nextKind, chunk.nextNumber[i]!, refs, ref);
+    let next: unknown;
+    if (nextKind === K_SAME_AS_VALUE) next = value;
+    else if (nextKind === K_SUM)
+      next = (previousKind === K_NUMBER ? previousNumber : 0) + (value as number);
+    else if (nextKind === K_SIZE_PLUS_ONE)
+      next = field(
+        K_ARRAY_SIZE,
+        (previousKind === K_ARRAY_SIZE ? previousNumber : 0) + 1,
+        refs,
+        ref,
+      );
+    else next = field(nextKind, 0, refs, ref);
     if (nextKind === K_REF) ref += 1;
     const e = chunk.events[chunk.event[i]!]!;
     const record: AuditRecord = {
-      seq: chunk.seq[i]!,
+      seq: chunk.seqAt(i),
       domain: this.#domainNames[chunk.domain[i]!]!,
       path,
       op,
@@ -319,7 +372,7 @@ export class MemoryAuditLog {
       recordedAt: e.recordedAt,
     };
     if ((flags & HAS_REASON) !== 0) record.reason = refs[ref] as string;
-    const version = chunk.version[i]!;
+    const version = chunk.versionAt(i);
     if (version !== NO_VERSION) record.version = version;
     return record;
   }
@@ -342,7 +395,7 @@ export class MemoryAuditLog {
         const filter = {
           path: chunk.refs[chunk.refStart[i]!] as string,
           recordedAt: chunk.events[chunk.event[i]!]!.recordedAt,
-          seq: chunk.seq[i]!,
+          seq: chunk.seqAt(i),
           status: (chunk.flags[i]! & APPLIED) !== 0 ? ('applied' as const) : ('rejected' as const),
         };
         if (matchesHistory(filter, q)) out.push(this.#record(chunk, i));
@@ -358,7 +411,7 @@ export class MemoryAuditLog {
     const id = this.#domainIds.get(domain);
     if (id === undefined) return out;
     for (const [chunk, i] of this.#cursors()) {
-      if (chunk.domain[i] === id && (chunk.flags[i]! & APPLIED) !== 0 && chunk.seq[i]! <= maxSeq) {
+      if (chunk.domain[i] === id && (chunk.flags[i]! & APPLIED) !== 0 && chunk.seqAt(i) <= maxSeq) {
         out.push(this.#record(chunk, i));
       }
     }
@@ -371,7 +424,7 @@ export class MemoryAuditLog {
     for (const [chunk, i] of this.#cursors()) {
       if (chunk.events[chunk.event[i]!]!.recordedAt < before) {
         const name = this.#domainNames[chunk.domain[i]!]!;
-        cut.set(name, Math.max(cut.get(name) ?? 0, chunk.seq[i]!));
+        cut.set(name, Math.max(cut.get(name) ?? 0, chunk.seqAt(i)));
       }
     }
     return cut;
@@ -387,7 +440,7 @@ export class MemoryAuditLog {
     for (const [source, i] of this.#cursors()) {
       const name = this.#domainNames[source.domain[i]!]!;
       const maxSeq = cut.get(name);
-      if (maxSeq !== undefined && source.seq[i]! <= maxSeq) continue;
+      if (maxSeq !== undefined && source.seqAt(i) <= maxSeq) continue;
       if (chunk === undefined || chunk.length === CHUNK) {
         chunk = kept.#source.next();
         kept.#chunks.push(chunk);
@@ -413,15 +466,14 @@ export class MemoryAuditLog {
   /** Copies record `i` of `source` as the next record of `chunk`. */
   #copy(source: Chunk, i: number, chunk: Chunk, event: number, domain: number): void {
     const j = chunk.length;
-    chunk.seq[j] = source.seq[i]!;
-    chunk.version[j] = source.version[i]!;
+    chunk.setSeq(j, source.seqAt(i));
+    chunk.setVersion(j, source.versionAt(i));
     chunk.index[j] = source.index[i]!;
     chunk.domain[j] = domain;
     chunk.event[j] = event;
     chunk.flags[j] = source.flags[i]!;
     chunk.valueNumber[j] = source.valueNumber[i]!;
     chunk.previousNumber[j] = source.previousNumber[i]!;
-    chunk.nextNumber[j] = source.nextNumber[i]!;
     chunk.refStart[j] = chunk.refs.length;
     const end = i + 1 < source.length ? source.refStart[i + 1]! : source.refs.length;
     for (let r = source.refStart[i]!; r < end; r += 1) chunk.refs.push(source.refs[r]);
@@ -434,6 +486,35 @@ export class MemoryAuditLog {
       for (let i = 0; i < chunk.length; i += 1) yield [chunk, i];
     }
   }
+}
+
+/**
+ * How `r.next` is kept, given how its value and previous are: derived from them when it follows
+ * from them exactly (see {@link K_SAME_AS_VALUE}, {@link K_SUM}, {@link K_SIZE_PLUS_ONE}), else
+ * absent or in the chunk's references (a number too: it takes no column of its own).
+ */
+function nextKindOf(
+  r: NewAuditRecord,
+  valueKind: number,
+  previousKind: number,
+  previousNumber: number,
+  sizes: boolean,
+): number {
+  const next = r.next;
+  if (next === undefined) return K_NONE;
+  if (valueKind !== K_NONE && Object.is(next, r.value)) return K_SAME_AS_VALUE;
+  if (typeof next === 'number') {
+    if (valueKind === K_NUMBER && (previousKind === K_NUMBER || previousKind === K_NONE)) {
+      const before = previousKind === K_NUMBER ? previousNumber : 0;
+      if (Object.is(next, before + (r.value as number))) return K_SUM;
+    }
+    return K_REF;
+  }
+  if (sizes && (previousKind === K_ARRAY_SIZE || previousKind === K_NONE)) {
+    const before = previousKind === K_ARRAY_SIZE ? previousNumber : 0;
+    if (Object.is(arraySizeOf(next), before + 1)) return K_SIZE_PLUS_ONE;
+  }
+  return K_REF;
 }
 
 /** A value of kind `kind` (not {@link K_SAME_AS_VALUE}), its number `n` or its reference at `ref`. */

@@ -38,8 +38,11 @@ interface Touched {
  * event whether it was used or not.
  */
 class MemoryUnitOfWork implements WorldUnitOfWork {
-  /** The ids each claim returned, with its time. */
-  claims: { ids: Set<string>; now: number }[] | undefined;
+  /**
+   * The ids this unit of work claimed. They go into the store's applied ids at once (one lookup
+   * for the check and the record), and out again if the unit fails.
+   */
+  claimed: string[] | undefined;
   /** Saved domains by name. */
   saved: Map<string, StoredDomain> | undefined;
   /** The record lists given to audit, in order (the store takes ownership). */
@@ -53,22 +56,18 @@ class MemoryUnitOfWork implements WorldUnitOfWork {
 
   constructor(
     readonly domains: ReadonlyMap<string, StoredDomain>,
-    readonly eventIds: ReadonlyMap<string, number>,
+    readonly eventIds: Map<string, number>,
   ) {}
-
-  #claimedBefore(id: string): boolean {
-    if (this.claims === undefined) return false;
-    for (const claim of this.claims) if (claim.ids.has(id)) return true;
-    return false;
-  }
 
   claim(ids: readonly string[], now: number): Promise<Set<string>> {
     const fresh = new Set<string>();
     for (const id of ids) {
-      if (fresh.has(id) || this.eventIds.has(id) || this.#claimedBefore(id)) continue;
+      // Units of work run one at a time, so nobody else sees an id before this one commits.
+      if (this.eventIds.has(id)) continue;
+      this.eventIds.set(id, now);
       fresh.add(id);
+      (this.claimed ??= []).push(id);
     }
-    (this.claims ??= []).push({ ids: fresh, now });
     return Promise.resolve(fresh);
   }
 
@@ -164,10 +163,8 @@ export class MemoryWorldStore implements WorldStore {
       result = await work(uow);
     } catch (error) {
       if (uow.touched !== undefined) this.#rollback(uow.touched);
+      if (uow.claimed !== undefined) for (const id of uow.claimed) this.#eventIds.delete(id);
       throw error;
-    }
-    if (uow.claims !== undefined) {
-      for (const { ids, now } of uow.claims) for (const id of ids) this.#eventIds.set(id, now);
     }
     if (uow.saved !== undefined) {
       for (const [name, domain] of uow.saved) this.#domains.set(name, domain);
