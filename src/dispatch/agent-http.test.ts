@@ -10,7 +10,7 @@ const tooLarge = (size: string, status: number): Error =>
 describe('agent exchange over node:http', () => {
   let server: Server;
   let base: string;
-  const seen: { method?: string; headers: Record<string, unknown>; body: string }[] = [];
+  const seen: { method: string | undefined; headers: Record<string, unknown>; body: string }[] = [];
 
   beforeAll(async () => {
     server = createServer((req, res) => {
