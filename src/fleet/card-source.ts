@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { FleetgateError } from '../protocol/index.js';
 import { AGENT_CARD_PATHS, LIMITS } from '../protocol/index.js';
 
@@ -49,7 +49,8 @@ export interface CardSource {
 
 /** sha256 of a card text, hex: the card's identity in events and provenance. */
 export function cardDigest(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
+  // The one-shot hash: no Hash object per card (a third of the cost of hashing a card).
+  return hash('sha256', text, 'hex');
 }
 
 /** Options of {@link HttpCardSource}. */
@@ -70,6 +71,9 @@ export function cardUrlsFor(agentUrl: string): string[] {
   const base = url.toString().replace(/\/+$/, '');
   return AGENT_CARD_PATHS.map((path) => `${base}${path}`);
 }
+
+/** Agent URLs whose card URLs a source remembers. */
+const MAX_REMEMBERED_URLS = 10_000;
 
 function failed(url: string, reason: string, cause?: unknown, status?: number): FleetgateError {
   return new FleetgateError('FLEETGATE_CARD_FETCH_FAILED', `${url}: ${reason}`, {
@@ -101,6 +105,8 @@ export class HttpCardSource implements CardSource {
   readonly #maxBytes: number;
   readonly #maxRedirects: number;
   readonly #fetch: typeof fetch;
+  /** The card URLs of each agent URL seen (`cardUrlsFor` parses and prints a URL every time). */
+  readonly #urls = new Map<string, readonly string[]>();
 
   constructor(options: HttpCardSourceOptions = {}) {
     this.#timeoutMs = options.timeoutMs ?? 5000;
@@ -114,8 +120,9 @@ export class HttpCardSource implements CardSource {
     previous: CardValidators = {},
     signal?: AbortSignal,
   ): Promise<CardFetchResult> {
-    const urls = cardUrlsFor(target.url);
-    for (const [i, url] of urls.entries()) {
+    const urls = this.#urlsOf(target.url);
+    for (let i = 0; i < urls.length; i += 1) {
+      const url = urls[i]!;
       const result = await this.#fetchOne(url, target, previous, signal);
       if (result === 'not-found' && i < urls.length - 1) continue;
       if (result === 'not-found') {
@@ -129,13 +136,23 @@ export class HttpCardSource implements CardSource {
     throw failed(target.url, 'no card URL to try');
   }
 
+  #urlsOf(agentUrl: string): readonly string[] {
+    let urls = this.#urls.get(agentUrl);
+    if (urls === undefined) {
+      urls = cardUrlsFor(agentUrl);
+      // A fleet has a bounded set of agent URLs; a source fed endless new ones starts over.
+      if (this.#urls.size >= MAX_REMEMBERED_URLS) this.#urls.clear();
+      this.#urls.set(agentUrl, urls);
+    }
+    return urls;
+  }
+
   async #fetchOne(
     firstUrl: string,
     target: CardTarget,
     previous: CardValidators,
     signal: AbortSignal | undefined,
   ): Promise<CardFetchResult | 'not-found'> {
-    const origin = new URL(firstUrl).origin;
     // A controller and a timer cleared on the way out: `AbortSignal.timeout` costs ~45 µs per
     // signal (a weakly held timer), as much as the rest of a loopback card fetch.
     const controller = new AbortController();
@@ -146,7 +163,7 @@ export class HttpCardSource implements CardSource {
     timer.unref?.();
     try {
       const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
-      return await this.#request(firstUrl, origin, combined, timeout, target, previous, signal);
+      return await this.#request(firstUrl, combined, timeout, target, previous, signal);
     } finally {
       clearTimeout(timer);
     }
@@ -154,13 +171,14 @@ export class HttpCardSource implements CardSource {
 
   async #request(
     firstUrl: string,
-    origin: string,
     combined: AbortSignal,
     timeout: AbortSignal,
     target: CardTarget,
     previous: CardValidators,
     signal: AbortSignal | undefined,
   ): Promise<CardFetchResult | 'not-found'> {
+    // Only a redirect needs the origin: parsed then, not for every card.
+    let origin: string | undefined;
     const headers: Record<string, string> = {
       accept: 'application/json',
       'A2A-Version': '1.0',
@@ -187,6 +205,7 @@ export class HttpCardSource implements CardSource {
         const location = response.headers.get('location');
         if (location === null) throw failed(url, `HTTP ${response.status} without a Location`);
         const next = new URL(location, url);
+        origin ??= new URL(firstUrl).origin;
         if (next.origin !== origin) {
           throw failed(
             url,
