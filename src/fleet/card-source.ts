@@ -147,6 +147,7 @@ export class HttpCardSource implements CardSource {
     return urls;
   }
 
+  /** One card URL, its redirects included, within one timeout (one async step per fetch). */
   async #fetchOne(
     firstUrl: string,
     target: CardTarget,
@@ -163,115 +164,108 @@ export class HttpCardSource implements CardSource {
     timer.unref?.();
     try {
       const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
-      return await this.#request(firstUrl, combined, timeout, target, previous, signal);
+      // Only a redirect needs the origin: parsed then, not for every card.
+      let origin: string | undefined;
+      const headers: Record<string, string> = {
+        accept: 'application/json',
+        'A2A-Version': '1.0',
+        ...target.headers,
+      };
+      if (previous.etag !== undefined) headers['if-none-match'] = previous.etag;
+      if (previous.lastModified !== undefined) headers['if-modified-since'] = previous.lastModified;
+
+      let url = firstUrl;
+      for (let hop = 0; ; hop += 1) {
+        let response: Response;
+        try {
+          response = await this.#fetch(url, { headers, redirect: 'manual', signal: combined });
+        } catch (error) {
+          const reason = timeout.aborted
+            ? `timed out after ${this.#timeoutMs} ms`
+            : signal?.aborted
+              ? 'aborted'
+              : describeNetworkError(error);
+          throw failed(url, reason, error);
+        }
+        if (response.status >= 300 && response.status < 400 && response.status !== 304) {
+          await response.body?.cancel();
+          const location = response.headers.get('location');
+          if (location === null) throw failed(url, `HTTP ${response.status} without a Location`);
+          const next = new URL(location, url);
+          origin ??= new URL(firstUrl).origin;
+          if (next.origin !== origin) {
+            throw failed(
+              url,
+              `redirect to another origin (${next.origin}) refused`,
+              undefined,
+              response.status,
+            );
+          }
+          if (hop >= this.#maxRedirects) {
+            throw failed(
+              url,
+              `more than ${this.#maxRedirects} redirects`,
+              undefined,
+              response.status,
+            );
+          }
+          url = next.toString();
+          continue;
+        }
+        if (response.status === 304) {
+          await response.body?.cancel();
+          return { status: 'not-modified', url };
+        }
+        if (response.status === 404) {
+          await response.body?.cancel();
+          return 'not-found';
+        }
+        if (!response.ok) {
+          await response.body?.cancel();
+          throw failed(
+            url,
+            `HTTP ${response.status} ${response.statusText}`.trim(),
+            undefined,
+            response.status,
+          );
+        }
+        const declared = Number(response.headers.get('content-length') ?? Number.NaN);
+        let text: string;
+        if (Number.isFinite(declared) && declared <= this.#maxBytes && response.body !== null) {
+          // The server said how long the body is, within the limit: the fetch enforces that
+          // length, so read it in one go (much cheaper than pulling chunks through a reader).
+          try {
+            text = await response.text();
+          } catch (error) {
+            throw this.#readFailed(url, timeout, error);
+          }
+        } else {
+          text = await this.#readLimited(response, url, timeout, declared);
+        }
+        const validators: CardValidators = {};
+        const etag = response.headers.get('etag');
+        const lastModified = response.headers.get('last-modified');
+        if (etag !== null) validators.etag = etag;
+        if (lastModified !== null) validators.lastModified = lastModified;
+        return { status: 'fetched', url, text, digest: cardDigest(text), validators };
+      }
     } finally {
       clearTimeout(timer);
     }
   }
 
-  async #request(
-    firstUrl: string,
-    combined: AbortSignal,
+  /** A body without a length, or one over the limit: read in chunks, counting. */
+  async #readLimited(
+    response: Response,
+    url: string,
     timeout: AbortSignal,
-    target: CardTarget,
-    previous: CardValidators,
-    signal: AbortSignal | undefined,
-  ): Promise<CardFetchResult | 'not-found'> {
-    // Only a redirect needs the origin: parsed then, not for every card.
-    let origin: string | undefined;
-    const headers: Record<string, string> = {
-      accept: 'application/json',
-      'A2A-Version': '1.0',
-      ...target.headers,
-    };
-    if (previous.etag !== undefined) headers['if-none-match'] = previous.etag;
-    if (previous.lastModified !== undefined) headers['if-modified-since'] = previous.lastModified;
-
-    let url = firstUrl;
-    for (let hop = 0; ; hop += 1) {
-      let response: Response;
-      try {
-        response = await this.#fetch(url, { headers, redirect: 'manual', signal: combined });
-      } catch (error) {
-        const reason = timeout.aborted
-          ? `timed out after ${this.#timeoutMs} ms`
-          : signal?.aborted
-            ? 'aborted'
-            : describeNetworkError(error);
-        throw failed(url, reason, error);
-      }
-      if (response.status >= 300 && response.status < 400 && response.status !== 304) {
-        await response.body?.cancel();
-        const location = response.headers.get('location');
-        if (location === null) throw failed(url, `HTTP ${response.status} without a Location`);
-        const next = new URL(location, url);
-        origin ??= new URL(firstUrl).origin;
-        if (next.origin !== origin) {
-          throw failed(
-            url,
-            `redirect to another origin (${next.origin}) refused`,
-            undefined,
-            response.status,
-          );
-        }
-        if (hop >= this.#maxRedirects) {
-          throw failed(
-            url,
-            `more than ${this.#maxRedirects} redirects`,
-            undefined,
-            response.status,
-          );
-        }
-        url = next.toString();
-        continue;
-      }
-      if (response.status === 304) {
-        await response.body?.cancel();
-        return { status: 'not-modified', url };
-      }
-      if (response.status === 404) {
-        await response.body?.cancel();
-        return 'not-found';
-      }
-      if (!response.ok) {
-        await response.body?.cancel();
-        throw failed(
-          url,
-          `HTTP ${response.status} ${response.statusText}`.trim(),
-          undefined,
-          response.status,
-        );
-      }
-      const text = await this.#readLimited(response, url, timeout);
-      const validators: CardValidators = {};
-      const etag = response.headers.get('etag');
-      const lastModified = response.headers.get('last-modified');
-      if (etag !== null) validators.etag = etag;
-      if (lastModified !== null) validators.lastModified = lastModified;
-      return { status: 'fetched', url, text, digest: cardDigest(text), validators };
-    }
-  }
-
-  async #readLimited(response: Response, url: string, timeout: AbortSignal): Promise<string> {
-    const declared = Number(response.headers.get('content-length') ?? Number.NaN);
+    declared: number,
+  ): Promise<string> {
     if (Number.isFinite(declared) && declared > this.#maxBytes) {
       await response.body?.cancel();
       throw tooLarge(url, `${declared} bytes`, this.#maxBytes);
     }
     if (response.body === null) return '';
-    // The server said how long the body is, within the limit: the fetch enforces that length, so
-    // read it in one go (much cheaper than pulling chunks through a stream reader).
-    if (Number.isFinite(declared)) {
-      try {
-        return await response.text();
-      } catch (error) {
-        throw failed(
-          url,
-          timeout.aborted ? `timed out after ${this.#timeoutMs} ms` : describeNetworkError(error),
-          error,
-        );
-      }
-    }
     const reader = response.body.getReader();
     const chunks: Uint8Array[] = [];
     let total = 0;
@@ -288,13 +282,17 @@ export class HttpCardSource implements CardSource {
       }
     } catch (error) {
       if (error instanceof FleetgateError) throw error;
-      throw failed(
-        url,
-        timeout.aborted ? `timed out after ${this.#timeoutMs} ms` : describeNetworkError(error),
-        error,
-      );
+      throw this.#readFailed(url, timeout, error);
     }
     return Buffer.concat(chunks).toString('utf8');
+  }
+
+  #readFailed(url: string, timeout: AbortSignal, error: unknown): FleetgateError {
+    return failed(
+      url,
+      timeout.aborted ? `timed out after ${this.#timeoutMs} ms` : describeNetworkError(error),
+      error,
+    );
   }
 }
 

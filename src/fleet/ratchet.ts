@@ -258,7 +258,10 @@ export class DeclarationRatchet {
     const keys: string[] = [];
     const changes: RatchetChange<K>[] = [];
     this.#decide(kind, agent, skill, declared, previous, rows, keys, changes);
-    if (rows.length > 0) await this.#saveAll(rows, keys);
+    if (rows.length > 0) {
+      await this.#persist(rows);
+      this.#hold(rows, keys);
+    }
     return changes[0];
   }
 
@@ -276,7 +279,10 @@ export class DeclarationRatchet {
     const changes: RatchetChange[] = [];
     for (const o of observations)
       this.#decide(o.kind, agent, o.skill, o.declared, o.previous, rows, keys, changes);
-    if (rows.length > 0) await this.#saveAll(rows, keys);
+    if (rows.length > 0) {
+      await this.#persist(rows);
+      this.#hold(rows, keys);
+    }
     return changes;
   }
 
@@ -357,26 +363,32 @@ export class DeclarationRatchet {
     const pending = this.pending(kind, agent, skill);
     if (row === undefined || pending === undefined) return undefined;
     const now = this.#now();
-    await this.#save({
-      ...row,
-      accepted: pending,
-      pending: null,
-      updatedAt: now,
-      acknowledgedAt: now,
-      acknowledgedBy: by,
-    });
+    const rows = [
+      {
+        ...row,
+        accepted: pending,
+        pending: null,
+        updatedAt: now,
+        acknowledgedAt: now,
+        acknowledgedBy: by,
+      },
+    ];
+    await this.#persist(rows);
+    this.#hold(rows, [key(kind, agent, skill)]);
     return pending;
   }
 
-  async #save(row: RatchetRow): Promise<void> {
-    await this.#saveAll([row], [key(row.kind, row.agent, row.skill)]);
+  /** Persists the rows: in one write when the persistence can, else one by one in order. */
+  #persist(rows: readonly RatchetRow[]): Promise<void> {
+    const persistence = this.#persistence;
+    if (persistence.saveMany !== undefined) return persistence.saveMany(rows);
+    return (async () => {
+      for (const row of rows) await persistence.save(row);
+    })();
   }
 
-  /** Persists the rows (in one write when the persistence can), then holds them under `keys`. */
-  async #saveAll(rows: readonly RatchetRow[], keys: readonly string[]): Promise<void> {
-    const persistence = this.#persistence;
-    if (persistence.saveMany !== undefined) await persistence.saveMany(rows);
-    else for (const row of rows) await persistence.save(row);
+  /** Holds persisted rows under their keys: readers see them from now on. */
+  #hold(rows: readonly RatchetRow[], keys: readonly string[]): void {
     for (let i = 0; i < rows.length; i += 1) this.#rows.set(keys[i]!, rows[i]!);
     this.#version += 1;
   }

@@ -284,6 +284,22 @@ function readSkillMap<T>(
   return out;
 }
 
+/** `capabilities.extensions[i]` for every entry read: one string each, not one per card read. */
+const EXTENSION_PATHS: readonly string[] = Array.from({ length: LIMITS.cardExtensions }, (_, i) =>
+  jsonPath('capabilities.extensions', i),
+);
+
+/** The {@link Report} that adds to `diagnostics`. */
+function reportInto(diagnostics: Diagnostic[]): Report {
+  // Returned, not bound to a name in readDeclarations: a named arrow per card read would be one
+  // more function to name (under a loader that keeps names) for every card.
+  return (path, severity, message, code) => {
+    const diagnostic: Diagnostic = { path: path === '' ? '$' : path, severity, message };
+    if (code !== undefined) diagnostic.code = code;
+    diagnostics.push(diagnostic);
+  };
+}
+
 /**
  * Reads the blast-v1, hitl-mode-v1 and effect-domain-v1 declarations of an agent card (any JSON),
  * with a diagnostic for every problem. Never throws; a bad entry never hides the good ones.
@@ -304,11 +320,7 @@ export function readDeclarations(card: unknown): Declarations {
     skills: [],
     diagnostics: [],
   };
-  const report: Report = (path, severity, message, code) => {
-    const diagnostic: Diagnostic = { path: path === '' ? '$' : path, severity, message };
-    if (code !== undefined) diagnostic.code = code;
-    result.diagnostics.push(diagnostic);
-  };
+  const report = reportInto(result.diagnostics);
   if (!isRecord(card)) {
     report('', 'error', `the agent card must be a JSON object (got ${preview(card)})`);
     return result;
@@ -372,7 +384,7 @@ export function readDeclarations(card: unknown): Declarations {
   /** Where each canonical URI was first declared, and under which URI. */
   const seen = new Map<string, { path: string; uri: string }>();
   extensions.slice(0, LIMITS.cardExtensions).forEach((raw: unknown, i) => {
-    const base = jsonPath('capabilities.extensions', i);
+    const base = EXTENSION_PATHS[i] ?? jsonPath('capabilities.extensions', i);
     if (!isRecord(raw)) {
       report(base, 'error', `must be an object (got ${preview(raw)})`);
       return;
