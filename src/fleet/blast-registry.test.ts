@@ -20,6 +20,24 @@ describe('BlastRegistry', () => {
     ]);
   });
 
+  it('keeps a frozen copy of each declaration, own keys only, `__proto__` included', () => {
+    const blast = new BlastRegistry();
+    const declared = { radius: 'repo' as const, note: 'n' };
+    const odd = JSON.parse('{"radius":"self","__proto__":{"radius":"public"}}') as {
+      radius: 'self';
+    };
+    blast.declareFromCard('quinn', { blast: { a: declared, b: odd } });
+    declared.note = 'changed after';
+    const a = blast.get('quinn', 'a')!;
+    expect(a).toEqual({ radius: 'repo', note: 'n' });
+    expect(Object.isFrozen(a)).toBe(true);
+    expect(Object.getPrototypeOf(a)).toBe(Object.prototype);
+    const b = blast.get('quinn', 'b')!;
+    expect(Object.keys(b)).toEqual(['radius', '__proto__']);
+    expect(Object.getPrototypeOf(b)).toBe(Object.prototype);
+    expect(Object.isFrozen(b)).toBe(true);
+  });
+
   it('clears an agent', () => {
     const blast = new BlastRegistry();
     blast.declare('a', 's', { radius: 'self' });

@@ -295,12 +295,8 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
             }),
           );
         }
-        outcome = {
-          agent: agent.name,
-          result: 'changed',
-          digest: fetched.digest,
-          ...(previousDigest === undefined ? {} : { previousDigest }),
-        };
+        outcome = { agent: agent.name, result: 'changed', digest: fetched.digest };
+        if (previousDigest !== undefined) outcome.previousDigest = previousDigest;
       }
       if (state.status === 'stale') book.setStale(agent.name, false);
       if (state.failures > 0 && cache?.clearFailures !== undefined) {
@@ -378,7 +374,7 @@ export function createCardRefresher(options: CardRefresherOptions): CardRefreshe
       const publications: Publication[] = [];
       const outcome = await acquire(() => fetchAndApply(agent, publications));
       // Published outside the fetch slot, so a slow bus never holds up other fetches.
-      await publishAll(agent.name, publications);
+      if (bus !== undefined && publications.length > 0) await publishAll(agent.name, publications);
       return outcome;
     } finally {
       inflight.delete(agent.name);

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { FleetgateError } from '../protocol/index.js';
 import { AGENT_CARD_PATHS, LIMITS } from '../protocol/index.js';
 
@@ -49,7 +49,8 @@ export interface CardSource {
 
 /** sha256 of a card text, hex: the card's identity in events and provenance. */
 export function cardDigest(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
+  // The one-shot hash: no Hash object per card (a third of the cost of hashing a card).
+  return hash('sha256', text, 'hex');
 }
 
 /** Options of {@link HttpCardSource}. */
@@ -70,6 +71,9 @@ export function cardUrlsFor(agentUrl: string): string[] {
   const base = url.toString().replace(/\/+$/, '');
   return AGENT_CARD_PATHS.map((path) => `${base}${path}`);
 }
+
+/** Agent URLs whose card URLs a source remembers. */
+const MAX_REMEMBERED_URLS = 10_000;
 
 function failed(url: string, reason: string, cause?: unknown, status?: number): FleetgateError {
   return new FleetgateError('FLEETGATE_CARD_FETCH_FAILED', `${url}: ${reason}`, {
@@ -101,6 +105,8 @@ export class HttpCardSource implements CardSource {
   readonly #maxBytes: number;
   readonly #maxRedirects: number;
   readonly #fetch: typeof fetch;
+  /** The card URLs of each agent URL seen (`cardUrlsFor` parses and prints a URL every time). */
+  readonly #urls = new Map<string, readonly string[]>();
 
   constructor(options: HttpCardSourceOptions = {}) {
     this.#timeoutMs = options.timeoutMs ?? 5000;
@@ -114,8 +120,9 @@ export class HttpCardSource implements CardSource {
     previous: CardValidators = {},
     signal?: AbortSignal,
   ): Promise<CardFetchResult> {
-    const urls = cardUrlsFor(target.url);
-    for (const [i, url] of urls.entries()) {
+    const urls = this.#urlsOf(target.url);
+    for (let i = 0; i < urls.length; i += 1) {
+      const url = urls[i]!;
       const result = await this.#fetchOne(url, target, previous, signal);
       if (result === 'not-found' && i < urls.length - 1) continue;
       if (result === 'not-found') {
@@ -129,13 +136,24 @@ export class HttpCardSource implements CardSource {
     throw failed(target.url, 'no card URL to try');
   }
 
+  #urlsOf(agentUrl: string): readonly string[] {
+    let urls = this.#urls.get(agentUrl);
+    if (urls === undefined) {
+      urls = cardUrlsFor(agentUrl);
+      // A fleet has a bounded set of agent URLs; a source fed endless new ones starts over.
+      if (this.#urls.size >= MAX_REMEMBERED_URLS) this.#urls.clear();
+      this.#urls.set(agentUrl, urls);
+    }
+    return urls;
+  }
+
+  /** One card URL, its redirects included, within one timeout (one async step per fetch). */
   async #fetchOne(
     firstUrl: string,
     target: CardTarget,
     previous: CardValidators,
     signal: AbortSignal | undefined,
   ): Promise<CardFetchResult | 'not-found'> {
-    const origin = new URL(firstUrl).origin;
     // A controller and a timer cleared on the way out: `AbortSignal.timeout` costs ~45 µs per
     // signal (a weakly held timer), as much as the rest of a loopback card fetch.
     const controller = new AbortController();
@@ -146,113 +164,108 @@ export class HttpCardSource implements CardSource {
     timer.unref?.();
     try {
       const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
-      return await this.#request(firstUrl, origin, combined, timeout, target, previous, signal);
+      // Only a redirect needs the origin: parsed then, not for every card.
+      let origin: string | undefined;
+      const headers: Record<string, string> = {
+        accept: 'application/json',
+        'A2A-Version': '1.0',
+        ...target.headers,
+      };
+      if (previous.etag !== undefined) headers['if-none-match'] = previous.etag;
+      if (previous.lastModified !== undefined) headers['if-modified-since'] = previous.lastModified;
+
+      let url = firstUrl;
+      for (let hop = 0; ; hop += 1) {
+        let response: Response;
+        try {
+          response = await this.#fetch(url, { headers, redirect: 'manual', signal: combined });
+        } catch (error) {
+          const reason = timeout.aborted
+            ? `timed out after ${this.#timeoutMs} ms`
+            : signal?.aborted
+              ? 'aborted'
+              : describeNetworkError(error);
+          throw failed(url, reason, error);
+        }
+        if (response.status >= 300 && response.status < 400 && response.status !== 304) {
+          await response.body?.cancel();
+          const location = response.headers.get('location');
+          if (location === null) throw failed(url, `HTTP ${response.status} without a Location`);
+          const next = new URL(location, url);
+          origin ??= new URL(firstUrl).origin;
+          if (next.origin !== origin) {
+            throw failed(
+              url,
+              `redirect to another origin (${next.origin}) refused`,
+              undefined,
+              response.status,
+            );
+          }
+          if (hop >= this.#maxRedirects) {
+            throw failed(
+              url,
+              `more than ${this.#maxRedirects} redirects`,
+              undefined,
+              response.status,
+            );
+          }
+          url = next.toString();
+          continue;
+        }
+        if (response.status === 304) {
+          await response.body?.cancel();
+          return { status: 'not-modified', url };
+        }
+        if (response.status === 404) {
+          await response.body?.cancel();
+          return 'not-found';
+        }
+        if (!response.ok) {
+          await response.body?.cancel();
+          throw failed(
+            url,
+            `HTTP ${response.status} ${response.statusText}`.trim(),
+            undefined,
+            response.status,
+          );
+        }
+        const declared = Number(response.headers.get('content-length') ?? Number.NaN);
+        let text: string;
+        if (Number.isFinite(declared) && declared <= this.#maxBytes && response.body !== null) {
+          // The server said how long the body is, within the limit: the fetch enforces that
+          // length, so read it in one go (much cheaper than pulling chunks through a reader).
+          try {
+            text = await response.text();
+          } catch (error) {
+            throw this.#readFailed(url, timeout, error);
+          }
+        } else {
+          text = await this.#readLimited(response, url, timeout, declared);
+        }
+        const validators: CardValidators = {};
+        const etag = response.headers.get('etag');
+        const lastModified = response.headers.get('last-modified');
+        if (etag !== null) validators.etag = etag;
+        if (lastModified !== null) validators.lastModified = lastModified;
+        return { status: 'fetched', url, text, digest: cardDigest(text), validators };
+      }
     } finally {
       clearTimeout(timer);
     }
   }
 
-  async #request(
-    firstUrl: string,
-    origin: string,
-    combined: AbortSignal,
+  /** A body without a length, or one over the limit: read in chunks, counting. */
+  async #readLimited(
+    response: Response,
+    url: string,
     timeout: AbortSignal,
-    target: CardTarget,
-    previous: CardValidators,
-    signal: AbortSignal | undefined,
-  ): Promise<CardFetchResult | 'not-found'> {
-    const headers: Record<string, string> = {
-      accept: 'application/json',
-      'A2A-Version': '1.0',
-      ...target.headers,
-    };
-    if (previous.etag !== undefined) headers['if-none-match'] = previous.etag;
-    if (previous.lastModified !== undefined) headers['if-modified-since'] = previous.lastModified;
-
-    let url = firstUrl;
-    for (let hop = 0; ; hop += 1) {
-      let response: Response;
-      try {
-        response = await this.#fetch(url, { headers, redirect: 'manual', signal: combined });
-      } catch (error) {
-        const reason = timeout.aborted
-          ? `timed out after ${this.#timeoutMs} ms`
-          : signal?.aborted
-            ? 'aborted'
-            : describeNetworkError(error);
-        throw failed(url, reason, error);
-      }
-      if (response.status >= 300 && response.status < 400 && response.status !== 304) {
-        await response.body?.cancel();
-        const location = response.headers.get('location');
-        if (location === null) throw failed(url, `HTTP ${response.status} without a Location`);
-        const next = new URL(location, url);
-        if (next.origin !== origin) {
-          throw failed(
-            url,
-            `redirect to another origin (${next.origin}) refused`,
-            undefined,
-            response.status,
-          );
-        }
-        if (hop >= this.#maxRedirects) {
-          throw failed(
-            url,
-            `more than ${this.#maxRedirects} redirects`,
-            undefined,
-            response.status,
-          );
-        }
-        url = next.toString();
-        continue;
-      }
-      if (response.status === 304) {
-        await response.body?.cancel();
-        return { status: 'not-modified', url };
-      }
-      if (response.status === 404) {
-        await response.body?.cancel();
-        return 'not-found';
-      }
-      if (!response.ok) {
-        await response.body?.cancel();
-        throw failed(
-          url,
-          `HTTP ${response.status} ${response.statusText}`.trim(),
-          undefined,
-          response.status,
-        );
-      }
-      const text = await this.#readLimited(response, url, timeout);
-      const validators: CardValidators = {};
-      const etag = response.headers.get('etag');
-      const lastModified = response.headers.get('last-modified');
-      if (etag !== null) validators.etag = etag;
-      if (lastModified !== null) validators.lastModified = lastModified;
-      return { status: 'fetched', url, text, digest: cardDigest(text), validators };
-    }
-  }
-
-  async #readLimited(response: Response, url: string, timeout: AbortSignal): Promise<string> {
-    const declared = Number(response.headers.get('content-length') ?? Number.NaN);
+    declared: number,
+  ): Promise<string> {
     if (Number.isFinite(declared) && declared > this.#maxBytes) {
       await response.body?.cancel();
       throw tooLarge(url, `${declared} bytes`, this.#maxBytes);
     }
     if (response.body === null) return '';
-    // The server said how long the body is, within the limit: the fetch enforces that length, so
-    // read it in one go (much cheaper than pulling chunks through a stream reader).
-    if (Number.isFinite(declared)) {
-      try {
-        return await response.text();
-      } catch (error) {
-        throw failed(
-          url,
-          timeout.aborted ? `timed out after ${this.#timeoutMs} ms` : describeNetworkError(error),
-          error,
-        );
-      }
-    }
     const reader = response.body.getReader();
     const chunks: Uint8Array[] = [];
     let total = 0;
@@ -269,13 +282,17 @@ export class HttpCardSource implements CardSource {
       }
     } catch (error) {
       if (error instanceof FleetgateError) throw error;
-      throw failed(
-        url,
-        timeout.aborted ? `timed out after ${this.#timeoutMs} ms` : describeNetworkError(error),
-        error,
-      );
+      throw this.#readFailed(url, timeout, error);
     }
     return Buffer.concat(chunks).toString('utf8');
+  }
+
+  #readFailed(url: string, timeout: AbortSignal, error: unknown): FleetgateError {
+    return failed(
+      url,
+      timeout.aborted ? `timed out after ${this.#timeoutMs} ms` : describeNetworkError(error),
+      error,
+    );
   }
 }
 

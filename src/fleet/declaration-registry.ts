@@ -26,6 +26,20 @@ export interface DeclarationLookupResult<T> {
   provenance: Provenance | undefined;
 }
 
+/**
+ * A frozen copy of a declaration's own enumerable properties (what `{ ...declaration }` copies).
+ * `Object.assign` onto a literal, not a spread: V8 turns a frozen spread copy into a hash table
+ * (~150 bytes and ~2 µs each, against ~50 bytes and ~0.2 µs). Only an own `__proto__` key, which
+ * `Object.assign` would take for the prototype setter, goes through the spread.
+ */
+function frozenCopy<T>(declaration: T): T {
+  const copy =
+    declaration != null && Object.hasOwn(declaration, '__proto__')
+      ? { ...declaration }
+      : Object.assign({}, declaration);
+  return Object.freeze(copy);
+}
+
 /** The skills of an agent that declares none: shared, never written (see `declare`). */
 const NO_SKILLS: ReadonlyMap<string, unknown> = new Map<string, unknown>();
 
@@ -57,7 +71,7 @@ export class DeclarationRegistry<T> {
     const entry = this.#agent(agent);
     const skills =
       entry.skills === NO_SKILLS ? new Map<string, T>() : (entry.skills as Map<string, T>);
-    skills.set(skill, Object.freeze({ ...declaration }));
+    skills.set(skill, frozenCopy(declaration));
     entry.skills = skills;
   }
 
@@ -75,7 +89,7 @@ export class DeclarationRegistry<T> {
     let skills: Map<string, T> | undefined;
     for (const skill in declarations) {
       if (!Object.hasOwn(declarations, skill)) continue;
-      (skills ??= new Map()).set(skill, Object.freeze({ ...declarations[skill]! }));
+      (skills ??= new Map()).set(skill, frozenCopy(declarations[skill]!));
     }
     this.#byAgent.set(agent, {
       skills: skills ?? (NO_SKILLS as ReadonlyMap<string, T>),

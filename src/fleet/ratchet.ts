@@ -120,7 +120,9 @@ export function createStoreRatchetPersistence<DB extends FleetDatabase>(
 const RATCHET_CHUNK = 200;
 
 function key(kind: RatchetKind, agent: string, skill: string): string {
-  return `${kind}\u0000${agent}\u0000${skill}`;
+  // `join` builds one flat string; a template literal this long builds a rope of cons strings,
+  // which a Map flattens on every lookup and keeps (~100 bytes a key against ~40).
+  return [kind, agent, skill].join('\u0000');
 }
 
 /** In-memory persistence (tests, or a gateway that accepts losing acknowledgements on restart). */
@@ -253,9 +255,13 @@ export class DeclarationRatchet {
     previous: RatchetValues[K] | undefined,
   ): Promise<RatchetChange<K> | undefined> {
     const rows: RatchetRow[] = [];
+    const keys: string[] = [];
     const changes: RatchetChange<K>[] = [];
-    this.#decide(kind, agent, skill, declared, previous, rows, changes);
-    if (rows.length > 0) await this.#saveAll(rows);
+    this.#decide(kind, agent, skill, declared, previous, rows, keys, changes);
+    if (rows.length > 0) {
+      await this.#persist(rows);
+      this.#hold(rows, keys);
+    }
     return changes[0];
   }
 
@@ -269,14 +275,21 @@ export class DeclarationRatchet {
     observations: readonly RatchetObservation[],
   ): Promise<RatchetChange[]> {
     const rows: RatchetRow[] = [];
+    const keys: string[] = [];
     const changes: RatchetChange[] = [];
     for (const o of observations)
-      this.#decide(o.kind, agent, o.skill, o.declared, o.previous, rows, changes);
-    if (rows.length > 0) await this.#saveAll(rows);
+      this.#decide(o.kind, agent, o.skill, o.declared, o.previous, rows, keys, changes);
+    if (rows.length > 0) {
+      await this.#persist(rows);
+      this.#hold(rows, keys);
+    }
     return changes;
   }
 
-  /** What observing `declared` does: the row to save goes to `rows`, the change to `changes`. */
+  /**
+   * What observing `declared` does: the row to save goes to `rows` (its key to `keys`, built once
+   * per observation), the change to `changes`.
+   */
   #decide<K extends RatchetKind>(
     kind: K,
     agent: string,
@@ -284,15 +297,18 @@ export class DeclarationRatchet {
     declared: RatchetValues[K],
     previous: RatchetValues[K] | undefined,
     rows: RatchetRow[],
+    keys: string[],
     changes: RatchetChange<K>[],
   ): void {
-    const row = this.#rows.get(key(kind, agent, skill));
+    const k = key(kind, agent, skill);
+    const row = this.#rows.get(k);
     const compare = COMPARE[kind];
     const accepted = acceptedOf(kind, row);
     const before = previous ?? pendingOf(kind, row) ?? accepted;
     if (accepted === undefined || compare(declared, accepted) >= 0) {
       // First sight, same level or wider: takes effect at once.
       if (row === undefined || row.accepted !== declared || row.pending !== null) {
+        keys.push(k);
         rows.push({
           agent,
           skill,
@@ -319,6 +335,7 @@ export class DeclarationRatchet {
     }
     // Narrower than the accepted level: keep the accepted level until acknowledged.
     if (row?.pending === declared) return;
+    keys.push(k);
     rows.push({ ...row!, pending: declared, updatedAt: this.#now() });
     changes.push({
       agent,
@@ -346,27 +363,33 @@ export class DeclarationRatchet {
     const pending = this.pending(kind, agent, skill);
     if (row === undefined || pending === undefined) return undefined;
     const now = this.#now();
-    await this.#save({
-      ...row,
-      accepted: pending,
-      pending: null,
-      updatedAt: now,
-      acknowledgedAt: now,
-      acknowledgedBy: by,
-    });
+    const rows = [
+      {
+        ...row,
+        accepted: pending,
+        pending: null,
+        updatedAt: now,
+        acknowledgedAt: now,
+        acknowledgedBy: by,
+      },
+    ];
+    await this.#persist(rows);
+    this.#hold(rows, [key(kind, agent, skill)]);
     return pending;
   }
 
-  async #save(row: RatchetRow): Promise<void> {
-    await this.#saveAll([row]);
+  /** Persists the rows: in one write when the persistence can, else one by one in order. */
+  #persist(rows: readonly RatchetRow[]): Promise<void> {
+    const persistence = this.#persistence;
+    if (persistence.saveMany !== undefined) return persistence.saveMany(rows);
+    return (async () => {
+      for (const row of rows) await persistence.save(row);
+    })();
   }
 
-  /** Persists the rows (in one write when the persistence can), then holds them. */
-  async #saveAll(rows: readonly RatchetRow[]): Promise<void> {
-    const persistence = this.#persistence;
-    if (persistence.saveMany !== undefined) await persistence.saveMany(rows);
-    else for (const row of rows) await persistence.save(row);
-    for (const row of rows) this.#rows.set(key(row.kind, row.agent, row.skill), row);
+  /** Holds persisted rows under their keys: readers see them from now on. */
+  #hold(rows: readonly RatchetRow[], keys: readonly string[]): void {
+    for (let i = 0; i < rows.length; i += 1) this.#rows.set(keys[i]!, rows[i]!);
     this.#version += 1;
   }
 }

@@ -82,17 +82,37 @@ export interface Declarations {
   diagnostics: Diagnostic[];
 }
 
-type Reader<T> = (entry: Record<string, unknown>, path: string, report: Report) => T | undefined;
+/**
+ * Reads one skill's entry of an extension's `params.skills`. `base` is the extension entry's path
+ * and `id` the skill's: the entry's path is built only for a diagnostic ({@link skillPath}).
+ */
+type Reader<T> = (
+  entry: Record<string, unknown>,
+  base: string,
+  id: string,
+  report: Report,
+) => T | undefined;
+
+/** `<base>.params` */
+const paramsPathOf = (base: string): string => jsonPath(base, 'params');
+/** `<base>.params.skills` */
+const skillsPathOf = (base: string): string => jsonPath(paramsPathOf(base), 'skills');
+/** `<base>.params.skills.<id>`, or a key below it. */
+function skillPath(base: string, id: string, key?: string): string {
+  const path = jsonPath(skillsPathOf(base), id);
+  return key === undefined ? path : jsonPath(path, key);
+}
 
 function readNote(
   entry: Record<string, unknown>,
-  path: string,
+  base: string,
+  id: string,
   report: Report,
 ): string | undefined {
   if (entry.note === undefined) return undefined;
   if (typeof entry.note !== 'string') {
     report(
-      jsonPath(path, 'note'),
+      skillPath(base, id, 'note'),
       'warning',
       `must be a string; ignored (got ${preview(entry.note)})`,
     );
@@ -100,7 +120,7 @@ function readNote(
   }
   if (entry.note.length > LIMITS.noteLength) {
     report(
-      jsonPath(path, 'note'),
+      skillPath(base, id, 'note'),
       'warning',
       `is longer than ${LIMITS.noteLength} characters; cut`,
     );
@@ -109,10 +129,10 @@ function readNote(
   return entry.note;
 }
 
-const readBlast: Reader<BlastDeclaration> = (entry, path, report) => {
+const readBlast: Reader<BlastDeclaration> = (entry, base, id, report) => {
   if (!isBlastRadius(entry.radius)) {
     report(
-      jsonPath(path, 'radius'),
+      skillPath(base, id, 'radius'),
       'error',
       entry.radius === undefined
         ? `is missing; expected one of ${BLAST_RADII.join(', ')}`
@@ -120,14 +140,14 @@ const readBlast: Reader<BlastDeclaration> = (entry, path, report) => {
     );
     return undefined;
   }
-  const note = readNote(entry, path, report);
+  const note = readNote(entry, base, id, report);
   return note === undefined ? { radius: entry.radius } : { radius: entry.radius, note };
 };
 
-const readHitl: Reader<HitlModeDeclaration> = (entry, path, report) => {
+const readHitl: Reader<HitlModeDeclaration> = (entry, base, id, report) => {
   if (!isHitlMode(entry.mode)) {
     report(
-      jsonPath(path, 'mode'),
+      skillPath(base, id, 'mode'),
       'error',
       entry.mode === undefined
         ? `is missing; expected one of ${HITL_MODES.join(', ')}`
@@ -140,7 +160,7 @@ const readHitl: Reader<HitlModeDeclaration> = (entry, path, report) => {
     const ttl = entry.vetoTtlMs;
     if (typeof ttl !== 'number' || !Number.isSafeInteger(ttl) || ttl <= 0) {
       report(
-        jsonPath(path, 'vetoTtlMs'),
+        skillPath(base, id, 'vetoTtlMs'),
         'error',
         `must be a positive integer (got ${preview(ttl)})`,
       );
@@ -152,26 +172,25 @@ const readHitl: Reader<HitlModeDeclaration> = (entry, path, report) => {
     if (entry.reviewer === 'operator') declaration.reviewer = 'operator';
     else {
       report(
-        jsonPath(path, 'reviewer'),
+        skillPath(base, id, 'reviewer'),
         'warning',
         `unknown reviewer ${preview(entry.reviewer)}; only "operator" is defined, ignored`,
       );
     }
   }
-  const note = readNote(entry, path, report);
+  const note = readNote(entry, base, id, report);
   if (note !== undefined) declaration.note = note;
   return declaration;
 };
 
-const readDomains: Reader<EffectDomainDeclaration> = (entry, path, report) => {
+const readDomains: Reader<EffectDomainDeclaration> = (entry, base, id, report) => {
   const domains = entry.domains;
-  const where = jsonPath(path, 'domains');
   if (
     !Array.isArray(domains) ||
     domains.some((d) => typeof d !== 'string' || d.trim() === '' || d.length > LIMITS.nameLength)
   ) {
     report(
-      where,
+      skillPath(base, id, 'domains'),
       'error',
       `must be a list of non-empty strings of at most ${LIMITS.nameLength} characters (got ${preview(domains)})`,
     );
@@ -179,7 +198,7 @@ const readDomains: Reader<EffectDomainDeclaration> = (entry, path, report) => {
   }
   if (domains.length > LIMITS.skillDomains) {
     report(
-      where,
+      skillPath(base, id, 'domains'),
       'error',
       `has ${domains.length} domains, more than the limit of ${LIMITS.skillDomains}`,
     );
@@ -187,6 +206,16 @@ const readDomains: Reader<EffectDomainDeclaration> = (entry, path, report) => {
   }
   return { domains: [...new Set(domains as string[])] };
 };
+
+/**
+ * A new object without a prototype (skill ids are keys: `__proto__` or `constructor` are plain
+ * keys here). Made from a literal, not with `Object.create(null)`: V8 gives the latter a hash table
+ * from the start (~180 bytes, and slower to fill and list), while this one stays a compact object
+ * with the same behaviour.
+ */
+function emptyRecord<T>(): Record<string, T> {
+  return Object.setPrototypeOf({}, null) as Record<string, T>;
+}
 
 /**
  * Reads the per-skill `params.skills` map of one extension entry. A bad entry for one skill is
@@ -200,24 +229,23 @@ function readSkillMap<T>(
   report: Report,
   requireSkills: boolean,
 ): Record<string, T> {
-  const out: Record<string, T> = Object.create(null) as Record<string, T>;
-  const paramsPath = jsonPath(base, 'params');
+  // Paths are built only for a diagnostic: a good card never needs them.
+  const out = emptyRecord<T>();
   if (params === undefined) {
-    if (requireSkills) report(paramsPath, 'warning', 'is missing; no skill declarations');
+    if (requireSkills) report(paramsPathOf(base), 'warning', 'is missing; no skill declarations');
     return out;
   }
   if (!isRecord(params)) {
-    report(paramsPath, 'error', `must be an object (got ${preview(params)})`);
+    report(paramsPathOf(base), 'error', `must be an object (got ${preview(params)})`);
     return out;
   }
-  const skillsPath = jsonPath(paramsPath, 'skills');
   if (params.skills === undefined) {
-    if (requireSkills) report(skillsPath, 'warning', 'is missing; no skill declarations');
+    if (requireSkills) report(skillsPathOf(base), 'warning', 'is missing; no skill declarations');
     return out;
   }
   if (!isRecord(params.skills)) {
     report(
-      skillsPath,
+      skillsPathOf(base),
       'error',
       `must be an object mapping skill ids to declarations (got ${Array.isArray(params.skills) ? 'an array' : preview(params.skills)})`,
     );
@@ -226,31 +254,50 @@ function readSkillMap<T>(
   const ids = Object.keys(params.skills);
   if (ids.length > LIMITS.cardSkills) {
     report(
-      skillsPath,
+      skillsPathOf(base),
       'error',
       `declares ${ids.length} skills, more than the limit of ${LIMITS.cardSkills}; only the first ${LIMITS.cardSkills} are read, the rest are ignored`,
       'FLEETGATE_LIMIT_EXCEEDED',
     );
   }
   for (const id of ids.slice(0, LIMITS.cardSkills)) {
-    const path = jsonPath(skillsPath, id);
     const entry = params.skills[id];
     if (id === '' || id.length > LIMITS.nameLength) {
-      report(path, 'error', `skill id must be 1 to ${LIMITS.nameLength} characters`);
+      report(skillPath(base, id), 'error', `skill id must be 1 to ${LIMITS.nameLength} characters`);
       continue;
     }
     if (!isRecord(entry)) {
-      report(path, 'error', `must be an object (got ${preview(entry)})`);
+      report(skillPath(base, id), 'error', `must be an object (got ${preview(entry)})`);
       continue;
     }
-    const value = read(entry, path, report);
+    const value = read(entry, base, id, report);
     if (value === undefined) continue;
     if (knownSkills !== undefined && !knownSkills.has(id)) {
-      report(path, 'warning', `names skill ${JSON.stringify(id)}, which is not in card.skills`);
+      report(
+        skillPath(base, id),
+        'warning',
+        `names skill ${JSON.stringify(id)}, which is not in card.skills`,
+      );
     }
     out[id] = value;
   }
   return out;
+}
+
+/** `capabilities.extensions[i]` for every entry read: one string each, not one per card read. */
+const EXTENSION_PATHS: readonly string[] = Array.from({ length: LIMITS.cardExtensions }, (_, i) =>
+  jsonPath('capabilities.extensions', i),
+);
+
+/** The {@link Report} that adds to `diagnostics`. */
+function reportInto(diagnostics: Diagnostic[]): Report {
+  // Returned, not bound to a name in readDeclarations: a named arrow per card read would be one
+  // more function to name (under a loader that keeps names) for every card.
+  return (path, severity, message, code) => {
+    const diagnostic: Diagnostic = { path: path === '' ? '$' : path, severity, message };
+    if (code !== undefined) diagnostic.code = code;
+    diagnostics.push(diagnostic);
+  };
 }
 
 /**
@@ -267,17 +314,13 @@ export function readDeclarations(card: unknown): Declarations {
   const result: Declarations = {
     declared: [],
     extensions: [],
-    blast: Object.create(null) as Record<string, BlastDeclaration>,
-    hitlMode: Object.create(null) as Record<string, HitlModeDeclaration>,
-    effectDomain: Object.create(null) as Record<string, EffectDomainDeclaration>,
+    blast: emptyRecord<BlastDeclaration>(),
+    hitlMode: emptyRecord<HitlModeDeclaration>(),
+    effectDomain: emptyRecord<EffectDomainDeclaration>(),
     skills: [],
     diagnostics: [],
   };
-  const report: Report = (path, severity, message, code) => {
-    const diagnostic: Diagnostic = { path: path === '' ? '$' : path, severity, message };
-    if (code !== undefined) diagnostic.code = code;
-    result.diagnostics.push(diagnostic);
-  };
+  const report = reportInto(result.diagnostics);
   if (!isRecord(card)) {
     report('', 'error', `the agent card must be a JSON object (got ${preview(card)})`);
     return result;
@@ -341,7 +384,7 @@ export function readDeclarations(card: unknown): Declarations {
   /** Where each canonical URI was first declared, and under which URI. */
   const seen = new Map<string, { path: string; uri: string }>();
   extensions.slice(0, LIMITS.cardExtensions).forEach((raw: unknown, i) => {
-    const base = jsonPath('capabilities.extensions', i);
+    const base = EXTENSION_PATHS[i] ?? jsonPath('capabilities.extensions', i);
     if (!isRecord(raw)) {
       report(base, 'error', `must be an object (got ${preview(raw)})`);
       return;
