@@ -136,15 +136,18 @@ export function createProxyTaskStore<DB extends ProxyDatabase>(
       .executeTakeFirst();
     return row === undefined ? undefined : fromRow(row);
   };
-  const takeAttempt: ProxyTaskStore['takeAttempt'] = async (key, seen, at, leaseUntil) => {
-    const updated = await db
+  /** An update of a delivery still `sending` after exactly `attempts` tries. */
+  const atTry = (key: DeliveryKey, attempts: number) =>
+    db
       .updateTable('fleetgate_proxy_push_delivery')
-      .set({ attempts: seen + 1, next_at: leaseUntil, updated_at: at })
       .where('task_id', '=', key.taskId)
       .where('config_id', '=', key.configId)
       .where('state', '=', key.state)
       .where('status', '=', 'sending')
-      .where('attempts', '=', seen)
+      .where('attempts', '=', attempts);
+  const takeAttempt: ProxyTaskStore['takeAttempt'] = async (key, seen, at, leaseUntil) => {
+    const updated = await atTry(key, seen)
+      .set({ attempts: seen + 1, next_at: leaseUntil, updated_at: at })
       .executeTakeFirst();
     return Number(updated.numUpdatedRows) === 1;
   };
@@ -297,15 +300,7 @@ export function createProxyTaskStore<DB extends ProxyDatabase>(
     },
     takeAttempt,
     async retryAt(key, attempts, nextAt, error) {
-      await db
-        .updateTable('fleetgate_proxy_push_delivery')
-        .set({ next_at: nextAt, last_error: error })
-        .where('task_id', '=', key.taskId)
-        .where('config_id', '=', key.configId)
-        .where('state', '=', key.state)
-        .where('status', '=', 'sending')
-        .where('attempts', '=', attempts)
-        .execute();
+      await atTry(key, attempts).set({ next_at: nextAt, last_error: error }).execute();
     },
     async dueDeliveries(now, limit) {
       const rows = await db
