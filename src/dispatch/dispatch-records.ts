@@ -83,6 +83,16 @@ const SELECT_ROWS =
   'left join "fleetgate_dispatch_trace" on "fleetgate_dispatch_trace"."dispatch_id" = "fleetgate_dispatch"."id" ';
 const SELECT_BY_ID = `${SELECT_ROWS}where "fleetgate_dispatch"."id" = ?`;
 const SELECT_BY_TASK = `${SELECT_ROWS}where "fleetgate_dispatch"."agent" = ? and "fleetgate_dispatch"."task_id" = ? limit 1`;
+const INSERT =
+  'insert into "fleetgate_dispatch" ("id", "agent", "skill", "correlation_id", "status", "task_id", ' +
+  '"created_at", "updated_at", "result") values (?, ?, ?, ?, ?, ?, ?, ?, ?)';
+const INSERT_TRACE =
+  'insert into "fleetgate_dispatch_trace" ("dispatch_id", "traceparent") values (?, ?)';
+/** A task id or result left out of a change keeps the stored one (neither is ever cleared). */
+const UPDATE =
+  'update "fleetgate_dispatch" set "status" = ?, "updated_at" = ?, ' +
+  '"task_id" = coalesce(?, "task_id"), "result" = coalesce(?, "result") ' +
+  `where "id" = ? and "status" not in (${ENDED.map((s) => `'${s}'`).join(', ')})`;
 
 /** Dispatch records in the store (SQLite or PostgreSQL). */
 export function createStoreDispatchRecords<DB extends DispatchDatabase>(
@@ -113,6 +123,27 @@ export function createStoreDispatchRecords<DB extends DispatchDatabase>(
   };
   return {
     async create(record) {
+      const result = record.result === null ? null : JSON.stringify(record.result);
+      if (direct !== undefined) {
+        // The record and its trace context in one unit, committed with the writes of this turn.
+        await direct.write((sql) => {
+          sql.run(INSERT, [
+            record.id,
+            record.agent,
+            record.skill,
+            record.correlationId,
+            record.status,
+            record.taskId,
+            record.createdAt,
+            record.updatedAt,
+            result,
+          ]);
+          if (record.traceparent !== undefined) {
+            sql.run(INSERT_TRACE, [record.id, record.traceparent]);
+          }
+        });
+        return;
+      }
       await db
         .insertInto('fleetgate_dispatch')
         .values({
@@ -124,7 +155,7 @@ export function createStoreDispatchRecords<DB extends DispatchDatabase>(
           task_id: record.taskId,
           created_at: record.createdAt,
           updated_at: record.updatedAt,
-          result: record.result === null ? null : JSON.stringify(record.result),
+          result,
         })
         .execute();
       if (record.traceparent !== undefined) {
@@ -144,6 +175,20 @@ export function createStoreDispatchRecords<DB extends DispatchDatabase>(
       return row === undefined ? undefined : fromRow(row);
     },
     async update(id, change) {
+      if (direct !== undefined) {
+        // The change and the record as it stands after it, in one unit.
+        const row = await direct.write((sql) => {
+          sql.run(UPDATE, [
+            change.status,
+            change.at,
+            change.taskId ?? null,
+            change.result === undefined ? null : JSON.stringify(change.result),
+            id,
+          ]);
+          return sql.get<DispatchRow>(SELECT_BY_ID, [id]);
+        });
+        return row === undefined ? undefined : fromRow(row);
+      }
       await db
         .updateTable('fleetgate_dispatch')
         .set({
