@@ -13,14 +13,24 @@ import {
   type IncomingMessage,
   type OutgoingHttpHeaders,
 } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type * as Https from 'node:https';
+import { createRequire } from 'node:module';
 import { Readable } from 'node:stream';
-import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import type * as Zlib from 'node:zlib';
 
-const pools = {
-  http: new HttpAgent({ keepAlive: true }),
-  https: new HttpsAgent({ keepAlive: true }),
-};
+// TLS and zlib load on first use: most fleets call agents over plain http, uncompressed, and a
+// process that imports the library pays for neither.
+const load = createRequire(import.meta.url);
+let https: { module: typeof Https; pool: Https.Agent } | undefined;
+const httpPool = new HttpAgent({ keepAlive: true });
+
+function httpsOnce(): NonNullable<typeof https> {
+  if (https === undefined) {
+    const module = load('node:https') as typeof Https;
+    https = { module, pool: new module.Agent({ keepAlive: true }) };
+  }
+  return https;
+}
 
 /** Statuses whose answer has no body, and the redirects (the caller reads only their headers). */
 const NO_BODY = new Set([101, 204, 205, 304, 301, 302, 303, 307, 308]);
@@ -70,14 +80,17 @@ function incoming(raw: readonly string[]): Headers {
 
 /** The body as sent, decoded when the agent compressed it (as `fetch` decodes it). */
 function decoded(res: IncomingMessage): Readable {
-  switch (res.headers['content-encoding']?.trim().toLowerCase()) {
+  const encoding = res.headers['content-encoding']?.trim().toLowerCase();
+  if (encoding === undefined || encoding === '' || encoding === 'identity') return res;
+  const zlib = load('node:zlib') as typeof Zlib;
+  switch (encoding) {
     case 'gzip':
     case 'x-gzip':
-      return res.pipe(createGunzip());
+      return res.pipe(zlib.createGunzip());
     case 'deflate':
-      return res.pipe(createInflate());
+      return res.pipe(zlib.createInflate());
     case 'br':
-      return res.pipe(createBrotliDecompress());
+      return res.pipe(zlib.createBrotliDecompress());
     default:
       return res;
   }
@@ -106,12 +119,11 @@ export function exchange(
     if (body !== undefined && body !== null) {
       headers['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
     }
-    const secure = url.protocol === 'https:';
-    const req = (secure ? httpsRequest : httpRequest)(url, {
-      method: init.method ?? 'GET',
-      headers,
-      agent: secure ? pools.https : pools.http,
-    });
+    const options = { method: init.method ?? 'GET', headers };
+    const req =
+      url.protocol === 'https:'
+        ? httpsOnce().module.request(url, { ...options, agent: httpsOnce().pool })
+        : httpRequest(url, { ...options, agent: httpPool });
     let settled = false;
     let res: IncomingMessage | undefined;
     const onAbort = (): void => {
