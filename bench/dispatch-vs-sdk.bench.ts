@@ -31,7 +31,7 @@ import { toSdkAgentCard } from '../src/dispatch/index.js';
 import { createGateway } from '../src/service/index.js';
 import { OPS_DELTAS, opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
 import { note, percentile, report } from './report.js';
-import { startAgentProcess } from './support/agent-process.js';
+import { serveAgentProcess, startAgentProcess } from './support/agent-process.js';
 import { rawTextRequest } from './support/sdk-request.js';
 
 const BENCH = 'dispatch-vs-sdk';
@@ -47,11 +47,7 @@ if (process.argv.includes('--agent')) {
   const agent = await startOpsAgent({
     behaviour: () => opsBehaviour({ ...fixedCall(), skill: SKILL }),
   });
-  process.stdout.write(`${JSON.stringify({ url: agent.url })}\n`);
-  process.stdin.resume();
-  process.stdin.on('end', () => {
-    void agent.close().then(() => process.exit(0));
-  });
+  serveAgentProcess(agent);
 } else {
   await main();
 }

@@ -20,7 +20,7 @@ import type { Client } from '@a2a-js/sdk/client';
 import { startOpsAgent } from '../examples/agents/ops-agent.js';
 import { sdkClient, userMessage } from '../test/support/a2a-client.js';
 import { note, percentile, report } from './report.js';
-import { startAgentProcess } from './support/agent-process.js';
+import { serveAgentProcess, startAgentProcess } from './support/agent-process.js';
 import { startGatewayProcess } from './support/gateway-process.js';
 
 const BENCH = 'proxy-vs-direct';
@@ -31,11 +31,7 @@ const ROUNDS = 6;
 
 if (process.argv.includes('--agent')) {
   const agent = await startOpsAgent();
-  process.stdout.write(`${JSON.stringify({ url: agent.url })}\n`);
-  process.stdin.resume();
-  process.stdin.on('end', () => {
-    void agent.close().then(() => process.exit(0));
-  });
+  serveAgentProcess(agent);
 } else {
   await main();
 }

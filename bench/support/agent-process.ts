@@ -19,3 +19,15 @@ export async function startAgentProcess(
   });
   return { url, stop: () => child.stdin.end() };
 }
+
+/**
+ * The child side of {@link startAgentProcess}: prints the agent's URL as `{"url": …}` and keeps
+ * the process alive until its stdin closes, then closes the agent and exits.
+ */
+export function serveAgentProcess(agent: { url: string; close(): Promise<void> }): void {
+  process.stdout.write(`${JSON.stringify({ url: agent.url })}\n`);
+  process.stdin.resume();
+  process.stdin.on('end', () => {
+    void agent.close().then(() => process.exit(0));
+  });
+}

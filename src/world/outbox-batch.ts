@@ -113,18 +113,21 @@ export function writeOutboxEventsDirect(
   if (events.length === 0) return;
   const time = new Date(now).toISOString();
   const text = outboxInsertSql('sqlite', 1);
-  for (const event of events) {
-    sql.run(text, [
-      event.id,
-      event.topic,
-      JSON.stringify(event.payload),
-      event.correlationId,
-      time,
-      now,
-      null,
-      null,
-    ]);
-  }
+  for (const event of events) sql.run(text, rowParams(event, time, now));
+}
+
+/** One outbox row's values, in the column order of {@link outboxInsertSql}. */
+function rowParams(event: WorldEmission, time: string, now: number): unknown[] {
+  return [
+    event.id,
+    event.topic,
+    JSON.stringify(event.payload),
+    event.correlationId,
+    time,
+    now,
+    null,
+    null,
+  ];
 }
 
 /** The statements that write `events`: one per chunk of rows. */
@@ -140,17 +143,7 @@ function outboxStatements(
     const end = Math.min(events.length, start + OUTBOX_CHUNK);
     const params: unknown[] = [];
     for (let i = start; i < end; i++) {
-      const event = events[i]!;
-      params.push(
-        event.id,
-        event.topic,
-        JSON.stringify(event.payload),
-        event.correlationId,
-        time,
-        now,
-        null,
-        null,
-      );
+      params.push(...rowParams(events[i]!, time, now));
     }
     out.push({ text: outboxInsertSql(kind, end - start), params });
   }
