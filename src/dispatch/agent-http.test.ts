@@ -82,6 +82,34 @@ describe('agent exchange over node:http', () => {
     });
   });
 
+  it('reads an answer read whole once, by any reader, as a fetch Response does', async () => {
+    const post = { method: 'POST', body: '{"b":"é"}' };
+    const read = await go('/json', post);
+    const { response } = read;
+    expect(response).toBeInstanceOf(Response);
+    expect([response.ok, response.bodyUsed]).toEqual([true, false]);
+    expect(await response.text()).toBe('{"got":{"b":"é"}}');
+    expect(response.bodyUsed).toBe(true);
+    await expect(response.json()).rejects.toThrow(TypeError);
+    await expect(response.arrayBuffer()).rejects.toThrow(/already been read/);
+
+    const bytes = await (await go('/json', post)).response.bytes();
+    expect(new TextDecoder().decode(bytes)).toBe('{"got":{"b":"é"}}');
+    const buffer = await (await go('/json', post)).response.arrayBuffer();
+    expect(buffer.byteLength).toBe(bytes.byteLength);
+
+    // A stream reader or a clone gets a plain Response over the same bytes.
+    const streamed = (await go('/json', post)).response;
+    const copy = streamed.clone();
+    expect(await new Response(streamed.body).json()).toEqual({ got: { b: 'é' } });
+    expect(streamed.bodyUsed).toBe(true);
+    await expect(streamed.text()).rejects.toThrow(TypeError);
+    expect(await copy.json()).toEqual({ got: { b: 'é' } });
+    expect(await (await go('/json', post)).response.blob().then((b) => b.size)).toBe(
+      bytes.byteLength,
+    );
+  });
+
   it('decodes a compressed answer, as fetch does', async () => {
     const { response } = await go('/gzip');
     expect(await response.json()).toEqual({ zipped: true });

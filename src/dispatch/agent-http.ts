@@ -72,6 +72,79 @@ function outgoing(given: HeadersInit | undefined): OutgoingHttpHeaders {
   return headers;
 }
 
+/**
+ * An answer read whole, as a `Response` over its bytes. `json()`, `text()`, `arrayBuffer()` and
+ * `bytes()` decode the bytes at once: an answer read once (every JSON-RPC reply) never builds the
+ * body stream, whose setup and read cost more than the parse. `body`, `clone()` and the other
+ * readers go to a plain `Response` over the same bytes, made on first use.
+ */
+class WholeResponse extends Response {
+  #bytes: Uint8Array<ArrayBuffer> | undefined;
+  #plain: Response | undefined;
+  readonly #init: ResponseInit;
+
+  constructor(bytes: Uint8Array<ArrayBuffer>, init: ResponseInit) {
+    super(null, init);
+    this.#bytes = bytes;
+    this.#init = init;
+  }
+
+  /** The bytes, once: a second read fails as `fetch`'s does. */
+  #take(): Uint8Array<ArrayBuffer> {
+    const bytes = this.#bytes;
+    if (bytes === undefined) throw new TypeError('Body is unusable: Body has already been read');
+    this.#bytes = undefined;
+    return bytes;
+  }
+
+  /** The plain response the rest is left to (an empty body once the bytes were read here). */
+  #rest(): Response {
+    this.#plain ??= new Response(this.#bytes ?? null, this.#init);
+    return this.#plain;
+  }
+
+  override get body(): ReadableStream<Uint8Array<ArrayBuffer>> | null {
+    return this.#rest().body;
+  }
+
+  override get bodyUsed(): boolean {
+    return this.#plain === undefined ? this.#bytes === undefined : this.#plain.bodyUsed;
+  }
+
+  // A read after the first rejects (the throw in an async method), as `fetch`'s does.
+  override async text(): Promise<string> {
+    if (this.#plain !== undefined) return this.#plain.text();
+    const bytes = this.#take();
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+  }
+
+  override async json(): Promise<unknown> {
+    return JSON.parse(await this.text()) as unknown;
+  }
+
+  override async arrayBuffer(): Promise<ArrayBuffer> {
+    if (this.#plain !== undefined) return this.#plain.arrayBuffer();
+    return new Uint8Array(this.#take()).buffer;
+  }
+
+  override async bytes(): Promise<Uint8Array<ArrayBuffer>> {
+    if (this.#plain !== undefined) return this.#plain.bytes();
+    return new Uint8Array(this.#take());
+  }
+
+  override blob(): Promise<Blob> {
+    return this.#rest().blob();
+  }
+
+  override formData(): Promise<FormData> {
+    return this.#rest().formData();
+  }
+
+  override clone(): Response {
+    return this.#rest().clone();
+  }
+}
+
 function incoming(raw: readonly string[]): Headers {
   const headers = new Headers();
   for (let i = 0; i < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
@@ -191,7 +264,7 @@ export function exchange(
       source.on('end', () => {
         const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
         const view = new Uint8Array(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.length);
-        done({ response: new Response(view, meta), whole: true }, false);
+        done({ response: new WholeResponse(view, meta), whole: true }, false);
       });
       source.on('error', (error) =>
         fail(signal.aborted ? reasonOf(signal) : new TypeError('terminated', { cause: error })),
