@@ -141,14 +141,40 @@ describe('direct SQLite access', () => {
   it("groups 'loop' writes with the writes of the rest of the loop's turn", async () => {
     const seenByOther: string[][] = [];
     const early = access.write((sql) => sql.run(INSERT, ['loop']), { group: 'loop' });
-    // Queued later in the same turn, without a group: it runs first and takes the first along.
-    const late = access.write((sql) => {
-      sql.run(INSERT, ['turn']);
-      seenByOther.push(committed());
-    });
+    // Queued later in the same turn, as a 'turn' unit: it runs first and takes the first along.
+    const late = access.write(
+      (sql) => {
+        sql.run(INSERT, ['turn']);
+        seenByOther.push(committed());
+      },
+      { group: 'turn' },
+    );
     await Promise.all([early, late]);
     expect(seenByOther).toEqual([[]]);
     expect(committed()).toEqual(['loop', 'turn']);
+  });
+
+  it('by default, groups the writes that several callbacks of one loop turn queue', async () => {
+    const seenByUnits: string[][] = [];
+    const writes: Promise<unknown>[] = [];
+    // Two timers due together fire in one turn of the loop, each queuing a unit: one commit takes
+    // both (a unit sees nothing of the other committed).
+    await new Promise<void>((resolve) => {
+      for (const text of ['a', 'b']) {
+        setTimeout(() => {
+          writes.push(
+            access.write((sql) => {
+              seenByUnits.push(committed());
+              sql.run(INSERT, [text]);
+            }),
+          );
+          if (writes.length === 2) resolve();
+        }, 0);
+      }
+    });
+    await Promise.all(writes);
+    expect(seenByUnits).toEqual([[], []]);
+    expect(committed()).toEqual(['a', 'b']);
   });
 
   it('commits the writes still queued when the store closes', async () => {

@@ -37,10 +37,12 @@ export interface SqliteStatements {
 /** How a write joins the others; see {@link SqliteAccess.write}. */
 export interface SqliteWriteOptions {
   /**
-   * `'turn'` (the default): the unit runs once the current chain of promise reactions has run, with
-   * every unit queued meanwhile. `'loop'`: it waits for the rest of this turn of the event loop
-   * (after the I/O callbacks now ready), so units queued by several callbacks share one commit; a
-   * unit queued `'turn'` meanwhile takes them along earlier.
+   * `'loop'` (the default): the unit waits for the rest of this turn of the event loop (the I/O
+   * callbacks now ready), so units queued by several callbacks share one commit — a busy gateway
+   * queues a unit or two per request and callback, and a commit each cost more than the units;
+   * an idle one has nothing else ready, so the wait is nothing. `'turn'`: the unit runs once the
+   * current chain of promise reactions has run, with every unit queued meanwhile (and takes any
+   * `'loop'` unit queued before it along).
    */
   group?: 'turn' | 'loop';
 }
@@ -357,7 +359,7 @@ export function createSqliteAccess(
         return new Promise<T>((resolve, reject) => {
           pending.push({ work, resolve: resolve as (value: unknown) => void, reject });
           outstanding += 1;
-          flushSoon(options.group ?? 'turn');
+          flushSoon(options.group ?? 'loop');
         });
       },
       read<T>(work: (sql: SqliteStatements) => T): Promise<T> {
