@@ -10,7 +10,12 @@
  *
  * - `throughput_ratio`: gateway requests/s ÷ raw requests/s (≥ 0.8);
  * - `p50_ratio`: gateway p50 latency ÷ raw p50 latency (≤ 1.3);
- * - `gateway_requests_per_s`, `raw_requests_per_s`, `gateway_p50_ms`, `raw_p50_ms`.
+ * - `forwarder_throughput_ratio`, `forwarder_p50_ratio`: the same raw call through a bare
+ *   forwarder process (`support/forwarder.ts`: bytes in, bytes out, nothing parsed or recorded)
+ *   against the raw call — the ceiling of any process in the path on this machine, for reading the
+ *   two ratios above (the load generator, the agent and whatever is in between share its cores);
+ * - `gateway_requests_per_s`, `raw_requests_per_s`, `forwarder_requests_per_s`, `gateway_p50_ms`,
+ *   `raw_p50_ms`, `forwarder_p50_ms`.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,6 +26,7 @@ import autocannon from 'autocannon';
 import { startOpsAgent } from '../examples/agents/ops-agent.js';
 import { note, report } from './report.js';
 import { serveAgentProcess, startAgentProcess } from './support/agent-process.js';
+import { startForwarderProcess } from './support/forwarder.js';
 import { startGatewayProcess } from './support/gateway-process.js';
 
 const BENCH = 'gateway-dispatch';
@@ -80,6 +86,7 @@ async function main(): Promise<void> {
     ].join('\n'),
   );
   const gateway = await startGatewayProcess(config);
+  const forwarder = await startForwarderProcess(agent.url);
   try {
     const raw = {
       url: `${agent.url}/a2a/jsonrpc`,
@@ -94,32 +101,39 @@ async function main(): Promise<void> {
         },
       }),
     };
+    const forwarded = { ...raw, url: `${forwarder.url}/a2a/jsonrpc` };
     const gw = {
       url: `${gateway.url}/api/dispatch?wait=30s`,
       headers: {},
       body: JSON.stringify({ agent: 'ops', skill: SKILL, text: 'status' }),
     };
     note('warm-up');
-    await load(raw);
-    await load(gw);
-    const rounds: { raw: Round[]; gw: Round[] } = { raw: [], gw: [] };
+    const sides = { raw, gw, forwarded };
+    for (const side of Object.values(sides)) await load(side);
+    const rounds: Record<keyof typeof sides, Round[]> = { raw: [], gw: [], forwarded: [] };
+    const names = Object.keys(sides) as (keyof typeof sides)[];
     for (let i = 0; i < ROUNDS; i += 1) {
-      // Alternate which side goes first.
-      const order = i % 2 === 0 ? (['raw', 'gw'] as const) : (['gw', 'raw'] as const);
-      for (const side of order) {
-        const r = await load(side === 'raw' ? raw : gw);
+      // Rotate which side goes first.
+      for (let k = 0; k < names.length; k += 1) {
+        const side = names[(i + k) % names.length]!;
+        const r = await load(sides[side]);
         rounds[side].push(r);
         note(
           `round ${i + 1} ${side}: ${r.requestsPerSecond.toFixed(0)} req/s, p50 ${r.p50} ms, errors ${r.errors}`,
         );
       }
     }
-    const errors = [...rounds.raw, ...rounds.gw].reduce((n, r) => n + r.errors, 0);
+    const errors = Object.values(rounds)
+      .flat()
+      .reduce((n, r) => n + r.errors, 0);
     if (errors > 0) throw new Error(`${errors} requests failed`);
     const gwRps = median(rounds.gw.map((r) => r.requestsPerSecond));
     const rawRps = median(rounds.raw.map((r) => r.requestsPerSecond));
     const gwP50 = median(rounds.gw.map((r) => r.p50));
     const rawP50 = median(rounds.raw.map((r) => r.p50));
+    const fwRps = median(rounds.forwarded.map((r) => r.requestsPerSecond));
+    const fwP50 = median(rounds.forwarded.map((r) => r.p50));
+    const p50Ratio = (p50: number) => p50 / Math.max(rawP50, 0.001);
     report({
       bench: BENCH,
       metric: 'throughput_ratio',
@@ -130,17 +144,27 @@ async function main(): Promise<void> {
     report({
       bench: BENCH,
       metric: 'p50_ratio',
-      value: gwP50 / Math.max(rawP50, 0.001),
+      value: p50Ratio(gwP50),
       unit: 'ratio',
       target: '<=1.3',
     });
+    report({
+      bench: BENCH,
+      metric: 'forwarder_throughput_ratio',
+      value: fwRps / rawRps,
+      unit: 'ratio',
+    });
+    report({ bench: BENCH, metric: 'forwarder_p50_ratio', value: p50Ratio(fwP50), unit: 'ratio' });
     report({ bench: BENCH, metric: 'gateway_requests_per_s', value: gwRps, unit: '1/s' });
     report({ bench: BENCH, metric: 'raw_requests_per_s', value: rawRps, unit: '1/s' });
+    report({ bench: BENCH, metric: 'forwarder_requests_per_s', value: fwRps, unit: '1/s' });
     report({ bench: BENCH, metric: 'gateway_p50_ms', value: gwP50, unit: 'ms' });
     report({ bench: BENCH, metric: 'raw_p50_ms', value: rawP50, unit: 'ms' });
+    report({ bench: BENCH, metric: 'forwarder_p50_ms', value: fwP50, unit: 'ms' });
   } finally {
     gateway.child.kill('SIGTERM');
     await new Promise((resolve) => gateway.child.once('exit', resolve));
+    forwarder.stop();
     agent.stop();
     rmSync(dir, { recursive: true, force: true });
   }

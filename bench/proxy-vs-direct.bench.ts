@@ -8,19 +8,26 @@
  *
  * - `throughput_ratio`: proxied calls/s ÷ direct calls/s (≥ 0.85);
  * - `p50_ratio`: proxied p50 latency ÷ direct p50 latency (≤ 1.25);
- * - `proxy_calls_per_s`, `direct_calls_per_s`, `proxy_p50_ms`, `direct_p50_ms`.
+ * - `forwarder_throughput_ratio`, `forwarder_p50_ratio`: the same client calling the agent through
+ *   a bare forwarder process (`support/forwarder.ts`: bytes in, bytes out, nothing parsed or
+ *   recorded) against the direct call — the ceiling of any process in the path on this machine,
+ *   for reading the two ratios above;
+ * - `proxy_calls_per_s`, `direct_calls_per_s`, `forwarder_calls_per_s`, `proxy_p50_ms`,
+ *   `direct_p50_ms`, `forwarder_p50_ms`.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TaskState, type Task } from '@a2a-js/sdk';
-import type { Client } from '@a2a-js/sdk/client';
+import { ClientFactory, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
 
 import { startOpsAgent } from '../examples/agents/ops-agent.js';
-import { sdkClient, userMessage } from '../test/support/a2a-client.js';
+import { toSdkAgentCard } from '../src/dispatch/index.js';
+import { bearerFetch, sdkClient, userMessage } from '../test/support/a2a-client.js';
 import { note, percentile, report } from './report.js';
 import { serveAgentProcess, startAgentProcess } from './support/agent-process.js';
+import { startForwarderProcess } from './support/forwarder.js';
 import { startGatewayProcess } from './support/gateway-process.js';
 
 const BENCH = 'proxy-vs-direct';
@@ -66,6 +73,22 @@ async function load(client: Client, ms: number): Promise<Round> {
   return { callsPerSecond: (latencies.length * 1000) / elapsed, p50: percentile(latencies, 50) };
 }
 
+/**
+ * The client `sdkClient` builds for the agent, its card's interfaces pointed at the forwarder (the
+ * card the agent serves names the agent's own URL).
+ */
+async function forwardedClient(agentUrl: string, forwarderUrl: string): Promise<Client> {
+  const response = await fetch(`${agentUrl}/.well-known/agent-card.json`, {
+    headers: { 'A2A-Version': '1.0' },
+  });
+  const card = JSON.parse((await response.text()).replaceAll(agentUrl, forwarderUrl)) as unknown;
+  const fetchImpl = bearerFetch(undefined);
+  return new ClientFactory({
+    transports: [new JsonRpcTransportFactory({ fetchImpl })],
+    preferredTransports: ['JSONRPC'],
+  }).createFromAgentCard(await toSdkAgentCard(card, 'ops'));
+}
+
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)]!;
@@ -84,19 +107,22 @@ async function main(): Promise<void> {
     ].join('\n'),
   );
   const gateway = await startGatewayProcess(config);
+  const forwarder = await startForwarderProcess(agent.url);
   try {
     // The same client code, pointed at the agent or at the gateway's proxy of it.
     const direct = await sdkClient(agent.url, { transport: 'JSONRPC' });
     const proxied = await sdkClient(`${gateway.url}/a2a/ops`, { transport: 'JSONRPC' });
+    const forwarded = await forwardedClient(agent.url, forwarder.url);
     note('warm-up');
-    await load(direct, 2000);
-    await load(proxied, 2000);
-    const rounds: { direct: Round[]; proxied: Round[] } = { direct: [], proxied: [] };
+    const sides = { direct, proxied, forwarded };
+    for (const client of Object.values(sides)) await load(client, 2000);
+    const rounds: Record<keyof typeof sides, Round[]> = { direct: [], proxied: [], forwarded: [] };
+    const names = Object.keys(sides) as (keyof typeof sides)[];
     for (let i = 0; i < ROUNDS; i += 1) {
-      const order =
-        i % 2 === 0 ? (['direct', 'proxied'] as const) : (['proxied', 'direct'] as const);
-      for (const side of order) {
-        const r = await load(side === 'direct' ? direct : proxied, ROUND_MS);
+      // Rotate which side goes first.
+      for (let k = 0; k < names.length; k += 1) {
+        const side = names[(i + k) % names.length]!;
+        const r = await load(sides[side], ROUND_MS);
         rounds[side].push(r);
         note(
           `round ${i + 1} ${side}: ${r.callsPerSecond.toFixed(0)} calls/s, p50 ${r.p50.toFixed(2)} ms`,
@@ -107,6 +133,8 @@ async function main(): Promise<void> {
     const directRate = median(rounds.direct.map((r) => r.callsPerSecond));
     const proxyP50 = median(rounds.proxied.map((r) => r.p50));
     const directP50 = median(rounds.direct.map((r) => r.p50));
+    const forwardedRate = median(rounds.forwarded.map((r) => r.callsPerSecond));
+    const forwardedP50 = median(rounds.forwarded.map((r) => r.p50));
     report({
       bench: BENCH,
       metric: 'throughput_ratio',
@@ -121,13 +149,28 @@ async function main(): Promise<void> {
       unit: 'ratio',
       target: '<=1.25',
     });
+    report({
+      bench: BENCH,
+      metric: 'forwarder_throughput_ratio',
+      value: forwardedRate / directRate,
+      unit: 'ratio',
+    });
+    report({
+      bench: BENCH,
+      metric: 'forwarder_p50_ratio',
+      value: forwardedP50 / directP50,
+      unit: 'ratio',
+    });
     report({ bench: BENCH, metric: 'proxy_calls_per_s', value: proxyRate, unit: '1/s' });
     report({ bench: BENCH, metric: 'direct_calls_per_s', value: directRate, unit: '1/s' });
+    report({ bench: BENCH, metric: 'forwarder_calls_per_s', value: forwardedRate, unit: '1/s' });
     report({ bench: BENCH, metric: 'proxy_p50_ms', value: proxyP50, unit: 'ms' });
     report({ bench: BENCH, metric: 'direct_p50_ms', value: directP50, unit: 'ms' });
+    report({ bench: BENCH, metric: 'forwarder_p50_ms', value: forwardedP50, unit: 'ms' });
   } finally {
     gateway.child.kill('SIGTERM');
     await new Promise((resolve) => gateway.child.once('exit', resolve));
+    forwarder.stop();
     agent.stop();
     rmSync(dir, { recursive: true, force: true });
   }
