@@ -13,7 +13,9 @@
  *   recorded) against the direct call — the ceiling of any process in the path on this machine,
  *   for reading the two ratios above;
  * - `proxy_calls_per_s`, `direct_calls_per_s`, `forwarder_calls_per_s`, `proxy_p50_ms`,
- *   `direct_p50_ms`, `forwarder_p50_ms`.
+ *   `direct_p50_ms`, `forwarder_p50_ms`;
+ * - `agent_cpu_ms_per_call` (the agent, in the direct rounds), `gateway_cpu_ms_per_call` and
+ *   `forwarder_cpu_ms_per_call` (that process alone, in its rounds): where the cores go (Linux).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,6 +31,7 @@ import { note, percentile, report } from './report.js';
 import { serveAgentProcess, startAgentProcess } from './support/agent-process.js';
 import { startForwarderProcess } from './support/forwarder.js';
 import { startGatewayProcess } from './support/gateway-process.js';
+import { processCpuMs } from './support/process-cpu.js';
 
 const BENCH = 'proxy-vs-direct';
 const SKILL = 'sitrep';
@@ -49,7 +52,7 @@ interface Round {
 }
 
 /** `CONCURRENCY` callers, each sending one call after the other for `ms`. */
-async function load(client: Client, ms: number): Promise<Round> {
+async function load(client: Client, ms: number): Promise<Round & { calls: number }> {
   const latencies: number[] = [];
   const until = performance.now() + ms;
   const caller = async (): Promise<void> => {
@@ -70,7 +73,11 @@ async function load(client: Client, ms: number): Promise<Round> {
   const t0 = performance.now();
   await Promise.all(Array.from({ length: CONCURRENCY }, caller));
   const elapsed = performance.now() - t0;
-  return { callsPerSecond: (latencies.length * 1000) / elapsed, p50: percentile(latencies, 50) };
+  return {
+    callsPerSecond: (latencies.length * 1000) / elapsed,
+    p50: percentile(latencies, 50),
+    calls: latencies.length,
+  };
 }
 
 /**
@@ -118,11 +125,19 @@ async function main(): Promise<void> {
     for (const client of Object.values(sides)) await load(client, 2000);
     const rounds: Record<keyof typeof sides, Round[]> = { direct: [], proxied: [], forwarded: [] };
     const names = Object.keys(sides) as (keyof typeof sides)[];
+    // The process each side adds to the path (the agent's own, for the direct side), and its CPU.
+    const measured = { direct: agent.pid, proxied: gateway.child.pid!, forwarded: forwarder.pid };
+    const cpu = { direct: 0, proxied: 0, forwarded: 0 };
+    const served = { direct: 0, proxied: 0, forwarded: 0 };
     for (let i = 0; i < ROUNDS; i += 1) {
       // Rotate which side goes first.
       for (let k = 0; k < names.length; k += 1) {
         const side = names[(i + k) % names.length]!;
+        const before = processCpuMs(measured[side]);
         const r = await load(sides[side], ROUND_MS);
+        const after = processCpuMs(measured[side]);
+        if (before !== undefined && after !== undefined) cpu[side] += after - before;
+        served[side] += r.calls;
         rounds[side].push(r);
         note(
           `round ${i + 1} ${side}: ${r.callsPerSecond.toFixed(0)} calls/s, p50 ${r.p50.toFixed(2)} ms`,
@@ -167,6 +182,29 @@ async function main(): Promise<void> {
     report({ bench: BENCH, metric: 'proxy_p50_ms', value: proxyP50, unit: 'ms' });
     report({ bench: BENCH, metric: 'direct_p50_ms', value: directP50, unit: 'ms' });
     report({ bench: BENCH, metric: 'forwarder_p50_ms', value: forwardedP50, unit: 'ms' });
+    if (processCpuMs(agent.pid) !== undefined) {
+      const perCall = (side: keyof typeof sides) => cpu[side] / served[side];
+      report({
+        bench: BENCH,
+        metric: 'agent_cpu_ms_per_call',
+        value: perCall('direct'),
+        unit: 'ms',
+      });
+      report({
+        bench: BENCH,
+        metric: 'gateway_cpu_ms_per_call',
+        value: perCall('proxied'),
+        unit: 'ms',
+      });
+      report({
+        bench: BENCH,
+        metric: 'forwarder_cpu_ms_per_call',
+        value: perCall('forwarded'),
+        unit: 'ms',
+      });
+    } else {
+      note('no /proc here: the CPU figures of each process are left out');
+    }
   } finally {
     gateway.child.kill('SIGTERM');
     await new Promise((resolve) => gateway.child.once('exit', resolve));

@@ -8,7 +8,7 @@ import { createInterface } from 'node:readline';
  */
 export async function startAgentProcess(
   script: string,
-): Promise<{ url: string; stop: () => void }> {
+): Promise<{ url: string; pid: number; stop: () => void }> {
   const child = spawn(process.execPath, ['--import', 'tsx', script, '--agent'], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
@@ -17,7 +17,7 @@ export async function startAgentProcess(
     child.once('exit', (code) => reject(new Error(`agent process exited with ${code}`)));
     lines.once('line', (line) => resolve((JSON.parse(line) as { url: string }).url));
   });
-  return { url, stop: () => child.stdin.end() };
+  return { url, pid: child.pid!, stop: () => child.stdin.end() };
 }
 
 /**

@@ -88,7 +88,7 @@ function serve(target: URL): void {
 /** Starts a forwarder to `target` (an origin) in its own process. */
 export async function startForwarderProcess(
   target: string,
-): Promise<{ url: string; stop: () => void }> {
+): Promise<{ url: string; pid: number; stop: () => void }> {
   const child = spawn(
     process.execPath,
     ['--import', 'tsx', fileURLToPath(import.meta.url), '--forward', target],
@@ -99,7 +99,7 @@ export async function startForwarderProcess(
     child.once('exit', (code) => reject(new Error(`forwarder exited with ${code}`)));
     lines.once('line', (line) => resolve((JSON.parse(line) as { url: string }).url));
   });
-  return { url, stop: () => child.stdin.end() };
+  return { url, pid: child.pid!, stop: () => child.stdin.end() };
 }
 
 const at = process.argv.indexOf('--forward');
