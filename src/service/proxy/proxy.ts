@@ -153,7 +153,9 @@ function sameView(a: Task, b: Task, aAgentTask: string | null, bAgentTask: strin
 /** Builds the proxy of a gateway. */
 export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
   const { gateway } = options;
-  const store = createProxyTaskStore(gateway.internals.store.db);
+  const store = createProxyTaskStore(gateway.internals.store.db, {
+    sqlite: gateway.internals.store.sqlite,
+  });
   const push = createPushDelivery({
     store,
     attempts: options.push.attempts,

@@ -7,7 +7,9 @@ import { Task as TaskCodec, TaskPushNotificationConfig, type Task } from '@a2a-j
 import type { Kysely } from 'kysely';
 import type { TaskStateName } from '../../protocol/index.js';
 import { isTerminalState, normalizeTaskState } from '../../protocol/index.js';
+import type { SqliteAccess } from '../../store/index.js';
 import type { ProxyDatabase, ProxyTaskTable } from './store-tables.js';
+import { directProxyTaskStore } from './task-store-sqlite.js';
 
 /** The protocol of a client: push bodies and stream frames follow it. */
 export type ClientProtocol = '1.0' | '0.3';
@@ -122,9 +124,15 @@ function fromRow(row: ProxyTaskTable): ProxyTask {
   };
 }
 
-/** The proxy's store on a kysely database holding {@link ProxyDatabase}. */
+/**
+ * The proxy's store on a kysely database holding {@link ProxyDatabase}. With a SQLite store's
+ * direct access (`store.sqlite`), a call's own work — opening, moving on and reading its task, and
+ * listing its push configurations — runs as prepared statements, its writes group-committed with
+ * the rest of the turn (`task-store-sqlite.ts`); the rest goes through kysely either way.
+ */
 export function createProxyTaskStore<DB extends ProxyDatabase>(
   database: Kysely<DB>,
+  options: { sqlite?: SqliteAccess | undefined } = {},
 ): ProxyTaskStore {
   // kysely's types are invariant in DB; the constraint guarantees the tables exist.
   const db = database as unknown as Kysely<ProxyDatabase>;
@@ -151,7 +159,7 @@ export function createProxyTaskStore<DB extends ProxyDatabase>(
       .executeTakeFirst();
     return Number(updated.numUpdatedRows) === 1;
   };
-  return {
+  const store: ProxyTaskStore = {
     async claim(task) {
       const inserted = await db
         .insertInto('fleetgate_proxy_task')
@@ -349,6 +357,16 @@ export function createProxyTaskStore<DB extends ProxyDatabase>(
         error: r.last_error,
       }));
     },
+  };
+  if (options.sqlite === undefined) return store;
+  return {
+    ...store,
+    ...directProxyTaskStore(options.sqlite, {
+      fromRow,
+      pushFromRow,
+      terminalStates: TERMINAL_STATES,
+      graceMs: UNSENT_PUSH_GRACE_MS,
+    }),
   };
 }
 
