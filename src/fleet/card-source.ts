@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import { canExchange, exchange } from '../net/index.js';
 import { FleetgateError } from '../protocol/index.js';
 import { AGENT_CARD_PATHS, LIMITS } from '../protocol/index.js';
 
@@ -61,6 +62,10 @@ export interface HttpCardSourceOptions {
   maxBytes?: number;
   /** Most redirects followed, each only within the agent's origin (default 3). */
   maxRedirects?: number;
+  /**
+   * The fetch every card request goes through. Without it, cards are fetched over `node:http` /
+   * `node:https` (`src/net`), and only what that path does not take goes to the global `fetch`.
+   */
   fetch?: typeof fetch;
 }
 
@@ -74,6 +79,15 @@ export function cardUrlsFor(agentUrl: string): string[] {
 
 /** Agent URLs whose card URLs a source remembers. */
 const MAX_REMEMBERED_URLS = 10_000;
+
+/** A card URL, and its parsed form for the exchange (parsed once per agent URL, not per fetch). */
+interface CardUrl {
+  href: string;
+  parsed: URL;
+}
+
+/** Only a card's body is read: the body of any other answer is left unread, as before. */
+const okStatus = (status: number): boolean => status >= 200 && status < 300;
 
 function failed(url: string, reason: string, cause?: unknown, status?: number): FleetgateError {
   return new FleetgateError('FLEETGATE_CARD_FETCH_FAILED', `${url}: ${reason}`, {
@@ -104,15 +118,16 @@ export class HttpCardSource implements CardSource {
   readonly #timeoutMs: number;
   readonly #maxBytes: number;
   readonly #maxRedirects: number;
-  readonly #fetch: typeof fetch;
+  /** The caller's fetch; undefined: the exchange over `node:http`. */
+  readonly #fetch: typeof fetch | undefined;
   /** The card URLs of each agent URL seen (`cardUrlsFor` parses and prints a URL every time). */
-  readonly #urls = new Map<string, readonly string[]>();
+  readonly #urls = new Map<string, readonly CardUrl[]>();
 
   constructor(options: HttpCardSourceOptions = {}) {
     this.#timeoutMs = options.timeoutMs ?? 5000;
     this.#maxBytes = options.maxBytes ?? LIMITS.cardBytes;
     this.#maxRedirects = options.maxRedirects ?? 3;
-    this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
+    this.#fetch = options.fetch;
   }
 
   async fetch(
@@ -127,8 +142,14 @@ export class HttpCardSource implements CardSource {
       if (result === 'not-found' && i < urls.length - 1) continue;
       if (result === 'not-found') {
         // Name every URL tried: the legacy one alone reads as if the current path was never asked.
-        const tried = urls.length === 1 ? '' : ` (also tried ${urls.slice(0, -1).join(', ')})`;
-        throw failed(url, `HTTP 404 Not Found${tried}`, undefined, 404);
+        const tried =
+          urls.length === 1
+            ? ''
+            : ` (also tried ${urls
+                .slice(0, -1)
+                .map((u) => u.href)
+                .join(', ')})`;
+        throw failed(url.href, `HTTP 404 Not Found${tried}`, undefined, 404);
       }
       return result;
     }
@@ -136,10 +157,10 @@ export class HttpCardSource implements CardSource {
     throw failed(target.url, 'no card URL to try');
   }
 
-  #urlsOf(agentUrl: string): readonly string[] {
+  #urlsOf(agentUrl: string): readonly CardUrl[] {
     let urls = this.#urls.get(agentUrl);
     if (urls === undefined) {
-      urls = cardUrlsFor(agentUrl);
+      urls = cardUrlsFor(agentUrl).map((href) => ({ href, parsed: new URL(href) }));
       // A fleet has a bounded set of agent URLs; a source fed endless new ones starts over.
       if (this.#urls.size >= MAX_REMEMBERED_URLS) this.#urls.clear();
       this.#urls.set(agentUrl, urls);
@@ -149,7 +170,7 @@ export class HttpCardSource implements CardSource {
 
   /** One card URL, its redirects included, within one timeout (one async step per fetch). */
   async #fetchOne(
-    firstUrl: string,
+    first: CardUrl,
     target: CardTarget,
     previous: CardValidators,
     signal: AbortSignal | undefined,
@@ -173,13 +194,35 @@ export class HttpCardSource implements CardSource {
       };
       if (previous.etag !== undefined) headers['if-none-match'] = previous.etag;
       if (previous.lastModified !== undefined) headers['if-modified-since'] = previous.lastModified;
+      const init: RequestInit = { headers };
 
-      let url = firstUrl;
+      let url = first.href;
+      let parsed = first.parsed;
       for (let hop = 0; ; hop += 1) {
         let response: Response;
+        // True when the exchange read the body already (within the limit and the timeout).
+        let whole = false;
         try {
-          response = await this.#fetch(url, { headers, redirect: 'manual', signal: combined });
+          if (this.#fetch === undefined && canExchange(parsed, init)) {
+            const at = url;
+            ({ response, whole } = await exchange(
+              parsed,
+              init,
+              combined,
+              this.#maxBytes,
+              (size) => tooLarge(at, size, this.#maxBytes),
+              okStatus,
+            ));
+          } else {
+            response = await (this.#fetch ?? fetch)(url, {
+              headers,
+              redirect: 'manual',
+              signal: combined,
+            });
+          }
         } catch (error) {
+          // Over the size limit, from the exchange: already the card's error.
+          if (error instanceof FleetgateError) throw error;
           const reason = timeout.aborted
             ? `timed out after ${this.#timeoutMs} ms`
             : signal?.aborted
@@ -192,7 +235,7 @@ export class HttpCardSource implements CardSource {
           const location = response.headers.get('location');
           if (location === null) throw failed(url, `HTTP ${response.status} without a Location`);
           const next = new URL(location, url);
-          origin ??= new URL(firstUrl).origin;
+          origin ??= first.parsed.origin;
           if (next.origin !== origin) {
             throw failed(
               url,
@@ -210,6 +253,7 @@ export class HttpCardSource implements CardSource {
             );
           }
           url = next.toString();
+          parsed = next;
           continue;
         }
         if (response.status === 304) {
@@ -229,18 +273,23 @@ export class HttpCardSource implements CardSource {
             response.status,
           );
         }
-        const declared = Number(response.headers.get('content-length') ?? Number.NaN);
         let text: string;
-        if (Number.isFinite(declared) && declared <= this.#maxBytes && response.body !== null) {
-          // The server said how long the body is, within the limit: the fetch enforces that
-          // length, so read it in one go (much cheaper than pulling chunks through a reader).
-          try {
-            text = await response.text();
-          } catch (error) {
-            throw this.#readFailed(url, timeout, error);
-          }
+        if (whole) {
+          // Read by the exchange, within the limit and the timeout: decoding is all that is left.
+          text = await response.text();
         } else {
-          text = await this.#readLimited(response, url, timeout, declared);
+          const declared = Number(response.headers.get('content-length') ?? Number.NaN);
+          if (Number.isFinite(declared) && declared <= this.#maxBytes && response.body !== null) {
+            // The server said how long the body is, within the limit: the fetch enforces that
+            // length, so read it in one go (much cheaper than pulling chunks through a reader).
+            try {
+              text = await response.text();
+            } catch (error) {
+              throw this.#readFailed(url, timeout, error);
+            }
+          } else {
+            text = await this.#readLimited(response, url, timeout, declared);
+          }
         }
         const validators: CardValidators = {};
         const etag = response.headers.get('etag');

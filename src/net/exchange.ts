@@ -173,7 +173,9 @@ function decoded(res: IncomingMessage): Readable {
  * Sends one request (no redirect followed) and resolves its answer. An answer that is not an
  * event stream is read whole: past `maxBytes` (declared or counted) the exchange is cut and fails
  * with `tooLarge(size)`. `signal` aborts it, failing with the signal's reason; a network failure
- * fails as `fetch` does (`TypeError: fetch failed`, the cause attached).
+ * fails as `fetch` does (`TypeError: fetch failed`, the cause attached). When `wanted` says no to
+ * an answer's status, its body is not read: the answer comes back without one and the connection
+ * is closed (as a `fetch` body canceled unread).
  */
 export function exchange(
   url: URL,
@@ -181,6 +183,7 @@ export function exchange(
   signal: AbortSignal,
   maxBytes: number,
   tooLarge: (size: string, status: number) => Error,
+  wanted?: (status: number) => boolean,
 ): Promise<Exchanged> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) {
@@ -231,6 +234,11 @@ export function exchange(
       };
       if (NO_BODY.has(status) || init.method === 'HEAD') {
         answer.resume();
+        done({ response: new Response(null, meta), whole: true }, false);
+        return;
+      }
+      if (wanted !== undefined && !wanted(status)) {
+        answer.destroy();
         done({ response: new Response(null, meta), whole: true }, false);
         return;
       }

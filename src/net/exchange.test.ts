@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canExchange, exchange } from './agent-http.js';
+import { canExchange, exchange } from './exchange.js';
 
 const tooLarge = (size: string, status: number): Error =>
   new Error(`too large: ${size} (${status})`);
