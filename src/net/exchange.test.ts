@@ -126,6 +126,19 @@ describe('agent exchange over node:http', () => {
     expect(await response.text()).toBe('data: one\n\ndata: two\n\n');
   });
 
+  it('leaves unread the body of a status the caller does not want', async () => {
+    const wanted = (status: number): boolean => status !== 200;
+    const { response, whole } = await exchange(
+      new URL('/chunked', base),
+      {},
+      new AbortController().signal,
+      1024,
+      tooLarge,
+      wanted,
+    );
+    expect([response.status, response.body, whole]).toEqual([200, null, true]);
+  });
+
   it('hands a redirect back unread, its location with it', async () => {
     const { response } = await go('/redirect');
     expect([response.status, response.headers.get('location')]).toEqual([307, '/json']);
