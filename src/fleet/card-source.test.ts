@@ -131,7 +131,7 @@ describe('HttpCardSource over node:http', () => {
     const asked: string[] = [];
     const given = new HttpCardSource({
       fetch: (input) => {
-        asked.push(String(input));
+        asked.push(input as string);
         return Promise.resolve(new Response(CARD, { status: 200 }));
       },
     });
