@@ -5,7 +5,8 @@
  * under the exchange's byte limit and deadline, and handed back as a `Response` over its bytes; an
  * event stream keeps a stream body (the caller counts and times it). Connections are kept alive
  * and reused, as `fetch` does. What this path does not take — a scheme other than http(s), a body
- * that is not text or bytes — goes to `fetch` (see {@link canExchange}).
+ * that is not text or bytes — goes to `fetch` (see {@link canExchange}). A caller that wants no
+ * `Response` at all (a card fetch) takes the answer as Node parsed it ({@link exchangeWhole}).
  */
 import {
   Agent as HttpAgent,
@@ -220,9 +221,7 @@ function readWhole(
  * Sends one request (no redirect followed) and resolves its answer. An answer that is not an
  * event stream is read whole: past `maxBytes` (declared or counted) the exchange is cut and fails
  * with `tooLarge(size)`. `signal` aborts it, failing with the signal's reason; a network failure
- * fails as `fetch` does (`TypeError: fetch failed`, the cause attached). When `wanted` says no to
- * an answer's status, its body is not read: the answer comes back without one and the connection
- * is closed (as a `fetch` body canceled unread).
+ * fails as `fetch` does (`TypeError: fetch failed`, the cause attached).
  */
 export function exchange(
   url: URL,
@@ -230,7 +229,6 @@ export function exchange(
   signal: AbortSignal,
   maxBytes: number,
   tooLarge: (size: string, status: number) => Error,
-  wanted?: (status: number) => boolean,
 ): Promise<Exchanged> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) {
@@ -280,11 +278,6 @@ export function exchange(
         done({ response: new Response(null, meta), whole: true }, false);
         return;
       }
-      if (wanted !== undefined && !wanted(status)) {
-        answer.destroy();
-        done({ response: new Response(null, meta), whole: true }, false);
-        return;
-      }
       const contentType = answer.headers['content-type'] ?? '';
       if (contentType.includes('text/event-stream')) {
         // A stream: its body stays a stream; the caller's signal still cuts it.
@@ -325,7 +318,10 @@ export interface WholeExchange {
   headers: OutgoingHttpHeaders;
   maxBytes: number;
   tooLarge: (size: string, status: number) => Error;
-  /** Whether the body of an answer with this status is read (default: every body). */
+  /**
+   * Whether the body of an answer with this status is read (default: every body). One that is
+   * not comes back without its body, the connection closed (as a `fetch` body canceled unread).
+   */
   wanted?: (status: number) => boolean;
   /** Aborts the exchange, which fails with the signal's reason. */
   signal?: AbortSignal;
