@@ -189,7 +189,7 @@ export class HttpCardSource implements CardSource {
     if (this.#fetch === undefined) {
       first.parsed ??= new URL(first.href);
       if (canExchange(first.parsed, {}))
-        return this.#exchangeOne(first.parsed, target, previous, signal);
+        return this.#exchangeOne(first.href, first.parsed, target, previous, signal);
     }
     return this.#fetchOneWith(this.#fetch ?? fetch, first.href, target, previous, signal);
   }
@@ -235,6 +235,7 @@ export class HttpCardSource implements CardSource {
    * a deadline of its own (one for all the redirects), and leaves any other body unread.
    */
   async #exchangeOne(
+    firstUrl: string,
     first: URL,
     target: CardTarget,
     previous: CardValidators,
@@ -248,7 +249,7 @@ export class HttpCardSource implements CardSource {
     if (previous.lastModified !== undefined) headers['if-modified-since'] = previous.lastModified;
     const deadline = performance.now() + this.#timeoutMs;
     let parsed = first;
-    let url = first.href;
+    let url = firstUrl;
     for (let hop = 0; ; hop += 1) {
       const at = url;
       let answer: WholeAnswer;
@@ -278,7 +279,7 @@ export class HttpCardSource implements CardSource {
         answer.statusText,
         h.location,
         url,
-        first.href,
+        firstUrl,
         hop,
       );
       if (verdict instanceof URL) {
