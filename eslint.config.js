@@ -21,6 +21,8 @@ const MAY_IMPORT = {
   protocol: [],
   // The ground floor: the store knows no domain (the error table beside protocol only).
   store: ['protocol'],
+  // The HTTP exchange under agent calls (dispatch) and card fetches (fleet): Node built-ins only.
+  net: [],
   extensions: ['protocol'],
   bus: ['protocol'],
   world: ['protocol'],
@@ -33,6 +35,8 @@ const MAY_IMPORT = {
 const MAY_IMPORT_PACKAGES = {
   // An agent needs the A2A SDK's server side, never the gateway's client, store or bus.
   agent: ['@a2a-js/sdk', '@a2a-js/sdk/server'],
+  // The exchange is Node's own HTTP: no package under it.
+  net: [],
 };
 
 /** Folders a folder must not import, where it may import the rest. */
@@ -73,9 +77,10 @@ function sourcePatterns(folder, depth, { direction }) {
   const packages = MAY_IMPORT_PACKAGES[folder];
   if (direction && packages !== undefined) {
     const names = packages.map((p) => p.replace(/[/.+]/g, '\\$&')).join('|');
+    const named = [...(allowed ?? []), ...packages];
     patterns.push({
-      regex: `^(?!\\.|node:|(?:${names})$)`,
-      message: `src/${folder} may import only ${[...(allowed ?? []), ...packages].join(', ')} and Node built-ins (house rules).`,
+      regex: packages.length === 0 ? '^(?!\\.|node:)' : `^(?!\\.|node:|(?:${names})$)`,
+      message: `src/${folder} may import only ${named.length === 0 ? '' : `${named.join(', ')} and `}Node built-ins (house rules).`,
     });
   }
   for (const denied of direction ? (MAY_NOT_IMPORT[folder] ?? []) : []) {

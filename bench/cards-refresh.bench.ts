@@ -3,6 +3,10 @@
  * concurrency 16 — a full refresh (all 200) and an unchanged one (all 304) — against a raw `fetch`
  * of the same 1,000 cards at the same concurrency, in interleaved rounds of the same run (median);
  * and effective-radius lookups per second.
+ *
+ * The baseline is what a user would write: the global `fetch`, reading each card as text and
+ * parsing it. The broker uses what the gateway ships with: `HttpCardSource` without a `fetch` of
+ * the caller's, which fetches over `node:http` (`src/net/exchange.ts`).
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';

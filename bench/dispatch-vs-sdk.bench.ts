@@ -6,7 +6,7 @@
  * the same `A2A-Extensions` header and the same request-metadata stamps the fleet call sends (on
  * the wire the two requests are the same). A raw call with neither is measured too, for context.
  * The raw calls use the SDK's default transport (the global `fetch`); the fleet call uses what the
- * gateway ships with (the SDK's transport over `node:http`, `src/dispatch/agent-http.ts`).
+ * gateway ships with (the SDK's transport over `node:http`, `src/net/exchange.ts`).
  *
  * - `throughput_ratio`: fleet calls/s ÷ stamped SDK calls/s, `CONCURRENCY` calls in flight (≥ 0.95);
  * - `p50_ratio`: fleet p50 ÷ stamped SDK p50 of one-at-a-time calls (≤ 1.05);

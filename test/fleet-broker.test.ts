@@ -154,7 +154,11 @@ describe('card broker', () => {
     const cases: [string, Parameters<CardServer['set']>[1] | 'refused', RegExp][] = [
       ['timeout', { type: 'hang' }, /timed out after 300 ms/],
       // The first attempt may reuse a pooled keep-alive socket the dead server closed.
-      ['refused', 'refused', /ECONNREFUSED|UND_ERR_SOCKET other side closed/],
+      [
+        'refused',
+        'refused',
+        /ECONNREFUSED|ECONNRESET socket hang up|UND_ERR_SOCKET other side closed/,
+      ],
       ['http500', { type: 'status', status: 500 }, /HTTP 500/],
       ['badjson', { type: 'text', text: '{"name": ' }, /not valid JSON/],
       [

@@ -98,6 +98,31 @@ describe('house rules (lint)', () => {
     expect(allowed).toEqual([]);
   }, 60_000);
 
+  it('keeps net to Node built-ins, and lets dispatch and fleet in through its door', async () => {
+    const room = await lintAs(
+      'src/net/house-rules-probe.ts',
+      "export { FleetgateError } from '../protocol/index.js';\n",
+    );
+    expect(room).toEqual([expect.stringContaining('src/net imports nothing from the rest')]);
+    const pkg = await lintAs(
+      'src/net/house-rules-probe-package.ts',
+      "export { ClientFactory } from '@a2a-js/sdk/client';\n",
+    );
+    expect(pkg).toEqual([expect.stringContaining('src/net may import only Node built-ins')]);
+    const past = await lintAs(
+      'src/fleet/house-rules-probe-net.ts',
+      "export { exchange } from '../net/exchange.js';\n",
+    );
+    expect(past).toEqual([expect.stringContaining('only through its index.ts')]);
+    for (const room of ['dispatch', 'fleet']) {
+      const door = await lintAs(
+        `src/${room}/house-rules-probe-net-door.ts`,
+        "export { exchange } from '../net/index.js';\n",
+      );
+      expect(door, room).toEqual([]);
+    }
+  }, 60_000);
+
   it('lets a folder in through its door', async () => {
     const messages = await lintAs(
       'src/world/house-rules-probe-door.ts',

@@ -142,7 +142,7 @@ export function pinCard(card: AgentCard, agentUrl: string): AgentCard {
 export interface CreateAgentClientOptions {
   name: string;
   agent: FleetAgent;
-  /** The fetch under every request; without it, `node:http` (see `agent-http.ts`). */
+  /** The fetch under every request; without it, `node:http` (see `src/net/exchange.ts`). */
   fetch?: typeof fetch;
   /** Size, time and redirect limits of every exchange with the agent (see {@link AgentFetchLimits}). */
   limits?: AgentFetchLimits;

@@ -4,7 +4,7 @@
  * its headers (auth secrets) never leaves the agent's origin.
  */
 import { FleetgateError } from '../protocol/index.js';
-import { canExchange, exchange } from './agent-http.js';
+import { canExchange, exchange } from '../net/index.js';
 
 /** Limits of the exchanges with one agent. */
 export interface AgentFetchLimits {
@@ -77,7 +77,7 @@ function tooLargeError(
 
 /**
  * Wraps `base` for the requests to one agent (see the file comment). Without `base`, requests go
- * over `node:http`/`node:https` (`agent-http.ts`), and to `fetch` only what that path does not take.
+ * over `node:http`/`node:https` (`src/net/exchange.ts`), and to `fetch` only what that path does not take.
  *
  * @param agent the agent's name, for error messages.
  */

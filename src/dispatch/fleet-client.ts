@@ -113,7 +113,7 @@ interface CachedClient {
  */
 export function createFleetClient(options: FleetClientOptions): FleetClient {
   const { registry, bus, cards } = options;
-  // Without a fetch of the caller's, agents are called over node:http (see agent-http.ts).
+  // Without a fetch of the caller's, agents are called over node:http (see src/net/exchange.ts).
   const baseFetch = options.fetch;
   const defaultSink = createHookFailureLog({ bus });
   const sink = options.hookFailures ?? defaultSink;

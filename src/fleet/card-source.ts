@@ -1,4 +1,6 @@
 import { hash } from 'node:crypto';
+import type { OutgoingHttpHeaders } from 'node:http';
+import { canExchange, exchangeWhole, type WholeAnswer } from '../net/index.js';
 import { FleetgateError } from '../protocol/index.js';
 import { AGENT_CARD_PATHS, LIMITS } from '../protocol/index.js';
 
@@ -61,6 +63,10 @@ export interface HttpCardSourceOptions {
   maxBytes?: number;
   /** Most redirects followed, each only within the agent's origin (default 3). */
   maxRedirects?: number;
+  /**
+   * The fetch every card request goes through. Without it, cards are fetched over `node:http` /
+   * `node:https` (`src/net`), and only what that path does not take goes to the global `fetch`.
+   */
   fetch?: typeof fetch;
 }
 
@@ -74,6 +80,25 @@ export function cardUrlsFor(agentUrl: string): string[] {
 
 /** Agent URLs whose card URLs a source remembers. */
 const MAX_REMEMBERED_URLS = 10_000;
+
+/** A card URL, and its parsed form once asked (the legacy one is parsed only when tried). */
+interface CardUrl {
+  href: string;
+  parsed?: URL;
+}
+
+/** What the status of an answer means for a card fetch (an error status throws instead). */
+type Verdict =
+  /** A redirect to follow. */
+  | URL
+  /** Not modified, or not found here. */
+  | CardFetchResult
+  | 'not-found'
+  /** A card to read. */
+  | 'card';
+
+/** Only a card's body is read: the body of any other answer is left unread, as before. */
+const okStatus = (status: number): boolean => status >= 200 && status < 300;
 
 function failed(url: string, reason: string, cause?: unknown, status?: number): FleetgateError {
   return new FleetgateError('FLEETGATE_CARD_FETCH_FAILED', `${url}: ${reason}`, {
@@ -104,15 +129,16 @@ export class HttpCardSource implements CardSource {
   readonly #timeoutMs: number;
   readonly #maxBytes: number;
   readonly #maxRedirects: number;
-  readonly #fetch: typeof fetch;
+  /** The caller's fetch; undefined: the exchange over `node:http`. */
+  readonly #fetch: typeof fetch | undefined;
   /** The card URLs of each agent URL seen (`cardUrlsFor` parses and prints a URL every time). */
-  readonly #urls = new Map<string, readonly string[]>();
+  readonly #urls = new Map<string, readonly CardUrl[]>();
 
   constructor(options: HttpCardSourceOptions = {}) {
     this.#timeoutMs = options.timeoutMs ?? 5000;
     this.#maxBytes = options.maxBytes ?? LIMITS.cardBytes;
     this.#maxRedirects = options.maxRedirects ?? 3;
-    this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
+    this.#fetch = options.fetch;
   }
 
   async fetch(
@@ -127,8 +153,14 @@ export class HttpCardSource implements CardSource {
       if (result === 'not-found' && i < urls.length - 1) continue;
       if (result === 'not-found') {
         // Name every URL tried: the legacy one alone reads as if the current path was never asked.
-        const tried = urls.length === 1 ? '' : ` (also tried ${urls.slice(0, -1).join(', ')})`;
-        throw failed(url, `HTTP 404 Not Found${tried}`, undefined, 404);
+        const tried =
+          urls.length === 1
+            ? ''
+            : ` (also tried ${urls
+                .slice(0, -1)
+                .map((u) => u.href)
+                .join(', ')})`;
+        throw failed(url.href, `HTTP 404 Not Found${tried}`, undefined, 404);
       }
       return result;
     }
@@ -136,10 +168,10 @@ export class HttpCardSource implements CardSource {
     throw failed(target.url, 'no card URL to try');
   }
 
-  #urlsOf(agentUrl: string): readonly string[] {
+  #urlsOf(agentUrl: string): readonly CardUrl[] {
     let urls = this.#urls.get(agentUrl);
     if (urls === undefined) {
-      urls = cardUrlsFor(agentUrl);
+      urls = cardUrlsFor(agentUrl).map((href) => ({ href }));
       // A fleet has a bounded set of agent URLs; a source fed endless new ones starts over.
       if (this.#urls.size >= MAX_REMEMBERED_URLS) this.#urls.clear();
       this.#urls.set(agentUrl, urls);
@@ -148,7 +180,125 @@ export class HttpCardSource implements CardSource {
   }
 
   /** One card URL, its redirects included, within one timeout (one async step per fetch). */
-  async #fetchOne(
+  #fetchOne(
+    first: CardUrl,
+    target: CardTarget,
+    previous: CardValidators,
+    signal: AbortSignal | undefined,
+  ): Promise<CardFetchResult | 'not-found'> {
+    if (this.#fetch === undefined) {
+      first.parsed ??= new URL(first.href);
+      if (canExchange(first.parsed, {}))
+        return this.#exchangeOne(first.href, first.parsed, target, previous, signal);
+    }
+    return this.#fetchOneWith(this.#fetch ?? fetch, first.href, target, previous, signal);
+  }
+
+  /**
+   * What the status of an answer at `url` means: a redirect to follow (only within the origin of
+   * `first`, at most `maxRedirects` times), not modified, not found, or a card to read. Throws
+   * the card's error for any other status.
+   */
+  #verdict(
+    status: number,
+    statusText: string,
+    location: string | null | undefined,
+    url: string,
+    first: string,
+    hop: number,
+  ): Verdict {
+    if (status >= 300 && status < 400 && status !== 304) {
+      if (location === null || location === undefined) {
+        throw failed(url, `HTTP ${status} without a Location`);
+      }
+      const next = new URL(location, url);
+      // Only a redirect needs the origin: parsed then, not for every card.
+      const origin = new URL(first).origin;
+      if (next.origin !== origin) {
+        throw failed(url, `redirect to another origin (${next.origin}) refused`, undefined, status);
+      }
+      if (hop >= this.#maxRedirects) {
+        throw failed(url, `more than ${this.#maxRedirects} redirects`, undefined, status);
+      }
+      return next;
+    }
+    if (status === 304) return { status: 'not-modified', url };
+    if (status === 404) return 'not-found';
+    if (status < 200 || status > 299) {
+      throw failed(url, `HTTP ${status} ${statusText}`.trim(), undefined, status);
+    }
+    return 'card';
+  }
+
+  /**
+   * {@link #fetchOne} over `node:http`: the exchange reads a card whole, under the size limit and
+   * a deadline of its own (one for all the redirects), and leaves any other body unread.
+   */
+  async #exchangeOne(
+    firstUrl: string,
+    first: URL,
+    target: CardTarget,
+    previous: CardValidators,
+    signal: AbortSignal | undefined,
+  ): Promise<CardFetchResult | 'not-found'> {
+    // Lower-case names, set in order: the agent's headers override the defaults, as with fetch.
+    const headers: OutgoingHttpHeaders = { accept: 'application/json', 'a2a-version': '1.0' };
+    const given = target.headers;
+    if (given !== undefined) for (const name in given) headers[name.toLowerCase()] = given[name];
+    if (previous.etag !== undefined) headers['if-none-match'] = previous.etag;
+    if (previous.lastModified !== undefined) headers['if-modified-since'] = previous.lastModified;
+    const deadline = performance.now() + this.#timeoutMs;
+    let parsed = first;
+    let url = firstUrl;
+    for (let hop = 0; ; hop += 1) {
+      const at = url;
+      let answer: WholeAnswer;
+      try {
+        answer = await exchangeWhole(parsed, {
+          headers,
+          maxBytes: this.#maxBytes,
+          tooLarge: (size) => tooLarge(at, size, this.#maxBytes),
+          wanted: okStatus,
+          timeoutMs: Math.max(0, deadline - performance.now()),
+          timedOut: () =>
+            failed(
+              at,
+              `timed out after ${this.#timeoutMs} ms`,
+              new DOMException('card fetch timed out', 'TimeoutError'),
+            ),
+          ...(signal === undefined ? {} : { signal }),
+        });
+      } catch (error) {
+        // The size limit and the deadline fail with the card's error already.
+        if (error instanceof FleetgateError && !signal?.aborted) throw error;
+        throw failed(url, signal?.aborted ? 'aborted' : describeNetworkError(error), error);
+      }
+      const h = answer.headers;
+      const verdict = this.#verdict(
+        answer.status,
+        answer.statusText,
+        h.location,
+        url,
+        firstUrl,
+        hop,
+      );
+      if (verdict instanceof URL) {
+        parsed = verdict;
+        url = verdict.toString();
+        continue;
+      }
+      if (verdict !== 'card') return verdict;
+      const text = answer.body === undefined ? '' : answer.body.toString('utf8');
+      const validators: CardValidators = {};
+      if (h.etag !== undefined) validators.etag = h.etag;
+      if (h['last-modified'] !== undefined) validators.lastModified = h['last-modified'];
+      return { status: 'fetched', url, text, digest: cardDigest(text), validators };
+    }
+  }
+
+  /** {@link #fetchOne} through a `fetch`. */
+  async #fetchOneWith(
+    fetcher: typeof fetch,
     firstUrl: string,
     target: CardTarget,
     previous: CardValidators,
@@ -164,8 +314,6 @@ export class HttpCardSource implements CardSource {
     timer.unref?.();
     try {
       const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
-      // Only a redirect needs the origin: parsed then, not for every card.
-      let origin: string | undefined;
       const headers: Record<string, string> = {
         accept: 'application/json',
         'A2A-Version': '1.0',
@@ -178,7 +326,7 @@ export class HttpCardSource implements CardSource {
       for (let hop = 0; ; hop += 1) {
         let response: Response;
         try {
-          response = await this.#fetch(url, { headers, redirect: 'manual', signal: combined });
+          response = await fetcher(url, { headers, redirect: 'manual', signal: combined });
         } catch (error) {
           const reason = timeout.aborted
             ? `timed out after ${this.#timeoutMs} ms`
@@ -187,48 +335,25 @@ export class HttpCardSource implements CardSource {
               : describeNetworkError(error);
           throw failed(url, reason, error);
         }
-        if (response.status >= 300 && response.status < 400 && response.status !== 304) {
-          await response.body?.cancel();
-          const location = response.headers.get('location');
-          if (location === null) throw failed(url, `HTTP ${response.status} without a Location`);
-          const next = new URL(location, url);
-          origin ??= new URL(firstUrl).origin;
-          if (next.origin !== origin) {
-            throw failed(
-              url,
-              `redirect to another origin (${next.origin}) refused`,
-              undefined,
-              response.status,
-            );
-          }
-          if (hop >= this.#maxRedirects) {
-            throw failed(
-              url,
-              `more than ${this.#maxRedirects} redirects`,
-              undefined,
-              response.status,
-            );
-          }
-          url = next.toString();
+        let verdict: Verdict;
+        try {
+          verdict = this.#verdict(
+            response.status,
+            response.statusText,
+            response.headers.get('location'),
+            url,
+            firstUrl,
+            hop,
+          );
+        } finally {
+          // Only a card's body is read.
+          if (!response.ok) await response.body?.cancel();
+        }
+        if (verdict instanceof URL) {
+          url = verdict.toString();
           continue;
         }
-        if (response.status === 304) {
-          await response.body?.cancel();
-          return { status: 'not-modified', url };
-        }
-        if (response.status === 404) {
-          await response.body?.cancel();
-          return 'not-found';
-        }
-        if (!response.ok) {
-          await response.body?.cancel();
-          throw failed(
-            url,
-            `HTTP ${response.status} ${response.statusText}`.trim(),
-            undefined,
-            response.status,
-          );
-        }
+        if (verdict !== 'card') return verdict;
         const declared = Number(response.headers.get('content-length') ?? Number.NaN);
         let text: string;
         if (Number.isFinite(declared) && declared <= this.#maxBytes && response.body !== null) {

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canExchange, exchange } from './agent-http.js';
+import { canExchange, exchange, exchangeWhole } from './exchange.js';
 
 const tooLarge = (size: string, status: number): Error =>
   new Error(`too large: ${size} (${status})`);
@@ -159,5 +159,47 @@ describe('agent exchange over node:http', () => {
     expect(canExchange(new URL('https://x/'), { body: new Uint8Array(1) })).toBe(true);
     expect(canExchange(new URL('data:text/plain,hi'), {})).toBe(false);
     expect(canExchange(new URL('http://x/'), { body: new Blob(['b']) })).toBe(false);
+  });
+
+  describe('read whole, without a Response', () => {
+    const whole = (path: string, options: Partial<Parameters<typeof exchangeWhole>[1]> = {}) =>
+      exchangeWhole(new URL(path, base), {
+        headers: { 'a2a-version': '1.0' },
+        maxBytes: 16 * 1024,
+        tooLarge,
+        ...options,
+      });
+
+    it('answers the status, the headers as Node parsed them and the decoded body', async () => {
+      const answer = await whole('/gzip');
+      expect([answer.status, answer.statusText]).toEqual([200, 'OK']);
+      expect(answer.headers['content-encoding']).toBe('gzip');
+      expect(JSON.parse(answer.body!.toString())).toEqual({ zipped: true });
+      expect(seen.at(-1)).toMatchObject({ method: 'GET', headers: { 'a2a-version': '1.0' } });
+      const moved = await whole('/redirect');
+      expect([moved.status, moved.headers.location, moved.body]).toEqual([307, '/json', undefined]);
+    });
+
+    it('leaves unread the body of a status the caller does not want', async () => {
+      const answer = await whole('/chunked', { maxBytes: 1024, wanted: (s) => s !== 200 });
+      expect([answer.status, answer.body]).toEqual([200, undefined]);
+      await expect(whole('/chunked', { maxBytes: 1024 })).rejects.toThrow(
+        'too large: more than 1024 bytes (200)',
+      );
+      await expect(whole('/declared')).rejects.toThrow('too large: 999999 bytes (200)');
+    });
+
+    it('fails with its own deadline, or with the signal’s reason', async () => {
+      await expect(
+        whole('/stall', { timeoutMs: 50, timedOut: () => new Error('too slow') }),
+      ).rejects.toThrow('too slow');
+      const controller = new AbortController();
+      const pending = whole('/stall', { signal: controller.signal, timeoutMs: 5000 });
+      setTimeout(() => controller.abort(new Error('stopped')), 20);
+      await expect(pending).rejects.toThrow('stopped');
+      await expect(
+        whole('/json', { signal: AbortSignal.abort(new Error('before')) }),
+      ).rejects.toThrow('before');
+    });
   });
 });

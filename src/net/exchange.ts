@@ -5,11 +5,14 @@
  * under the exchange's byte limit and deadline, and handed back as a `Response` over its bytes; an
  * event stream keeps a stream body (the caller counts and times it). Connections are kept alive
  * and reused, as `fetch` does. What this path does not take — a scheme other than http(s), a body
- * that is not text or bytes — goes to `fetch` (see {@link canExchange}).
+ * that is not text or bytes — goes to `fetch` (see {@link canExchange}). A caller that wants no
+ * `Response` at all (a card fetch) takes the answer as Node parsed it ({@link exchangeWhole}).
  */
 import {
   Agent as HttpAgent,
   request as httpRequest,
+  type ClientRequest,
+  type IncomingHttpHeaders,
   type IncomingMessage,
   type OutgoingHttpHeaders,
 } from 'node:http';
@@ -169,6 +172,51 @@ function decoded(res: IncomingMessage): Readable {
   }
 }
 
+/** The request, on the keep-alive pool of its scheme. */
+function send(url: URL, method: string, headers: OutgoingHttpHeaders): ClientRequest {
+  return url.protocol === 'https:'
+    ? httpsOnce().module.request(url, { method, headers, agent: httpsOnce().pool })
+    : httpRequest(url, { method, headers, agent: httpPool });
+}
+
+/**
+ * Reads the body of `answer` whole (decoded) into `done`; past `maxBytes`, declared or counted, the
+ * answer is cut and `fail` gets `tooLarge(size)`. A connection lost mid-body fails as `fetch`'s
+ * body read does (`TypeError: terminated`).
+ */
+function readWhole(
+  answer: IncomingMessage,
+  maxBytes: number,
+  tooLarge: (size: string) => Error,
+  done: (bytes: Buffer) => void,
+  fail: (error: Error) => void,
+): void {
+  const declared = Number(answer.headers['content-length'] ?? Number.NaN);
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    answer.destroy();
+    fail(tooLarge(`${declared} bytes`));
+    return;
+  }
+  const source = decoded(answer);
+  const chunks: Buffer[] = [];
+  let total = 0;
+  source.on('data', (chunk: Buffer) => {
+    total += chunk.length;
+    if (total > maxBytes) {
+      answer.destroy();
+      source.destroy();
+      fail(tooLarge(`more than ${maxBytes} bytes`));
+      return;
+    }
+    chunks.push(chunk);
+  });
+  source.on('end', () => done(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total)));
+  source.on('error', (error) => fail(new TypeError('terminated', { cause: error })));
+  answer.on('close', () => {
+    if (!answer.complete) fail(new TypeError('terminated'));
+  });
+}
+
 /**
  * Sends one request (no redirect followed) and resolves its answer. An answer that is not an
  * event stream is read whole: past `maxBytes` (declared or counted) the exchange is cut and fails
@@ -192,11 +240,7 @@ export function exchange(
     if (body !== undefined && body !== null) {
       headers['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
     }
-    const options = { method: init.method ?? 'GET', headers };
-    const req =
-      url.protocol === 'https:'
-        ? httpsOnce().module.request(url, { ...options, agent: httpsOnce().pool })
-        : httpRequest(url, { ...options, agent: httpPool });
+    const req = send(url, init.method ?? 'GET', headers);
     let settled = false;
     let res: IncomingMessage | undefined;
     const onAbort = (): void => {
@@ -242,37 +286,120 @@ export function exchange(
         done({ response: new Response(stream, meta), whole: false }, true);
         return;
       }
-      const declared = Number(answer.headers['content-length'] ?? Number.NaN);
-      if (Number.isFinite(declared) && declared > maxBytes) {
-        answer.destroy();
-        fail(tooLarge(`${declared} bytes`, status));
-        return;
-      }
-      const source = decoded(answer);
-      const chunks: Buffer[] = [];
-      let total = 0;
-      source.on('data', (chunk: Buffer) => {
-        total += chunk.length;
-        if (total > maxBytes) {
-          answer.destroy();
-          source.destroy();
-          fail(tooLarge(`more than ${maxBytes} bytes`, status));
-          return;
-        }
-        chunks.push(chunk);
-      });
-      source.on('end', () => {
-        const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
-        const view = new Uint8Array(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.length);
-        done({ response: new WholeResponse(view, meta), whole: true }, false);
-      });
-      source.on('error', (error) =>
-        fail(signal.aborted ? reasonOf(signal) : new TypeError('terminated', { cause: error })),
+      readWhole(
+        answer,
+        maxBytes,
+        (size) => tooLarge(size, status),
+        (bytes) => {
+          const view = new Uint8Array(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.length);
+          done({ response: new WholeResponse(view, meta), whole: true }, false);
+        },
+        (error) => fail(signal.aborted ? reasonOf(signal) : error),
       );
-      answer.on('close', () => {
-        if (!answer.complete) fail(signal.aborted ? reasonOf(signal) : new TypeError('terminated'));
-      });
     });
     req.end(body ?? undefined);
+  });
+}
+
+/** An answer read whole by {@link exchangeWhole}. */
+export interface WholeAnswer {
+  status: number;
+  statusText: string;
+  /** As Node parsed them: names in lower case. */
+  headers: IncomingHttpHeaders;
+  /** The body, decoded; undefined when the status has none or its body was not wanted. */
+  body: Buffer | undefined;
+}
+
+/** What {@link exchangeWhole} sends, and its limits. */
+export interface WholeExchange {
+  method?: string;
+  /** Names in lower case. */
+  headers: OutgoingHttpHeaders;
+  maxBytes: number;
+  tooLarge: (size: string, status: number) => Error;
+  /**
+   * Whether the body of an answer with this status is read (default: every body). One that is
+   * not comes back without its body, the connection closed (as a `fetch` body canceled unread).
+   */
+  wanted?: (status: number) => boolean;
+  /** Aborts the exchange, which fails with the signal's reason. */
+  signal?: AbortSignal;
+  /** Milliseconds the exchange may take, its answer read included. */
+  timeoutMs?: number;
+  /** The error the exchange fails with past `timeoutMs`. */
+  timedOut?: () => Error;
+}
+
+/**
+ * {@link exchange} for a caller that wants no `Response`: one request without a body (no redirect
+ * followed) whose answer is read whole, whatever its type, and handed back as Node parsed it. Its
+ * deadline is a timer of its own, so a caller needs no `AbortSignal` for one: a card fetch pays
+ * neither for a `Response` and its `Headers` nor for a controller and its listeners.
+ */
+export function exchangeWhole(url: URL, options: WholeExchange): Promise<WholeAnswer> {
+  return new Promise((resolve, reject) => {
+    const { signal, maxBytes, tooLarge, wanted } = options;
+    if (signal?.aborted) {
+      reject(reasonOf(signal));
+      return;
+    }
+    const method = options.method ?? 'GET';
+    const req = send(url, method, options.headers);
+    let settled = false;
+    let res: IncomingMessage | undefined;
+    const stop = (error: Error): void => {
+      req.destroy();
+      res?.destroy();
+      fail(error);
+    };
+    const onAbort = (): void => stop(reasonOf(signal!));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const timer =
+      options.timeoutMs === undefined
+        ? undefined
+        : setTimeout(
+            () => stop(options.timedOut?.() ?? new DOMException('timed out', 'TimeoutError')),
+            options.timeoutMs,
+          );
+    timer?.unref();
+    const settle = (): boolean => {
+      if (settled) return false;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      return true;
+    };
+    function fail(error: Error): void {
+      if (settle()) reject(error);
+    }
+    const done = (answer: WholeAnswer): void => {
+      if (settle()) resolve(answer);
+    };
+    // After an abort or the deadline, the destroyed request's own error is not the reason.
+    req.on('error', (error) => fail(new TypeError('fetch failed', { cause: error })));
+    req.on('response', (answer: IncomingMessage) => {
+      res = answer;
+      const status = answer.statusCode ?? 0;
+      const statusText = answer.statusMessage ?? '';
+      if (NO_BODY.has(status) || method === 'HEAD') {
+        answer.resume();
+        done({ status, statusText, headers: answer.headers, body: undefined });
+        return;
+      }
+      if (wanted !== undefined && !wanted(status)) {
+        answer.destroy();
+        done({ status, statusText, headers: answer.headers, body: undefined });
+        return;
+      }
+      readWhole(
+        answer,
+        maxBytes,
+        (size) => tooLarge(size, status),
+        (body) => done({ status, statusText, headers: answer.headers, body }),
+        fail,
+      );
+    });
+    req.end();
   });
 }
