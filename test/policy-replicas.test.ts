@@ -14,6 +14,7 @@ import type { Gateway } from '../src/service/index.js';
 import { createGateway } from '../src/service/index.js';
 import type { GatewayStore as Store } from '../src/service/index.js';
 import { openGatewayStore } from '../src/service/index.js';
+import type { GatewayRecords } from './support/gateway.js';
 import { until } from './support/gateway.js';
 import {
   deleteNatsStream,
@@ -46,7 +47,10 @@ describe.skipIf(!natsUp || !pgUp)('approvals across replicas (PostgreSQL + JetSt
     await ops?.close();
   });
 
-  async function replica(agentUrl: string): Promise<Gateway> {
+  async function replica(
+    agentUrl: string,
+    records?: (built: GatewayRecords) => GatewayRecords,
+  ): Promise<Gateway> {
     const bus = await createJetStreamEventBus<OpenTopics>({
       servers: NATS_URL,
       stream,
@@ -62,7 +66,7 @@ describe.skipIf(!natsUp || !pgUp)('approvals across replicas (PostgreSQL + JetSt
         agents: [{ name: 'ops', url: agentUrl }],
         policy: { sweepInterval: '1h' },
       },
-      { store, bus },
+      { store, bus, ...(records === undefined ? {} : { records }) },
     );
     gateways.push(gw);
     return gw;
@@ -123,5 +127,70 @@ describe.skipIf(!natsUp || !pgUp)('approvals across replicas (PostgreSQL + JetSt
     await until(() => seen.length >= 1, 10_000, 'the decided event');
     expect(seen.filter((e) => (e.payload as { id: string }).id === approval!.id)).toHaveLength(1);
     expect(decided.length).toBeLessThanOrEqual(1);
+  });
+
+  it('leaves a call another replica is sending alone when its own release finds the approval consumed', async () => {
+    // The two replicas release the same approved call at once, in the order that lost the call
+    // before: one reads the dispatch still held, the other consumes the approval and sends the
+    // call, then the first asks the gate (the approval is consumed) and must not end the dispatch.
+    let heldId = '';
+    let slowRead: () => void = () => undefined;
+    const slowHasRead = new Promise<void>((resolve) => (slowRead = resolve));
+    const fast = await replica(ops!.url, (built) => ({
+      ...built,
+      dispatches: {
+        ...built.dispatches,
+        get: async (id) => {
+          // The deciding replica reads the dispatch only once the other has read it held.
+          if (id === heldId) await slowHasRead;
+          return built.dispatches.get(id);
+        },
+      },
+    }));
+    const slow = await replica(ops!.url, (built) => ({
+      ...built,
+      dispatches: {
+        ...built.dispatches,
+        get: async (id) => {
+          const read = await built.dispatches.get(id);
+          if (id !== heldId || read?.status !== 'awaiting-approval') return read;
+          slowRead();
+          // Hand the read back only once the other replica moved the dispatch on.
+          for (;;) {
+            const now = await built.dispatches.get(id);
+            if (now?.status !== 'awaiting-approval') return read;
+            await new Promise((resolve) => setTimeout(resolve, 10));
+          }
+        },
+      },
+    }));
+
+    const record = await fast.dispatch({
+      agent: 'ops',
+      skill: 'bulk_migration',
+      text: 'race-release',
+      requestedBy: 'bob',
+    });
+    expect(record.status).toBe('awaiting-approval');
+    heldId = record.id;
+    const [approval] = (await fast.approvals.list()).filter((a) => a.dispatchId === record.id);
+    let deciding = true;
+    const sweeper = (async () => {
+      // As the sweep timer would: the approval is found approved and the call released.
+      while (deciding) await slow.approvals.sweep();
+    })();
+    const decided = await fast.approvals.approve(approval!.id, 'alice');
+    deciding = false;
+    await sweeper;
+    expect(decided.dispatch?.status).not.toBe('rejected');
+
+    const deadline = Date.now() + 10_000;
+    let now = await slow.dispatchRecord(record.id);
+    while (now?.status !== 'completed' && now?.status !== 'rejected' && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      now = await slow.dispatchRecord(record.id);
+    }
+    expect(now).toMatchObject({ status: 'completed' });
+    expect(ops!.received.filter((c) => c.text === 'race-release')).toHaveLength(1);
   });
 });

@@ -37,10 +37,20 @@ export interface DispatchRecordStore {
   create(record: DispatchRecord): Promise<void>;
   get(id: string): Promise<DispatchRecord | undefined>;
   byTask(agent: string, taskId: string): Promise<DispatchRecord | undefined>;
-  /** Moves a dispatch on; a dispatch that already ended is never changed again. */
+  /**
+   * Moves a dispatch on; a dispatch that already ended is never changed again. With `from`, only a
+   * dispatch in that status moves (compare-and-set: a replica that lost a race changes nothing).
+   * Resolves the record as it stands afterwards.
+   */
   update(
     id: string,
-    change: { status: DispatchStatus; taskId?: string; result?: DispatchResult; at: number },
+    change: {
+      status: DispatchStatus;
+      taskId?: string;
+      result?: DispatchResult;
+      at: number;
+      from?: DispatchStatus;
+    },
   ): Promise<DispatchRecord | undefined>;
   /**
    * Retention: deletes dispatches that ended (completed, failed, rejected, canceled) before
@@ -93,6 +103,8 @@ const UPDATE =
   'update "fleetgate_dispatch" set "status" = ?, "updated_at" = ?, ' +
   '"task_id" = coalesce(?, "task_id"), "result" = coalesce(?, "result") ' +
   `where "id" = ? and "status" not in (${ENDED.map((s) => `'${s}'`).join(', ')})`;
+/** {@link UPDATE} of a dispatch only in a given status. */
+const UPDATE_FROM = `${UPDATE} and "status" = ?`;
 
 /** Dispatch records in the store (SQLite or PostgreSQL). */
 export function createStoreDispatchRecords<DB extends DispatchDatabase>(
@@ -178,13 +190,15 @@ export function createStoreDispatchRecords<DB extends DispatchDatabase>(
       if (direct !== undefined) {
         // The change and the record as it stands after it, in one unit.
         const row = await direct.write((sql) => {
-          sql.run(UPDATE, [
+          const params = [
             change.status,
             change.at,
             change.taskId ?? null,
             change.result === undefined ? null : JSON.stringify(change.result),
             id,
-          ]);
+          ];
+          if (change.from === undefined) sql.run(UPDATE, params);
+          else sql.run(UPDATE_FROM, [...params, change.from]);
           return sql.get<DispatchRow>(SELECT_BY_ID, [id]);
         });
         return row === undefined ? undefined : fromRow(row);
@@ -199,6 +213,7 @@ export function createStoreDispatchRecords<DB extends DispatchDatabase>(
         })
         .where('id', '=', id)
         .where('status', 'not in', [...ENDED])
+        .$if(change.from !== undefined, (q) => q.where('status', '=', change.from!))
         .execute();
       return get(id);
     },

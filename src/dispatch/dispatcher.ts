@@ -353,7 +353,9 @@ export class Dispatcher {
       case 'wait':
         return record;
       case 'deny':
-        return this.#rejectHeld(dispatchId, verdict);
+        // Only a dispatch still held: another replica may have just consumed the approval and
+        // sent the call (this one then sees the approval consumed, and must not end it).
+        return this.#rejectHeld(dispatchId, verdict, 'awaiting-approval');
       case 'go': {
         const at = this.#o.now();
         const moved = await verdict.claim((trx) =>
@@ -406,7 +408,7 @@ export class Dispatcher {
       case 'wait':
         return record;
       case 'deny':
-        return this.#rejectHeld(dispatchId, verdict);
+        return this.#rejectHeld(dispatchId, verdict, record.status);
       case 'answer': {
         const at = this.#o.now();
         const claimed = await verdict.claim((trx) =>
@@ -425,17 +427,24 @@ export class Dispatcher {
     }
   }
 
-  /** Ends a held dispatch `rejected` with the gate's reason (once: an ended record stays). */
+  /**
+   * Ends a held dispatch `rejected` with the gate's reason — only while it is still in status
+   * `from`, as read before the gate was asked (once: an ended record stays, and a dispatch another
+   * replica moved on meanwhile is left to it).
+   */
   async #rejectHeld(
     dispatchId: string,
     verdict: { reason: string; code: ErrorCode },
+    from: DispatchStatus,
   ): Promise<DispatchRecord | undefined> {
+    const at = this.#o.now();
     const updated = await this.#o.records.update(dispatchId, {
       status: 'rejected',
       result: { error: { code: verdict.code, message: verdict.reason } },
-      at: this.#o.now(),
+      at,
+      from,
     });
-    if (updated?.status === 'rejected') {
+    if (updated?.status === 'rejected' && updated.updatedAt === at) {
       await this.#publish('skill.dispatch.rejected', updated, { reason: verdict.reason });
     }
     return updated;

@@ -1,0 +1,94 @@
+/**
+ * Dispatch records' moves: an ended dispatch never changes again, and a move `from` a status
+ * (compare-and-set) changes a dispatch only in that status — on SQLite through its direct
+ * statements and through kysely, and on PostgreSQL.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createStoreDispatchRecords, type DispatchRecordStore } from '../src/dispatch/index.js';
+import { openGatewayStore, type GatewayStore } from '../src/service/index.js';
+import { PG_URL, requirePostgres, uniqueName } from './support/services.js';
+
+const pgUp = await requirePostgres();
+
+describe.each([
+  { kind: 'sqlite', direct: true, skip: false },
+  { kind: 'sqlite', direct: false, skip: false },
+  { kind: 'postgres', direct: false, skip: !pgUp },
+])('dispatch record moves ($kind, direct: $direct)', ({ kind, direct, skip }) => {
+  let dir: string;
+  let store: GatewayStore;
+  let records: DispatchRecordStore;
+  const schema = uniqueName('fgdispatchrec');
+  let n = 0;
+
+  beforeAll(async () => {
+    if (skip) return;
+    dir = mkdtempSync(join(tmpdir(), 'fleetgate-dispatch-records-'));
+    store =
+      kind === 'sqlite'
+        ? await openGatewayStore(`sqlite:${join(dir, 'fleetgate.db')}`)
+        : await openGatewayStore(PG_URL, { schema, poolSize: 2 });
+    if (direct && store.sqlite === undefined) throw new Error('expected direct SQLite access');
+    records = createStoreDispatchRecords(store.db, direct ? { sqlite: store.sqlite } : {});
+  });
+
+  afterAll(async () => {
+    if (skip) return;
+    if (kind === 'postgres') {
+      await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(store.db);
+    }
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function held(): Promise<string> {
+    n += 1;
+    const id = `d-${n}`;
+    await records.create({
+      id,
+      agent: 'ops',
+      skill: 'bulk_migration',
+      correlationId: `c-${n}`,
+      status: 'awaiting-approval',
+      taskId: null,
+      createdAt: 1_000,
+      updatedAt: 1_000,
+      result: null,
+    });
+    return id;
+  }
+
+  it.skipIf(skip)('moves a dispatch from the status named, and leaves one in another', async () => {
+    const id = await held();
+    const running = await records.update(id, { status: 'running', at: 2_000 });
+    expect(running).toMatchObject({ status: 'running', updatedAt: 2_000 });
+    // Another replica's release, read while the dispatch was still held, comes late: no change.
+    const late = await records.update(id, {
+      status: 'rejected',
+      result: { error: { code: 'FLEETGATE_APPROVAL_VOID', message: 'the approval is consumed' } },
+      at: 3_000,
+      from: 'awaiting-approval',
+    });
+    expect(late).toMatchObject({ status: 'running', updatedAt: 2_000, result: null });
+
+    const other = await held();
+    const rejected = await records.update(other, {
+      status: 'rejected',
+      result: { error: { code: 'FLEETGATE_APPROVAL_REJECTED', message: 'no' } },
+      at: 3_000,
+      from: 'awaiting-approval',
+    });
+    expect(rejected).toMatchObject({ status: 'rejected', updatedAt: 3_000 });
+  });
+
+  it.skipIf(skip)('never changes a dispatch that ended', async () => {
+    const id = await held();
+    await records.update(id, { status: 'completed', at: 2_000, result: { state: 'completed' } });
+    const after = await records.update(id, { status: 'failed', at: 3_000 });
+    expect(after).toMatchObject({ status: 'completed', updatedAt: 2_000 });
+  });
+});
