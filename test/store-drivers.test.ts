@@ -1,6 +1,7 @@
 /**
- * Database drivers: each loads only when a store URL names it, and a pooled PostgreSQL connection
- * that dies while idle never takes the process down.
+ * What importing the library loads: database drivers only when a store URL names them, Node's
+ * fetch implementation only when something fetches; and a pooled PostgreSQL connection that dies
+ * while idle never takes the process down.
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -47,6 +48,18 @@ describe('store drivers', () => {
       console.log(JSON.stringify({ afterImport, afterSqlite: drivers() }));
     `);
     expect(JSON.parse(out)).toEqual({ afterImport: [], afterSqlite: ['better-sqlite3'] });
+  });
+});
+
+describe('importing the library', () => {
+  it("does not load Node's fetch implementation (naming the global Response would)", async () => {
+    const out = await runFresh(`
+      const undici = () => process.moduleLoadList.filter((m) => m.includes('undici')).length;
+      const before = undici();
+      await import('./src/index.ts');
+      console.log(JSON.stringify({ before, after: undici() }));
+    `);
+    expect(JSON.parse(out)).toEqual({ before: 0, after: 0 });
   });
 });
 

@@ -76,76 +76,90 @@ function outgoing(given: HeadersInit | undefined): OutgoingHttpHeaders {
 }
 
 /**
- * An answer read whole, as a `Response` over its bytes. `json()`, `text()`, `arrayBuffer()` and
- * `bytes()` decode the bytes at once: an answer read once (every JSON-RPC reply) never builds the
- * body stream, whose setup and read cost more than the parse. `body`, `clone()` and the other
- * readers go to a plain `Response` over the same bytes, made on first use.
+ * The class of an answer read whole, defined on first use: naming the global `Response` loads
+ * Node's fetch implementation (tens of milliseconds), which importing the library must not pay.
  */
-class WholeResponse extends Response {
-  #bytes: Uint8Array<ArrayBuffer> | undefined;
-  #plain: Response | undefined;
-  readonly #init: ResponseInit;
+function defineWholeResponse() {
+  /**
+   * An answer read whole, as a `Response` over its bytes. `json()`, `text()`, `arrayBuffer()`
+   * and `bytes()` decode the bytes at once: an answer read once (every JSON-RPC reply) never
+   * builds the body stream, whose setup and read cost more than the parse. `body`, `clone()` and
+   * the other readers go to a plain `Response` over the same bytes, made on first use.
+   */
+  return class WholeResponse extends Response {
+    #bytes: Uint8Array<ArrayBuffer> | undefined;
+    #plain: Response | undefined;
+    readonly #init: ResponseInit;
 
-  constructor(bytes: Uint8Array<ArrayBuffer>, init: ResponseInit) {
-    super(null, init);
-    this.#bytes = bytes;
-    this.#init = init;
-  }
+    constructor(bytes: Uint8Array<ArrayBuffer>, init: ResponseInit) {
+      super(null, init);
+      this.#bytes = bytes;
+      this.#init = init;
+    }
 
-  /** The bytes, once: a second read fails as `fetch`'s does. */
-  #take(): Uint8Array<ArrayBuffer> {
-    const bytes = this.#bytes;
-    if (bytes === undefined) throw new TypeError('Body is unusable: Body has already been read');
-    this.#bytes = undefined;
-    return bytes;
-  }
+    /** The bytes, once: a second read fails as `fetch`'s does. */
+    #take(): Uint8Array<ArrayBuffer> {
+      const bytes = this.#bytes;
+      if (bytes === undefined) throw new TypeError('Body is unusable: Body has already been read');
+      this.#bytes = undefined;
+      return bytes;
+    }
 
-  /** The plain response the rest is left to (an empty body once the bytes were read here). */
-  #rest(): Response {
-    this.#plain ??= new Response(this.#bytes ?? null, this.#init);
-    return this.#plain;
-  }
+    /** The plain response the rest is left to (an empty body once the bytes were read here). */
+    #rest(): Response {
+      this.#plain ??= new Response(this.#bytes ?? null, this.#init);
+      return this.#plain;
+    }
 
-  override get body(): ReadableStream<Uint8Array<ArrayBuffer>> | null {
-    return this.#rest().body;
-  }
+    override get body(): ReadableStream<Uint8Array<ArrayBuffer>> | null {
+      return this.#rest().body;
+    }
 
-  override get bodyUsed(): boolean {
-    return this.#plain === undefined ? this.#bytes === undefined : this.#plain.bodyUsed;
-  }
+    override get bodyUsed(): boolean {
+      return this.#plain === undefined ? this.#bytes === undefined : this.#plain.bodyUsed;
+    }
 
-  // A read after the first rejects (the throw in an async method), as `fetch`'s does.
-  override async text(): Promise<string> {
-    if (this.#plain !== undefined) return this.#plain.text();
-    const bytes = this.#take();
-    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
-  }
+    // A read after the first rejects (the throw in an async method), as `fetch`'s does.
+    override async text(): Promise<string> {
+      if (this.#plain !== undefined) return this.#plain.text();
+      const bytes = this.#take();
+      return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+    }
 
-  override async json(): Promise<unknown> {
-    return JSON.parse(await this.text()) as unknown;
-  }
+    override async json(): Promise<unknown> {
+      return JSON.parse(await this.text()) as unknown;
+    }
 
-  override async arrayBuffer(): Promise<ArrayBuffer> {
-    if (this.#plain !== undefined) return this.#plain.arrayBuffer();
-    return new Uint8Array(this.#take()).buffer;
-  }
+    override async arrayBuffer(): Promise<ArrayBuffer> {
+      if (this.#plain !== undefined) return this.#plain.arrayBuffer();
+      return new Uint8Array(this.#take()).buffer;
+    }
 
-  override async bytes(): Promise<Uint8Array<ArrayBuffer>> {
-    if (this.#plain !== undefined) return this.#plain.bytes();
-    return new Uint8Array(this.#take());
-  }
+    override async bytes(): Promise<Uint8Array<ArrayBuffer>> {
+      if (this.#plain !== undefined) return this.#plain.bytes();
+      return new Uint8Array(this.#take());
+    }
 
-  override blob(): Promise<Blob> {
-    return this.#rest().blob();
-  }
+    override blob(): Promise<Blob> {
+      return this.#rest().blob();
+    }
 
-  override formData(): Promise<FormData> {
-    return this.#rest().formData();
-  }
+    override formData(): Promise<FormData> {
+      return this.#rest().formData();
+    }
 
-  override clone(): Response {
-    return this.#rest().clone();
-  }
+    override clone(): Response {
+      return this.#rest().clone();
+    }
+  };
+}
+
+let WholeResponse: ReturnType<typeof defineWholeResponse> | undefined;
+
+/** A `Response` over `bytes`, an answer read whole (see {@link defineWholeResponse}). */
+function wholeResponse(bytes: Uint8Array<ArrayBuffer>, init: ResponseInit): Response {
+  WholeResponse ??= defineWholeResponse();
+  return new WholeResponse(bytes, init);
 }
 
 function incoming(raw: readonly string[]): Headers {
@@ -292,7 +306,7 @@ export function exchange(
         (size) => tooLarge(size, status),
         (bytes) => {
           const view = new Uint8Array(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.length);
-          done({ response: new WholeResponse(view, meta), whole: true }, false);
+          done({ response: wholeResponse(view, meta), whole: true }, false);
         },
         (error) => fail(signal.aborted ? reasonOf(signal) : error),
       );
