@@ -30,7 +30,7 @@ import { note, report } from './report.js';
 import { serveAgentProcess, startAgentProcess } from './support/agent-process.js';
 import { startForwarderProcess } from './support/forwarder.js';
 import { startGatewayProcess } from './support/gateway-process.js';
-import { processCpuMs } from './support/process-cpu.js';
+import { SideCpu } from './support/process-cpu.js';
 
 const BENCH = 'gateway-dispatch';
 const SKILL = 'sitrep';
@@ -116,18 +116,16 @@ async function main(): Promise<void> {
     const rounds: Record<keyof typeof sides, Round[]> = { raw: [], gw: [], forwarded: [] };
     const names = Object.keys(sides) as (keyof typeof sides)[];
     // The process each side adds to the path (the agent's own, for the raw side), and its CPU.
-    const measured = { raw: agent.pid, gw: gateway.child.pid!, forwarded: forwarder.pid };
-    const cpu = { raw: 0, gw: 0, forwarded: 0 };
-    const served = { raw: 0, gw: 0, forwarded: 0 };
+    const cpu = new SideCpu({ raw: agent.pid, gw: gateway.child.pid!, forwarded: forwarder.pid });
     for (let i = 0; i < ROUNDS; i += 1) {
       // Rotate which side goes first.
       for (let k = 0; k < names.length; k += 1) {
         const side = names[(i + k) % names.length]!;
-        const before = processCpuMs(measured[side]);
-        const r = await load(sides[side]);
-        const after = processCpuMs(measured[side]);
-        if (before !== undefined && after !== undefined) cpu[side] += after - before;
-        served[side] += r.requestsPerSecond * ROUND_SECONDS;
+        const r = await cpu.round(
+          side,
+          () => load(sides[side]),
+          (done) => done.requestsPerSecond * ROUND_SECONDS,
+        );
         rounds[side].push(r);
         note(
           `round ${i + 1} ${side}: ${r.requestsPerSecond.toFixed(0)} req/s, p50 ${r.p50} ms, errors ${r.errors}`,
@@ -172,29 +170,11 @@ async function main(): Promise<void> {
     report({ bench: BENCH, metric: 'gateway_p50_ms', value: gwP50, unit: 'ms' });
     report({ bench: BENCH, metric: 'raw_p50_ms', value: rawP50, unit: 'ms' });
     report({ bench: BENCH, metric: 'forwarder_p50_ms', value: fwP50, unit: 'ms' });
-    if (processCpuMs(agent.pid) !== undefined) {
-      const perRequest = (side: keyof typeof sides) => cpu[side] / served[side];
-      report({
-        bench: BENCH,
-        metric: 'agent_cpu_ms_per_request',
-        value: perRequest('raw'),
-        unit: 'ms',
-      });
-      report({
-        bench: BENCH,
-        metric: 'gateway_cpu_ms_per_request',
-        value: perRequest('gw'),
-        unit: 'ms',
-      });
-      report({
-        bench: BENCH,
-        metric: 'forwarder_cpu_ms_per_request',
-        value: perRequest('forwarded'),
-        unit: 'ms',
-      });
-    } else {
-      note('no /proc here: the CPU figures of each process are left out');
-    }
+    cpu.report(BENCH, {
+      agent_cpu_ms_per_request: 'raw',
+      gateway_cpu_ms_per_request: 'gw',
+      forwarder_cpu_ms_per_request: 'forwarded',
+    });
   } finally {
     gateway.child.kill('SIGTERM');
     await new Promise((resolve) => gateway.child.once('exit', resolve));

@@ -31,7 +31,7 @@ import { note, percentile, report } from './report.js';
 import { serveAgentProcess, startAgentProcess } from './support/agent-process.js';
 import { startForwarderProcess } from './support/forwarder.js';
 import { startGatewayProcess } from './support/gateway-process.js';
-import { processCpuMs } from './support/process-cpu.js';
+import { SideCpu } from './support/process-cpu.js';
 
 const BENCH = 'proxy-vs-direct';
 const SKILL = 'sitrep';
@@ -126,18 +126,20 @@ async function main(): Promise<void> {
     const rounds: Record<keyof typeof sides, Round[]> = { direct: [], proxied: [], forwarded: [] };
     const names = Object.keys(sides) as (keyof typeof sides)[];
     // The process each side adds to the path (the agent's own, for the direct side), and its CPU.
-    const measured = { direct: agent.pid, proxied: gateway.child.pid!, forwarded: forwarder.pid };
-    const cpu = { direct: 0, proxied: 0, forwarded: 0 };
-    const served = { direct: 0, proxied: 0, forwarded: 0 };
+    const cpu = new SideCpu({
+      direct: agent.pid,
+      proxied: gateway.child.pid!,
+      forwarded: forwarder.pid,
+    });
     for (let i = 0; i < ROUNDS; i += 1) {
       // Rotate which side goes first.
       for (let k = 0; k < names.length; k += 1) {
         const side = names[(i + k) % names.length]!;
-        const before = processCpuMs(measured[side]);
-        const r = await load(sides[side], ROUND_MS);
-        const after = processCpuMs(measured[side]);
-        if (before !== undefined && after !== undefined) cpu[side] += after - before;
-        served[side] += r.calls;
+        const r = await cpu.round(
+          side,
+          () => load(sides[side], ROUND_MS),
+          (done) => done.calls,
+        );
         rounds[side].push(r);
         note(
           `round ${i + 1} ${side}: ${r.callsPerSecond.toFixed(0)} calls/s, p50 ${r.p50.toFixed(2)} ms`,
@@ -182,29 +184,11 @@ async function main(): Promise<void> {
     report({ bench: BENCH, metric: 'proxy_p50_ms', value: proxyP50, unit: 'ms' });
     report({ bench: BENCH, metric: 'direct_p50_ms', value: directP50, unit: 'ms' });
     report({ bench: BENCH, metric: 'forwarder_p50_ms', value: forwardedP50, unit: 'ms' });
-    if (processCpuMs(agent.pid) !== undefined) {
-      const perCall = (side: keyof typeof sides) => cpu[side] / served[side];
-      report({
-        bench: BENCH,
-        metric: 'agent_cpu_ms_per_call',
-        value: perCall('direct'),
-        unit: 'ms',
-      });
-      report({
-        bench: BENCH,
-        metric: 'gateway_cpu_ms_per_call',
-        value: perCall('proxied'),
-        unit: 'ms',
-      });
-      report({
-        bench: BENCH,
-        metric: 'forwarder_cpu_ms_per_call',
-        value: perCall('forwarded'),
-        unit: 'ms',
-      });
-    } else {
-      note('no /proc here: the CPU figures of each process are left out');
-    }
+    cpu.report(BENCH, {
+      agent_cpu_ms_per_call: 'direct',
+      gateway_cpu_ms_per_call: 'proxied',
+      forwarder_cpu_ms_per_call: 'forwarded',
+    });
   } finally {
     gateway.child.kill('SIGTERM');
     await new Promise((resolve) => gateway.child.once('exit', resolve));

@@ -16,6 +16,7 @@ import type { GatewayStore as Store } from '../src/service/index.js';
 import { openGatewayStore } from '../src/service/index.js';
 import type { GatewayRecords } from './support/gateway.js';
 import { until } from './support/gateway.js';
+import { eventually } from './support/gateway-service.js';
 import {
   deleteNatsStream,
   NATS_URL,
@@ -155,7 +156,8 @@ describe.skipIf(!natsUp || !pgUp)('approvals across replicas (PostgreSQL + JetSt
           const read = await built.dispatches.get(id);
           if (id !== heldId || read?.status !== 'awaiting-approval') return read;
           slowRead();
-          // Hand the read back only once the other replica moved the dispatch on.
+          // Hand the read back once the other replica moved the dispatch on, and before its call
+          // ends (so checked every 10 ms: `eventually` polls too slowly for that window).
           for (;;) {
             const now = await built.dispatches.get(id);
             if (now?.status !== 'awaiting-approval') return read;
@@ -184,13 +186,11 @@ describe.skipIf(!natsUp || !pgUp)('approvals across replicas (PostgreSQL + JetSt
     await sweeper;
     expect(decided.dispatch?.status).not.toBe('rejected');
 
-    const deadline = Date.now() + 10_000;
-    let now = await slow.dispatchRecord(record.id);
-    while (now?.status !== 'completed' && now?.status !== 'rejected' && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      now = await slow.dispatchRecord(record.id);
-    }
-    expect(now).toMatchObject({ status: 'completed' });
+    const ended = await eventually(async () => {
+      const now = await slow.dispatchRecord(record.id);
+      return now?.status === 'completed' || now?.status === 'rejected' ? now : undefined;
+    });
+    expect(ended).toMatchObject({ status: 'completed' });
     expect(ops!.received.filter((c) => c.text === 'race-release')).toHaveLength(1);
   });
 });

@@ -97,6 +97,25 @@ type Verdict =
   /** A card to read. */
   | 'card';
 
+/** Asks only for a card newer than the one `previous` describes (sets the request's validators). */
+function askIfChanged(headers: Record<string, unknown>, previous: CardValidators): void {
+  if (previous.etag !== undefined) headers['if-none-match'] = previous.etag;
+  if (previous.lastModified !== undefined) headers['if-modified-since'] = previous.lastModified;
+}
+
+/** A card read at `url`, with the validators its answer named (absent ones left out). */
+function fetchedCard(
+  url: string,
+  text: string,
+  etag: string | null | undefined,
+  lastModified: string | null | undefined,
+): CardFetchResult {
+  const validators: CardValidators = {};
+  if (etag !== null && etag !== undefined) validators.etag = etag;
+  if (lastModified !== null && lastModified !== undefined) validators.lastModified = lastModified;
+  return { status: 'fetched', url, text, digest: cardDigest(text), validators };
+}
+
 /** Only a card's body is read: the body of any other answer is left unread, as before. */
 const okStatus = (status: number): boolean => status >= 200 && status < 300;
 
@@ -245,8 +264,7 @@ export class HttpCardSource implements CardSource {
     const headers: OutgoingHttpHeaders = { accept: 'application/json', 'a2a-version': '1.0' };
     const given = target.headers;
     if (given !== undefined) for (const name in given) headers[name.toLowerCase()] = given[name];
-    if (previous.etag !== undefined) headers['if-none-match'] = previous.etag;
-    if (previous.lastModified !== undefined) headers['if-modified-since'] = previous.lastModified;
+    askIfChanged(headers, previous);
     const deadline = performance.now() + this.#timeoutMs;
     let parsed = first;
     let url = firstUrl;
@@ -289,10 +307,7 @@ export class HttpCardSource implements CardSource {
       }
       if (verdict !== 'card') return verdict;
       const text = answer.body === undefined ? '' : answer.body.toString('utf8');
-      const validators: CardValidators = {};
-      if (h.etag !== undefined) validators.etag = h.etag;
-      if (h['last-modified'] !== undefined) validators.lastModified = h['last-modified'];
-      return { status: 'fetched', url, text, digest: cardDigest(text), validators };
+      return fetchedCard(url, text, h.etag, h['last-modified']);
     }
   }
 
@@ -319,8 +334,7 @@ export class HttpCardSource implements CardSource {
         'A2A-Version': '1.0',
         ...target.headers,
       };
-      if (previous.etag !== undefined) headers['if-none-match'] = previous.etag;
-      if (previous.lastModified !== undefined) headers['if-modified-since'] = previous.lastModified;
+      askIfChanged(headers, previous);
 
       let url = firstUrl;
       for (let hop = 0; ; hop += 1) {
@@ -367,12 +381,12 @@ export class HttpCardSource implements CardSource {
         } else {
           text = await this.#readLimited(response, url, timeout, declared);
         }
-        const validators: CardValidators = {};
-        const etag = response.headers.get('etag');
-        const lastModified = response.headers.get('last-modified');
-        if (etag !== null) validators.etag = etag;
-        if (lastModified !== null) validators.lastModified = lastModified;
-        return { status: 'fetched', url, text, digest: cardDigest(text), validators };
+        return fetchedCard(
+          url,
+          text,
+          response.headers.get('etag'),
+          response.headers.get('last-modified'),
+        );
       }
     } finally {
       clearTimeout(timer);
