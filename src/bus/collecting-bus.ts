@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { randomUUID } from 'node:crypto';
+import { createEventIdGenerator } from './event-stamps.js';
 import type { PublishResult } from './types.js';
 
 /** An event published while a {@link EventCollector.collect} scope was active. */
@@ -36,6 +36,8 @@ export interface PublishTarget {
 export class EventCollector implements PublishTarget {
   readonly #scope = new AsyncLocalStorage<Scope>();
   readonly #target: PublishTarget;
+  /** Ids of events published without one: in the order they are made (see the generator). */
+  readonly #nextId = createEventIdGenerator();
 
   constructor(target: PublishTarget) {
     this.#target = target;
@@ -48,7 +50,7 @@ export class EventCollector implements PublishTarget {
   ): Promise<PublishResult> {
     const scope = this.#scope.getStore();
     if (scope === undefined) return this.#target.publish(topic, payload, options);
-    const id = options.id ?? randomUUID();
+    const id = options.id ?? this.#nextId();
     const event: CollectedEvent = { topic, payload, id };
     if (options.correlationId !== undefined) event.correlationId = options.correlationId;
     scope.events.push(event);

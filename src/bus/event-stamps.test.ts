@@ -13,6 +13,13 @@ describe('helpers', () => {
     expect(createEventIdGenerator()()).not.toBe(next());
   });
 
+  it('generates ids that sort in the order they were made, across counter widths', () => {
+    const next = createEventIdGenerator();
+    // Past 36, 36^2 and 36^3 ids: the counter's base-36 text gains digits there.
+    const ids = Array.from({ length: 50_000 }, () => next());
+    expect([...ids].sort()).toEqual(ids);
+  });
+
   it('formats RFC 3339 times', () => {
     expect(Number.isNaN(Date.parse(createClock()()))).toBe(false);
   });
