@@ -12,6 +12,10 @@
  * - `p50_ratio`: fleet p50 ÷ stamped SDK p50 of one-at-a-time calls (≤ 1.05);
  * - `unadorned_throughput_ratio`, `unadorned_p50_ratio`: the same against the raw call without
  *   header and stamps (informational: the protocol's own cost is in it);
+ * - `fleet_settle_p50_us`: p50 of the one-at-a-time fleet calls' settle (`timing.afterMs`: the
+ *   `after` hooks and the durable claim, committed with the task's events before the call returns);
+ *   `p50_ratio_besides_settle`: p50 of each call's latency less its settle ÷ stamped SDK p50 — what
+ *   the fleet call costs beside the exactly-once commit (informational);
  * - `fleet_calls_per_s`, `sdk_calls_per_s`, `unadorned_sdk_calls_per_s`, `fleet_p50_us`,
  *   `sdk_p50_us`, `unadorned_sdk_p50_us`: the absolute figures.
  *
@@ -100,12 +104,15 @@ async function fleetSide(agentUrl: string): Promise<FleetSide> {
     name: 'bench-deltas',
   });
   const first = await gateway.call('ops', SKILL, 'go');
+  const settleMs: number[] = [];
   const call = async () => {
     const result = await gateway.call('ops', SKILL, 'go');
     if (!result.ok || result.activated.length !== 4) throw new Error('unexpected fleet result');
+    settleMs.push(result.timing.afterMs);
   };
   return {
     call,
+    settleMs,
     activated: first.activated,
     stamps: first.stamps,
     deltas: async () => {
@@ -121,6 +128,8 @@ async function fleetSide(agentUrl: string): Promise<FleetSide> {
 
 interface FleetSide {
   call: Call;
+  /** The settle (`timing.afterMs`) of each fleet call, in order. */
+  settleMs: number[];
   activated: string[];
   stamps: Record<string, string>;
   /** World-state delta events published so far, once the outbox is flushed. */
@@ -174,6 +183,7 @@ async function main(): Promise<void> {
       }
     }
     // Latency: one call at a time, the sides interleaved call by call.
+    fleet.settleMs.length = 0;
     for (let i = 0; i < LATENCY_ROUNDS; i += 1) {
       for (let k = 0; k < sides.length; k += 1) {
         const side = sides[(i + k) % sides.length]!;
@@ -219,6 +229,23 @@ async function main(): Promise<void> {
     micros('fleet_p50_us', fleetFig);
     micros('sdk_p50_us', stampedFig);
     micros('unadorned_sdk_p50_us', plainFig);
+    // The fleet side's latencies and settles, call by call (the first side of the list).
+    const fleetLatency = sides[0]!.latency;
+    const settles = fleet.settleMs;
+    if (settles.length !== fleetLatency.length) throw new Error('a fleet call was not timed');
+    report({
+      bench: BENCH,
+      metric: 'fleet_settle_p50_us',
+      value: Math.round(percentile(settles, 50) * 1000),
+      unit: 'us',
+    });
+    ratio(
+      'p50_ratio_besides_settle',
+      percentile(
+        fleetLatency.map((ms, i) => ms - settles[i]!),
+        50,
+      ) / stampedFig.p50,
+    );
     await fleet.close();
   } finally {
     agent.stop();
