@@ -1,8 +1,8 @@
 /** Per-event stamps a bus adds on publish: unique ids and RFC 3339 times, cheap on hot paths. */
 import { randomUUID } from 'node:crypto';
 
-/** Digits of a generated id's counter (base 36): 36^10 ids before it widens. */
-const COUNTER_DIGITS = 10;
+/** Zeros to pad a generated id's counter (base 36) to ten digits: 36^10 ids before it widens. */
+const COUNTER_PAD = '0000000000';
 
 /**
  * Makes unique event ids cheaply: a random per-generator prefix plus a counter, so a bus can
@@ -15,7 +15,9 @@ export function createEventIdGenerator(): () => string {
   let counter = 0;
   return () => {
     counter += 1;
-    return prefix + counter.toString(36).padStart(COUNTER_DIGITS, '0');
+    const digits = counter.toString(36);
+    // A slice of a constant and a concatenation: `padStart` costs twice as much per id.
+    return prefix + COUNTER_PAD.slice(digits.length) + digits;
   };
 }
 
