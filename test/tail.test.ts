@@ -48,6 +48,11 @@ describe('formatEventLine', () => {
     );
   });
 
+  it("shows a generated id's uuid tail and counter, not the counter's zero padding", () => {
+    const generated = { ...alert, id: '1b4e28ba-2fa1-41d2-883f-0016d3cca427-000000000b' };
+    expect(formatEventLine(generated, false)).toContain(' 16d3cca427-b ⇠call-1 ');
+  });
+
   it('shows the severity of an alert, coloured by weight', () => {
     const critical = {
       ...alert,

@@ -76,9 +76,17 @@ function summarise(payload: unknown): string {
 }
 
 /**
- * One human line for an event: time, topic (coloured by family), the id's last 12 characters
- * (generated ids share their prefix within a process), the correlation id when it differs from
- * the event id, and the payload.
+ * The end of an event id, enough to tell the events of one stream apart: a generated id
+ * (`<uuid>-<counter>`) without its counter's zero padding, so the line keeps the uuid's tail.
+ */
+function shortId(id: string): string {
+  return id.replace(/-0+(?=[0-9a-z]+$)/u, '-').slice(-12);
+}
+
+/**
+ * One human line for an event: time, topic (coloured by family), the end of its id
+ * ({@link shortId}: generated ids share their prefix within a process), the correlation id when it
+ * differs from the event id, and the payload.
  * An `ops.alert.*` line shows its severity (`[critical]`) and the radius in the radius colours
  * used by every table.
  */
@@ -96,7 +104,7 @@ export function formatEventLine(event: EventEnvelope, color: boolean): string {
   const correlation =
     event.correlationId === event.id ? '' : s.dim(` ⇠${event.correlationId.slice(-12)}`);
   const severity = family === 'ops' ? severityTag(event.payload, color) : '';
-  return `${s.dim(time)} ${familyPaint(family, color)(event.topic)}${severity}${radius} ${s.dim(event.id.slice(-12))}${correlation} ${summarise(event.payload)}`;
+  return `${s.dim(time)} ${familyPaint(family, color)(event.topic)}${severity}${radius} ${s.dim(shortId(event.id))}${correlation} ${summarise(event.payload)}`;
 }
 
 /** Options of {@link runTail}. */
