@@ -4,17 +4,13 @@
  * due, and another replica's sweeper sends it — once. On a SQLite file and on PostgreSQL, two
  * push senders sharing one store, a real HTTP callback.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { TaskState, type Task } from '@a2a-js/sdk';
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openGatewayStore, type GatewayStore } from '../src/service/index.js';
 import { loadA2aProxy, type ProxyTaskStore } from '../src/service/proxy/index.js';
-import { PG_URL, requirePostgres, uniqueName } from './support/services.js';
+import { requirePostgres, uniqueName } from './support/services.js';
+import { openTestStore, storeVariants, type TestStore } from './support/stores.js';
 
 const pgUp = await requirePostgres();
 const { createProxyTaskStore, createPushDelivery, UNSENT_PUSH_GRACE_MS } = await loadA2aProxy();
@@ -35,31 +31,22 @@ interface Received {
   state: string;
 }
 
-describe.each([
-  { kind: 'sqlite', direct: true, skip: false },
-  { kind: 'sqlite', direct: false, skip: false },
-  { kind: 'postgres', direct: false, skip: !pgUp },
-])(
+describe.each(storeVariants(pgUp))(
   'proxy push deliveries recorded with the state change ($kind, direct: $direct)',
-  ({ kind, direct, skip }) => {
-    let dir: string;
-    let store: GatewayStore;
+  (variant) => {
+    const { direct, skip } = variant;
+    let opened: TestStore;
     let tasks: ProxyTaskStore;
     let server: Server;
     let url: string;
     const received: Received[] = [];
-    const schema = uniqueName('fgproxypush');
 
     beforeAll(async () => {
       if (skip) return;
-      dir = mkdtempSync(join(tmpdir(), 'fleetgate-proxy-push-store-'));
-      store =
-        kind === 'sqlite'
-          ? await openGatewayStore(`sqlite:${join(dir, 'fleetgate.db')}`)
-          : await openGatewayStore(PG_URL, { schema, poolSize: 4 });
+      opened = await openTestStore(variant, 'fgproxypush', 4);
+      const { store } = opened;
       // A SQLite store's direct access, as the gateway passes it; or kysely alone.
       tasks = createProxyTaskStore(store.db, direct ? { sqlite: store.sqlite } : {});
-      if (direct && store.sqlite === undefined) throw new Error('expected direct SQLite access');
       server = createServer((req, res) => {
         let text = '';
         req.on('data', (chunk: Buffer) => (text += chunk.toString()));
@@ -76,11 +63,7 @@ describe.each([
     afterAll(async () => {
       if (skip) return;
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      if (kind === 'postgres') {
-        await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(store.db);
-      }
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
+      await opened.remove();
     });
 
     async function openTask(id: string, at: number): Promise<void> {

@@ -3,46 +3,28 @@
  * (compare-and-set) changes a dispatch only in that status — on SQLite through its direct
  * statements and through kysely, and on PostgreSQL.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStoreDispatchRecords, type DispatchRecordStore } from '../src/dispatch/index.js';
-import { openGatewayStore, type GatewayStore } from '../src/service/index.js';
-import { PG_URL, requirePostgres, uniqueName } from './support/services.js';
+import { requirePostgres } from './support/services.js';
+import { openTestStore, storeVariants, type TestStore } from './support/stores.js';
 
 const pgUp = await requirePostgres();
 
-describe.each([
-  { kind: 'sqlite', direct: true, skip: false },
-  { kind: 'sqlite', direct: false, skip: false },
-  { kind: 'postgres', direct: false, skip: !pgUp },
-])('dispatch record moves ($kind, direct: $direct)', ({ kind, direct, skip }) => {
-  let dir: string;
-  let store: GatewayStore;
+describe.each(storeVariants(pgUp))('dispatch record moves ($kind, direct: $direct)', (variant) => {
+  const { direct, skip } = variant;
+  let opened: TestStore;
   let records: DispatchRecordStore;
-  const schema = uniqueName('fgdispatchrec');
   let n = 0;
 
   beforeAll(async () => {
     if (skip) return;
-    dir = mkdtempSync(join(tmpdir(), 'fleetgate-dispatch-records-'));
-    store =
-      kind === 'sqlite'
-        ? await openGatewayStore(`sqlite:${join(dir, 'fleetgate.db')}`)
-        : await openGatewayStore(PG_URL, { schema, poolSize: 2 });
-    if (direct && store.sqlite === undefined) throw new Error('expected direct SQLite access');
+    opened = await openTestStore(variant, 'fgdispatchrec', 2);
+    const { store } = opened;
     records = createStoreDispatchRecords(store.db, direct ? { sqlite: store.sqlite } : {});
   });
 
   afterAll(async () => {
-    if (skip) return;
-    if (kind === 'postgres') {
-      await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(store.db);
-    }
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
+    if (!skip) await opened.remove();
   });
 
   async function held(): Promise<string> {

@@ -1,0 +1,68 @@
+/**
+ * The stores a store-backed suite runs on, each fresh: SQLite through its direct statements and
+ * through kysely, and PostgreSQL (skipped when it cannot be reached).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { openGatewayStore, type GatewayStore } from '../../src/service/index.js';
+import { PG_URL, uniqueName } from './services.js';
+
+/** One store a suite runs on. */
+export interface StoreVariant {
+  kind: 'sqlite' | 'postgres';
+  /** The SQLite store's direct access is passed to what is tested. */
+  direct: boolean;
+  skip: boolean;
+}
+
+/** SQLite direct, SQLite through kysely, PostgreSQL (skipped unless `pgUp`). */
+export function storeVariants(pgUp: boolean): StoreVariant[] {
+  return [
+    { kind: 'sqlite', direct: true, skip: false },
+    { kind: 'sqlite', direct: false, skip: false },
+    { kind: 'postgres', direct: false, skip: !pgUp },
+  ];
+}
+
+/** A fresh store and the way to remove it. */
+export interface TestStore {
+  store: GatewayStore;
+  /** Closes the store, dropping its PostgreSQL schema or deleting its SQLite directory. */
+  remove(): Promise<void>;
+}
+
+/**
+ * Opens a fresh store of `variant`: a SQLite file in a directory of its own, or a PostgreSQL schema
+ * of its own named after `name`.
+ */
+export async function openTestStore(
+  variant: StoreVariant,
+  name: string,
+  poolSize: number,
+): Promise<TestStore> {
+  if (variant.kind === 'postgres') {
+    const schema = uniqueName(name);
+    const store = await openGatewayStore(PG_URL, { schema, poolSize });
+    return {
+      store,
+      async remove() {
+        await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(store.db);
+        await store.close();
+      },
+    };
+  }
+  const dir = mkdtempSync(join(tmpdir(), `${name}-`));
+  const store = await openGatewayStore(`sqlite:${join(dir, 'fleetgate.db')}`);
+  if (variant.direct && store.sqlite === undefined) {
+    throw new Error('expected direct SQLite access');
+  }
+  return {
+    store,
+    async remove() {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
