@@ -106,7 +106,7 @@ function memoryRecords(): DispatchRecordStore {
         // Keep the map small: a finished dispatch is not read again here.
         if (change.status === 'completed') rows.delete(id);
       }
-      return Promise.resolve(row);
+      return Promise.resolve({ changed: row !== undefined, record: row });
     },
   };
 }

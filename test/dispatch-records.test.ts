@@ -1,7 +1,8 @@
 /**
  * Dispatch records' moves: an ended dispatch never changes again, and a move `from` a status
  * (compare-and-set) changes a dispatch only in that status — on SQLite through its direct
- * statements and through kysely, and on PostgreSQL.
+ * statements and through kysely, and on PostgreSQL. Each move says whether it changed the record,
+ * so of two paths ending one dispatch only the one that moved it announces it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStoreDispatchRecords, type DispatchRecordStore } from '../src/dispatch/index.js';
@@ -47,7 +48,10 @@ describe.each(storeVariants(pgUp))('dispatch record moves ($kind, direct: $direc
   it.skipIf(skip)('moves a dispatch from the status named, and leaves one in another', async () => {
     const id = await held();
     const running = await records.update(id, { status: 'running', at: 2_000 });
-    expect(running).toMatchObject({ status: 'running', updatedAt: 2_000 });
+    expect(running).toMatchObject({
+      changed: true,
+      record: { status: 'running', updatedAt: 2_000 },
+    });
     // Another replica's release, read while the dispatch was still held, comes late: no change.
     const late = await records.update(id, {
       status: 'rejected',
@@ -55,7 +59,10 @@ describe.each(storeVariants(pgUp))('dispatch record moves ($kind, direct: $direc
       at: 3_000,
       from: 'awaiting-approval',
     });
-    expect(late).toMatchObject({ status: 'running', updatedAt: 2_000, result: null });
+    expect(late).toMatchObject({
+      changed: false,
+      record: { status: 'running', updatedAt: 2_000, result: null },
+    });
 
     const other = await held();
     const rejected = await records.update(other, {
@@ -64,13 +71,44 @@ describe.each(storeVariants(pgUp))('dispatch record moves ($kind, direct: $direc
       at: 3_000,
       from: 'awaiting-approval',
     });
-    expect(rejected).toMatchObject({ status: 'rejected', updatedAt: 3_000 });
+    expect(rejected).toMatchObject({
+      changed: true,
+      record: { status: 'rejected', updatedAt: 3_000 },
+    });
   });
+
+  it.skipIf(skip)(
+    'tells the move that changed a dispatch from one that came in the same millisecond',
+    async () => {
+      const id = await held();
+      const change = {
+        status: 'rejected' as const,
+        result: { error: { code: 'FLEETGATE_APPROVAL_REJECTED', message: 'no' } },
+        at: 4_000,
+        from: 'awaiting-approval' as const,
+      };
+      // Two rejections of one held call, both read it held, one clock reading: one moved it.
+      const [first, second] = await Promise.all([
+        records.update(id, change),
+        records.update(id, change),
+      ]);
+      expect([first.changed, second.changed].sort()).toEqual([false, true]);
+      expect(first.record).toEqual(second.record);
+      expect(second.record).toMatchObject({ status: 'rejected', updatedAt: 4_000 });
+    },
+  );
 
   it.skipIf(skip)('never changes a dispatch that ended', async () => {
     const id = await held();
     await records.update(id, { status: 'completed', at: 2_000, result: { state: 'completed' } });
     const after = await records.update(id, { status: 'failed', at: 3_000 });
-    expect(after).toMatchObject({ status: 'completed', updatedAt: 2_000 });
+    expect(after).toMatchObject({
+      changed: false,
+      record: { status: 'completed', updatedAt: 2_000 },
+    });
+    expect(await records.update('d-none', { status: 'failed', at: 3_000 })).toEqual({
+      changed: false,
+      record: undefined,
+    });
   });
 });

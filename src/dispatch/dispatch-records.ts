@@ -32,6 +32,12 @@ export interface DispatchDatabase {
   fleetgate_dispatch_trace: DispatchTraceTable;
 }
 
+/** What {@link DispatchRecordStore.update} did: whether it moved the record, and the record now. */
+export interface DispatchUpdate {
+  changed: boolean;
+  record: DispatchRecord | undefined;
+}
+
 /** Durable dispatch records. */
 export interface DispatchRecordStore {
   create(record: DispatchRecord): Promise<void>;
@@ -40,7 +46,9 @@ export interface DispatchRecordStore {
   /**
    * Moves a dispatch on; a dispatch that already ended is never changed again. With `from`, only a
    * dispatch in that status moves (compare-and-set: a replica that lost a race changes nothing).
-   * Resolves the record as it stands afterwards.
+   * Resolves whether this call moved it to a new status (`changed`; a change of its task id or
+   * result alone is not one), and the record as it stands afterwards: of several paths or
+   * replicas moving one dispatch at once, only the one that changed it announces the move.
    */
   update(
     id: string,
@@ -51,7 +59,7 @@ export interface DispatchRecordStore {
       at: number;
       from?: DispatchStatus;
     },
-  ): Promise<DispatchRecord | undefined>;
+  ): Promise<DispatchUpdate>;
   /**
    * Retention: deletes dispatches that ended (completed, failed, rejected, canceled) before
    * `before` (epoch ms), at most `batchSize` rows per statement (default 1,000); resolves how many.
@@ -98,13 +106,15 @@ const INSERT =
   '"created_at", "updated_at", "result") values (?, ?, ?, ?, ?, ?, ?, ?, ?)';
 const INSERT_TRACE =
   'insert into "fleetgate_dispatch_trace" ("dispatch_id", "traceparent") values (?, ?)';
-/** A task id or result left out of a change keeps the stored one (neither is ever cleared). */
-const UPDATE =
+const SELECT_STATUS = 'select "status" from "fleetgate_dispatch" where "id" = ?';
+/**
+ * A move of a dispatch in a given status. A task id or result left out of a change keeps the
+ * stored one (neither is ever cleared).
+ */
+const UPDATE_FROM =
   'update "fleetgate_dispatch" set "status" = ?, "updated_at" = ?, ' +
   '"task_id" = coalesce(?, "task_id"), "result" = coalesce(?, "result") ' +
-  `where "id" = ? and "status" not in (${ENDED.map((s) => `'${s}'`).join(', ')})`;
-/** {@link UPDATE} of a dispatch only in a given status. */
-const UPDATE_FROM = `${UPDATE} and "status" = ?`;
+  'where "id" = ? and "status" = ?';
 
 /** Dispatch records in the store (SQLite or PostgreSQL). */
 export function createStoreDispatchRecords<DB extends DispatchDatabase>(
@@ -187,35 +197,58 @@ export function createStoreDispatchRecords<DB extends DispatchDatabase>(
       return row === undefined ? undefined : fromRow(row);
     },
     async update(id, change) {
+      // A move applies to the status read just before it (compare-and-set), so `changed` says
+      // whether this call moved the dispatch to a new status, whoever else moves it meanwhile.
+      const movable = (status: string | undefined): status is string =>
+        status !== undefined &&
+        !ENDED.includes(status as DispatchStatus) &&
+        (change.from === undefined || status === change.from);
+      const result = change.result === undefined ? null : JSON.stringify(change.result);
       if (direct !== undefined) {
-        // The change and the record as it stands after it, in one unit.
-        const row = await direct.write((sql) => {
-          const params = [
-            change.status,
-            change.at,
-            change.taskId ?? null,
-            change.result === undefined ? null : JSON.stringify(change.result),
-            id,
-          ];
-          if (change.from === undefined) sql.run(UPDATE, params);
-          else sql.run(UPDATE_FROM, [...params, change.from]);
-          return sql.get<DispatchRow>(SELECT_BY_ID, [id]);
+        // Read, change and the record as it stands after, in one unit: nothing comes between.
+        return direct.write((sql) => {
+          const before = sql.get<{ status: string }>(SELECT_STATUS, [id])?.status;
+          let changed = false;
+          if (movable(before)) {
+            sql.run(UPDATE_FROM, [
+              change.status,
+              change.at,
+              change.taskId ?? null,
+              result,
+              id,
+              before,
+            ]);
+            changed = before !== change.status;
+          }
+          const row = sql.get<DispatchRow>(SELECT_BY_ID, [id]);
+          return { changed, record: row === undefined ? undefined : fromRow(row) };
         });
-        return row === undefined ? undefined : fromRow(row);
       }
-      await db
-        .updateTable('fleetgate_dispatch')
-        .set({
-          status: change.status,
-          updated_at: change.at,
-          ...(change.taskId === undefined ? {} : { task_id: change.taskId }),
-          ...(change.result === undefined ? {} : { result: JSON.stringify(change.result) }),
-        })
-        .where('id', '=', id)
-        .where('status', 'not in', [...ENDED])
-        .$if(change.from !== undefined, (q) => q.where('status', '=', change.from!))
-        .execute();
-      return get(id);
+      for (;;) {
+        const before = (
+          await db
+            .selectFrom('fleetgate_dispatch')
+            .select('status')
+            .where('id', '=', id)
+            .executeTakeFirst()
+        )?.status;
+        if (!movable(before)) return { changed: false, record: await get(id) };
+        const moved = await db
+          .updateTable('fleetgate_dispatch')
+          .set({
+            status: change.status,
+            updated_at: change.at,
+            ...(change.taskId === undefined ? {} : { task_id: change.taskId }),
+            ...(result === null ? {} : { result }),
+          })
+          .where('id', '=', id)
+          .where('status', '=', before)
+          .executeTakeFirst();
+        if (Number(moved.numUpdatedRows) === 1) {
+          return { changed: before !== change.status, record: await get(id) };
+        }
+        // Another writer moved it between the read and the update: judged again on what it is now.
+      }
     },
     async prune(before, batchSize = 1_000) {
       let total = 0;

@@ -13,6 +13,7 @@ import { isInterruptedState, normalizeTaskState } from '../protocol/index.js';
 import type {
   DispatchRecord,
   DispatchRecordStore,
+  DispatchUpdate,
   DispatchResult,
   DispatchStatus,
 } from './dispatch-records.js';
@@ -242,9 +243,9 @@ export class Dispatcher {
               state,
               ...(result.streamDropped === true ? { resubscribe: true, task: result.task } : {}),
             });
-      let updated: DispatchRecord | undefined;
+      let moved: DispatchUpdate;
       try {
-        updated = await this.#o.records.update(record.id, {
+        moved = await this.#o.records.update(record.id, {
           status,
           taskId,
           at: this.#o.now(),
@@ -260,8 +261,9 @@ export class Dispatcher {
         }
         throw error;
       }
-      if (status === 'awaiting-input') {
-        await this.#publish('skill.dispatch.awaiting-input', updated!, { state });
+      // Announced by the path that moved it (the tracker may have seen the question first).
+      if (status === 'awaiting-input' && moved.changed && moved.record !== undefined) {
+        await this.#publish('skill.dispatch.awaiting-input', moved.record, { state });
       }
       await follow();
       if (state === 'input-required') {
@@ -292,7 +294,7 @@ export class Dispatcher {
     decision: Exclude<GateVerdict, { action: 'allow' }>,
   ): Promise<DispatchRecord> {
     const deny = decision.action === 'deny';
-    const updated = await this.#o.records.update(record.id, {
+    const { changed, record: updated } = await this.#o.records.update(record.id, {
       status: deny ? 'rejected' : 'awaiting-approval',
       result: {
         error: {
@@ -307,7 +309,13 @@ export class Dispatcher {
     if (decision.action === 'hold' && decision.approvalId !== undefined) {
       extra.approvalId = decision.approvalId;
     }
-    await this.#publish(deny ? 'skill.dispatch.rejected' : 'skill.dispatch.gated', updated!, extra);
+    if (changed) {
+      await this.#publish(
+        deny ? 'skill.dispatch.rejected' : 'skill.dispatch.gated',
+        updated!,
+        extra,
+      );
+    }
     if (decision.action === 'hold' && decision.goAt !== undefined) {
       this.#releaseAt(record.id, decision.goAt);
     }
@@ -438,13 +446,13 @@ export class Dispatcher {
     from: DispatchStatus,
   ): Promise<DispatchRecord | undefined> {
     const at = this.#o.now();
-    const updated = await this.#o.records.update(dispatchId, {
+    const { changed, record: updated } = await this.#o.records.update(dispatchId, {
       status: 'rejected',
       result: { error: { code: verdict.code, message: verdict.reason } },
       at,
       from,
     });
-    if (updated?.status === 'rejected' && updated.updatedAt === at) {
+    if (changed && updated !== undefined) {
       await this.#publish('skill.dispatch.rejected', updated, { reason: verdict.reason });
     }
     return updated;
@@ -500,8 +508,12 @@ export class Dispatcher {
     const status = statusOfState(change.state);
     if (status !== 'running' && status !== 'awaiting-input') return; // ends come through settle
     if (record.status === status) return;
-    const updated = await this.#o.records.update(record.id, { status, at: this.#o.now() });
-    if (updated === undefined || updated.status !== status) return;
+    const { changed, record: updated } = await this.#o.records.update(record.id, {
+      status,
+      at: this.#o.now(),
+    });
+    // Another path (the reply, a replica's tracker) moved it first: it announced the change.
+    if (!changed || updated === undefined) return;
     await this.#publish(
       status === 'awaiting-input' ? 'skill.dispatch.awaiting-input' : 'skill.dispatch.resumed',
       updated,
@@ -536,16 +548,20 @@ export class Dispatcher {
     result: DispatchResult,
     taskId?: string,
   ): Promise<DispatchRecord> {
-    const updated = await this.#o.records.update(id, {
+    const { changed, record: updated } = await this.#o.records.update(id, {
       status,
       result,
       at: this.#o.now(),
       ...(taskId === undefined ? {} : { taskId }),
     });
-    await this.#publish(
-      status === 'completed' ? 'skill.dispatch.completed' : 'skill.dispatch.failed',
-      updated!,
-    );
+    // A dispatch ends once: when another path ended it first (the reply and the terminal's
+    // `onSettled` of an answered task, two replicas), only the one that changed it announces it.
+    if (changed) {
+      await this.#publish(
+        status === 'completed' ? 'skill.dispatch.completed' : 'skill.dispatch.failed',
+        updated!,
+      );
+    }
     return updated!;
   }
 
