@@ -18,6 +18,13 @@
  *   the fleet call costs beside the exactly-once commit (informational);
  * - `fleet_calls_per_s`, `sdk_calls_per_s`, `unadorned_sdk_calls_per_s`, `fleet_p50_us`,
  *   `sdk_p50_us`, `unadorned_sdk_p50_us`: the absolute figures.
+ * - `fleet_cpu_us_per_call`, `sdk_cpu_us_per_call`: CPU time of this process per call in the
+ *   throughput rounds (user + system, every thread: the fleet side's includes what its calls set
+ *   going — the relay, the world materialiser, the SQLite checkpointer — each fleet round waits for
+ *   that to finish before the CPU is read, outside the timed window); `agent_cpu_us_per_call`:
+ *   the agent process's, in the stamped rounds (Linux only); `cpu_bound_throughput_ratio`: the
+ *   throughput ratio these predict when the agent and this process keep the machine's cores busy,
+ *   (SDK + agent) ÷ (fleet + agent) — read `throughput_ratio` against it (informational).
  *
  * Rounds rotate which side goes first, after a warm-up of every side. The agent is the example ops
  * agent with a fixed answer (a text part, a two-entry worldstate-delta part, a cost part), so every
@@ -36,13 +43,20 @@ import { createGateway } from '../src/service/index.js';
 import { OPS_DELTAS, opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
 import { note, percentile, report } from './report.js';
 import { serveAgentProcess, startAgentProcess } from './support/agent-process.js';
+import { processCpuMs } from './support/process-cpu.js';
 import { rawTextRequest } from './support/sdk-request.js';
 
 const BENCH = 'dispatch-vs-sdk';
 const SKILL = 'pr_review';
 const CONCURRENCY = 8;
-const ROUNDS = 40;
-const CALLS_PER_ROUND = 150;
+/**
+ * Throughput rounds per side, and calls per round. A round is long enough for its steady state to
+ * outweigh its edges: each round starts cold (the other sides just ran) with eight calls at once
+ * and ends draining them, and over 150 calls these edges took 5–7 % of a round's time, so the
+ * figures measured the edges as much as the sides.
+ */
+const ROUNDS = 12;
+const CALLS_PER_ROUND = 1_000;
 /** Rounds of one-at-a-time calls, one call of each side per round. */
 const LATENCY_ROUNDS = 3_000;
 
@@ -119,6 +133,7 @@ async function fleetSide(agentUrl: string): Promise<FleetSide> {
       await gateway.settle();
       return deltas;
     },
+    settle: () => gateway.settle(),
     close: async () => {
       await gateway.close();
       rmSync(dir, { recursive: true, force: true });
@@ -134,6 +149,8 @@ interface FleetSide {
   stamps: Record<string, string>;
   /** World-state delta events published so far, once the outbox is flushed. */
   deltas(): Promise<number>;
+  /** Waits until what the calls so far set going (outbox, subscribers) is done. */
+  settle(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -166,10 +183,10 @@ async function main(): Promise<void> {
       const reply = await sdk.sendMessage(rawTextRequest('go'));
       if ('messageId' in reply) throw new Error('unexpected message reply');
     };
-    const sides: { name: string; call: Call; ms: number; latency: number[] }[] = [
-      { name: 'fleet', call: fleet.call, ms: 0, latency: [] },
-      { name: 'stamped', call: stampedCall, ms: 0, latency: [] },
-      { name: 'plain', call: plainCall, ms: 0, latency: [] },
+    const sides: Side[] = [
+      { name: 'fleet', call: fleet.call, ms: 0, latency: [], cpuUs: 0, agentMs: 0 },
+      { name: 'stamped', call: stampedCall, ms: 0, latency: [], cpuUs: 0, agentMs: 0 },
+      { name: 'plain', call: plainCall, ms: 0, latency: [], cpuUs: 0, agentMs: 0 },
     ];
 
     note('warm-up');
@@ -179,7 +196,17 @@ async function main(): Promise<void> {
     for (let round = 0; round < ROUNDS; round += 1) {
       for (let k = 0; k < sides.length; k += 1) {
         const side = sides[(round + k) % sides.length]!;
+        const cpu = process.cpuUsage();
+        const agentMs = processCpuMs(agent.pid);
         side.ms += await timeCalls(side.call, CALLS_PER_ROUND, CONCURRENCY);
+        // The fleet round's work still running (relay, materialiser) is its own, not the next
+        // side's: waited for outside the timed window, inside the CPU reading.
+        if (side.name === 'fleet') await fleet.settle();
+        const used = process.cpuUsage(cpu);
+        side.cpuUs += used.user + used.system;
+        const agentAfter = processCpuMs(agent.pid);
+        side.agentMs +=
+          agentMs === undefined || agentAfter === undefined ? NaN : agentAfter - agentMs;
       }
     }
     // Latency: one call at a time, the sides interleaved call by call.
@@ -246,10 +273,35 @@ async function main(): Promise<void> {
         50,
       ) / stampedFig.p50,
     );
+    const perCall = (total: number) => total / totalCalls;
+    const fleetCpu = perCall(sides[0]!.cpuUs);
+    const sdkCpu = perCall(sides[1]!.cpuUs);
+    const agentCpu = perCall(sides[1]!.agentMs * 1000);
+    const cpuFigure = (metric: string, value: number) =>
+      report({ bench: BENCH, metric, value: Math.round(value), unit: 'us' });
+    cpuFigure('fleet_cpu_us_per_call', fleetCpu);
+    cpuFigure('sdk_cpu_us_per_call', sdkCpu);
+    if (Number.isNaN(agentCpu)) note('no /proc here: the agent process CPU figures are left out');
+    else {
+      cpuFigure('agent_cpu_us_per_call', agentCpu);
+      ratio('cpu_bound_throughput_ratio', (sdkCpu + agentCpu) / (fleetCpu + agentCpu));
+    }
     await fleet.close();
   } finally {
     agent.stop();
   }
+}
+
+/** One side of the comparison and what its rounds measured. */
+interface Side {
+  name: string;
+  call: Call;
+  /** Wall time of its throughput rounds, in ms. */
+  ms: number;
+  latency: number[];
+  /** CPU of this process in its throughput rounds (µs), and of the agent's (ms). */
+  cpuUs: number;
+  agentMs: number;
 }
 
 interface Figures {
