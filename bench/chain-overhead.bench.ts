@@ -5,6 +5,9 @@
  * - `ns_per_call` (target < 2000): the median of seven rounds of context + four `before` hooks (stamps) + outbound metadata + four `after`
  *   hooks on a terminal task carrying a two-entry worldstate-delta part and a cost part (delta and
  *   cost extraction, `world.state.delta` and `cost.sample` published on an in-memory bus).
+ * - `no_extension_ns_per_call`, `stamps_only_ns_per_call` (blast-v1 and hitl-mode-v1),
+ *   `effect_domain_ns_per_call`, `cost_ns_per_call`: the same call with only those extensions
+ *   active, each the median of three rounds — where `ns_per_call` goes (informational).
  * - `fleet_call_ns_per_call`: the whole `createFleetClient().call` (SDK client, JSON-RPC encoding
  *   and decoding included) with a `fetch` that answers from memory, no socket.
  */
@@ -23,6 +26,10 @@ import {
   registerStandardExtensions,
 } from '../src/extensions/index.js';
 import {
+  BLAST_V1_URI,
+  COST_V1_URI,
+  EFFECT_DOMAIN_V1_URI,
+  HITL_MODE_V1_URI,
   createCostPart,
   createWorldStateDeltaPart,
   readDeclarations,
@@ -83,21 +90,28 @@ const sink = createHookFailureLog({ bus });
 const signal = new AbortController().signal;
 
 let seq = 0;
-async function chainOnce(): Promise<void> {
-  seq += 1;
-  const ctx = createSkillCallContext({
-    agent: AGENT,
-    skill: SKILL,
-    correlationId: `c${seq}`,
-    signal,
-    declarations,
-  });
-  const chain = new SkillCallChain(extensions, ctx, sink);
-  await chain.runBefore();
-  if (Object.keys(ctx.outboundMetadata()).length !== 5) throw new Error('missing stamps');
-  const failure = await chain.runAfter(outcomeForTask(taskFor(`t${seq}`)));
-  if (failure !== undefined) throw failure;
+/** One call through `active` (the four, or a part of them), which must stamp `stamps` keys. */
+function chainCall(active: typeof extensions, stamps: number): () => Promise<void> {
+  return async () => {
+    seq += 1;
+    const ctx = createSkillCallContext({
+      agent: AGENT,
+      skill: SKILL,
+      correlationId: `c${seq}`,
+      signal,
+      declarations,
+    });
+    const chain = new SkillCallChain(active, ctx, sink);
+    await chain.runBefore();
+    if (Object.keys(ctx.outboundMetadata()).length !== stamps) throw new Error('missing stamps');
+    const failure = await chain.runAfter(outcomeForTask(taskFor(`t${seq}`)));
+    if (failure !== undefined) throw failure;
+  };
 }
+const chainOnce = chainCall(extensions, 5);
+
+/** The extensions of `uris` only, in registration order. */
+const only = (...uris: string[]) => extensions.filter((e) => uris.includes(e.extension.uri));
 
 async function measure(
   label: string,
@@ -173,6 +187,19 @@ for (let r = 0; r < ROUNDS; r += 1)
   rounds.push(await measure(`chain round ${r + 1}`, chainOnce, 10, 2_000));
 const chainNs = percentile(rounds, 50);
 note(`chain: median of ${ROUNDS} rounds ${Math.round(chainNs)} ns/call`);
+// Where the time goes: the same call with a part of the extensions (each the median of 3 rounds).
+const partial = {
+  no_extension_ns_per_call: chainCall(only(), 0),
+  stamps_only_ns_per_call: chainCall(only(BLAST_V1_URI, HITL_MODE_V1_URI), 3),
+  effect_domain_ns_per_call: chainCall(only(EFFECT_DOMAIN_V1_URI), 1),
+  cost_ns_per_call: chainCall(only(COST_V1_URI), 1),
+};
+const partNs: Record<string, number> = {};
+for (const [metric, call] of Object.entries(partial)) {
+  const partRounds: number[] = [];
+  for (let r = 0; r < 3; r += 1) partRounds.push(await measure(metric, call, 10, 2_000));
+  partNs[metric] = percentile(partRounds, 50);
+}
 const fleetNs = await measure('fleet call, in-memory fetch', fleetOnce, 20, 500);
 const sdkNs = await measure('raw SDK sendMessage, in-memory fetch', sdkOnce, 20, 500);
 await bus.idle();
@@ -183,6 +210,9 @@ report({
   unit: 'ns',
   target: '<2000',
 });
+for (const [metric, ns] of Object.entries(partNs)) {
+  report({ bench: BENCH, metric, value: Math.round(ns), unit: 'ns' });
+}
 report({ bench: BENCH, metric: 'fleet_call_ns_per_call', value: Math.round(fleetNs), unit: 'ns' });
 report({ bench: BENCH, metric: 'sdk_call_ns_per_call', value: Math.round(sdkNs), unit: 'ns' });
 await bus.close();
