@@ -43,7 +43,7 @@ import { createGateway } from '../src/service/index.js';
 import { OPS_DELTAS, opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
 import { note, percentile, report } from './report.js';
 import { serveAgentProcess, startAgentProcess } from './support/agent-process.js';
-import { processCpuMs } from './support/process-cpu.js';
+import { SideCpu } from './support/process-cpu.js';
 import { rawTextRequest } from './support/sdk-request.js';
 
 const BENCH = 'dispatch-vs-sdk';
@@ -184,10 +184,12 @@ async function main(): Promise<void> {
       if ('messageId' in reply) throw new Error('unexpected message reply');
     };
     const sides: Side[] = [
-      { name: 'fleet', call: fleet.call, ms: 0, latency: [], cpuUs: 0, agentMs: 0 },
-      { name: 'stamped', call: stampedCall, ms: 0, latency: [], cpuUs: 0, agentMs: 0 },
-      { name: 'plain', call: plainCall, ms: 0, latency: [], cpuUs: 0, agentMs: 0 },
+      { name: 'fleet', call: fleet.call, ms: 0, latency: [], cpuUs: 0 },
+      { name: 'stamped', call: stampedCall, ms: 0, latency: [], cpuUs: 0 },
+      { name: 'plain', call: plainCall, ms: 0, latency: [], cpuUs: 0 },
     ];
+    // The agent's CPU in each side's rounds (one process serves every side).
+    const agentCpu = new SideCpu({ fleet: agent.pid, stamped: agent.pid, plain: agent.pid });
 
     note('warm-up');
     for (const side of sides) await timeCalls(side.call, 600, CONCURRENCY);
@@ -197,16 +199,19 @@ async function main(): Promise<void> {
       for (let k = 0; k < sides.length; k += 1) {
         const side = sides[(round + k) % sides.length]!;
         const cpu = process.cpuUsage();
-        const agentMs = processCpuMs(agent.pid);
-        side.ms += await timeCalls(side.call, CALLS_PER_ROUND, CONCURRENCY);
-        // The fleet round's work still running (relay, materialiser) is its own, not the next
-        // side's: waited for outside the timed window, inside the CPU reading.
-        if (side.name === 'fleet') await fleet.settle();
+        side.ms += await agentCpu.round(
+          side.name,
+          async () => {
+            const ms = await timeCalls(side.call, CALLS_PER_ROUND, CONCURRENCY);
+            // The fleet round's work still running (relay, materialiser) is its own, not the next
+            // side's: waited for outside the timed window, inside the CPU readings.
+            if (side.name === 'fleet') await fleet.settle();
+            return ms;
+          },
+          () => CALLS_PER_ROUND,
+        );
         const used = process.cpuUsage(cpu);
         side.cpuUs += used.user + used.system;
-        const agentAfter = processCpuMs(agent.pid);
-        side.agentMs +=
-          agentMs === undefined || agentAfter === undefined ? NaN : agentAfter - agentMs;
       }
     }
     // Latency: one call at a time, the sides interleaved call by call.
@@ -276,15 +281,16 @@ async function main(): Promise<void> {
     const perCall = (total: number) => total / totalCalls;
     const fleetCpu = perCall(sides[0]!.cpuUs);
     const sdkCpu = perCall(sides[1]!.cpuUs);
-    const agentCpu = perCall(sides[1]!.agentMs * 1000);
+    const agentMs = agentCpu.perRequest('stamped');
     const cpuFigure = (metric: string, value: number) =>
       report({ bench: BENCH, metric, value: Math.round(value), unit: 'us' });
     cpuFigure('fleet_cpu_us_per_call', fleetCpu);
     cpuFigure('sdk_cpu_us_per_call', sdkCpu);
-    if (Number.isNaN(agentCpu)) note('no /proc here: the agent process CPU figures are left out');
+    if (agentMs === undefined) note('no /proc here: the agent process CPU figures are left out');
     else {
-      cpuFigure('agent_cpu_us_per_call', agentCpu);
-      ratio('cpu_bound_throughput_ratio', (sdkCpu + agentCpu) / (fleetCpu + agentCpu));
+      const agentUs = agentMs * 1000;
+      cpuFigure('agent_cpu_us_per_call', agentUs);
+      ratio('cpu_bound_throughput_ratio', (sdkCpu + agentUs) / (fleetCpu + agentUs));
     }
     await fleet.close();
   } finally {
@@ -294,14 +300,13 @@ async function main(): Promise<void> {
 
 /** One side of the comparison and what its rounds measured. */
 interface Side {
-  name: string;
+  name: 'fleet' | 'stamped' | 'plain';
   call: Call;
   /** Wall time of its throughput rounds, in ms. */
   ms: number;
   latency: number[];
-  /** CPU of this process in its throughput rounds (µs), and of the agent's (ms). */
+  /** CPU of this process in its throughput rounds, in µs. */
   cpuUs: number;
-  agentMs: number;
 }
 
 interface Figures {

@@ -48,6 +48,12 @@ export class SideCpu<S extends string> {
     return result;
   }
 
+  /** CPU milliseconds per request of `side` so far; undefined where there is no `/proc`. */
+  perRequest(side: S): number | undefined {
+    if (this.#ms.size === 0) return undefined;
+    return (this.#ms.get(side) ?? 0) / (this.#served.get(side) ?? Number.NaN);
+  }
+
   /** Reports `metric` as the CPU milliseconds per request of `side`, for each entry. */
   report(bench: string, metrics: Readonly<Record<string, S>>): void {
     if (this.#ms.size === 0) {
@@ -55,8 +61,7 @@ export class SideCpu<S extends string> {
       return;
     }
     for (const [metric, side] of Object.entries<S>(metrics)) {
-      const value = (this.#ms.get(side) ?? 0) / (this.#served.get(side) ?? Number.NaN);
-      report({ bench, metric, value, unit: 'ms' });
+      report({ bench, metric, value: this.perRequest(side)!, unit: 'ms' });
     }
   }
 }
