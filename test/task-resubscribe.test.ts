@@ -4,8 +4,6 @@
  * first event.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, request as httpRequest, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,58 +15,7 @@ import { ALLOW_ALL } from '../src/dispatch/index.js';
 import type { GatewayStore } from '../src/service/index.js';
 import { createGateway, openGatewayStore } from '../src/service/index.js';
 import { createStoreTaskRecords } from '../src/tasks/index.js';
-
-/**
- * Forwards to the agent; the first SendStreamingMessage response is cut after its first chunk.
- * `onResubscribed` runs once the agent answered a SubscribeToTask (its stream is attached).
- */
-async function startDroppingProxy(
-  target: string,
-  onResubscribed: () => void,
-): Promise<{ url: string; cut: () => number; close: () => Promise<void> }> {
-  const { hostname, port } = new URL(target);
-  let cut = 0;
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      const dropThis = cut === 0 && body.toString().includes('SendStreamingMessage');
-      const resubscribe = body.toString().includes('SubscribeToTask');
-      const upstream = httpRequest(
-        { hostname, port, path: req.url, method: req.method, headers: req.headers },
-        (up) => {
-          res.writeHead(up.statusCode ?? 502, up.headers);
-          if (resubscribe) onResubscribed();
-          up.on('data', (chunk: Buffer) => {
-            if (!dropThis) {
-              res.write(chunk);
-              return;
-            }
-            if (cut > 0) return;
-            cut += 1;
-            up.destroy();
-            // Cut the connection once the first event reached the client.
-            res.write(chunk, () => setTimeout(() => res.socket?.destroy(), 20));
-          });
-          up.on('end', () => res.end());
-        },
-      );
-      upstream.on('error', () => res.destroy());
-      upstream.end(body);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    cut: () => cut,
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
+import { startDroppingProxy } from './support/dropping-proxy.js';
 
 /** Settled once the tracker's SubscribeToTask stream is attached at the agent. */
 const resubscribed = (() => {

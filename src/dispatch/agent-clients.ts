@@ -165,18 +165,33 @@ export async function createAgentClient(options: CreateAgentClientOptions): Prom
 
   // Set once the client is built: the agent echoes under the header name of its protocol version.
   let readEchoedExtensions = createEchoedExtensionsReader();
+  // The agent's configured headers (its credential) go on every request the client makes —
+  // send, stream, get, resubscribe, cancel, push config — not only on the calls that pass them.
+  const own = agent.headers ?? {};
+  const ownNames = Object.keys(own);
+  const withOwn = (headers: Record<string, string>): Record<string, string> => {
+    if (ownNames.length === 0) return headers;
+    // Configured names are lower-case (`agent-config.ts`); a header the request set wins.
+    const merged: Record<string, string> = { ...headers };
+    for (const name of ownNames) if (!(name in merged)) merged[name] = own[name]!;
+    return merged;
+  };
   const fetchImpl: typeof fetch = (input, init) => {
     const headers = init?.headers;
     if (headers === undefined || headers instanceof Headers || Array.isArray(headers)) {
-      return baseFetch(input, init);
+      if (ownNames.length === 0) return baseFetch(input, init);
+      const merged = new Headers(headers);
+      for (const name of ownNames) if (!merged.has(name)) merged.set(name, own[name]!);
+      return baseFetch(input, { ...init, headers: merged });
     }
     const callId = headers[CALL_ID_HEADER];
-    if (callId === undefined) return baseFetch(input, init);
+    if (callId === undefined) return baseFetch(input, { ...init, headers: withOwn(headers) });
     // The SDK transports build a fresh init and header object for every request: the private
     // header stays off the wire by handing fetch a copy without it. (Deleting it in place turned
     // the header object into a slow dictionary for every later read.)
     const clean: Record<string, string> = {};
     for (const key in headers) if (key !== CALL_ID_HEADER) clean[key] = headers[key]!;
+    // A call's headers already carry the agent's (the fleet client merges them in).
     init!.headers = clean;
     return baseFetch(input, init).then((response) => {
       const record = wire.get(callId);
