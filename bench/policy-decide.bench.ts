@@ -93,6 +93,10 @@ function memoryRecords(): DispatchRecordStore {
       rows.set(r.id, { ...r });
       return Promise.resolve();
     },
+    // Events and holders are the store's business; this bench times the gate.
+    sending: () => Promise.resolve(),
+    orphans: () => Promise.resolve([]),
+    takeOver: () => Promise.resolve(false),
     get: (id) => Promise.resolve(rows.get(id)),
     byTask: () => Promise.resolve(undefined),
     prune: () => Promise.resolve(0),
@@ -146,11 +150,13 @@ async function benchAutonomousDispatch(): Promise<void> {
     text: 'done',
     data: [],
   } as unknown as CallResult;
-  const fleet = { call: () => Promise.resolve(result) };
+  const fleet = {
+    call: () => Promise.resolve(result),
+    agentClient: () => Promise.reject(new Error('no agent client in this bench')),
+  };
   const tracker = { follow: () => Promise.resolve() };
-  const bus = { publish: () => Promise.resolve({ id: 'x', duplicate: false }) } as never;
-  const plain = new Dispatcher({ fleet, records: memoryRecords(), tracker, bus, gate: ALLOW_ALL });
-  const gated = new Dispatcher({ fleet, records: memoryRecords(), tracker, bus, gate });
+  const plain = new Dispatcher({ fleet, records: memoryRecords(), tracker, gate: ALLOW_ALL });
+  const gated = new Dispatcher({ fleet, records: memoryRecords(), tracker, gate });
   const request = { agent: 'ops', skill: 'sitrep', text: 'status' };
 
   const time = async (d: Dispatcher): Promise<number> => {

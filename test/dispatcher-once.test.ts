@@ -2,11 +2,12 @@
  * A dispatch is announced once per move, however many paths make it at the same time: two
  * rejections of one held call, or the reply and the terminal's `onSettled` ending one answered
  * task, in the same millisecond — on SQLite (direct and kysely) and PostgreSQL records, with the
- * gateway's in-memory bus. Only the path whose move changed the record publishes its event.
+ * gateway's in-memory bus. Only the path whose move changed the record writes its event (into the
+ * outbox, in the unit of the move; a relay publishes it).
  */
 import type { Task } from '@a2a-js/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createInMemoryEventBus } from '../src/bus/index.js';
+import { createInMemoryEventBus, createOutboxRelay, type OutboxRelay } from '../src/bus/index.js';
 import {
   Dispatcher,
   createStoreDispatchRecords,
@@ -41,6 +42,7 @@ describe.each(storeVariants(pgUp))('dispatch events once ($kind, direct: $direct
   const bus = createInMemoryEventBus();
   const events: EventEnvelope[] = [];
   let dispatcher: Dispatcher;
+  let relay: OutboxRelay;
   let n = 0;
 
   beforeAll(async () => {
@@ -49,11 +51,12 @@ describe.each(storeVariants(pgUp))('dispatch events once ($kind, direct: $direct
     const { store } = opened;
     records = createStoreDispatchRecords(store.db, direct ? { sqlite: store.sqlite } : {});
     await bus.subscribe('skill.dispatch.>', (e) => void events.push(e), { name: 'once' });
+    relay = createOutboxRelay({ db: store.db, sqlite: direct ? store.sqlite : undefined, bus });
+    const none = (): Promise<never> => Promise.reject(new Error('no call is sent in these tests'));
     dispatcher = new Dispatcher({
-      fleet: { call: () => Promise.reject(new Error('no call is sent in these tests')) },
+      fleet: { call: none, agentClient: none },
       records,
       tracker: { follow: () => Promise.resolve() },
-      bus,
       gate: rejectingGate,
       now: () => AT,
     });
@@ -83,6 +86,7 @@ describe.each(storeVariants(pgUp))('dispatch events once ($kind, direct: $direct
   }
 
   async function topicsOf(id: string): Promise<string[]> {
+    await relay.drain();
     await bus.idle();
     return events.filter((e) => (e.payload as { id: string }).id === id).map((e) => e.topic);
   }

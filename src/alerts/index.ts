@@ -32,6 +32,11 @@ export {
   type RadiusWidenedAlertsOptions,
 } from './radius-widened.js';
 export {
+  createOutcomeUnknownAlerts,
+  OUTCOME_UNKNOWN_SUBSCRIPTION,
+  type OutcomeUnknownAlerts,
+} from './outcome-unknown.js';
+export {
   createActionQualityMonitor,
   ACTION_QUALITY_SUBSCRIPTION,
   type ActionQualityMonitor,

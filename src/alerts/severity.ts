@@ -24,6 +24,7 @@ export const ALERT_KINDS = [
   'blast_violation',
   'action_quality',
   'radius_widened',
+  'outcome_unknown',
 ] as const;
 
 /** One of {@link ALERT_KINDS}. */
@@ -35,6 +36,8 @@ export const ALERT_BASE_SEVERITY: Readonly<Record<AlertKind, Severity>> = {
   blast_violation: 'error',
   action_quality: 'warning',
   radius_widened: 'warning',
+  // A call that may or may not have run: a person must look, more urgently the wider it reaches.
+  outcome_unknown: 'error',
 };
 
 /** Steps each radius moves a base severity: down one for `self`, up one for `fleet`, up two for `public`. */

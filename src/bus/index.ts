@@ -26,6 +26,7 @@ export {
   topicMatches,
 } from './topic-pattern.js';
 export { TopicTrie } from './topic-trie.js';
+export { createEventIdGenerator } from './event-stamps.js';
 export { EventCollector } from './collecting-bus.js';
 export type { CollectedEvent, DeferredEffect, PublishTarget } from './collecting-bus.js';
 export { InMemoryEventBus, createInMemoryEventBus } from './in-memory-bus.js';

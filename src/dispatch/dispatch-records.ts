@@ -1,5 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { DispatchEvent, DispatchResult, DispatchStatus } from '../protocol/index.js';
+import { insertOutboxRows, writeOutboxEvent } from '../bus/index.js';
+import type { OutboxExecutor } from '../bus/index.js';
+import type {
+  DispatchEvent,
+  DispatchResult,
+  DispatchStatus,
+  FleetgateTopics,
+} from '../protocol/index.js';
 import type { SqliteAccess } from '../store/index.js';
 
 export type { DispatchResult, DispatchStatus } from '../protocol/index.js';
@@ -26,10 +34,63 @@ export interface DispatchTraceTable {
   traceparent: string;
 }
 
+/** Who holds a dispatch and what it sends (migration `0600_dispatch_send`). */
+export interface DispatchSendTable {
+  dispatch_id: string;
+  /** The process (replica) that holds the dispatch: a gateway instance id. */
+  owner: string;
+  message_id: string;
+  context_id: string;
+  /** Epoch milliseconds the send began (before the first byte left); null while not sent. */
+  sent_at: number | null;
+}
+
 /** The dispatch records' tables. */
 export interface DispatchDatabase {
   fleetgate_dispatch: DispatchTable;
   fleetgate_dispatch_trace: DispatchTraceTable;
+  fleetgate_dispatch_send: DispatchSendTable;
+}
+
+/**
+ * Who holds a dispatch and what it sends. Written before any byte leaves for the agent, so a
+ * process that dies mid-call leaves a dispatch that a restart or another replica can finish:
+ * never sent (`sentAt` null: nothing reached the agent), or sent with these ids, to be looked up
+ * at the agent by its context.
+ */
+export interface DispatchSend {
+  owner: string;
+  /** The A2A `messageId` sent (empty until the send is prepared). */
+  messageId: string;
+  /** The A2A `contextId` sent (empty until the send is prepared). */
+  contextId: string;
+  sentAt: number | null;
+}
+
+/** A dispatch in flight without a task id, with who holds it: {@link DispatchRecordStore.orphans}. */
+export interface HeldDispatch {
+  record: DispatchRecord;
+  send: DispatchSend;
+}
+
+/** The `skill.dispatch.*` topics. */
+export type DispatchTopic = Extract<keyof FleetgateTopics, `skill.dispatch.${string}`>;
+
+/** What a dispatch event carries beside the record. */
+export type DispatchEventExtra = Pick<
+  DispatchEvent,
+  'reason' | 'state' | 'decision' | 'approvalId'
+>;
+
+/**
+ * The event that announces a write of a dispatch record: written into the outbox in the same unit
+ * as the record (the relay publishes it), so a bus outage delays it and fails no dispatch, and a
+ * crash never leaves a move without its event or an event without its move.
+ */
+export interface DispatchAnnouncement {
+  topic: DispatchTopic;
+  /** Carried beside the record (the event's payload is the record as written, plus these). */
+  extra?: DispatchEventExtra;
 }
 
 /** What {@link DispatchRecordStore.update} did: whether it moved the record, and the record now. */
@@ -40,7 +101,31 @@ export interface DispatchUpdate {
 
 /** Durable dispatch records. */
 export interface DispatchRecordStore {
-  create(record: DispatchRecord): Promise<void>;
+  /**
+   * Records a new dispatch, with its announcement (`skill.dispatch.requested`) and who holds it,
+   * in one unit.
+   */
+  create(
+    record: DispatchRecord,
+    options?: { announce?: DispatchAnnouncement; send?: DispatchSend },
+  ): Promise<void>;
+  /**
+   * Commits what a dispatch is about to send, and who sends it, before the first byte leaves for
+   * the agent (with `announce`, e.g. `skill.dispatch.started`, in the same unit).
+   */
+  sending(
+    record: DispatchRecord,
+    send: DispatchSend,
+    announce?: DispatchAnnouncement,
+  ): Promise<void>;
+  /**
+   * Dispatches in flight (`running`, `awaiting-input`) that know no task id, with who holds them
+   * and what they sent: the calls a dead process may have left behind. At most `limit`, oldest
+   * first.
+   */
+  orphans(limit: number): Promise<HeldDispatch[]>;
+  /** Takes a dispatch over from `from` (a dead holder); false when another process took it first. */
+  takeOver(id: string, from: string, to: string): Promise<boolean>;
   get(id: string): Promise<DispatchRecord | undefined>;
   byTask(agent: string, taskId: string): Promise<DispatchRecord | undefined>;
   /**
@@ -48,7 +133,8 @@ export interface DispatchRecordStore {
    * dispatch in that status moves (compare-and-set: a replica that lost a race changes nothing).
    * Resolves whether this call moved it to a new status (`changed`; a change of its task id or
    * result alone is not one), and the record as it stands afterwards: of several paths or
-   * replicas moving one dispatch at once, only the one that changed it announces the move.
+   * replicas moving one dispatch at once, only the one that changed it announces the move:
+   * `announce` is written into the outbox in the same unit, and only when `changed`.
    */
   update(
     id: string,
@@ -58,6 +144,7 @@ export interface DispatchRecordStore {
       result?: DispatchResult;
       at: number;
       from?: DispatchStatus;
+      announce?: DispatchAnnouncement;
     },
   ): Promise<DispatchUpdate>;
   /**
@@ -92,6 +179,44 @@ export interface StoreDispatchRecordsOptions {
    * prepared statements.
    */
   sqlite?: SqliteAccess | undefined;
+  /** Ids of the events written into the outbox (default: random UUIDs). */
+  eventId?: () => string;
+  /** Called after a unit that wrote an event committed (wake the outbox relay). */
+  onCommitted?: () => void;
+}
+
+/** The outbox row of an announcement (the payload is the record as written, plus its extras). */
+function eventOf(
+  record: DispatchRecord,
+  announce: DispatchAnnouncement,
+  id: string,
+): { topic: DispatchTopic; payload: DispatchEvent; id: string; correlationId: string } {
+  return {
+    topic: announce.topic,
+    payload: announce.extra === undefined ? record : { ...record, ...announce.extra },
+    id,
+    correlationId: record.correlationId,
+  };
+}
+
+/**
+ * Writes an announcement through a kysely executor (inside the caller's transaction); see
+ * {@link moveDispatch}.
+ */
+async function writeAnnouncement(
+  executor: unknown,
+  record: DispatchRecord,
+  announce: DispatchAnnouncement,
+  id: string,
+  at: number,
+): Promise<void> {
+  const event = eventOf(record, announce, id);
+  // The store's database holds the outbox table beside the dispatch tables.
+  await writeOutboxEvent(executor as OutboxExecutor, event.topic, event.payload, {
+    id,
+    correlationId: event.correlationId,
+    now: at,
+  });
 }
 
 type DispatchRow = DispatchTable & { traceparent: string | null };
@@ -116,6 +241,38 @@ const UPDATE_FROM =
   '"task_id" = coalesce(?, "task_id"), "result" = coalesce(?, "result") ' +
   'where "id" = ? and "status" = ?';
 
+const UPSERT_SEND =
+  'insert into "fleetgate_dispatch_send" ("dispatch_id", "owner", "message_id", "context_id", "sent_at") ' +
+  'values (?, ?, ?, ?, ?) on conflict ("dispatch_id") do update set "owner" = excluded."owner", ' +
+  '"message_id" = excluded."message_id", "context_id" = excluded."context_id", "sent_at" = excluded."sent_at"';
+
+function sendParams(id: string, send: DispatchSend): unknown[] {
+  return [id, send.owner, send.messageId, send.contextId, send.sentAt];
+}
+
+/** Writes who holds a dispatch and what it sends, inside the caller's transaction. */
+async function upsertSend(executor: unknown, id: string, send: DispatchSend): Promise<void> {
+  const values = {
+    dispatch_id: id,
+    owner: send.owner,
+    message_id: send.messageId,
+    context_id: send.contextId,
+    sent_at: send.sentAt,
+  };
+  await (executor as Kysely<DispatchDatabase>)
+    .insertInto('fleetgate_dispatch_send')
+    .values(values)
+    .onConflict((oc) =>
+      oc.column('dispatch_id').doUpdateSet({
+        owner: send.owner,
+        message_id: send.messageId,
+        context_id: send.contextId,
+        sent_at: send.sentAt,
+      }),
+    )
+    .execute();
+}
+
 /** Dispatch records in the store (SQLite or PostgreSQL). */
 export function createStoreDispatchRecords<DB extends DispatchDatabase>(
   database: Kysely<DB>,
@@ -128,8 +285,8 @@ export function createStoreDispatchRecords<DB extends DispatchDatabase>(
     const row = await direct!.read((q) => q.get<DispatchRow>(sql, params));
     return row === undefined ? undefined : fromRow(row);
   };
-  const rows = () =>
-    db
+  const rowsOf = (executor: Kysely<DispatchDatabase>) =>
+    executor
       .selectFrom('fleetgate_dispatch')
       .leftJoin(
         'fleetgate_dispatch_trace',
@@ -138,16 +295,47 @@ export function createStoreDispatchRecords<DB extends DispatchDatabase>(
       )
       .selectAll('fleetgate_dispatch')
       .select('fleetgate_dispatch_trace.traceparent');
+  const rows = () => rowsOf(db);
   const get = async (id: string): Promise<DispatchRecord | undefined> => {
     if (direct !== undefined) return readOne(SELECT_BY_ID, [id]);
     const row = await rows().where('fleetgate_dispatch.id', '=', id).executeTakeFirst();
     return row === undefined ? undefined : fromRow(row);
   };
+  const eventId = options.eventId ?? (() => randomUUID());
+  const committed = options.onCommitted ?? (() => undefined);
+  const insertRecord = async (
+    executor: Kysely<DispatchDatabase>,
+    record: DispatchRecord,
+    result: string | null,
+  ): Promise<void> => {
+    await executor
+      .insertInto('fleetgate_dispatch')
+      .values({
+        id: record.id,
+        agent: record.agent,
+        skill: record.skill,
+        correlation_id: record.correlationId,
+        status: record.status,
+        task_id: record.taskId,
+        created_at: record.createdAt,
+        updated_at: record.updatedAt,
+        result,
+      })
+      .execute();
+    if (record.traceparent !== undefined) {
+      await executor
+        .insertInto('fleetgate_dispatch_trace')
+        .values({ dispatch_id: record.id, traceparent: record.traceparent })
+        .execute();
+    }
+  };
   return {
-    async create(record) {
+    async create(record, createOptions = {}) {
+      const { announce, send } = createOptions;
       const result = record.result === null ? null : JSON.stringify(record.result);
       if (direct !== undefined) {
-        // The record and its trace context in one unit, committed with the writes of this turn.
+        // The record, its trace context and its event in one unit, committed with the writes of
+        // this turn.
         await direct.write((sql) => {
           sql.run(INSERT, [
             record.id,
@@ -163,29 +351,76 @@ export function createStoreDispatchRecords<DB extends DispatchDatabase>(
           if (record.traceparent !== undefined) {
             sql.run(INSERT_TRACE, [record.id, record.traceparent]);
           }
+          if (send !== undefined) sql.run(UPSERT_SEND, sendParams(record.id, send));
+          if (announce !== undefined) {
+            insertOutboxRows(sql, [eventOf(record, announce, eventId())], record.createdAt);
+          }
         });
-        return;
+      } else if (announce === undefined && send === undefined) {
+        await insertRecord(db, record, result);
+      } else {
+        await db.transaction().execute(async (trx) => {
+          await insertRecord(trx, record, result);
+          if (send !== undefined) await upsertSend(trx, record.id, send);
+          if (announce !== undefined) {
+            await writeAnnouncement(trx, record, announce, eventId(), record.createdAt);
+          }
+        });
       }
-      await db
-        .insertInto('fleetgate_dispatch')
-        .values({
-          id: record.id,
-          agent: record.agent,
-          skill: record.skill,
-          correlation_id: record.correlationId,
-          status: record.status,
-          task_id: record.taskId,
-          created_at: record.createdAt,
-          updated_at: record.updatedAt,
-          result,
-        })
+      if (announce !== undefined) committed();
+    },
+    async sending(record, send, announce) {
+      const at = send.sentAt ?? record.updatedAt;
+      if (direct !== undefined) {
+        await direct.write((sql) => {
+          sql.run(UPSERT_SEND, sendParams(record.id, send));
+          if (announce !== undefined)
+            insertOutboxRows(sql, [eventOf(record, announce, eventId())], at);
+        });
+      } else {
+        await db.transaction().execute(async (trx) => {
+          await upsertSend(trx, record.id, send);
+          if (announce !== undefined) await writeAnnouncement(trx, record, announce, eventId(), at);
+        });
+      }
+      if (announce !== undefined) committed();
+    },
+    async orphans(limit) {
+      const found = await rows()
+        .innerJoin(
+          'fleetgate_dispatch_send',
+          'fleetgate_dispatch_send.dispatch_id',
+          'fleetgate_dispatch.id',
+        )
+        .select([
+          'fleetgate_dispatch_send.owner',
+          'fleetgate_dispatch_send.message_id',
+          'fleetgate_dispatch_send.context_id',
+          'fleetgate_dispatch_send.sent_at',
+        ])
+        .where('fleetgate_dispatch.status', 'in', ['running', 'awaiting-input'])
+        .where('fleetgate_dispatch.task_id', 'is', null)
+        .orderBy('fleetgate_dispatch.created_at')
+        .limit(limit)
         .execute();
-      if (record.traceparent !== undefined) {
-        await db
-          .insertInto('fleetgate_dispatch_trace')
-          .values({ dispatch_id: record.id, traceparent: record.traceparent })
-          .execute();
-      }
+      return found.map((row) => ({
+        record: fromRow(row),
+        send: {
+          owner: row.owner,
+          messageId: row.message_id,
+          contextId: row.context_id,
+          sentAt: row.sent_at === null ? null : Number(row.sent_at),
+        },
+      }));
+    },
+    async takeOver(id, from, to) {
+      const moved = await db
+        .updateTable('fleetgate_dispatch_send')
+        .set({ owner: to })
+        .where('dispatch_id', '=', id)
+        .where('owner', '=', from)
+        .executeTakeFirst();
+      return Number(moved.numUpdatedRows) === 1;
     },
     get,
     async byTask(agent, taskId) {
@@ -206,54 +441,90 @@ export function createStoreDispatchRecords<DB extends DispatchDatabase>(
       const result = change.result === undefined ? null : JSON.stringify(change.result);
       if (direct !== undefined) {
         // Read, change and the record as it stands after, in one unit: nothing comes between.
-        return direct.write((sql) => {
-          const before = sql.get<{ status: string }>(SELECT_STATUS, [id])?.status;
-          let changed = false;
-          if (movable(before)) {
-            sql.run(UPDATE_FROM, [
-              change.status,
-              change.at,
-              change.taskId ?? null,
-              result,
-              id,
-              before,
-            ]);
-            changed = before !== change.status;
-          }
-          const row = sql.get<DispatchRow>(SELECT_BY_ID, [id]);
-          return { changed, record: row === undefined ? undefined : fromRow(row) };
-        });
+        return direct
+          .write((sql) => {
+            const before = sql.get<{ status: string }>(SELECT_STATUS, [id])?.status;
+            let changed = false;
+            if (movable(before)) {
+              sql.run(UPDATE_FROM, [
+                change.status,
+                change.at,
+                change.taskId ?? null,
+                result,
+                id,
+                before,
+              ]);
+              changed = before !== change.status;
+            }
+            const row = sql.get<DispatchRow>(SELECT_BY_ID, [id]);
+            const record = row === undefined ? undefined : fromRow(row);
+            if (changed && record !== undefined && change.announce !== undefined) {
+              insertOutboxRows(sql, [eventOf(record, change.announce, eventId())], change.at);
+            }
+            return { changed, record };
+          })
+          .then((moved) => {
+            if (moved.changed && change.announce !== undefined) committed();
+            return moved;
+          });
       }
       for (;;) {
-        const before = (
-          await db
-            .selectFrom('fleetgate_dispatch')
-            .select('status')
+        // Read, compare-and-set and the announcement in one transaction: the event exists exactly
+        // when the move does.
+        const outcome = await db.transaction().execute(async (trx) => {
+          const before = (
+            await trx
+              .selectFrom('fleetgate_dispatch')
+              .select('status')
+              .where('id', '=', id)
+              .executeTakeFirst()
+          )?.status;
+          if (!movable(before)) return { changed: false, moved: true };
+          const moved = await trx
+            .updateTable('fleetgate_dispatch')
+            .set({
+              status: change.status,
+              updated_at: change.at,
+              ...(change.taskId === undefined ? {} : { task_id: change.taskId }),
+              ...(result === null ? {} : { result }),
+            })
             .where('id', '=', id)
-            .executeTakeFirst()
-        )?.status;
-        if (!movable(before)) return { changed: false, record: await get(id) };
-        const moved = await db
-          .updateTable('fleetgate_dispatch')
-          .set({
-            status: change.status,
-            updated_at: change.at,
-            ...(change.taskId === undefined ? {} : { task_id: change.taskId }),
-            ...(result === null ? {} : { result }),
-          })
-          .where('id', '=', id)
-          .where('status', '=', before)
-          .executeTakeFirst();
-        if (Number(moved.numUpdatedRows) === 1) {
-          return { changed: before !== change.status, record: await get(id) };
-        }
+            .where('status', '=', before)
+            .executeTakeFirst();
+          if (Number(moved.numUpdatedRows) !== 1) return { changed: false, moved: false };
+          const changed = before !== change.status;
+          if (changed && change.announce !== undefined) {
+            const row = await rowsOf(trx)
+              .where('fleetgate_dispatch.id', '=', id)
+              .executeTakeFirst();
+            if (row !== undefined) {
+              await writeAnnouncement(trx, fromRow(row), change.announce, eventId(), change.at);
+            }
+          }
+          return { changed, moved: true };
+        });
         // Another writer moved it between the read and the update: judged again on what it is now.
+        if (!outcome.moved) continue;
+        if (outcome.changed && change.announce !== undefined) committed();
+        return { changed: outcome.changed, record: await get(id) };
       }
     },
     async prune(before, batchSize = 1_000) {
       let total = 0;
       for (;;) {
-        // In batches: one huge delete would hold its locks (and grow the log) for long.
+        // In batches: one huge delete would hold its locks (and grow the log) for long. Who held
+        // an ended dispatch goes with it.
+        await db
+          .deleteFrom('fleetgate_dispatch_send')
+          .where('dispatch_id', 'in', (eb) =>
+            eb
+              .selectFrom('fleetgate_dispatch')
+              .select('id')
+              .where('status', 'in', [...ENDED])
+              .where('updated_at', '<', before)
+              .limit(batchSize),
+          )
+          .execute();
         const result = await db
           .deleteFrom('fleetgate_dispatch')
           .where('id', 'in', (eb) =>
@@ -284,12 +555,27 @@ export async function moveDispatch(
   from: DispatchStatus,
   to: DispatchStatus,
   at: number,
+  options: {
+    /** The move's event: the record as moved, and the event's id. */
+    announce?: { record: DispatchRecord; event: DispatchAnnouncement; id: string };
+    /** The process that takes the dispatch over with this move (it sends the call next). */
+    owner?: string;
+  } = {},
 ): Promise<boolean> {
+  const { announce } = options;
   const result = await (trx as Kysely<DispatchDatabase>)
     .updateTable('fleetgate_dispatch')
     .set({ status: to, updated_at: at })
     .where('id', '=', id)
     .where('status', '=', from)
     .executeTakeFirst();
-  return result.numUpdatedRows === 1n;
+  const moved = result.numUpdatedRows === 1n;
+  // The move's event commits with it (and with the approval consumed in the same transaction).
+  if (moved && announce !== undefined) {
+    await writeAnnouncement(trx, announce.record, announce.event, announce.id, at);
+  }
+  if (moved && options.owner !== undefined) {
+    await upsertSend(trx, id, { owner: options.owner, messageId: '', contextId: '', sentAt: null });
+  }
+  return moved;
 }

@@ -1,21 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { StreamResponse, Task } from '@a2a-js/sdk';
-import type { EventBus } from '../bus/index.js';
-import { isFleetgateError } from '../protocol/index.js';
+import { FleetgateError, isFleetgateError } from '../protocol/index.js';
+import type { ErrorCode, HeldInput, TaskStateName } from '../protocol/index.js';
+import { isInterruptedState, isTerminalState, normalizeTaskState } from '../protocol/index.js';
 import type {
-  DispatchEvent,
-  ErrorCode,
-  FleetgateTopics,
-  HeldInput,
-  TaskStateName,
-} from '../protocol/index.js';
-import { isInterruptedState, normalizeTaskState } from '../protocol/index.js';
-import type {
+  DispatchAnnouncement,
+  DispatchEventExtra,
   DispatchRecord,
   DispatchRecordStore,
+  DispatchSend,
   DispatchUpdate,
   DispatchResult,
   DispatchStatus,
+  HeldDispatch,
 } from './dispatch-records.js';
 import { moveDispatch } from './dispatch-records.js';
 import type { CallMode, CallResult, TaskFollower } from './call-types.js';
@@ -74,12 +71,25 @@ function questionOf(task: Task | undefined): string | undefined {
 
 /** Options of {@link Dispatcher}. */
 export interface DispatcherOptions {
-  fleet: Pick<FleetClient, 'call'>;
+  fleet: Pick<FleetClient, 'call' | 'agentClient'>;
+  /**
+   * The durable records; every `skill.dispatch.*` event is written into the outbox with the move
+   * it announces (nothing is published directly: a bus outage fails no dispatch).
+   */
   records: DispatchRecordStore;
   /** Where tasks that did not end in the reply go (the task tracker). */
   tracker: TaskFollower;
-  bus: Pick<EventBus, 'publish'>;
   gate?: PolicyGate;
+  /**
+   * This process's id as the holder of the dispatches it sends (default: a fresh id). A dispatch
+   * whose holder died is finished by {@link Dispatcher.recoverOrphans} of a live one.
+   */
+  owner?: string;
+  /**
+   * How long a sent call whose agent cannot be asked about it (unreachable) is retried by
+   * recovery before it ends "outcome unknown" (default 10 minutes).
+   */
+  recoveryGiveUpMs?: number;
   /**
    * How calls are sent (default `blocking`: the agent answers when the task ends or waits on
    * input). `return-immediately` hands every unfinished task to the tracker at once.
@@ -90,15 +100,15 @@ export interface DispatcherOptions {
   onError?: (error: unknown, where: string) => void;
 }
 
-/** The `skill.dispatch.*` topics. */
-type DispatchTopic = Extract<keyof FleetgateTopics, `skill.dispatch.${string}`>;
-
-/** What a dispatch event carries beside the record. */
-type DispatchEventExtra = Pick<DispatchEvent, 'reason' | 'state' | 'decision' | 'approvalId'>;
-
 const TEXT_LIMIT = 2000;
 
 const ENDED: ReadonlySet<DispatchStatus> = new Set(['completed', 'failed', 'rejected', 'canceled']);
+
+/** An agent that does not offer ListTasks (a v0.3 agent, or one that says so). */
+function isUnsupported(error: unknown): boolean {
+  const text = error instanceof Error ? `${error.name} ${error.message}` : String(error);
+  return /unsupported|not supported|method not found|-32601|-32004/i.test(text);
+}
 
 function statusOfState(state: TaskStateName): DispatchStatus {
   switch (state) {
@@ -131,11 +141,29 @@ function statusOfState(state: TaskStateName): DispatchStatus {
  * awaiting-input | resumed | completed | failed`.
  */
 export class Dispatcher {
-  readonly #o: DispatcherOptions & { gate: PolicyGate; now: () => number };
+  readonly #o: DispatcherOptions & {
+    gate: PolicyGate;
+    now: () => number;
+    owner: string;
+    recoveryGiveUpMs: number;
+  };
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
+  /** Dispatches this process is sending now: never taken for orphans, whoever asks. */
+  readonly #sending = new Set<string>();
 
   constructor(options: DispatcherOptions) {
-    this.#o = { gate: ALLOW_ALL, now: Date.now, ...options };
+    this.#o = {
+      gate: ALLOW_ALL,
+      now: Date.now,
+      owner: randomUUID(),
+      recoveryGiveUpMs: 600_000,
+      ...options,
+    };
+  }
+
+  /** This process's id as the holder of the dispatches it sends. */
+  get owner(): string {
+    return this.#o.owner;
   }
 
   /** Dispatches one call; resolves with the record once the call ended or was handed over. */
@@ -155,8 +183,12 @@ export class Dispatcher {
         ? {}
         : { traceparent: request.headers.traceparent }),
     };
-    await this.#o.records.create(record);
-    await this.#publish('skill.dispatch.requested', record);
+    // The record, its event and its holder in one unit: a process that dies from here on leaves
+    // a dispatch that recovery can find (never sent, or sent and to be looked up).
+    await this.#o.records.create(record, {
+      announce: { topic: 'skill.dispatch.requested' },
+      send: { owner: this.#o.owner, messageId: '', contextId: '', sentAt: null },
+    });
 
     const input: HeldInput = {
       ...(request.text === undefined ? {} : { text: request.text }),
@@ -176,8 +208,8 @@ export class Dispatcher {
     request.onDecision?.(decision);
     if (decision.action !== 'allow') return this.#held(record, decision);
 
-    await this.#publish('skill.dispatch.started', record);
     return this.#send(record, input, {
+      started: true,
       ...(request.requestedBy === undefined ? {} : { requestedBy: request.requestedBy }),
       ...(request.mode === undefined ? {} : { mode: request.mode }),
       ...(request.headers === undefined ? {} : { headers: request.headers }),
@@ -190,6 +222,8 @@ export class Dispatcher {
     record: DispatchRecord,
     held: HeldInput,
     more: {
+      /** Announce `skill.dispatch.started` with the send (a call the gate let go at once). */
+      started?: boolean;
       requestedBy?: string;
       taskId?: string;
       contextId?: string;
@@ -200,8 +234,26 @@ export class Dispatcher {
     } = {},
   ): Promise<DispatchRecord> {
     let result: CallResult;
+    this.#sending.add(record.id);
     try {
       const { input, options } = heldCall(held);
+      if (more.taskId === undefined) {
+        // Durable before the network: the ids of what is sent, and who sends it, are committed
+        // before the first byte leaves, so recovery can find the task by its context.
+        options.messageId ??= randomUUID();
+        options.contextId ??= randomUUID();
+        const send: DispatchSend = {
+          owner: this.#o.owner,
+          messageId: options.messageId,
+          contextId: options.contextId,
+          sentAt: this.#o.now(),
+        };
+        await this.#o.records.sending(
+          record,
+          send,
+          more.started === true ? { topic: 'skill.dispatch.started' } : undefined,
+        );
+      }
       result = await this.#o.fleet.call(record.agent, record.skill, input, {
         ...options,
         ...(more.onEvent === undefined ? {} : { onEvent: more.onEvent }),
@@ -222,9 +274,23 @@ export class Dispatcher {
             code: 'FLEETGATE_CALL_FAILED',
             message: error instanceof Error ? error.message : String(error),
           };
+      this.#sending.delete(record.id);
       return this.#end(record.id, 'failed', { error: failure });
     }
     more.onResult?.(result);
+    try {
+      return await this.#answered(record, result, more);
+    } finally {
+      this.#sending.delete(record.id);
+    }
+  }
+
+  /** The agent answered a sent call: the task is followed, or the dispatch ends with it. */
+  async #answered(
+    record: DispatchRecord,
+    result: CallResult,
+    more: { requestedBy?: string; taskId?: string },
+  ): Promise<DispatchRecord> {
     const taskId = result.task?.id;
     if (!result.terminal && result.task !== undefined && taskId !== undefined) {
       const state = normalizeTaskState(result.task.status?.state);
@@ -243,12 +309,15 @@ export class Dispatcher {
               state,
               ...(result.streamDropped === true ? { resubscribe: true, task: result.task } : {}),
             });
-      let moved: DispatchUpdate;
       try {
-        moved = await this.#o.records.update(record.id, {
+        await this.#o.records.update(record.id, {
           status,
           taskId,
           at: this.#o.now(),
+          // Announced by the path that moved it (the tracker may have seen the question first).
+          ...(status === 'awaiting-input'
+            ? { announce: { topic: 'skill.dispatch.awaiting-input', extra: { state } } }
+            : {}),
         });
       } catch (error) {
         // The record could not be moved on (the store is away), but the task runs at the agent:
@@ -260,10 +329,6 @@ export class Dispatcher {
           this.#o.onError(followError, 'dispatcher.follow');
         }
         throw error;
-      }
-      // Announced by the path that moved it (the tracker may have seen the question first).
-      if (status === 'awaiting-input' && moved.changed && moved.record !== undefined) {
-        await this.#publish('skill.dispatch.awaiting-input', moved.record, { state });
       }
       await follow();
       if (state === 'input-required') {
@@ -294,7 +359,12 @@ export class Dispatcher {
     decision: Exclude<GateVerdict, { action: 'allow' }>,
   ): Promise<DispatchRecord> {
     const deny = decision.action === 'deny';
-    const { changed, record: updated } = await this.#o.records.update(record.id, {
+    const extra: DispatchEventExtra = { reason: decision.reason };
+    if (decision.decision !== undefined) extra.decision = decision.decision;
+    if (decision.action === 'hold' && decision.approvalId !== undefined) {
+      extra.approvalId = decision.approvalId;
+    }
+    const { record: updated } = await this.#o.records.update(record.id, {
       status: deny ? 'rejected' : 'awaiting-approval',
       result: {
         error: {
@@ -303,19 +373,8 @@ export class Dispatcher {
         },
       },
       at: this.#o.now(),
+      announce: { topic: deny ? 'skill.dispatch.rejected' : 'skill.dispatch.gated', extra },
     });
-    const extra: DispatchEventExtra = { reason: decision.reason };
-    if (decision.decision !== undefined) extra.decision = decision.decision;
-    if (decision.action === 'hold' && decision.approvalId !== undefined) {
-      extra.approvalId = decision.approvalId;
-    }
-    if (changed) {
-      await this.#publish(
-        deny ? 'skill.dispatch.rejected' : 'skill.dispatch.gated',
-        updated!,
-        extra,
-      );
-    }
     if (decision.action === 'hold' && decision.goAt !== undefined) {
       this.#releaseAt(record.id, decision.goAt);
     }
@@ -366,12 +425,20 @@ export class Dispatcher {
         return this.#rejectHeld(dispatchId, verdict, 'awaiting-approval');
       case 'go': {
         const at = this.#o.now();
+        const running = { ...record, status: 'running' as const, updatedAt: at };
+        // The approval is consumed, the dispatch moved into this process's hands and its event
+        // written in one transaction.
         const moved = await verdict.claim((trx) =>
-          moveDispatch(trx, dispatchId, 'awaiting-approval', 'running', at),
+          moveDispatch(trx, dispatchId, 'awaiting-approval', 'running', at, {
+            announce: {
+              record: running,
+              event: { topic: 'skill.dispatch.started' },
+              id: randomUUID(),
+            },
+            owner: this.#o.owner,
+          }),
         );
         if (!moved) return this.#o.records.get(dispatchId);
-        const running = { ...record, status: 'running' as const, updatedAt: at };
-        await this.#publish('skill.dispatch.started', running);
         return this.#send(running, verdict.input);
       }
     }
@@ -446,16 +513,116 @@ export class Dispatcher {
     from: DispatchStatus,
   ): Promise<DispatchRecord | undefined> {
     const at = this.#o.now();
-    const { changed, record: updated } = await this.#o.records.update(dispatchId, {
+    const { record: updated } = await this.#o.records.update(dispatchId, {
       status: 'rejected',
       result: { error: { code: verdict.code, message: verdict.reason } },
       at,
       from,
+      announce: { topic: 'skill.dispatch.rejected', extra: { reason: verdict.reason } },
     });
-    if (changed && updated !== undefined) {
-      await this.#publish('skill.dispatch.rejected', updated, { reason: verdict.reason });
-    }
     return updated;
+  }
+
+  // --- Recovery: calls whose holder died ----------------------------------------------------
+
+  /**
+   * Finishes the dispatches a dead process left in flight without a task id (a gateway killed
+   * mid-call, a replica gone): each is taken over once (compare-and-set on its holder), then
+   * - never sent (the holder died before the first byte left): ends `failed`
+   *   (`FLEETGATE_CALL_INTERRUPTED`) — nothing reached the agent;
+   * - sent: looked up at the agent (ListTasks by the context it was sent with, matched by its
+   *   message id). Found, it is followed to its end like any task (its deltas once); not found,
+   *   or the agent cannot list tasks, it ends `failed` with `FLEETGATE_CALL_OUTCOME_UNKNOWN` so a
+   *   person checks — never re-sent blindly, never `running` forever. An agent that cannot be
+   *   reached is asked again at the next sweep, for `recoveryGiveUpMs` after the send.
+   *
+   * `alive(owner)` tells whether a holder still runs (its instance lease). Resolves how many
+   * dispatches this sweep took in hand.
+   */
+  async recoverOrphans(alive: (owner: string) => Promise<boolean>): Promise<number> {
+    let taken = 0;
+    for (const orphan of await this.#o.records.orphans(500)) {
+      const { record, send } = orphan;
+      if (this.#sending.has(record.id)) continue;
+      if (send.owner !== this.#o.owner) {
+        if (await alive(send.owner)) continue;
+        if (!(await this.#o.records.takeOver(record.id, send.owner, this.#o.owner))) continue;
+      }
+      taken += 1;
+      try {
+        await this.#recoverOne(orphan);
+      } catch (error) {
+        if (this.#o.onError === undefined) throw error;
+        this.#o.onError(error, 'dispatcher.recover');
+      }
+    }
+    return taken;
+  }
+
+  async #recoverOne({ record, send }: HeldDispatch): Promise<void> {
+    if (send.sentAt === null || send.contextId === '') {
+      await this.#end(record.id, 'failed', {
+        error: {
+          code: 'FLEETGATE_CALL_INTERRUPTED',
+          message: `The gateway holding this call stopped before sending it; nothing reached agent ${record.agent}.`,
+        },
+      });
+      return;
+    }
+    let tasks: Task[];
+    try {
+      const { client } = await this.#o.fleet.agentClient(record.agent);
+      const page = await client.listTasks({
+        tenant: '',
+        contextId: send.contextId,
+        status: 0,
+        pageSize: 100,
+        pageToken: '',
+        historyLength: undefined,
+        statusTimestampAfter: undefined,
+        includeArtifacts: true,
+      });
+      tasks = page.tasks;
+    } catch (error) {
+      if (!isUnsupported(error) && this.#o.now() - send.sentAt < this.#o.recoveryGiveUpMs) {
+        throw error; // reported; asked again at the next sweep
+      }
+      await this.#outcomeUnknown(record, send, 'the agent could not list its tasks');
+      return;
+    }
+    const task = tasks.find((t) => t.history.some((m) => m.messageId === send.messageId));
+    if (task === undefined) {
+      await this.#outcomeUnknown(record, send, 'the agent has no task for the message sent');
+      return;
+    }
+    const state = normalizeTaskState(task.status?.state);
+    const terminal = isTerminalState(state);
+    await this.#o.records.update(record.id, {
+      status: terminal || state === 'unknown' ? 'running' : statusOfState(state),
+      taskId: task.id,
+      at: this.#o.now(),
+    });
+    await this.#o.tracker.follow({
+      agent: record.agent,
+      skill: record.skill,
+      correlationId: record.correlationId,
+      taskId: task.id,
+      state,
+    });
+    // The tracker settles the task's deltas once (its claim); the dispatch ends here too, in case
+    // the dead holder had claimed the task already.
+    if (terminal) await this.onTaskSettled({ agent: record.agent, taskId: task.id, task });
+  }
+
+  async #outcomeUnknown(record: DispatchRecord, send: DispatchSend, why: string): Promise<void> {
+    const error = new FleetgateError(
+      'FLEETGATE_CALL_OUTCOME_UNKNOWN',
+      `The gateway holding this call stopped after sending it to agent ${record.agent}, and ${why}: whether it ran is unknown. Check at the agent before sending it again.`,
+      { details: { agent: record.agent, skill: record.skill, contextId: send.contextId } },
+    );
+    await this.#end(record.id, 'failed', {
+      error: { code: error.code, message: error.message },
+    });
   }
 
   /** Cancels pending veto-window timers (the gateway's sweep releases them after a restart). */
@@ -511,14 +678,14 @@ export class Dispatcher {
     const { changed, record: updated } = await this.#o.records.update(record.id, {
       status,
       at: this.#o.now(),
+      announce: {
+        topic:
+          status === 'awaiting-input' ? 'skill.dispatch.awaiting-input' : 'skill.dispatch.resumed',
+        extra: { state: change.state },
+      },
     });
     // Another path (the reply, a replica's tracker) moved it first: it announced the change.
     if (!changed || updated === undefined) return;
-    await this.#publish(
-      status === 'awaiting-input' ? 'skill.dispatch.awaiting-input' : 'skill.dispatch.resumed',
-      updated,
-      { state: change.state },
-    );
     if (change.state === 'input-required') {
       // A question seen by the tracker (a poll, a push, a resumed stream) lands in the inbox
       // like one seen in the reply: never a silent wait.
@@ -548,32 +715,18 @@ export class Dispatcher {
     result: DispatchResult,
     taskId?: string,
   ): Promise<DispatchRecord> {
-    const { changed, record: updated } = await this.#o.records.update(id, {
+    // A dispatch ends once: when another path ended it first (the reply and the terminal's
+    // `onSettled` of an answered task, two replicas), only the one that changed it announces it.
+    const announce: DispatchAnnouncement = {
+      topic: status === 'completed' ? 'skill.dispatch.completed' : 'skill.dispatch.failed',
+    };
+    const { record: updated } = await this.#o.records.update(id, {
       status,
       result,
       at: this.#o.now(),
       ...(taskId === undefined ? {} : { taskId }),
+      announce,
     });
-    // A dispatch ends once: when another path ended it first (the reply and the terminal's
-    // `onSettled` of an answered task, two replicas), only the one that changed it announces it.
-    if (changed) {
-      await this.#publish(
-        status === 'completed' ? 'skill.dispatch.completed' : 'skill.dispatch.failed',
-        updated!,
-      );
-    }
     return updated!;
-  }
-
-  async #publish(
-    topic: DispatchTopic,
-    record: DispatchRecord,
-    extra: DispatchEventExtra = {},
-  ): Promise<void> {
-    await this.#o.bus.publish(
-      topic,
-      { ...record, ...extra },
-      { correlationId: record.correlationId },
-    );
   }
 }

@@ -45,4 +45,22 @@ export const DISPATCH_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
       await db.schema.dropTable('fleetgate_dispatch_trace').execute();
     },
   },
+  '0600_dispatch_send': {
+    async up(db) {
+      // Who holds a dispatch and what it sends: the message and context ids chosen before any
+      // byte leaves for the agent, and when the send began. A restart (or another replica) finds
+      // a call whose holder died by these: never sent, or sent and to be looked up by its context.
+      await db.schema
+        .createTable('fleetgate_dispatch_send')
+        .addColumn('dispatch_id', 'text', (col) => col.primaryKey())
+        .addColumn('owner', 'text', (col) => col.notNull())
+        .addColumn('message_id', 'text', (col) => col.notNull())
+        .addColumn('context_id', 'text', (col) => col.notNull())
+        .addColumn('sent_at', 'bigint')
+        .execute();
+    },
+    async down(db) {
+      await db.schema.dropTable('fleetgate_dispatch_send').execute();
+    },
+  },
 };

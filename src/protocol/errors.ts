@@ -22,6 +22,10 @@ export const ERROR_CODES = {
   FLEETGATE_CALL_FAILED: 'The call to the agent failed.',
   FLEETGATE_CALL_TIMEOUT: 'The call to the agent timed out.',
   FLEETGATE_CALL_ABORTED: 'The call to the agent was aborted by the caller.',
+  FLEETGATE_CALL_INTERRUPTED:
+    'The gateway holding the call stopped before sending it; nothing reached the agent.',
+  FLEETGATE_CALL_OUTCOME_UNKNOWN:
+    'The gateway holding the call stopped after sending it, and the agent has no task for it: whether it ran is unknown.',
   FLEETGATE_CALL_REDIRECT_REFUSED:
     'The agent redirected the call to another origin (or too often); the request was not sent there.',
   FLEETGATE_AGENT_RESPONSE_TOO_LARGE:

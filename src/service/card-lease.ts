@@ -62,6 +62,8 @@ export interface StoreLeaseOptions<DB extends ServiceDatabase> {
   db: Kysely<DB>;
   name: string;
   ttlMs: number;
+  /** This process's identity as a holder (default: host, pid and a random tag). */
+  holder?: string;
   now?: () => number;
   /** Told when this process takes or loses the lease. */
   onChange?: (held: boolean) => void;
@@ -75,7 +77,7 @@ export function createStoreLease<DB extends ServiceDatabase>(
   // kysely's types are invariant in DB; the constraint guarantees the table exists.
   const db = options.db as unknown as Kysely<ServiceDatabase>;
   const now = options.now ?? Date.now;
-  const holder = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  const holder = options.holder ?? newInstanceId();
   let held = false;
   let timer: ReturnType<typeof setInterval> | undefined;
   let renewing: Promise<boolean> | undefined;
@@ -214,4 +216,52 @@ export function leasedCardCache(cache: CardCache, lease: Pick<Lease, 'held'>): C
     touch: (agent, at) => (lease.held() ? cache.touch(agent, at) : Promise.resolve()),
     delete: (agent) => (lease.held() ? cache.delete(agent) : Promise.resolve()),
   };
+}
+
+/** A fresh id for this process as a holder: host, pid and a random tag. */
+export function newInstanceId(): string {
+  return `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+}
+
+/** The name of the lease that says gateway instance `id` still runs. */
+export function instanceLeaseName(id: string): string {
+  return `instance:${id}`;
+}
+
+/** True when process `pid` runs on this host (signal 0 only checks; EPERM means it exists). */
+function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Whether gateway instance `id` (a {@link newInstanceId}) still runs: its instance lease has not
+ * run out — or, for an instance of this host whose process is gone, false at once (a gateway
+ * killed and restarted on one machine takes its calls back without waiting out the lease).
+ */
+export async function instanceAlive<DB extends ServiceDatabase>(
+  database: Kysely<DB>,
+  id: string,
+  at: number,
+): Promise<boolean> {
+  const [host, pid] = id.split(':');
+  if (
+    host === hostname() &&
+    pid !== undefined &&
+    /^\d+$/.test(pid) &&
+    Number(pid) !== process.pid
+  ) {
+    if (!processRuns(Number(pid))) return false;
+  }
+  const db = database as unknown as Kysely<ServiceDatabase>;
+  const row = await db
+    .selectFrom('fleetgate_service_lease')
+    .select(['expires_at'])
+    .where('name', '=', instanceLeaseName(id))
+    .executeTakeFirst();
+  return row !== undefined && Number(row.expires_at) >= at;
 }

@@ -23,10 +23,12 @@ import type {
 } from '../tasks/index.js';
 import type { EventBus, OutboxRelay } from '../bus/index.js';
 import {
+  createEventIdGenerator,
   createOutboxRelay,
   EventCollector,
   InMemoryEventBus,
   warnUnreportedError,
+  writeOutboxEvent,
 } from '../bus/index.js';
 import type {
   CallInput,
@@ -54,6 +56,7 @@ import type { CostSummaries, Reconciler } from '../alerts/index.js';
 import {
   createActionQualityMonitor,
   createCostSummaries,
+  createOutcomeUnknownAlerts,
   createRadiusWidenedAlerts,
   createReconciler,
 } from '../alerts/index.js';
@@ -69,7 +72,7 @@ import type { FleetRuntime } from './fleet-runtime.js';
 import { policyDeclarations, policyRules } from './policy-wiring.js';
 import { createFleetRuntime } from './fleet-runtime.js';
 import type { Lease } from './card-lease.js';
-import { createStoreLease } from './card-lease.js';
+import { createStoreLease, instanceAlive, instanceLeaseName, newInstanceId } from './card-lease.js';
 import type { GatewayStore } from './migrations.js';
 import type { RetentionSweeper } from './retention.js';
 import { createRetentionSweeper } from './retention.js';
@@ -261,9 +264,14 @@ export async function createGateway(
     declarations: runtime.broker.stamps,
     maxEventBytes: eventBytes,
   });
+  const eventId = createEventIdGenerator();
   const built: GatewayRecords = {
     tasks: createStoreTaskRecords(store.db, { sqlite: store.sqlite }),
-    dispatches: createStoreDispatchRecords(store.db, { sqlite: store.sqlite }),
+    dispatches: createStoreDispatchRecords(store.db, {
+      sqlite: store.sqlite,
+      eventId,
+      onCommitted: () => relay.notify(),
+    }),
   };
   const { tasks: taskRecords, dispatches: dispatchRecords } = deps.records?.(built) ?? built;
   // The callbacks below point at the tracker and dispatcher built after them; they run only once
@@ -305,14 +313,34 @@ export async function createGateway(
       ...(deps.now === undefined ? {} : { now: deps.now }),
     }),
     rules: policyRules(config.policy),
-    publish: async (topic, payload) => void (await bus.publish(topic, payload)),
+    // Through the outbox: a bus outage delays approval events and fails no dispatch.
+    publish: async (topic, payload) => {
+      await writeOutboxEvent(store.db, topic, payload, {
+        id: eventId(),
+        ...(deps.now === undefined ? {} : { now: deps.now() }),
+      });
+      relay.notify();
+    },
     ...(deps.now === undefined ? {} : { now: deps.now }),
   });
+  // This process as the holder of the dispatches it sends: its instance lease says it runs, and
+  // a live gateway finishes the calls of one that died (`Dispatcher.recoverOrphans`).
+  const instanceId = newInstanceId();
+  const instance = createStoreLease({
+    db: store.db,
+    name: instanceLeaseName(instanceId),
+    holder: instanceId,
+    ttlMs: config.replicas.leaseTtl,
+    ...(deps.now === undefined ? {} : { now: deps.now }),
+    onError: (error) => reportError(error, 'instance-lease'),
+  });
+  await instance.renew();
+  instance.start();
   const dispatcher: Dispatcher = new Dispatcher({
     fleet,
     records: dispatchRecords,
     tracker,
-    bus,
+    owner: instanceId,
     gate: observedGate(deps.gate ?? hitl, deps.onGateDecision),
     onError: reportError,
     ...(deps.dispatchMode === undefined ? {} : { mode: deps.dispatchMode }),
@@ -371,6 +399,7 @@ export async function createGateway(
   const quality = createActionQualityMonitor({ bus, declarations });
   const costs = createCostSummaries();
   const widened = createRadiusWidenedAlerts({ bus });
+  const outcomeUnknown = createOutcomeUnknownAlerts({ bus, declarations });
 
   // Consumers first, so nothing the relay or the first refresh publishes is missed.
   await world.start();
@@ -378,9 +407,28 @@ export async function createGateway(
   await quality.start();
   await costs.start(bus);
   await widened.start();
+  await outcomeUnknown.start();
   if (deps.relay !== false) relay.start();
   await runtime.broker.start();
   await tracker.recover();
+  // Calls a dead gateway left mid-send: now, then every third of the lease's time to live.
+  const now = deps.now ?? Date.now;
+  const alive = (owner: string): Promise<boolean> => instanceAlive(store.db, owner, now());
+  const recoverOrphans = (): Promise<void> =>
+    dispatcher.recoverOrphans(alive).then(
+      () => undefined,
+      (error: unknown) => reportError(error, 'dispatcher.recover'),
+    );
+  let recovering: Promise<void> | undefined = recoverOrphans();
+  await recovering;
+  const orphanSweep = setInterval(
+    () => {
+      recovering ??= recoverOrphans().finally(() => (recovering = undefined));
+    },
+    Math.max(250, Math.floor(config.replicas.leaseTtl / 3)),
+  );
+  orphanSweep.unref();
+  recovering = undefined;
   await approvals.api.sweep();
   approvals.start();
   retention.start();
@@ -436,8 +484,12 @@ export async function createGateway(
         runtime.broker.stop();
         await retention.stop();
         dispatcher.stop();
+        clearInterval(orphanSweep);
+        await recovering;
         await approvals.stop();
         await Promise.allSettled([...inFlight]);
+        // Nothing of this process is in flight now: its instance lease goes.
+        await instance.stop();
         tracker.stop();
         // Claims waiting for the store get one last try; tasks with a record recover next start.
         await terminal.stop();
@@ -452,6 +504,7 @@ export async function createGateway(
           quality.stop(),
           costs.stop(),
           widened.stop(),
+          outcomeUnknown.stop(),
         ]);
         await runtime.close();
         await lease.stop();

@@ -1,0 +1,83 @@
+/**
+ * `ops.alert.outcome_unknown`: a dispatch ended `FLEETGATE_CALL_OUTCOME_UNKNOWN` — its gateway
+ * stopped after sending the call and the agent has no task for it, so whether it ran is unknown.
+ * A person must check before sending it again; the severity (base `error`) is scaled by the
+ * skill's effective radius. The alert id derives from the dispatch, so it is raised once.
+ */
+import type { Subscription } from '../bus/index.js';
+import type { DispatchEvent, EventEnvelope } from '../protocol/index.js';
+import type { OpsAlert } from './alert.js';
+import { alertEventId, publishAlert } from './alert.js';
+import type { AlertRaiserOptions } from './reconciler.js';
+import { ALERT_BASE_SEVERITY, scaleSeverity } from './severity.js';
+
+/** Default subscription name of {@link createOutcomeUnknownAlerts}. */
+export const OUTCOME_UNKNOWN_SUBSCRIPTION = 'alerts-outcome-unknown';
+
+/** Raises `ops.alert.outcome_unknown` for dispatches whose outcome is unknown. */
+export interface OutcomeUnknownAlerts {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Handles one `skill.dispatch.failed` event; resolves to the alert raised, if any. */
+  handle(
+    event: EventEnvelope<'skill.dispatch.failed', DispatchEvent>,
+  ): Promise<OpsAlert | undefined>;
+}
+
+/**
+ * Creates the outcome-unknown alerts (a durable subscriber of `skill.dispatch.failed`).
+ *
+ * @example
+ * ```ts
+ * const alerts = createOutcomeUnknownAlerts({ bus, declarations });
+ * await alerts.start();
+ * ```
+ */
+export function createOutcomeUnknownAlerts(options: AlertRaiserOptions): OutcomeUnknownAlerts {
+  const { bus, declarations } = options;
+  const base = options.baseSeverity?.outcome_unknown ?? ALERT_BASE_SEVERITY.outcome_unknown;
+  let subscription: Subscription | undefined;
+
+  async function handle(
+    event: EventEnvelope<'skill.dispatch.failed', DispatchEvent>,
+  ): Promise<OpsAlert | undefined> {
+    const dispatch = event.payload;
+    const error = dispatch.result?.error;
+    if (error?.code !== 'FLEETGATE_CALL_OUTCOME_UNKNOWN') return undefined;
+    const { radius: effective, stale } = declarations.blast(dispatch.agent, dispatch.skill);
+    const radius = stale || effective === undefined ? 'unknown' : effective;
+    const alert: OpsAlert = {
+      kind: 'outcome_unknown',
+      severity: scaleSeverity(base, radius, options.severity),
+      agent: dispatch.agent,
+      skill: dispatch.skill,
+      radius,
+      message: `${dispatch.agent}/${dispatch.skill}: dispatch ${dispatch.id} may or may not have run (its gateway stopped mid-call); check before sending it again`,
+      evidence: { dispatchId: dispatch.id, error: error.message },
+    };
+    await publishAlert(bus, alert, {
+      id: alertEventId('outcome_unknown', dispatch.id),
+      correlationId: dispatch.correlationId,
+    });
+    return alert;
+  }
+
+  return {
+    async start() {
+      if (subscription !== undefined) return;
+      subscription = await bus.subscribe(
+        'skill.dispatch.failed',
+        async (event) => {
+          await handle(event);
+        },
+        { name: options.subscriptionName ?? OUTCOME_UNKNOWN_SUBSCRIPTION, durable: true },
+      );
+    },
+    async stop() {
+      const sub = subscription;
+      subscription = undefined;
+      await sub?.unsubscribe();
+    },
+    handle,
+  };
+}
