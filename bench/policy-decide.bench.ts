@@ -97,6 +97,7 @@ function memoryRecords(): DispatchRecordStore {
     sending: () => Promise.resolve(),
     orphans: () => Promise.resolve([]),
     takeOver: () => Promise.resolve(false),
+    list: () => Promise.resolve([...rows.values()]),
     get: (id) => Promise.resolve(rows.get(id)),
     byTask: () => Promise.resolve(undefined),
     prune: () => Promise.resolve(0),

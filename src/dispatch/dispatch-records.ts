@@ -93,6 +93,17 @@ export interface DispatchAnnouncement {
   extra?: DispatchEventExtra;
 }
 
+/** Filters of {@link DispatchRecordStore.list}. */
+export interface DispatchQuery {
+  agent?: string;
+  skill?: string;
+  status?: DispatchStatus;
+  correlationId?: string;
+  limit: number;
+  /** The last dispatch of the previous page: the page starts after it. */
+  before?: string;
+}
+
 /** What {@link DispatchRecordStore.update} did: whether it moved the record, and the record now. */
 export interface DispatchUpdate {
   changed: boolean;
@@ -128,6 +139,11 @@ export interface DispatchRecordStore {
   takeOver(id: string, from: string, to: string): Promise<boolean>;
   get(id: string): Promise<DispatchRecord | undefined>;
   byTask(agent: string, taskId: string): Promise<DispatchRecord | undefined>;
+  /**
+   * Dispatches matching every filter given, newest first (`createdAt`, then id), at most `limit`;
+   * `before` (a dispatch id of an earlier page) pages on from that dispatch.
+   */
+  list(query: DispatchQuery): Promise<DispatchRecord[]>;
   /**
    * Moves a dispatch on; a dispatch that already ended is never changed again. With `from`, only a
    * dispatch in that status moves (compare-and-set: a replica that lost a race changes nothing).
@@ -423,6 +439,34 @@ export function createStoreDispatchRecords<DB extends DispatchDatabase>(
       return Number(moved.numUpdatedRows) === 1;
     },
     get,
+    async list(query) {
+      let q = rows();
+      if (query.agent !== undefined) q = q.where('fleetgate_dispatch.agent', '=', query.agent);
+      if (query.skill !== undefined) q = q.where('fleetgate_dispatch.skill', '=', query.skill);
+      if (query.status !== undefined) q = q.where('fleetgate_dispatch.status', '=', query.status);
+      if (query.correlationId !== undefined) {
+        q = q.where('fleetgate_dispatch.correlation_id', '=', query.correlationId);
+      }
+      if (query.before !== undefined) {
+        const after = await get(query.before);
+        if (after === undefined) return [];
+        q = q.where((eb) =>
+          eb.or([
+            eb('fleetgate_dispatch.created_at', '<', after.createdAt),
+            eb.and([
+              eb('fleetgate_dispatch.created_at', '=', after.createdAt),
+              eb('fleetgate_dispatch.id', '<', after.id),
+            ]),
+          ]),
+        );
+      }
+      const found = await q
+        .orderBy('fleetgate_dispatch.created_at', 'desc')
+        .orderBy('fleetgate_dispatch.id', 'desc')
+        .limit(query.limit)
+        .execute();
+      return found.map(fromRow);
+    },
     async byTask(agent, taskId) {
       if (direct !== undefined) return readOne(SELECT_BY_TASK, [agent, taskId]);
       const row = await rows()

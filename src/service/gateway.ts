@@ -34,6 +34,7 @@ import type {
   CallInput,
   CallOptions,
   CallResult,
+  DispatchQuery,
   DispatchRecord,
   DispatchRecordStore,
   DispatchRequest,
@@ -135,6 +136,8 @@ export interface Gateway {
   dispatch(request: DispatchRequest): Promise<DispatchRecord>;
   /** The durable record of a dispatch. */
   dispatchRecord(id: string): Promise<DispatchRecord | undefined>;
+  /** Dispatch records matching the filters, newest first (see `DispatchQuery`). */
+  dispatches(query: DispatchQuery): Promise<DispatchRecord[]>;
   /** Calls a skill directly (no gate, no dispatch record): the library path. */
   call(agent: string, skill: string, input: CallInput, options?: CallOptions): Promise<CallResult>;
   /** The fleet: card states, effective declarations, refresh and acknowledgement. */
@@ -462,6 +465,7 @@ export async function createGateway(
     config,
     dispatch: (request) => accept(() => dispatcher.dispatch(request)),
     dispatchRecord: (id) => dispatchRecords.get(id),
+    dispatches: (query) => dispatchRecords.list(query),
     call: (agent, skill, callInput, options) =>
       accept(() => fleet.call(agent, skill, callInput, options)),
     agents: runtime.broker,

@@ -322,6 +322,43 @@ export function fleetRoutes(ctx: ApiContext): RouteSpec[] {
     }),
     defineRoute({
       method: 'GET',
+      url: '/api/dispatches',
+      access: 'viewer',
+      tag: 'dispatch',
+      summary: 'Dispatches, newest first, filtered and paged',
+      description:
+        'Every filter given must match. Pages with `before`: the id of the last dispatch of the previous page.',
+      query: z.object({
+        agent: z.string().min(1).max(200).optional(),
+        skill: z.string().min(1).max(200).optional(),
+        status: dispatchSchema.shape.status.optional(),
+        correlationId: z.string().min(1).max(200).optional(),
+        limit: z.coerce.number().int().min(1).max(500).default(50),
+        before: z.string().min(1).max(200).optional(),
+      }),
+      responses: {
+        200: {
+          description: 'the page of dispatches',
+          schema: z.object({ dispatches: z.array(dispatchSchema), next: z.string().nullable() }),
+        },
+      },
+      handler: async ({ query }) => {
+        const page = await gw.dispatches({
+          limit: query.limit,
+          ...(query.agent === undefined ? {} : { agent: query.agent }),
+          ...(query.skill === undefined ? {} : { skill: query.skill }),
+          ...(query.status === undefined ? {} : { status: query.status }),
+          ...(query.correlationId === undefined ? {} : { correlationId: query.correlationId }),
+          ...(query.before === undefined ? {} : { before: query.before }),
+        });
+        return {
+          dispatches: page,
+          next: page.length === query.limit ? (page.at(-1)?.id ?? null) : null,
+        };
+      },
+    }),
+    defineRoute({
+      method: 'GET',
       url: '/api/dispatches/:id',
       access: 'viewer',
       tag: 'dispatch',

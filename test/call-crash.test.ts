@@ -1,0 +1,282 @@
+/**
+ * A gateway killed (SIGKILL) while a call is at the agent loses nothing: `fleetgate start` as a
+ * child process, driven through its HTTP API only, on SQLite and on PostgreSQL + JetStream. The
+ * call's holder and the ids of what it sent are committed before the first byte leaves, so the
+ * restarted gateway finds the task at the agent (ListTasks by context) and follows it to its end,
+ * its delta applied once — or, when the agent has no such task, ends the call
+ * `FLEETGATE_CALL_OUTCOME_UNKNOWN` instead of leaving it `running` forever or sending it twice.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { AgentPlan, RunningAgent } from '../examples/agents/harness.js';
+import { opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
+import type { ServiceProcess } from './support/gateway-service.js';
+import { startServiceProcess } from './support/gateway-service.js';
+import { until } from './support/gateway.js';
+import {
+  deleteNatsStream,
+  NATS_URL,
+  PG_URL,
+  requireNats,
+  requirePostgres,
+  uniqueName,
+} from './support/services.js';
+
+const pgUp = await requirePostgres();
+const natsUp = await requireNats();
+
+interface Dispatch {
+  id: string;
+  status: string;
+  taskId: string | null;
+  result: { error?: { code: string } } | null;
+}
+
+interface Variant {
+  name: string;
+  skip: boolean;
+  /** The `store:` and `bus:` lines of the config, and how to clean up after. */
+  prepare(): { store: string; bus: string; cleanup(): Promise<void> };
+}
+
+const VARIANTS: Variant[] = [
+  {
+    name: 'SQLite',
+    skip: false,
+    prepare() {
+      const dir = mkdtempSync(join(tmpdir(), 'fleetgate-call-crash-'));
+      return {
+        store: `sqlite:${join(dir, 'gw.db')}`,
+        bus: 'memory',
+        cleanup: () => Promise.resolve(rmSync(dir, { recursive: true, force: true })),
+      };
+    },
+  },
+  {
+    name: 'PostgreSQL + JetStream',
+    skip: !pgUp || !natsUp,
+    prepare() {
+      const name = uniqueName('fgcrash');
+      const stream = name.toUpperCase();
+      return {
+        store: `${PG_URL}?schema=${name}`,
+        bus: `${NATS_URL}?stream=${stream}&prefix=${name}`,
+        async cleanup() {
+          await deleteNatsStream(stream).catch(() => undefined);
+          const client = new pg.Client({ connectionString: PG_URL });
+          await client.connect();
+          await client.query(`drop schema if exists ${name} cascade`);
+          await client.end();
+        },
+      };
+    },
+  },
+];
+
+describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
+  let agent: RunningAgent;
+  let port: number;
+  let dir: string;
+  let config: string;
+  let cleanup: () => Promise<void> = () => Promise.resolve();
+  let gateway: ServiceProcess | undefined;
+  /** Each task the agent starts waits for this before it ends. */
+  let hold: { promise: Promise<void>; release: () => void };
+  const newHold = (): void => {
+    let release!: () => void;
+    const promise = new Promise<void>((r) => (release = r));
+    hold = { promise, release };
+  };
+
+  const startAgent = (): Promise<RunningAgent> =>
+    startOpsAgent({
+      ...(port === undefined ? {} : { port }),
+      behaviour: async (call): Promise<AgentPlan> => ({
+        ...(await opsBehaviour(call)),
+        hold: hold.promise,
+      }),
+    });
+
+  beforeAll(async () => {
+    if (variant.skip) return;
+    newHold();
+    agent = await startAgent();
+    port = Number(new URL(agent.url).port);
+    const prepared = variant.prepare();
+    cleanup = prepared.cleanup;
+    dir = mkdtempSync(join(tmpdir(), 'fleetgate-call-crash-config-'));
+    config = join(dir, 'fleetgate.yaml');
+    writeFileSync(
+      config,
+      [
+        'listen: { host: 127.0.0.1, port: 0 }',
+        `store: ${prepared.store}`,
+        `bus: ${prepared.bus}`,
+        `agents: [{ name: ops, url: ${agent.url} }]`,
+        // A dead gateway's lease runs out fast; on one host its calls are taken back at once.
+        'replicas: { leaseTtl: 3s }',
+        'policy: { sweepInterval: 200ms }',
+      ].join('\n'),
+    );
+  }, 60_000);
+
+  afterEach(async () => {
+    await gateway?.stop('SIGKILL');
+    gateway = undefined;
+  });
+
+  afterAll(async () => {
+    if (variant.skip) return;
+    hold.release();
+    await agent.close();
+    await cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const start = async (): Promise<ServiceProcess> => {
+    gateway = await startServiceProcess({ args: ['--config', config], timeoutMs: 60_000 });
+    return gateway;
+  };
+
+  async function api<T>(g: ServiceProcess, path: string, init?: RequestInit): Promise<T> {
+    const response = await fetch(`${g.url}${path}`, {
+      ...init,
+      headers: { 'content-type': 'application/json', ...init?.headers },
+    });
+    return (await response.json()) as T;
+  }
+
+  async function dispatchOf(g: ServiceProcess, correlationId: string): Promise<Dispatch> {
+    const page = await api<{ dispatches: Dispatch[] }>(
+      g,
+      `/api/dispatches?correlationId=${encodeURIComponent(correlationId)}`,
+    );
+    expect(page.dispatches).toHaveLength(1);
+    return page.dispatches[0]!;
+  }
+
+  async function ended(g: ServiceProcess, correlationId: string): Promise<Dispatch> {
+    let last: Dispatch | undefined;
+    const end = Date.now() + 30_000;
+    for (;;) {
+      last = await dispatchOf(g, correlationId);
+      if (!['running', 'awaiting-input', 'awaiting-approval'].includes(last.status)) return last;
+      if (Date.now() > end) throw new Error(`dispatch still ${last.status} 30 s after restart`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  async function appliedFor(g: ServiceProcess, taskId: string): Promise<number> {
+    const history = await api<{ records?: { taskId?: string; status?: string }[] }>(
+      g,
+      '/api/world/board/history?limit=10000',
+    );
+    // The domain is unknown (an error answer) until its first delta is applied.
+    return (history.records ?? []).filter((r) => r.taskId === taskId && r.status === 'applied').length;
+  }
+
+  /** Kills the gateway once the agent has the call (it holds the task), then lets the task end. */
+  async function killWhileAtTheAgent(g: ServiceProcess, received: number): Promise<string> {
+    await until(() => agent.received.length > received, 20_000, 'the call to reach the agent');
+    const taskId = agent.received[received]!.taskId;
+    await g.stop('SIGKILL');
+    gateway = undefined;
+    return taskId;
+  }
+
+  it.skipIf(variant.skip)(
+    'finishes a blocking (?wait) call whose gateway died while the agent worked: completed, its delta once',
+    async () => {
+      newHold();
+      const g = await start();
+      const before = agent.received.length;
+      const correlationId = uniqueName('wait');
+      void api(g, '/api/dispatch?wait=60s', {
+        method: 'POST',
+        body: JSON.stringify({ agent: 'ops', skill: 'sitrep', text: 'status', correlationId }),
+      }).catch(() => undefined);
+      const taskId = await killWhileAtTheAgent(g, before);
+      hold.release();
+      const restarted = await start();
+      const done = await ended(restarted, correlationId);
+      expect(done).toMatchObject({ status: 'completed', taskId });
+      let applied = 0;
+      const end = Date.now() + 10_000;
+      while ((applied = await appliedFor(restarted, taskId)) === 0 && Date.now() < end) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(applied).toBe(1);
+      // Nothing was sent twice: the agent saw one call for this dispatch.
+      expect(agent.received.length).toBe(before + 1);
+    },
+    120_000,
+  );
+
+  it.skipIf(variant.skip)(
+    'finishes a call released by its approval whose gateway died while the agent worked',
+    async () => {
+      newHold();
+      const g = await start();
+      const before = agent.received.length;
+      const correlationId = uniqueName('released');
+      // bulk_migration is gated: it waits for an approval.
+      const held = await api<Dispatch & { decision?: { approvalId?: string } }>(
+        g,
+        '/api/dispatch',
+        {
+          method: 'POST',
+          body: JSON.stringify({ agent: 'ops', skill: 'bulk_migration', correlationId }),
+        },
+      );
+      expect(held.status).toBe('awaiting-approval');
+      const approvals = await api<{ approvals: { id: string; dispatchId?: string }[] }>(
+        g,
+        '/api/approvals?status=pending',
+      );
+      const approval = approvals.approvals.find((a) => a.dispatchId === held.id);
+      expect(approval).toBeDefined();
+      // The approval releases the call: the answer comes once the agent ends it, which it does
+      // only after the gateway is gone.
+      void api(g, `/api/approvals/${approval!.id}/approve`, {
+        method: 'POST',
+        body: JSON.stringify({ reason: 'go' }),
+      }).catch(() => undefined);
+      const taskId = await killWhileAtTheAgent(g, before);
+      hold.release();
+      const restarted = await start();
+      const done = await ended(restarted, correlationId);
+      expect(done).toMatchObject({ status: 'completed', taskId });
+      expect(agent.received.length).toBe(before + 1);
+    },
+    120_000,
+  );
+
+  it.skipIf(variant.skip)(
+    'ends a sent call the agent has no task for FLEETGATE_CALL_OUTCOME_UNKNOWN, never running forever',
+    async () => {
+      newHold();
+      const g = await start();
+      const before = agent.received.length;
+      const correlationId = uniqueName('unknown');
+      void api(g, '/api/dispatch?wait=60s', {
+        method: 'POST',
+        body: JSON.stringify({ agent: 'ops', skill: 'sitrep', correlationId }),
+      }).catch(() => undefined);
+      await killWhileAtTheAgent(g, before);
+      // The agent restarts too, and forgets its tasks (an in-memory task store).
+      hold.release();
+      await agent.close();
+      newHold();
+      agent = await startAgent();
+      const restarted = await start();
+      const done = await ended(restarted, correlationId);
+      expect(done.status).toBe('failed');
+      expect(done.result?.error?.code).toBe('FLEETGATE_CALL_OUTCOME_UNKNOWN');
+      expect(agent.received).toHaveLength(0);
+    },
+    120_000,
+  );
+});
