@@ -39,7 +39,7 @@ interface Variant {
   name: string;
   skip: boolean;
   /** The `store:` and `bus:` lines of the config, and how to clean up after. */
-  prepare(): { store: string; bus: string; cleanup(): Promise<void> };
+  prepare(): { store: string; bus: string; cleanup: () => Promise<void> };
 }
 
 const VARIANTS: Variant[] = [
@@ -64,7 +64,7 @@ const VARIANTS: Variant[] = [
       return {
         store: `${PG_URL}?schema=${name}`,
         bus: `${NATS_URL}?stream=${stream}&prefix=${name}`,
-        async cleanup() {
+        cleanup: async () => {
           await deleteNatsStream(stream).catch(() => undefined);
           const client = new pg.Client({ connectionString: PG_URL });
           await client.connect();
@@ -175,7 +175,8 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
       '/api/world/board/history?limit=10000',
     );
     // The domain is unknown (an error answer) until its first delta is applied.
-    return (history.records ?? []).filter((r) => r.taskId === taskId && r.status === 'applied').length;
+    return (history.records ?? []).filter((r) => r.taskId === taskId && r.status === 'applied')
+      .length;
   }
 
   /** Kills the gateway once the agent has the call (it holds the task), then lets the task end. */

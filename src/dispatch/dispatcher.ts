@@ -9,7 +9,6 @@ import type {
   DispatchRecord,
   DispatchRecordStore,
   DispatchSend,
-  DispatchUpdate,
   DispatchResult,
   DispatchStatus,
   HeldDispatch,
