@@ -90,6 +90,13 @@ export interface DispatcherOptions {
    */
   recoveryGiveUpMs?: number;
   /**
+   * Tasks this gateway knows ended though no dispatch record says so: those a gateway stopping
+   * while its database was away journaled (`TaskTerminal.replay`). Recovery asks here, by the
+   * context and message id a call was sent with, before asking the agent, which may have
+   * forgotten the task.
+   */
+  endedTask?: (contextId: string, messageId: string) => Task | undefined;
+  /**
    * How calls are sent (default `blocking`: the agent answers when the task ends or waits on
    * input). `return-immediately` hands every unfinished task to the tracker at once.
    */
@@ -566,6 +573,17 @@ export class Dispatcher {
           message: `The gateway holding this call stopped before sending it; nothing reached agent ${record.agent}.`,
         },
       });
+      return;
+    }
+    const ended = this.#o.endedTask?.(send.contextId, send.messageId);
+    if (ended !== undefined) {
+      // Its end was journaled and its claim replayed (its deltas once): the record learns it.
+      await this.#o.records.update(record.id, {
+        status: 'running',
+        taskId: ended.id,
+        at: this.#o.now(),
+      });
+      await this.onTaskSettled({ agent: record.agent, taskId: ended.id, task: ended });
       return;
     }
     let tasks: Task[];

@@ -41,8 +41,11 @@ export {
   type TaskTerminal,
   type TaskTerminalOptions,
   type ClaimGroup,
+  type ClaimJournal,
+  type JournaledClaim,
   type TerminalRecords,
 } from './terminal.js';
+export * from './claim-journal.js';
 export * from './dispatch-records.js';
 export * from './dispatcher.js';
 export * from './store-tables.js';

@@ -75,6 +75,29 @@ export interface SettledTask {
   readonly fresh?: boolean;
 }
 
+/** A terminal claim kept for later: everything the claim and the winner's follow-up need. */
+export interface JournaledClaim {
+  readonly agent: string;
+  readonly task: Task;
+  readonly via: SettlePath;
+  readonly state: TaskStateName;
+  /** `Date.now()` when the task was seen to end. */
+  readonly at: number;
+  readonly call: TaskCall;
+  readonly group?: ClaimGroup;
+  readonly fresh?: boolean;
+  readonly events: readonly CollectedEvent[];
+}
+
+/**
+ * Where {@link TaskTerminal.stop} keeps the claims it could not commit because the store was away
+ * (`DirectoryClaimJournal` keeps them in files); {@link TaskTerminal.replay} commits them later.
+ */
+export interface ClaimJournal {
+  /** Writes `claims` durably (resolves once they are on disk). */
+  keep(claims: readonly JournaledClaim[]): Promise<void>;
+}
+
 /** The durable claim: the task records (`createStoreTaskRecords` satisfies it). */
 export interface TerminalRecords {
   /**
@@ -122,6 +145,12 @@ export interface TaskTerminalOptions {
     collector: EventCollector;
     /** After a winning commit, e.g. `relay.notify()` so the events go out at once. */
     onCommitted?: (settled: SettledTask, events: readonly CollectedEvent[]) => void;
+    /**
+     * Where {@link TaskTerminal.stop} keeps the claims still waiting for the store, instead of
+     * giving them up; the next start {@link TaskTerminal.replay}s them. Their deferred effects
+     * (in-process cost records) are not kept; their events are.
+     */
+    journal?: ClaimJournal;
   };
   /**
    * A claim without the outbox: first caller wins. The default claims in memory, remembering the
@@ -192,15 +221,24 @@ export interface TaskTerminal {
   /**
    * Stops retrying claims: each waiting claim is tried once more now; one that still fails is
    * reported (`claim-abandoned`) and dropped from memory — a task with a task record is claimed
-   * by the next start's recovery. Call it when the process shuts down.
+   * by the next start's recovery. Call it when the process shuts down. With a journal
+   * (`durable.journal`) the claims still waiting are written to it instead (`claim-journaled`).
    */
   stop(): Promise<void>;
+  /**
+   * Commits claims a stopped terminal journaled: each is claimed with its events; a won claim
+   * tells `onCommitted` and `onSettled` as a live one does; one another path already made is
+   * dropped. Resolves with the claims the store still could not take (to keep again).
+   */
+  replay(claims: readonly JournaledClaim[]): Promise<JournaledClaim[]>;
 }
 
 /** A claim waiting for the store to come back. */
 interface PendingClaim {
   readonly agent: string;
   readonly taskId: string;
+  /** What the journal keeps of it when the terminal stops before the store is back. */
+  readonly kept: JournaledClaim;
   /** Claims again; resolves whether this process won. */
   readonly claim: () => Promise<boolean>;
   /** Runs after a won claim (events out, effects, `onSettled`). */
@@ -217,6 +255,30 @@ interface Held {
 }
 
 const keyOf = (agent: string, taskId: string): string => `${agent}\u0000${taskId}`;
+
+/** Claims a kept task with its events, as the live path does. */
+function claimKept(records: TerminalRecords, kept: JournaledClaim): Promise<boolean> {
+  const { skill, correlationId, startedAt } = kept.call;
+  return records.claim(
+    kept.agent,
+    kept.task.id,
+    {
+      via: kept.via,
+      state: kept.state,
+      at: kept.at,
+      call: { skill, correlationId, startedAt },
+      ...(kept.group === undefined ? {} : { group: kept.group }),
+    },
+    kept.events,
+  );
+}
+
+function settledOf(kept: JournaledClaim): SettledTask {
+  const { agent, task, via, call } = kept;
+  return kept.fresh === true
+    ? { agent, taskId: task.id, task, via, call, fresh: true }
+    : { agent, taskId: task.id, task, via, call };
+}
 
 /** The in-memory claim: first caller wins among the last `size` tasks claimed. */
 function memoryClaim(size: number): (agent: string, taskId: string) => Promise<boolean> {
@@ -260,8 +322,11 @@ export function createTaskTerminal(options: TaskTerminalOptions = {}): TaskTermi
     entry.delayMs = Math.min(maxDelay, entry.delayMs * 2);
   }
 
-  /** One more try of a waiting claim; scheduled again while the store stays away. */
-  async function retry(entry: PendingClaim, last = false): Promise<void> {
+  /**
+   * One more try of a waiting claim; scheduled again while the store stays away. The last try
+   * (at stop) resolves with the claim when the store is still away and a journal can keep it.
+   */
+  async function retry(entry: PendingClaim, last = false): Promise<JournaledClaim | undefined> {
     const key = keyOf(entry.agent, entry.taskId);
     let won: boolean;
     try {
@@ -271,14 +336,16 @@ export function createTaskTerminal(options: TaskTerminalOptions = {}): TaskTermi
       if (isStoreUnavailable(error) && !last && !stopped) {
         // Reported when it first failed; the store being away longer says nothing new.
         schedule(entry);
-        return;
+        return undefined;
       }
       pending.delete(key);
+      if (isStoreUnavailable(error) && options.durable?.journal !== undefined) return entry.kept;
       options.onError?.(error, { ...context, where: 'claim-abandoned' });
-      return;
+      return undefined;
     }
     pending.delete(key);
     if (won) await entry.won();
+    return undefined;
   }
 
   const rebuild = (call: TaskCall): Promise<SkillCallChain> => {
@@ -326,27 +393,26 @@ export function createTaskTerminal(options: TaskTerminalOptions = {}): TaskTermi
     const durable = options.durable;
     if (durable !== undefined) {
       const collected = await durable.collector.collect(() => chain.runAfter(outcome));
-      const { events } = collected;
       // The same events on every try: the `after` hooks ran once, their output is kept.
-      const claimOnce = (): Promise<boolean> =>
-        durable.records.claim(
-          call.agent,
-          task.id,
-          {
-            via,
-            state,
-            at: now(),
-            call: {
-              skill: call.skill,
-              correlationId: call.correlationId,
-              startedAt: call.startedAt,
-            },
-            ...(group === undefined ? {} : { group }),
-          },
-          events,
-        );
+      const kept: JournaledClaim = {
+        agent: call.agent,
+        task,
+        via,
+        state,
+        at: now(),
+        call: {
+          agent: call.agent,
+          skill: call.skill,
+          correlationId: call.correlationId,
+          startedAt: call.startedAt,
+        },
+        ...(group === undefined ? {} : { group }),
+        ...(fresh ? { fresh } : {}),
+        events: collected.events,
+      };
+      const claimOnce = (): Promise<boolean> => claimKept(durable.records, kept);
       const won = async (): Promise<void> => {
-        durable.onCommitted?.(settled, events);
+        durable.onCommitted?.(settled, kept.events);
         await afterWin(settled, collected.effects);
       };
       let claimed: boolean;
@@ -358,6 +424,7 @@ export function createTaskTerminal(options: TaskTerminalOptions = {}): TaskTermi
         const entry: PendingClaim = {
           agent: call.agent,
           taskId: task.id,
+          kept,
           claim: claimOnce,
           won,
           delayMs: firstDelay,
@@ -452,7 +519,52 @@ export function createTaskTerminal(options: TaskTerminalOptions = {}): TaskTermi
       stopped = true;
       const waiting = [...pending.values()];
       for (const entry of waiting) clearTimeout(entry.timer);
-      await Promise.all(waiting.map((entry) => retry(entry, true)));
+      const kept = (await Promise.all(waiting.map((entry) => retry(entry, true)))).filter(
+        (claim) => claim !== undefined,
+      );
+      const journal = options.durable?.journal;
+      if (kept.length === 0 || journal === undefined) return;
+      try {
+        await journal.keep(kept);
+      } catch (error) {
+        for (const claim of kept) {
+          options.onError?.(error, {
+            agent: claim.agent,
+            taskId: claim.task.id,
+            where: 'claim-abandoned',
+          });
+        }
+        return;
+      }
+      for (const claim of kept) {
+        options.onError?.(
+          new FleetgateError(
+            'FLEETGATE_STORE_UNAVAILABLE',
+            "The store was away at stop: the task's terminal claim was journaled for the next start.",
+          ),
+          { agent: claim.agent, taskId: claim.task.id, where: 'claim-journaled' },
+        );
+      }
+    },
+    async replay(claims) {
+      const durable = options.durable;
+      if (durable === undefined) return [...claims];
+      const remaining: JournaledClaim[] = [];
+      for (const kept of claims) {
+        let won: boolean;
+        try {
+          won = await claimKept(durable.records, kept);
+        } catch (error) {
+          if (!isStoreUnavailable(error)) throw error;
+          remaining.push(kept);
+          continue;
+        }
+        if (!won) continue;
+        const settled = settledOf(kept);
+        durable.onCommitted?.(settled, kept.events);
+        await afterWin(settled, []);
+      }
+      return remaining;
     },
   };
 }

@@ -102,6 +102,12 @@ export const configSchema = z.strictObject({
       }
     })
     .default('sqlite:./data/fleetgate.db'),
+  /**
+   * Where a gateway that stops while its database is away keeps the task ends it saw but could
+   * not commit, for the next start to replay. Default: `<file>.claims` beside a SQLite file,
+   * `./data/claims` with PostgreSQL; none for an in-memory store.
+   */
+  journal: z.string().min(1).optional(),
   /** PostgreSQL timeouts; 0 turns one off (see docs/operations.md, "Failure modes"). */
   storeTimeouts: z
     .strictObject({

@@ -14,6 +14,8 @@
  * 6. start: cached cards, first refresh, recovery of tasks left in flight, then the approvals
  *    sweeper (held dispatches decided elsewhere or while the gateway was down move on).
  */
+import { resolve } from 'node:path';
+import type { Task } from '@a2a-js/sdk';
 import type {
   PushRequest,
   PushResponse,
@@ -40,6 +42,7 @@ import type {
   DispatchRequest,
   FleetClient,
   GateVerdict,
+  JournaledClaim,
   GateCall,
   PolicyGate,
 } from '../dispatch/index.js';
@@ -47,9 +50,11 @@ import {
   createFleetClient,
   createStoreDispatchRecords,
   createTaskTerminal,
+  DirectoryClaimJournal,
   Dispatcher,
 } from '../dispatch/index.js';
 import { FleetgateError, isFleetgateError } from '../protocol/index.js';
+import { parseStoreUrl } from '../store/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../extensions/index.js';
 import type { CardSource, SecretResolver } from '../fleet/index.js';
 import { declarationLookupOf } from '../fleet/index.js';
@@ -279,8 +284,21 @@ export async function createGateway(
   const { tasks: taskRecords, dispatches: dispatchRecords } = deps.records?.(built) ?? built;
   // The callbacks below point at the tracker and dispatcher built after them; they run only once
   // the gateway has started.
+  const journalDir =
+    config.journal ?? (deps.store === undefined ? defaultJournal(config.store) : undefined);
+  const journal =
+    journalDir === undefined
+      ? undefined
+      : new DirectoryClaimJournal(journalDir, {
+          onBadFile: (file, error) => reportError(error, `terminal.journal-unreadable ${file}`),
+        });
   const terminal = createTaskTerminal({
-    durable: { records: taskRecords, collector, onCommitted: () => relay.notify() },
+    durable: {
+      records: taskRecords,
+      collector,
+      onCommitted: () => relay.notify(),
+      ...(journal === undefined ? {} : { journal }),
+    },
     onSettled: (settled) => dispatcher.onTaskSettled(settled),
     onError: (error, where) => reportError(error, `terminal.${where.where}`),
   });
@@ -339,6 +357,8 @@ export async function createGateway(
   });
   await instance.renew();
   instance.start();
+  /** Journaled task ends by context id, for recovery to find the calls they answered. */
+  const journaled = new Map<string, Task[]>();
   const dispatcher: Dispatcher = new Dispatcher({
     fleet,
     records: dispatchRecords,
@@ -346,6 +366,8 @@ export async function createGateway(
     owner: instanceId,
     gate: observedGate(deps.gate ?? hitl, deps.onGateDecision),
     onError: reportError,
+    endedTask: (contextId, messageId) =>
+      journaled.get(contextId)?.find((task) => task.history.some((m) => m.messageId === messageId)),
     ...(deps.dispatchMode === undefined ? {} : { mode: deps.dispatchMode }),
     ...(deps.now === undefined ? {} : { now: deps.now }),
   });
@@ -414,6 +436,21 @@ export async function createGateway(
   if (deps.relay !== false) relay.start();
   await runtime.broker.start();
   await tracker.recover();
+  // Task ends a gateway stopping while the database was away kept: claimed now (their events to
+  // the outbox once), before recovery looks for the calls they belong to.
+  for (const taken of (await journal?.take()) ?? []) {
+    for (const claim of taken.claims) {
+      const context = claim.task.contextId;
+      journaled.set(context, [...(journaled.get(context) ?? []), claim.task]);
+    }
+    let remaining: readonly JournaledClaim[] = taken.claims;
+    try {
+      remaining = await terminal.replay(taken.claims);
+    } catch (error) {
+      reportError(error, 'terminal.journal-replay'); // kept whole: a claim made is a no-op again
+    }
+    await taken.done(remaining).catch((error: unknown) => reportError(error, 'terminal.journal'));
+  }
   // Calls a dead gateway left mid-send: now, then every third of the lease's time to live.
   const now = deps.now ?? Date.now;
   const alive = (owner: string): Promise<boolean> => instanceAlive(store.db, owner, now());
@@ -518,4 +555,11 @@ export async function createGateway(
       return closing;
     },
   };
+}
+
+/** The claim journal's default place: beside a SQLite file, `./data/claims` with PostgreSQL. */
+function defaultJournal(storeUrl: string): string | undefined {
+  const location = parseStoreUrl(storeUrl);
+  if (location.kind === 'postgres') return resolve('data', 'claims');
+  return location.file === ':memory:' ? undefined : `${location.file}.claims`;
 }
