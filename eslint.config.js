@@ -29,6 +29,8 @@ const MAY_IMPORT = {
   policy: ['protocol'],
   // The agent-author kit (`fleetgate/agent`) ships to agents: the contracts and nothing else.
   agent: ['protocol'],
+  // The life of a call as a pure transition: the contracts and nothing else.
+  calls: ['protocol'],
 };
 
 /** The only packages a folder may import, where it is restricted (Node built-ins are allowed). */
@@ -150,6 +152,14 @@ export default tseslint.config(
     },
   },
   ...houseRules,
+  // Rooms kept in functions a reader can hold in mind (the others follow as they are split).
+  {
+    files: ['src/calls/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'max-lines-per-function': ['error', { max: 120, skipBlankLines: true, skipComments: true }],
+    },
+  },
   {
     files: ['test/**/*.ts', 'bench/**/*.ts', 'examples/**/*.ts'],
     rules: {

@@ -2,14 +2,15 @@ import { randomUUID } from 'node:crypto';
 import type { StreamResponse, Task } from '@a2a-js/sdk';
 import { FleetgateError, isFleetgateError } from '../protocol/index.js';
 import type { ErrorCode, HeldInput, TaskStateName } from '../protocol/index.js';
-import { isInterruptedState, isTerminalState, normalizeTaskState } from '../protocol/index.js';
+import { isTerminalState, normalizeTaskState } from '../protocol/index.js';
+import type { CallEffect, CallEvent } from '../calls/index.js';
+import { advance, ENDED_STATUSES } from '../calls/index.js';
 import type {
   DispatchAnnouncement,
   DispatchEventExtra,
   DispatchRecord,
   DispatchRecordStore,
   DispatchSend,
-  DispatchResult,
   DispatchStatus,
   HeldDispatch,
 } from './dispatch-records.js';
@@ -106,34 +107,19 @@ export interface DispatcherOptions {
   onError?: (error: unknown, where: string) => void;
 }
 
-const TEXT_LIMIT = 2000;
-
-const ENDED: ReadonlySet<DispatchStatus> = new Set(['completed', 'failed', 'rejected', 'canceled']);
+/** What {@link Dispatcher} `#move` did. */
+interface Moved {
+  record: DispatchRecord;
+  /** Whether this write moved the dispatch to a new status. */
+  changed: boolean;
+  /** The effects left to run (the announcement was written with the move). */
+  effects: readonly CallEffect[];
+}
 
 /** An agent that does not offer ListTasks (a v0.3 agent, or one that says so). */
 function isUnsupported(error: unknown): boolean {
   const text = error instanceof Error ? `${error.name} ${error.message}` : String(error);
   return /unsupported|not supported|method not found|-32601|-32004/i.test(text);
-}
-
-function statusOfState(state: TaskStateName): DispatchStatus {
-  switch (state) {
-    case 'completed':
-      return 'completed';
-    case 'canceled':
-      return 'canceled';
-    case 'rejected':
-      return 'rejected';
-    case 'failed':
-    case 'unknown':
-      return 'failed';
-    case 'submitted':
-    case 'working':
-      return 'running';
-    case 'input-required':
-    case 'auth-required':
-      return 'awaiting-input';
-  }
 }
 
 /**
@@ -281,7 +267,8 @@ export class Dispatcher {
             message: error instanceof Error ? error.message : String(error),
           };
       this.#sending.delete(record.id);
-      return this.#end(record.id, 'failed', { error: failure });
+      return (await this.#move(record, { type: 'send-failed', at: this.#o.now(), error: failure }))
+        .record;
     }
     more.onResult?.(result);
     try {
@@ -298,63 +285,38 @@ export class Dispatcher {
     more: { requestedBy?: string; taskId?: string },
   ): Promise<DispatchRecord> {
     const taskId = result.task?.id;
-    if (!result.terminal && result.task !== undefined && taskId !== undefined) {
-      const state = normalizeTaskState(result.task.status?.state);
-      // A state Fleetgate cannot read (garbage, or v0.3's `unknown`) is not an end: the task is
-      // followed like any running one until it reports one, or its tracking time runs out.
-      const status = state === 'unknown' ? 'running' : statusOfState(state);
-      // A continued task is already followed.
-      const follow = (): Promise<void> =>
-        more.taskId !== undefined
-          ? Promise.resolve()
-          : this.#o.tracker.follow({
-              agent: record.agent,
-              skill: record.skill,
-              correlationId: record.correlationId,
-              taskId,
-              state,
-              ...(result.streamDropped === true ? { resubscribe: true, task: result.task } : {}),
-            });
-      try {
-        await this.#o.records.update(record.id, {
-          status,
-          taskId,
-          at: this.#o.now(),
-          // Announced by the path that moved it (the tracker may have seen the question first).
-          ...(status === 'awaiting-input'
-            ? { announce: { topic: 'skill.dispatch.awaiting-input', extra: { state } } }
-            : {}),
-        });
-      } catch (error) {
-        // The record could not be moved on (the store is away), but the task runs at the agent:
-        // it is still followed, so its end is claimed and its events published.
-        try {
-          await follow();
-        } catch (followError) {
-          if (this.#o.onError === undefined) throw new AggregateError([error, followError]);
-          this.#o.onError(followError, 'dispatcher.follow');
-        }
-        throw error;
-      }
-      await follow();
-      if (state === 'input-required') {
-        await this.#checkpoint(
-          record,
-          taskId,
-          result.task.contextId,
-          result.text,
-          more.requestedBy,
-        );
-      }
-      return (await this.#o.records.get(record.id))!;
-    }
-    if (more.taskId !== undefined) {
+    const goesOn = !result.terminal && result.task !== undefined && taskId !== undefined;
+    if (!goesOn && more.taskId !== undefined) {
       // The tracker may have finished the task first; a dispatch ends once.
       const now = await this.#o.records.get(record.id);
-      if (now !== undefined && ENDED.has(now.status)) return now;
+      if (now !== undefined && ENDED_STATUSES.has(now.status)) return now;
     }
-    const state = result.state === 'message' ? 'completed' : result.state;
-    return this.#end(record.id, statusOfState(state), this.#summary(state, result.text), taskId);
+    const event: CallEvent = {
+      type: 'answered',
+      at: this.#o.now(),
+      state: goesOn ? normalizeTaskState(result.task?.status?.state) : result.state,
+      ...(taskId === undefined ? {} : { taskId }),
+      ...(result.text === undefined ? {} : { text: result.text }),
+      ...(more.taskId === undefined ? {} : { continued: true }),
+      ...(result.streamDropped === true ? { resubscribe: true } : {}),
+    };
+    let moved: Moved;
+    try {
+      moved = await this.#move(record, event);
+    } catch (error) {
+      // The record could not be moved on (the store is away), but the task runs at the agent:
+      // it is still followed, so its end is claimed and its events published.
+      const follow = advance({ ...record, decided: true, sent: null }, event).effects;
+      try {
+        await this.#perform(record, follow, result.task, more.requestedBy, ['follow']);
+      } catch (followError) {
+        if (this.#o.onError === undefined) throw new AggregateError([error, followError]);
+        this.#o.onError(followError, 'dispatcher.follow');
+      }
+      throw error;
+    }
+    await this.#perform(record, moved.effects, result.task, more.requestedBy);
+    return goesOn ? (await this.#o.records.get(record.id))! : moved.record;
   }
 
   // --- Held dispatches (the approvals seam) -------------------------------------------------
@@ -364,27 +326,29 @@ export class Dispatcher {
     record: DispatchRecord,
     decision: Exclude<GateVerdict, { action: 'allow' }>,
   ): Promise<DispatchRecord> {
-    const deny = decision.action === 'deny';
-    const extra: DispatchEventExtra = { reason: decision.reason };
+    const extra: DispatchEventExtra = {};
     if (decision.decision !== undefined) extra.decision = decision.decision;
     if (decision.action === 'hold' && decision.approvalId !== undefined) {
       extra.approvalId = decision.approvalId;
     }
-    const { record: updated } = await this.#o.records.update(record.id, {
-      status: deny ? 'rejected' : 'awaiting-approval',
-      result: {
-        error: {
-          code: (deny ? decision.code : undefined) ?? 'FLEETGATE_DISPATCH_DENIED',
-          message: decision.reason,
-        },
+    const moved = await this.#move(
+      record,
+      {
+        type: 'gated',
+        at: this.#o.now(),
+        action: decision.action,
+        reason: decision.reason,
+        ...(decision.action === 'deny' && decision.code !== undefined
+          ? { code: decision.code }
+          : {}),
+        ...(decision.action === 'hold' && decision.goAt !== undefined
+          ? { goAt: decision.goAt }
+          : {}),
       },
-      at: this.#o.now(),
-      announce: { topic: deny ? 'skill.dispatch.rejected' : 'skill.dispatch.gated', extra },
-    });
-    if (decision.action === 'hold' && decision.goAt !== undefined) {
-      this.#releaseAt(record.id, decision.goAt);
-    }
-    return updated!;
+      { decided: false, extra },
+    );
+    await this.#perform(record, moved.effects, undefined, undefined);
+    return moved.record;
   }
 
   #releaseAt(dispatchId: string, at: number): void {
@@ -497,7 +461,7 @@ export class Dispatcher {
         );
         if (!claimed) return this.#o.records.get(dispatchId);
         return this.#send(
-          record,
+          { ...record, status: 'running', updatedAt: at },
           { text: verdict.text },
           {
             taskId: verdict.taskId,
@@ -518,15 +482,16 @@ export class Dispatcher {
     verdict: { reason: string; code: ErrorCode },
     from: DispatchStatus,
   ): Promise<DispatchRecord | undefined> {
-    const at = this.#o.now();
-    const { record: updated } = await this.#o.records.update(dispatchId, {
-      status: 'rejected',
-      result: { error: { code: verdict.code, message: verdict.reason } },
-      at,
-      from,
-      announce: { topic: 'skill.dispatch.rejected', extra: { reason: verdict.reason } },
-    });
-    return updated;
+    const record = await this.#o.records.get(dispatchId);
+    if (record === undefined) return undefined;
+    const event: CallEvent = {
+      type: 'denied',
+      at: this.#o.now(),
+      reason: verdict.reason,
+      code: verdict.code,
+    };
+    // Judged from the status read before the gate was asked: the write is compare-and-set on it.
+    return (await this.#move({ ...record, status: from }, event, { from })).record;
   }
 
   // --- Recovery: calls whose holder died ----------------------------------------------------
@@ -567,9 +532,11 @@ export class Dispatcher {
 
   async #recoverOne({ record, send }: HeldDispatch): Promise<void> {
     if (send.sentAt === null || send.contextId === '') {
-      await this.#end(record.id, 'failed', {
-        error: {
-          code: 'FLEETGATE_CALL_INTERRUPTED',
+      await this.#move(record, {
+        type: 'recovered',
+        at: this.#o.now(),
+        found: {
+          kind: 'never-sent',
           message: `The gateway holding this call stopped before sending it; nothing reached agent ${record.agent}.`,
         },
       });
@@ -578,12 +545,7 @@ export class Dispatcher {
     const ended = this.#o.endedTask?.(send.contextId, send.messageId);
     if (ended !== undefined) {
       // Its end was journaled and its claim replayed (its deltas once): the record learns it.
-      await this.#o.records.update(record.id, {
-        status: 'running',
-        taskId: ended.id,
-        at: this.#o.now(),
-      });
-      await this.onTaskSettled({ agent: record.agent, taskId: ended.id, task: ended });
+      await this.#settle(record, ended, undefined);
       return;
     }
     let tasks: Task[];
@@ -613,22 +575,15 @@ export class Dispatcher {
       return;
     }
     const state = normalizeTaskState(task.status?.state);
-    const terminal = isTerminalState(state);
-    await this.#o.records.update(record.id, {
-      status: terminal || state === 'unknown' ? 'running' : statusOfState(state),
-      taskId: task.id,
+    const found = await this.#move(record, {
+      type: 'recovered',
       at: this.#o.now(),
+      found: { kind: 'found', taskId: task.id, state },
     });
-    await this.#o.tracker.follow({
-      agent: record.agent,
-      skill: record.skill,
-      correlationId: record.correlationId,
-      taskId: task.id,
-      state,
-    });
+    await this.#perform(record, found.effects, task, undefined);
     // The tracker settles the task's deltas once (its claim); the dispatch ends here too, in case
     // the dead holder had claimed the task already.
-    if (terminal) await this.onTaskSettled({ agent: record.agent, taskId: task.id, task });
+    if (isTerminalState(state)) await this.#settle(found.record, task, undefined);
   }
 
   async #outcomeUnknown(record: DispatchRecord, send: DispatchSend, why: string): Promise<void> {
@@ -637,8 +592,10 @@ export class Dispatcher {
       `The gateway holding this call stopped after sending it to agent ${record.agent}, and ${why}: whether it ran is unknown. Check at the agent before sending it again.`,
       { details: { agent: record.agent, skill: record.skill, contextId: send.contextId } },
     );
-    await this.#end(record.id, 'failed', {
-      error: { code: error.code, message: error.message },
+    await this.#move(record, {
+      type: 'recovered',
+      at: this.#o.now(),
+      found: { kind: 'not-found', message: error.message },
     });
   }
 
@@ -660,20 +617,22 @@ export class Dispatcher {
     // dispatch learns its task id from an earlier answer), and the call that got it ends its own.
     if (finished.fresh === true) return;
     const record = await this.#o.records.byTask(finished.agent, finished.taskId);
-    if (record === undefined || ENDED.has(record.status)) return;
-    const state = normalizeTaskState(finished.task.status?.state);
-    const { text } = readReply(finished.task, undefined);
-    if (finished.via === 'timeout') {
-      await this.#end(record.id, 'failed', {
-        state,
-        error: {
-          code: 'FLEETGATE_TASK_TIMEOUT',
-          message: `Task ${finished.taskId} did not finish within the tracking time; it was canceled at the agent.`,
-        },
-      });
-      return;
-    }
-    await this.#end(record.id, statusOfState(state), this.#summary(state, text));
+    if (record === undefined || ENDED_STATUSES.has(record.status)) return;
+    await this.#settle(record, finished.task, finished.via);
+  }
+
+  /** The task of `record` ended (`task`), on `via`: the dispatch ends with it. */
+  async #settle(record: DispatchRecord, task: Task, via: string | undefined): Promise<void> {
+    const state = normalizeTaskState(task.status?.state);
+    const { text } = readReply(task, undefined);
+    await this.#move(record, {
+      type: 'settled',
+      at: this.#o.now(),
+      taskId: task.id,
+      state,
+      ...(text === undefined ? {} : { text }),
+      ...(via === 'timeout' ? { timedOut: true } : {}),
+    });
   }
 
   /**
@@ -688,18 +647,11 @@ export class Dispatcher {
     task?: Task;
   }): Promise<void> {
     const record = await this.#o.records.byTask(change.agent, change.taskId);
-    if (record === undefined || ENDED.has(record.status)) return;
-    const status = statusOfState(change.state);
-    if (status !== 'running' && status !== 'awaiting-input') return; // ends come through settle
-    if (record.status === status) return;
-    const { changed, record: updated } = await this.#o.records.update(record.id, {
-      status,
+    if (record === undefined || ENDED_STATUSES.has(record.status)) return;
+    const { changed, record: updated } = await this.#move(record, {
+      type: 'task-state',
       at: this.#o.now(),
-      announce: {
-        topic:
-          status === 'awaiting-input' ? 'skill.dispatch.awaiting-input' : 'skill.dispatch.resumed',
-        extra: { state: change.state },
-      },
+      state: change.state,
     });
     // Another path (the reply, a replica's tracker) moved it first: it announced the change.
     if (!changed || updated === undefined) return;
@@ -717,33 +669,83 @@ export class Dispatcher {
     }
   }
 
-  #summary(state: TaskStateName, text: string | undefined): DispatchResult {
-    const result: DispatchResult = { state };
-    if (text !== undefined && text !== '') result.text = text.slice(0, TEXT_LIMIT);
-    if (state !== 'completed' && !isInterruptedState(state)) {
-      result.error = { code: 'FLEETGATE_TASK_FAILED', message: `The task ended ${state}.` };
+  /**
+   * Moves a dispatch by one event of its call ({@link advance}, pure): writes the move with its
+   * announcement in one unit, compare-and-set on `from` when given; a dispatch that ended is
+   * never changed again (another path or replica ending it first announced it). Resolves the
+   * record as it stands, whether this write changed its status, and the effects left to run.
+   */
+  async #move(
+    record: DispatchRecord,
+    event: CallEvent,
+    more: { from?: DispatchStatus; extra?: DispatchEventExtra; decided?: boolean } = {},
+  ): Promise<Moved> {
+    const next = advance({ ...record, decided: more.decided ?? true, sent: null }, event);
+    if (!next.moved) return { record, changed: false, effects: [] };
+    const { call } = next;
+    let announce: DispatchAnnouncement | undefined;
+    for (const effect of next.effects) {
+      if (effect.type !== 'announce') continue;
+      const extra: DispatchEventExtra = { ...more.extra };
+      if (effect.reason !== undefined) extra.reason = effect.reason;
+      if (effect.state !== undefined) extra.state = effect.state;
+      announce = { topic: effect.topic, ...(Object.keys(extra).length > 0 ? { extra } : {}) };
     }
-    return result;
+    const { changed, record: updated } = await this.#o.records.update(record.id, {
+      status: call.status,
+      at: event.at,
+      ...(call.taskId !== null && call.taskId !== record.taskId ? { taskId: call.taskId } : {}),
+      ...(call.result !== null && call.result !== record.result ? { result: call.result } : {}),
+      ...(more.from === undefined ? {} : { from: more.from }),
+      ...(announce === undefined ? {} : { announce }),
+    });
+    return {
+      record: updated ?? record,
+      changed,
+      effects: next.effects.filter((effect) => effect.type !== 'announce'),
+    };
   }
 
-  async #end(
-    id: string,
-    status: DispatchStatus,
-    result: DispatchResult,
-    taskId?: string,
-  ): Promise<DispatchRecord> {
-    // A dispatch ends once: when another path ended it first (the reply and the terminal's
-    // `onSettled` of an answered task, two replicas), only the one that changed it announces it.
-    const announce: DispatchAnnouncement = {
-      topic: status === 'completed' ? 'skill.dispatch.completed' : 'skill.dispatch.failed',
-    };
-    const { record: updated } = await this.#o.records.update(id, {
-      status,
-      result,
-      at: this.#o.now(),
-      ...(taskId === undefined ? {} : { taskId }),
-      announce,
-    });
-    return updated!;
+  /** Runs the effects of a move (those named in `only`, when given). */
+  async #perform(
+    record: DispatchRecord,
+    effects: readonly CallEffect[],
+    task: Task | undefined,
+    requestedBy: string | undefined,
+    only?: readonly CallEffect['type'][],
+  ): Promise<void> {
+    for (const effect of effects) {
+      if (only !== undefined && !only.includes(effect.type)) continue;
+      switch (effect.type) {
+        case 'follow':
+          await this.#o.tracker.follow({
+            agent: record.agent,
+            skill: record.skill,
+            correlationId: record.correlationId,
+            taskId: effect.taskId,
+            state: effect.state,
+            ...(effect.resubscribe === true && task !== undefined
+              ? { resubscribe: true, task }
+              : {}),
+          });
+          break;
+        case 'checkpoint':
+          await this.#checkpoint(
+            record,
+            effect.taskId,
+            task?.contextId,
+            effect.question,
+            requestedBy,
+          );
+          break;
+        case 'release-at':
+          this.#releaseAt(record.id, effect.at);
+          break;
+        case 'announce':
+        case 'send':
+          // Written with the move; a send is the caller's next step.
+          break;
+      }
+    }
   }
 }

@@ -1,0 +1,311 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+
+import type { TaskStateName } from '../protocol/index.js';
+import { TASK_STATES } from '../protocol/index.js';
+import {
+  advance,
+  ENDED_STATUSES,
+  type CallEffect,
+  type CallEvent,
+  type CallState,
+} from './advance.js';
+
+const FRESH: CallState = {
+  status: 'running',
+  decided: false,
+  taskId: null,
+  result: null,
+  sent: null,
+  updatedAt: 0,
+};
+const SENT: CallState = { ...FRESH, decided: true, sent: { messageId: 'm', contextId: 'c' } };
+
+/** Drops the keys fast-check left undefined (optional properties are absent, not undefined). */
+const defined = <T extends object>(value: T): T =>
+  Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+
+const END_TOPICS = new Set([
+  'skill.dispatch.completed',
+  'skill.dispatch.failed',
+  'skill.dispatch.rejected',
+]);
+const ends = (effects: readonly CallEffect[]): number =>
+  effects.filter((e) => e.type === 'announce' && END_TOPICS.has(e.topic)).length;
+
+/** Runs `events` from `call`, every effect kept. */
+function run(call: CallState, events: readonly CallEvent[]) {
+  const effects: CallEffect[] = [];
+  const statuses = [call.status];
+  let now = call;
+  for (const event of events) {
+    const next = advance(now, event);
+    effects.push(...next.effects);
+    now = next.call;
+    statuses.push(now.status);
+  }
+  return { call: now, effects, statuses };
+}
+
+const state = fc.constantFrom<TaskStateName>(...TASK_STATES);
+const terminalState = fc.constantFrom<TaskStateName>('completed', 'failed', 'canceled', 'rejected');
+const text = fc.option(fc.constantFrom('done', 'ok', 'no', ''), { nil: undefined });
+const taskId = fc.constantFrom('t1', 't2');
+
+/** Any event a source may report, at any time, repeated or late. */
+const event: fc.Arbitrary<CallEvent> = fc
+  .oneof<fc.Arbitrary<Record<string, unknown>>[]>(
+    fc.record({
+      type: fc.constant('gated' as const),
+      at: fc.nat(),
+      action: fc.constantFrom('hold' as const, 'deny' as const),
+      reason: fc.constant('policy'),
+      goAt: fc.option(fc.nat(), { nil: undefined }),
+    }),
+    fc.record({ type: fc.constant('released' as const), at: fc.nat() }),
+    fc.record({
+      type: fc.constant('sending' as const),
+      at: fc.nat(),
+      messageId: fc.constant('m'),
+      contextId: fc.constant('c'),
+      announce: fc.boolean(),
+    }),
+    fc.record({
+      type: fc.constant('send-failed' as const),
+      at: fc.nat(),
+      error: fc.constant({ code: 'FLEETGATE_CALL_FAILED', message: 'refused' }),
+    }),
+    fc.record({
+      type: fc.constant('answered' as const),
+      at: fc.nat(),
+      state: fc.oneof(state, fc.constant('message' as const)),
+      taskId: fc.option(taskId, { nil: undefined }),
+      text,
+      continued: fc.boolean(),
+    }),
+    fc.record({ type: fc.constant('task-state' as const), at: fc.nat(), state }),
+    fc.record({
+      type: fc.constant('settled' as const),
+      at: fc.nat(),
+      taskId,
+      state: terminalState,
+      text,
+      timedOut: fc.boolean(),
+    }),
+    fc.record({ type: fc.constant('question-answered' as const), at: fc.nat() }),
+    fc.record({
+      type: fc.constant('denied' as const),
+      at: fc.nat(),
+      reason: fc.constant('rejected by alice'),
+      code: fc.constant('FLEETGATE_APPROVAL_REJECTED'),
+    }),
+    fc.record({
+      type: fc.constant('recovered' as const),
+      at: fc.nat(),
+      found: fc.oneof(
+        fc.constant({ kind: 'never-sent' as const, message: 'nothing left' }),
+        fc.constant({ kind: 'not-found' as const, message: 'no such task' }),
+        fc.record({ kind: fc.constant('found' as const), taskId, state }),
+      ),
+    }),
+  )
+  .map((e) => defined(e) as unknown as CallEvent);
+
+describe('advance: properties over random interleavings and duplicates', () => {
+  it('nothing leaves an ended call, and a late event there has no effects', () => {
+    fc.assert(
+      fc.property(fc.array(event, { maxLength: 30 }), (events) => {
+        let now: CallState = FRESH;
+        for (const e of events) {
+          const next = advance(now, e);
+          if (ENDED_STATUSES.has(now.status)) {
+            expect(next.call).toBe(now);
+            expect(next.effects).toEqual([]);
+            expect(next.moved).toBe(false);
+          }
+          now = next.call;
+        }
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('a call ends at most once, and an ended call was announced exactly once', () => {
+    fc.assert(
+      fc.property(fc.array(event, { maxLength: 30 }), (events) => {
+        const { call, effects, statuses } = run(FRESH, events);
+        expect(ends(effects)).toBeLessThanOrEqual(1);
+        expect(ends(effects)).toBe(ENDED_STATUSES.has(call.status) ? 1 : 0);
+        // Once ended, every later status is the same.
+        const first = statuses.findIndex((s) => ENDED_STATUSES.has(s));
+        if (first >= 0) expect(new Set(statuses.slice(first))).toEqual(new Set([call.status]));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('a held call is sent at most once however often it is released', () => {
+    fc.assert(
+      fc.property(fc.array(event, { maxLength: 30 }), (events) => {
+        const held = advance(FRESH, { type: 'gated', at: 1, action: 'hold', reason: 'r' }).call;
+        const releases = events.filter((e) => e.type !== 'question-answered');
+        const { effects } = run(held, releases);
+        expect(effects.filter((e) => e.type === 'send').length).toBeLessThanOrEqual(1);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('one task end seen by several paths, with duplicates and progress, gives the same end in any order', () => {
+    const observations = fc
+      .record({ state: terminalState, text, taskId })
+      .chain(({ state: end, text: said, taskId: id }) =>
+        fc.tuple(
+          fc.constant({ end, said, id }),
+          fc.array(
+            fc.oneof(
+              fc.constant(
+                defined({
+                  type: 'settled',
+                  at: 5,
+                  taskId: id,
+                  state: end,
+                  text: said,
+                }) as CallEvent,
+              ),
+              fc.constant(
+                defined({
+                  type: 'answered',
+                  at: 5,
+                  taskId: id,
+                  state: end,
+                  text: said,
+                }) as CallEvent,
+              ),
+              fc.record({ type: fc.constant('task-state' as const), at: fc.nat(), state }),
+            ),
+            { minLength: 1, maxLength: 12 },
+          ),
+        ),
+      )
+      .filter(([, seen]) => seen.some((e) => e.type !== 'task-state'));
+    fc.assert(
+      fc.property(observations, fc.infiniteStream(fc.nat()), ([{ end, said, id }, seen], seeds) => {
+        const shuffled = [...seen];
+        for (let i = shuffled.length - 1; i > 0; i--) {
+          const j = seeds.next().value! % (i + 1);
+          [shuffled[i], shuffled[j]] = [shuffled[j]!, shuffled[i]!];
+        }
+        const a = run(SENT, seen).call;
+        const b = run(SENT, shuffled).call;
+        expect({ status: b.status, result: b.result, taskId: b.taskId }).toEqual({
+          status: a.status,
+          result: a.result,
+          taskId: a.taskId,
+        });
+        expect(ENDED_STATUSES.has(a.status)).toBe(true);
+        expect(a.taskId).toBe(id);
+        expect(a.result?.state).toBe(end);
+        expect(a.result?.text).toBe(said === '' ? undefined : said);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});
+
+describe('advance: the moves of one call', () => {
+  it('a gated call waits for approval; a veto window schedules its release', () => {
+    const held = advance(FRESH, { type: 'gated', at: 1, action: 'hold', reason: 'r', goAt: 60 });
+    expect(held.call).toMatchObject({ status: 'awaiting-approval', updatedAt: 1 });
+    expect(held.effects).toEqual([
+      { type: 'announce', topic: 'skill.dispatch.gated', reason: 'r' },
+      { type: 'release-at', at: 60 },
+    ]);
+    // Nothing but a release moves it to the agent.
+    expect(advance(held.call, { type: 'answered', at: 2, state: 'completed' }).moved).toBe(false);
+    const released = advance(held.call, { type: 'released', at: 3 });
+    expect(released.call).toMatchObject({ status: 'running', result: null });
+    expect(released.effects).toEqual([
+      { type: 'announce', topic: 'skill.dispatch.started' },
+      { type: 'send' },
+    ]);
+    expect(advance(released.call, { type: 'released', at: 4 }).moved).toBe(false);
+  });
+
+  it('a denied call ends rejected with the gate code', () => {
+    const denied = advance(FRESH, {
+      type: 'gated',
+      at: 1,
+      action: 'deny',
+      reason: 'cooldown',
+      code: 'FLEETGATE_DISPATCH_COOLDOWN',
+    });
+    expect(denied.call).toMatchObject({
+      status: 'rejected',
+      result: { error: { code: 'FLEETGATE_DISPATCH_COOLDOWN', message: 'cooldown' } },
+    });
+  });
+
+  it('a question is followed, asked of a human once, and answered on the same task', () => {
+    const asked = advance(SENT, {
+      type: 'answered',
+      at: 2,
+      state: 'input-required',
+      taskId: 't1',
+      text: 'which branch?',
+    });
+    expect(asked.call).toMatchObject({ status: 'awaiting-input', taskId: 't1' });
+    expect(asked.effects).toEqual([
+      { type: 'announce', topic: 'skill.dispatch.awaiting-input', state: 'input-required' },
+      { type: 'follow', taskId: 't1', state: 'input-required' },
+      { type: 'checkpoint', taskId: 't1', question: 'which branch?' },
+    ]);
+    // The tracker seeing the same question says nothing new.
+    expect(advance(asked.call, { type: 'task-state', at: 3, state: 'input-required' }).moved).toBe(
+      false,
+    );
+    const answered = advance(asked.call, { type: 'question-answered', at: 4 });
+    expect(answered.call.status).toBe('running');
+    expect(answered.effects).toEqual([{ type: 'send' }]);
+  });
+
+  it('recovery: never sent is interrupted, not found is outcome unknown, found is followed', () => {
+    const interrupted = advance(FRESH, {
+      type: 'recovered',
+      at: 9,
+      found: { kind: 'never-sent', message: 'gone' },
+    });
+    expect(interrupted.call.result?.error?.code).toBe('FLEETGATE_CALL_INTERRUPTED');
+    const unknown = advance(SENT, {
+      type: 'recovered',
+      at: 9,
+      found: { kind: 'not-found', message: 'no task' },
+    });
+    expect(unknown.call).toMatchObject({
+      status: 'failed',
+      result: { error: { code: 'FLEETGATE_CALL_OUTCOME_UNKNOWN' } },
+    });
+    const found = advance(SENT, {
+      type: 'recovered',
+      at: 9,
+      found: { kind: 'found', taskId: 't1', state: 'completed' },
+    });
+    expect(found.call).toMatchObject({ status: 'running', taskId: 't1' });
+    expect(found.effects).toEqual([{ type: 'follow', taskId: 't1', state: 'completed' }]);
+  });
+
+  it('a task given up by tracking ends failed FLEETGATE_TASK_TIMEOUT', () => {
+    const timedOut = advance(SENT, {
+      type: 'settled',
+      at: 9,
+      taskId: 't1',
+      state: 'canceled',
+      timedOut: true,
+    });
+    expect(timedOut.call).toMatchObject({
+      status: 'failed',
+      result: { state: 'canceled', error: { code: 'FLEETGATE_TASK_TIMEOUT' } },
+    });
+    expect(timedOut.effects).toEqual([{ type: 'announce', topic: 'skill.dispatch.failed' }]);
+  });
+});
