@@ -395,16 +395,18 @@ export class Dispatcher {
         return this.#rejectHeld(dispatchId, verdict, 'awaiting-approval');
       case 'go': {
         const at = this.#o.now();
-        const running = { ...record, status: 'running' as const, updatedAt: at };
+        const next = advance({ ...record, decided: true, sent: null }, { type: 'released', at });
+        const announce = next.effects.find((effect) => effect.type === 'announce');
+        const running = { ...record, status: next.call.status, updatedAt: at };
         // The approval is consumed, the dispatch moved into this process's hands and its event
         // written in one transaction.
         const moved = await verdict.claim((trx) =>
-          moveDispatch(trx, dispatchId, 'awaiting-approval', 'running', at, {
-            announce: {
-              record: running,
-              event: { topic: 'skill.dispatch.started' },
-              id: randomUUID(),
-            },
+          moveDispatch(trx, dispatchId, record.status, running.status, at, {
+            ...(announce === undefined
+              ? {}
+              : {
+                  announce: { record: running, event: { topic: announce.topic }, id: randomUUID() },
+                }),
             owner: this.#o.owner,
           }),
         );
@@ -456,12 +458,16 @@ export class Dispatcher {
         return this.#rejectHeld(dispatchId, verdict, record.status);
       case 'answer': {
         const at = this.#o.now();
+        const { call } = advance(
+          { ...record, decided: true, sent: null },
+          { type: 'question-answered', at },
+        );
         const claimed = await verdict.claim((trx) =>
-          moveDispatch(trx, dispatchId, record.status, 'running', at),
+          moveDispatch(trx, dispatchId, record.status, call.status, at),
         );
         if (!claimed) return this.#o.records.get(dispatchId);
         return this.#send(
-          { ...record, status: 'running', updatedAt: at },
+          { ...record, status: call.status, updatedAt: at },
           { text: verdict.text },
           {
             taskId: verdict.taskId,
