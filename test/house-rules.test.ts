@@ -19,7 +19,11 @@ async function lintAs(path: string, code: string): Promise<string[]> {
   const eslint = new ESLint({ cwd: ROOT });
   const [result] = await eslint.lintFiles([file]);
   return (result?.messages ?? [])
-    .filter((m) => m.ruleId === 'no-restricted-imports' || m.ruleId === 'no-restricted-properties')
+    .filter((m) =>
+      ['no-restricted-imports', 'no-restricted-properties', 'max-lines-per-function'].includes(
+        m.ruleId ?? '',
+      ),
+    )
     .map((m) => m.message);
 }
 
@@ -70,6 +74,24 @@ describe('house rules (lint)', () => {
       "export { BlastRegistry } from '../src/fleet/blast-registry.js';\n",
     );
     expect(test).toEqual([expect.stringContaining('through their index.ts')]);
+  }, 60_000);
+
+  it('keeps the calls room pure: protocol only, and its functions short', async () => {
+    const room = await lintAs(
+      'src/calls/house-rules-probe.ts',
+      "export type { DispatchRecord } from '../dispatch/index.js';\n",
+    );
+    expect(room).toEqual([expect.stringContaining('src/calls may import only protocol (house')]);
+    const long = await lintAs(
+      'src/calls/house-rules-probe-long.ts',
+      `export function long(): number {\n  let n = 0;\n${'  n += 1;\n'.repeat(125)}  return n;\n}\n`,
+    );
+    expect(long).toEqual([expect.stringContaining('has too many lines')]);
+    const allowed = await lintAs(
+      'src/calls/house-rules-probe-door.ts',
+      "export type { TaskStateName } from '../protocol/index.js';\n",
+    );
+    expect(allowed).toEqual([]);
   }, 60_000);
 
   it('keeps the agent kit to protocol and the A2A SDK server', async () => {
