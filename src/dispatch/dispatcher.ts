@@ -537,7 +537,16 @@ export class Dispatcher {
   }
 
   async #recoverOne({ record, send }: HeldDispatch): Promise<void> {
-    if (send.sentAt === null || send.contextId === '') {
+    if (send.sentAt !== null && send.contextId === '') {
+      // In flight when the store was upgraded: sent, with nothing recorded to look it up by.
+      await this.#outcomeUnknown(
+        record,
+        send,
+        'it was sent by an earlier version that kept no message id',
+      );
+      return;
+    }
+    if (send.sentAt === null) {
       await this.#move(record, {
         type: 'recovered',
         at: this.#o.now(),

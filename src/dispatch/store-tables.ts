@@ -2,6 +2,7 @@
  * The dispatch records' migration. The composition root hands it to the store (migration names
  * are permanent).
  */
+import { sql } from 'kysely';
 import type { StoreMigration } from '../store/index.js';
 
 /** The dispatch migrations (`fleetgate_dispatch`), by name. */
@@ -63,4 +64,23 @@ export const DISPATCH_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
       await db.schema.dropTable('fleetgate_dispatch_send').execute();
     },
   },
+  '0610_dispatch_send_before': {
+    async up(db) {
+      // Calls in flight in a store written before holders were recorded: sent by a process that
+      // no longer runs (no instance lease has this holder), their message ids unknown. Recovery
+      // ends them "outcome unknown" instead of leaving them running forever.
+      await sql`
+        insert into fleetgate_dispatch_send (dispatch_id, owner, message_id, context_id, sent_at)
+        select d.id, ${LEGACY_HOLDER}, '', '', d.updated_at from fleetgate_dispatch d
+        where d.status in ('running', 'awaiting-input') and d.task_id is null
+          and not exists (select 1 from fleetgate_dispatch_send s where s.dispatch_id = d.id)
+      `.execute(db);
+    },
+    async down(db) {
+      await sql`delete from fleetgate_dispatch_send where owner = ${LEGACY_HOLDER}`.execute(db);
+    },
+  },
 };
+
+/** The holder of calls that were in flight when a store was upgraded to record holders. */
+export const LEGACY_HOLDER = 'before-0610';
