@@ -13,6 +13,8 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentPlan, RunningAgent } from '../examples/agents/harness.js';
 import { opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
+import { TaskState } from '@a2a-js/sdk';
+import { sdkClient, userMessage } from './support/a2a-client.js';
 import type { ServiceProcess } from './support/gateway-service.js';
 import { startServiceProcess } from './support/gateway-service.js';
 import { until } from './support/gateway.js';
@@ -280,4 +282,91 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
     },
     120_000,
   );
+
+  it.skipIf(variant.skip)(
+    'follows a return-immediately call whose task id was committed: completed, its delta once',
+    async () => {
+      newHold();
+      const g = await start();
+      const before = agent.received.length;
+      const correlationId = uniqueName('immediate');
+      // Without ?wait the gateway sends return-immediately: the task id comes back and is kept.
+      const sent = await api<Dispatch>(g, '/api/dispatch', {
+        method: 'POST',
+        body: JSON.stringify({ agent: 'ops', skill: 'sitrep', text: 'status', correlationId }),
+      });
+      expect(sent.status).toBe('running');
+      const taskId = await killWhileAtTheAgent(g, before);
+      hold.release();
+      const restarted = await start();
+      const done = await ended(restarted, correlationId);
+      expect(done).toMatchObject({ status: 'completed', taskId });
+      let applied = 0;
+      const end = Date.now() + 10_000;
+      while ((applied = await appliedFor(restarted, taskId)) === 0 && Date.now() < end) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(applied).toBe(1);
+      expect(agent.received.length).toBe(before + 1);
+    },
+    120_000,
+  );
+
+  for (const streaming of [false, true]) {
+    it.skipIf(variant.skip)(
+      `finishes a proxied ${streaming ? 'streaming' : 'blocking'} call whose gateway died mid-call: the A2A task ends completed`,
+      async () => {
+        newHold();
+        const g = await start();
+        const before = agent.received.length;
+        const client = await sdkClient(`${g.url}/a2a/ops`);
+        const request = {
+          tenant: '',
+          message: userMessage('status please', { 'x-effect-domain-skill': 'sitrep' }),
+          configuration: undefined,
+          metadata: undefined,
+        };
+        const call = streaming
+          ? (async () => {
+              for await (const event of client.sendMessageStream(request)) void event;
+            })()
+          : client.sendMessage(request);
+        call.catch(() => undefined);
+        const taskId = await killWhileAtTheAgent(g, before);
+        hold.release();
+        const restarted = await start();
+        // The proxy's task is its dispatch: find it by the agent's task id.
+        let proxied: Dispatch | undefined;
+        const end = Date.now() + 30_000;
+        for (;;) {
+          const page = await api<{ dispatches: Dispatch[] }>(
+            restarted,
+            '/api/dispatches?agent=ops',
+          );
+          proxied = page.dispatches.find((d) => d.taskId === taskId);
+          if (proxied !== undefined && proxied.status === 'completed') break;
+          if (Date.now() > end) {
+            throw new Error(`proxied dispatch ${JSON.stringify(proxied)} 30 s after restart`);
+          }
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        const again = await sdkClient(`${restarted.url}/a2a/ops`);
+        let task = await again.getTask({ tenant: '', id: proxied.id, historyLength: undefined });
+        const settled = Date.now() + 10_000;
+        while (task.status?.state !== TaskState.TASK_STATE_COMPLETED && Date.now() < settled) {
+          await new Promise((r) => setTimeout(r, 100));
+          task = await again.getTask({ tenant: '', id: proxied.id, historyLength: undefined });
+        }
+        expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+        let applied = 0;
+        const deltas = Date.now() + 10_000;
+        while ((applied = await appliedFor(restarted, taskId)) === 0 && Date.now() < deltas) {
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        expect(applied).toBe(1);
+        expect(agent.received.length).toBe(before + 1);
+      },
+      120_000,
+    );
+  }
 });
