@@ -56,6 +56,9 @@ describe.skipIf(!pgUp)('a gateway stopped while its database is away', () => {
   const start = async (): Promise<ServiceProcess> => {
     const g = await startServiceProcess({ args: ['--config', config], timeoutMs: 60_000 });
     gateways.push(g);
+    g.child.once('exit', (code) => {
+      if (code !== 0 && code !== null) console.error(`gateway exited ${code}:\n${g.stderr()}`);
+    });
     return g;
   };
 
@@ -102,8 +105,49 @@ describe.skipIf(!pgUp)('a gateway stopped while its database is away', () => {
     return (await response.json()) as T;
   }
 
-  it('keeps the end of a task it could not commit and replays it at the next start: completed, its delta once', async () => {
+  async function endedBy(g: ServiceProcess, correlationId: string): Promise<Dispatch> {
+    const end = Date.now() + 30_000;
+    for (;;) {
+      const page = await api<{ dispatches: Dispatch[] }>(
+        g,
+        `/api/dispatches?correlationId=${correlationId}`,
+      );
+      const done = page.dispatches[0];
+      if (done !== undefined && !['running', 'awaiting-input'].includes(done.status)) return done;
+      if (Date.now() > end) throw new Error(`dispatch still ${done?.status} after 30 s`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  it('ends a call whose answer came during the outage once the database is back, without a restart', async () => {
+    newHold();
     const g = await start();
+    const before = agent.received.length;
+    const correlationId = uniqueName('outage');
+    const waiting = fetch(`${g.url}/api/dispatch?wait=60s`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ agent: 'ops', skill: 'sitrep', text: 'status', correlationId }),
+    }).then(
+      (r) => r.text(),
+      (e: unknown) => `${String(e)}\n${g.stdout()}\n${g.stderr()}`,
+    );
+    await until(() => agent.received.length > before, 20_000, 'the call to reach the agent');
+    const taskId = agent.received[before]!.taskId;
+    proxy.cut();
+    hold.release();
+    expect(await waiting).toMatch(/FLEETGATE_STORE_UNAVAILABLE/);
+    proxy.pass();
+    expect(await endedBy(g, correlationId)).toMatchObject({ status: 'completed', taskId });
+    expect(agent.received.length).toBe(before + 1);
+    await g.stop('SIGTERM');
+    gateways.splice(gateways.indexOf(g), 1);
+  }, 120_000);
+
+  it('keeps the end of a task it could not commit and replays it at the next start: completed, its delta once', async () => {
+    newHold();
+    const g = await start();
+    const before = agent.received.length;
     const correlationId = uniqueName('journal');
     const waiting = fetch(`${g.url}/api/dispatch?wait=60s`, {
       method: 'POST',
@@ -111,10 +155,11 @@ describe.skipIf(!pgUp)('a gateway stopped while its database is away', () => {
       body: JSON.stringify({ agent: 'ops', skill: 'sitrep', text: 'status', correlationId }),
     }).then(
       async (r) => `${r.status} ${await r.text()}`,
-      (e: unknown) => String(e),
+      (e: unknown) =>
+        `${String(e)} ${String((e as Error).cause)} exit=${g.child.exitCode}\n${g.stdout()}\n${g.stderr()}`,
     );
-    await until(() => agent.received.length > 0, 20_000, 'the call to reach the agent');
-    const taskId = agent.received[0]!.taskId;
+    await until(() => agent.received.length > before, 20_000, 'the call to reach the agent');
+    const taskId = agent.received[before]!.taskId;
 
     // The database goes away; then the task ends: the gateway has the answer, not the database.
     proxy.cut();
@@ -122,7 +167,8 @@ describe.skipIf(!pgUp)('a gateway stopped while its database is away', () => {
     // The blocking call's answer came back; the gateway could not record it.
     const answer = await waiting;
     expect(answer).toMatch(/FLEETGATE_STORE_UNAVAILABLE/);
-    expect(await g.stop('SIGTERM')).toBe(0);
+    const code = await g.stop('SIGTERM');
+    expect(code, `${g.stdout()}\n${g.stderr()}`).toBe(0);
     expect(readdirSync(join(dir, 'claims')).filter((f) => f.endsWith('.json'))).toHaveLength(1);
 
     // The agent restarts and forgets its tasks; the database comes back; the gateway starts.
@@ -133,18 +179,7 @@ describe.skipIf(!pgUp)('a gateway stopped while its database is away', () => {
     proxy.pass();
     const restarted = await start();
 
-    let done: Dispatch | undefined;
-    const end = Date.now() + 30_000;
-    for (;;) {
-      const page = await api<{ dispatches: Dispatch[] }>(
-        restarted,
-        `/api/dispatches?correlationId=${correlationId}`,
-      );
-      done = page.dispatches[0];
-      if (done !== undefined && !['running', 'awaiting-input'].includes(done.status)) break;
-      if (Date.now() > end) throw new Error(`dispatch still ${done?.status} 30 s after restart`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const done = await endedBy(restarted, correlationId);
     expect(done).toMatchObject({ status: 'completed', taskId });
     let applied = 0;
     const deadline = Date.now() + 10_000;

@@ -421,9 +421,12 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
       return task;
     })();
     syncing.set(id, work);
-    void work.finally(() => {
+    // Its callers see a failure; this bookkeeping must not raise it again unhandled (a read that
+    // failed while the database was away ended the process).
+    const forget = (): void => {
       if (syncing.get(id) === work) syncing.delete(id);
-    });
+    };
+    work.then(forget, forget);
     return work;
   }
 
