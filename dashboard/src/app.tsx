@@ -8,7 +8,8 @@ import { openEventStream } from './events.js';
 import type { Session, Store } from './state.js';
 import { useStore } from './state.js';
 import type { Role } from './types.js';
-import { ApprovalsView } from './views/approvals.js';
+import { ApprovalPage, ApprovalsView } from './views/approvals.js';
+import { CallByTask, CallView } from './views/call.js';
 import { DispatchesView } from './views/dispatches.js';
 import { EffectsView } from './views/effects.js';
 import { FleetView } from './views/fleet.js';
@@ -27,10 +28,49 @@ const TITLES: Record<View, string> = {
 };
 const TOPICS = ['world.>', 'ops.alert.>', 'skill.dispatch.>', 'hitl.>', 'fleet.>'];
 
-function parseHash(hash: string): { view: View; params: URLSearchParams } {
+/** A page that is not a tab: one call, one approval. */
+type Page = { kind: 'call'; id: string } | { kind: 'approval'; id: string };
+
+function parseHash(hash: string): {
+  view: View;
+  params: URLSearchParams;
+  page: Page | undefined;
+} {
   const [path = '', query = ''] = hash.replace(/^#\/?/, '').split('?');
-  const view = (VIEWS as readonly string[]).includes(path) ? (path as View) : 'fleet';
-  return { view, params: new URLSearchParams(query) };
+  const params = new URLSearchParams(query);
+  const [head = '', id = ''] = path.split('/');
+  if (head === 'calls') {
+    return { view: 'dispatches', params, page: { kind: 'call', id: decodeURIComponent(id) } };
+  }
+  if (head === 'approvals' && id !== '') {
+    return { view: 'approvals', params, page: { kind: 'approval', id: decodeURIComponent(id) } };
+  }
+  const view = (VIEWS as readonly string[]).includes(head) ? (head as View) : 'fleet';
+  return { view, params, page: undefined };
+}
+
+function Toasts(props: { store: Store }) {
+  const { store } = props;
+  if (store.toasts.length === 0) return null;
+  return (
+    <ul class="toasts" aria-live="polite">
+      {store.toasts.map((t) => (
+        <li key={t.key} class={`toast toast-${t.kind}`} data-toast={t.kind}>
+          <a href={`#/calls/${encodeURIComponent(t.dispatchId)}`} data-dispatch={t.dispatchId}>
+            {t.text}
+          </a>
+          <button
+            type="button"
+            class="small-button"
+            aria-label="Dismiss"
+            onClick={() => store.dismissToast(t.key)}
+          >
+            ×
+          </button>
+        </li>
+      ))}
+    </ul>
+  );
 }
 
 function useHash(): string {
@@ -91,7 +131,7 @@ export function App(props: { store: Store }) {
   const hash = useHash();
   const [message, setMessage] = useState('');
   const [checked, setChecked] = useState(false);
-  const { view, params } = parseHash(hash);
+  const { view, params, page } = parseHash(hash);
 
   useEffect(() => {
     const saved = sessionStorage.getItem(TOKEN_KEY) ?? '';
@@ -172,12 +212,20 @@ export function App(props: { store: Store }) {
           {store.error}
         </p>
       )}
+      <Toasts store={store} />
       <main>
-        {view === 'fleet' && <FleetView store={store} />}
-        {view === 'approvals' && <ApprovalsView store={store} />}
-        {view === 'effects' && <EffectsView store={store} />}
-        {view === 'world' && <WorldView store={store} />}
-        {view === 'dispatches' && (
+        {page?.kind === 'call' &&
+          (page.id === '' ? (
+            <CallByTask store={store} agent={params.get('agent') ?? ''} task={params.get('task') ?? ''} />
+          ) : (
+            <CallView key={page.id} store={store} id={page.id} />
+          ))}
+        {page?.kind === 'approval' && <ApprovalPage key={page.id} store={store} id={page.id} />}
+        {page === undefined && view === 'fleet' && <FleetView store={store} />}
+        {page === undefined && view === 'approvals' && <ApprovalsView store={store} />}
+        {page === undefined && view === 'effects' && <EffectsView store={store} />}
+        {page === undefined && view === 'world' && <WorldView store={store} />}
+        {page === undefined && view === 'dispatches' && (
           <DispatchesView
             store={store}
             focus={{

@@ -79,6 +79,8 @@ export class Store {
   deltaTimes: number[] = [];
   rejectedDeltas = 0;
   stream: StreamStatus = 'offline';
+  /** When the page opened: events from before it (replayed on connect) are history, not news. */
+  readonly openedAt = Date.now();
   streamDetail = '';
   error = '';
   /** Bumped on every change; views compare it. */
@@ -87,6 +89,29 @@ export class Store {
   #frame: number | undefined;
   #effectKey = 0;
   api: Api | undefined;
+
+  #eventListeners = new Set<(event: EventEnvelope) => void>();
+  /** Toasts: notable live events (a call held, ended, an approval asked), newest last. */
+  toasts: { key: number; at: number; text: string; dispatchId: string; kind: string }[] = [];
+  #toastKey = 0;
+
+  /** Calls `listener` with every live event (after the store folded it in). */
+  listen(listener: (event: EventEnvelope) => void): () => void {
+    this.#eventListeners.add(listener);
+    return () => this.#eventListeners.delete(listener);
+  }
+
+  dismissToast(key: number): void {
+    this.toasts = this.toasts.filter((t) => t.key !== key);
+    this.changed();
+  }
+
+  #toast(kind: string, text: string, dispatchId: string, at: number): void {
+    this.#toastKey += 1;
+    const key = this.#toastKey;
+    this.toasts = [...this.toasts, { key, at, text, dispatchId, kind }].slice(-4);
+    setTimeout(() => this.dismissToast(key), 10_000);
+  }
 
   subscribe(listener: () => void): () => void {
     this.#listeners.add(listener);
@@ -181,6 +206,8 @@ export class Store {
       this.dispatches.set(record.id, info);
       if (step === 'gated' || step === 'rejected' || step === 'completed' || step === 'failed') {
         this.reloadSoon('approvals');
+        // Events replayed on connect are history, not news.
+        if (at >= this.openedAt) this.#toast(step, `${record.agent} / ${record.skill} ${step}`, record.id, at);
       }
     } else if (topic.startsWith('hitl.approval.')) {
       const dispatchId = typeof p.dispatchId === 'string' ? p.dispatchId : undefined;
@@ -278,6 +305,15 @@ export class Store {
     } else if (topic.startsWith('fleet.')) {
       this.reloadSoon('fleet');
     }
+    if (topic === 'hitl.approval.requested' && at >= this.openedAt && typeof p.dispatchId === 'string') {
+      this.#toast(
+        'approval',
+        `${text(p.agent, '')} / ${text(p.skill, '')} waits for ${p.kind === 'veto' ? 'a veto window' : 'approval'}`,
+        p.dispatchId,
+        at,
+      );
+    }
+    for (const l of this.#eventListeners) l(event);
     this.changed();
   }
 

@@ -135,3 +135,42 @@ export interface Explanation {
     approvers: number;
   };
 }
+
+/** An event of a call, as `GET /api/dispatches/:id/story` lists it. */
+export interface StoryEvent {
+  id: string;
+  topic: string;
+  time: string;
+  at: number;
+  payload: Record<string, unknown>;
+}
+
+/** `GET /api/dispatches/:id/story`. */
+export interface CallStory {
+  dispatch: DispatchRecord;
+  send: { owner: string; messageId: string; contextId: string; sentAt: number | null } | null;
+  traceparent: string | null;
+  task: {
+    state: string;
+    createdAt: number;
+    updatedAt: number;
+    terminalAt: number | null;
+    terminalVia: string | null;
+  } | null;
+  events: StoryEvent[];
+  approvals: Approval[];
+  effects: {
+    seq: number;
+    domain: string;
+    path: string;
+    op: string;
+    value: unknown;
+    previous: unknown;
+    next: unknown;
+    status: 'applied' | 'rejected';
+    reason: string | null;
+    version: number | null;
+    at: number;
+  }[];
+  cost: Record<string, unknown> | null;
+}

@@ -3,7 +3,7 @@
  * a countdown to expiry; approve, reject with a reason, snooze (hidden for a while, not a
  * rejection); a history tab. A request someone else decided answers 409: said inline.
  */
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { ApiError } from '../api.js';
 import { RadiusBadge, radiusRank } from '../radius.js';
 import type { Store } from '../state.js';
@@ -78,6 +78,12 @@ function Request(props: {
         <span class="badge mode">{a.kind === 'checkpoint' ? 'question' : a.mode}</span>
         <span class="muted small">from {a.requestedBy ?? 'unknown'}</span>
         <span class="muted small">asked {ago(a.createdAt, now)}</span>
+        <a class="small" href={`#/calls/${encodeURIComponent(a.dispatchId)}`} data-call-link>
+          the call
+        </a>
+        <a class="small" href={`#/approvals/${encodeURIComponent(a.id)}`} data-approval-link>
+          details
+        </a>
         <span class="countdown" title={new Date(a.expiresAt).toISOString()}>
           expires in {countdown(a.expiresAt, now)}
         </span>
@@ -271,6 +277,42 @@ export function ApprovalsView(props: { store: Store }) {
           </table>
         </div>
       )}
+    </section>
+  );
+}
+
+/** One approval request on its own page (`#/approvals/<id>`). */
+export function ApprovalPage(props: { store: Store; id: string }) {
+  const store = useStore(props.store);
+  const now = useNow(1000);
+  const role = store.session?.role ?? 'viewer';
+  const [approval, setApproval] = useState<Approval | undefined>();
+  const [error, setError] = useState('');
+  useEffect(() => {
+    store
+      .api!.get<Approval>(`/api/approvals/${encodeURIComponent(props.id)}`)
+      .then(setApproval)
+      .catch((e: unknown) => setError(describeError(e)));
+  }, [store, props.id, store.pending, store.history]);
+  if (error !== '') {
+    return (
+      <p class="error" role="alert">
+        {error}
+      </p>
+    );
+  }
+  if (approval === undefined) return <p class="muted">…</p>;
+  return (
+    <section aria-label="Approval">
+      <ul class="inbox">
+        <Request
+          store={store}
+          approval={approval}
+          now={now}
+          canDecide={approval.status === 'pending' && roleAtLeast(role, 'approver')}
+          canAnswer={approval.status === 'pending' && roleAtLeast(role, 'operator')}
+        />
+      </ul>
     </section>
   );
 }

@@ -220,7 +220,14 @@ function DispatchForm(props: { store: Store }) {
       <button type="submit" disabled={busy || skill === ''}>
         Send
       </button>
-      {result !== undefined && <DecisionView decision={result.decision} record={result.record} />}
+      {result !== undefined && (
+        <>
+          <DecisionView decision={result.decision} record={result.record} />
+          <a href={`#/calls/${encodeURIComponent(result.record.id)}`} data-call-link>
+            follow this call
+          </a>
+        </>
+      )}
       {error !== '' && (
         <p class="error" role="alert">
           {error}
@@ -284,7 +291,10 @@ export function DispatchesView(props: { store: Store; focus: { id?: string; task
                   </span>
                   {reason !== undefined && r.status !== 'completed' && (
                     <span class="reason"> — {reason}</span>
-                  )}
+                  )}{' '}
+                  <a href={`#/calls/${encodeURIComponent(r.id)}`} class="small" data-call-link>
+                    open call
+                  </a>
                 </summary>
                 <Timeline info={info} />
                 {r.result?.text !== undefined && <pre class="input">{r.result.text}</pre>}

@@ -128,7 +128,10 @@ export function EffectsView(props: { store: Store }) {
                   {r.taskId === '' ? (
                     ''
                   ) : (
-                    <a href={`#/dispatches?task=${encodeURIComponent(r.taskId)}`}>
+                    <a
+                      href={`#/calls?agent=${encodeURIComponent(r.agent)}&task=${encodeURIComponent(r.taskId)}`}
+                      data-call-link
+                    >
                       {r.taskId.slice(0, 8)}
                     </a>
                   )}

@@ -14,6 +14,7 @@ import { z } from 'zod';
 import { FleetgateError } from '../../protocol/index.js';
 import type { ApiContext } from './context.js';
 import { dashboardRoute } from './dashboard.js';
+import { callRoutes } from './routes-calls.js';
 import type { RouteSpec } from './route.js';
 import { defineRoute } from './route.js';
 
@@ -127,11 +128,12 @@ export function dashboardRoutes(ctx: ApiContext, directory = dashboardDirectory(
         authenticated: identity.authenticated,
       }),
   });
-  if (directory === undefined) return [session, explain, dashboardRoute()];
+  if (directory === undefined) return [session, explain, ...callRoutes(ctx), dashboardRoute()];
   let index: Buffer | undefined;
   return [
     session,
     explain,
+    ...callRoutes(ctx),
     {
       method: 'GET',
       url: '/',
