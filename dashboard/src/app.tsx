@@ -216,7 +216,11 @@ export function App(props: { store: Store }) {
       <main>
         {page?.kind === 'call' &&
           (page.id === '' ? (
-            <CallByTask store={store} agent={params.get('agent') ?? ''} task={params.get('task') ?? ''} />
+            <CallByTask
+              store={store}
+              agent={params.get('agent') ?? ''}
+              task={params.get('task') ?? ''}
+            />
           ) : (
             <CallView key={page.id} store={store} id={page.id} />
           ))}

@@ -207,7 +207,8 @@ export class Store {
       if (step === 'gated' || step === 'rejected' || step === 'completed' || step === 'failed') {
         this.reloadSoon('approvals');
         // Events replayed on connect are history, not news.
-        if (at >= this.openedAt) this.#toast(step, `${record.agent} / ${record.skill} ${step}`, record.id, at);
+        if (at >= this.openedAt)
+          this.#toast(step, `${record.agent} / ${record.skill} ${step}`, record.id, at);
       }
     } else if (topic.startsWith('hitl.approval.')) {
       const dispatchId = typeof p.dispatchId === 'string' ? p.dispatchId : undefined;
@@ -305,7 +306,11 @@ export class Store {
     } else if (topic.startsWith('fleet.')) {
       this.reloadSoon('fleet');
     }
-    if (topic === 'hitl.approval.requested' && at >= this.openedAt && typeof p.dispatchId === 'string') {
+    if (
+      topic === 'hitl.approval.requested' &&
+      at >= this.openedAt &&
+      typeof p.dispatchId === 'string'
+    ) {
       this.#toast(
         'approval',
         `${text(p.agent, '')} / ${text(p.skill, '')} waits for ${p.kind === 'veto' ? 'a veto window' : 'approval'}`,

@@ -71,8 +71,8 @@ function approvalStep(a: Approval): Step[] {
         <>
           {a.question !== null && <p class="question">{a.question}</p>}
           <div class="small">
-            <a href={`#/approvals/${encodeURIComponent(a.id)}`}>approval {a.id.slice(0, 8)}</a>{' '}
-            · asked by {a.requestedBy ?? 'unknown'} · <RadiusBadge radius={a.radius} />{' '}
+            <a href={`#/approvals/${encodeURIComponent(a.id)}`}>approval {a.id.slice(0, 8)}</a> ·
+            asked by {a.requestedBy ?? 'unknown'} · <RadiusBadge radius={a.radius} />{' '}
             <span class="badge mode">{a.mode}</span>
           </div>
         </>
@@ -116,7 +116,7 @@ function approvalStep(a: Approval): Step[] {
 
 /** The steps of a story, in time order (steps of one moment in the order of the call's life). */
 export function storySteps(story: CallStory): Step[] {
-  const d = story.dispatch as unknown as DispatchRecord;
+  const d = story.dispatch;
   const steps: Step[] = [];
   const requested = story.events.find((e) => e.topic === 'skill.dispatch.requested');
   const requestedBy = story.approvals.find((a) => a.requestedBy !== null)?.requestedBy;
@@ -140,10 +140,12 @@ export function storySteps(story: CallStory): Step[] {
   if (decisionEvent !== undefined) {
     const decision = (decisionEvent.payload.decision ?? {}) as DecisionLike;
     const held = decisionEvent === gated;
+    // The gate decided before it opened the approval it announces with the decision.
+    const opened = story.approvals.map((a) => a.createdAt);
     steps.push({
       key: 'gate',
       kind: 'gate',
-      at: decisionEvent.at,
+      at: Math.min(decisionEvent.at, ...opened),
       title: held
         ? `gate: held (${decision.mode ?? 'gated'})`
         : `gate: denied${decision.deny?.reason === undefined ? '' : ` — ${decision.deny.reason}`}`,
@@ -151,10 +153,10 @@ export function storySteps(story: CallStory): Step[] {
       body: (
         <>
           {decision.effectiveRadius !== undefined && (
-            <span>
+            <div class="small">
               effective radius{' '}
               <RadiusBadge radius={(decision.effectiveRadius ?? null) as Radius | null} />
-            </span>
+            </div>
           )}
           <Reasons reasons={decision.reasons} />
         </>
@@ -290,7 +292,7 @@ export function storySteps(story: CallStory): Step[] {
   if (story.cost !== null) {
     const c = story.cost;
     const parts = [
-      typeof c.wallMs === 'number' ? `${c.wallMs} ms` : undefined,
+      typeof c.wallMs === 'number' ? `${Math.round(c.wallMs)} ms wall` : undefined,
       typeof c.tokensIn === 'number' ? `${c.tokensIn} tokens in` : undefined,
       typeof c.tokensOut === 'number' ? `${c.tokensOut} out` : undefined,
       typeof c.costUsd === 'number' ? `$${c.costUsd.toFixed(4)}` : undefined,
@@ -334,8 +336,7 @@ export function storySteps(story: CallStory): Step[] {
   // Stable sort by time: a step without a time stays where the call's life put it.
   const order = new Map(steps.map((s, i) => [s, i]));
   return steps.sort(
-    (a, b) =>
-      (a.at !== null && b.at !== null ? a.at - b.at : 0) || order.get(a)! - order.get(b)!,
+    (a, b) => (a.at !== null && b.at !== null ? a.at - b.at : 0) || order.get(a)! - order.get(b)!,
   );
 }
 
@@ -411,10 +412,14 @@ function WorldChanges(props: { story: CallStory }) {
 }
 
 /** Whether a live event concerns the call. */
-function about(story: CallStory | undefined, id: string, payload: Record<string, unknown>): boolean {
+function about(
+  story: CallStory | undefined,
+  id: string,
+  payload: Record<string, unknown>,
+): boolean {
   if (payload.id === id || payload.dispatchId === id) return true;
   if (story === undefined) return false;
-  const d = story.dispatch as unknown as DispatchRecord;
+  const d = story.dispatch;
   if (d.taskId !== null && payload.taskId === d.taskId) return true;
   return false;
 }
@@ -467,7 +472,7 @@ export function CallView(props: { store: Store; id: string }) {
     );
   }
   if (story === undefined) return <p class="muted">…</p>;
-  const d = story.dispatch as unknown as DispatchRecord;
+  const d = story.dispatch;
   const steps = storySteps(story);
   return (
     <section class="call" aria-labelledby="call-title" data-call={d.id} data-status={d.status}>
@@ -509,7 +514,9 @@ export function CallByTask(props: { store: Store; agent: string; task: string })
         `/api/agents/${encodeURIComponent(props.agent)}/tasks/${encodeURIComponent(props.task)}/dispatch`,
       )
       .then((d) => location.replace(`#/calls/${encodeURIComponent(d.id)}`))
-      .catch((e: unknown) => setError(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e)));
+      .catch((e: unknown) =>
+        setError(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e)),
+      );
   }, [props.agent, props.task]);
   return error === '' ? (
     <p class="muted">…</p>

@@ -128,16 +128,16 @@ function Domain(props: { store: Store; domain: WorldDomain; now: number }) {
                   </code>{' '}
                   → {JSON.stringify(r.next)}{' '}
                   <span class="muted small">{ago(r.recordedAt, now)}</span> task{' '}
-                  <a href={`#/calls?agent=${encodeURIComponent(r.agent)}&task=${encodeURIComponent(r.taskId)}`}>
+                  <a
+                    href={`#/calls?agent=${encodeURIComponent(r.agent)}&task=${encodeURIComponent(r.taskId)}`}
+                  >
                     {r.taskId.slice(0, 8)}
                   </a>
                   {dispatch !== undefined && (
                     <>
                       {' '}
                       dispatch{' '}
-                      <a href={`#/calls/${encodeURIComponent(dispatch)}`}>
-                        {dispatch.slice(0, 8)}
-                      </a>
+                      <a href={`#/calls/${encodeURIComponent(dispatch)}`}>{dispatch.slice(0, 8)}</a>
                     </>
                   )}
                 </li>

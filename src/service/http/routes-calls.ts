@@ -22,6 +22,12 @@ function num(value: unknown): number | null {
   return Number.isFinite(n) ? n : null;
 }
 
+/** A text column, or null. */
+function text(value: unknown): string | null {
+  if (value === null || value === undefined) return null;
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
 function parseJson(text: unknown): unknown {
   if (typeof text !== 'string') return text ?? null;
   try {
@@ -223,7 +229,7 @@ export function callRoutes(ctx: ApiContext): RouteSpec[] {
                   createdAt: num(task.created_at) ?? 0,
                   updatedAt: num(task.updated_at) ?? 0,
                   terminalAt: num(task.terminal_at),
-                  terminalVia: task.terminal_via === null ? null : String(task.terminal_via),
+                  terminalVia: text(task.terminal_via),
                 },
           events,
           approvals,
@@ -236,7 +242,7 @@ export function callRoutes(ctx: ApiContext): RouteSpec[] {
             previous: parseJson(r.previous),
             next: parseJson(r.next),
             status: r.status === 'rejected' ? ('rejected' as const) : ('applied' as const),
-            reason: r.reason === null ? null : String(r.reason),
+            reason: text(r.reason),
             version: num(r.version),
             at: num(r.recorded_at) ?? 0,
           })),

