@@ -203,6 +203,81 @@ describe('the dashboard as an operator tool', () => {
     expect(record.taskId).not.toBeNull();
   }, 60_000);
 
+  it('words a veto window as a veto: runs unless vetoed, a Veto button, no snooze; history says who and when', async () => {
+    const { context, page: alice } = await browser.open(`${gw.url}/#/approvals`);
+    await signIn(alice, TOKENS.alice);
+    const call = await dispatch(gw.url, 'deployer', 'rollback', 'roll back 3.1.0');
+    expect(call.status).toBe('awaiting-approval');
+    const card = alice.locator(`li.request[data-dispatch="${call.id}"]`);
+    await card.waitFor();
+    expect(await card.getAttribute('data-kind')).toBe('veto');
+    expect(await card.locator('[data-countdown]').textContent()).toMatch(
+      /^runs in ([12]?\d|30) s unless vetoed$/,
+    );
+    expect(await card.locator('.badge.mode').textContent()).toBe('veto window');
+    // Styled apart from approvals: its own border colour.
+    expect(await card.evaluate((el) => getComputedStyle(el).borderLeftColor)).toBe(
+      'rgb(180, 83, 9)',
+    );
+    expect(await card.locator('button', { hasText: 'Snooze' }).count()).toBe(0);
+    expect(await card.locator('button.approve').count()).toBe(0);
+    await alice.screenshot({ path: join(SHOTS, 'approvals-veto.png'), fullPage: true });
+    await card.locator('button.veto-button').click();
+    expect(await card.locator('button.veto-button').textContent()).toBe('Confirm veto');
+    await card.locator('input.reason').fill('3.1.0 is fine');
+    await card.locator('button.veto-button').click();
+    await card.waitFor({ state: 'detached' });
+
+    await alice.click('button[role=tab]:has-text("History")');
+    const row = alice.locator(`table.history tr[data-approval]`, { hasText: 'rollback' }).first();
+    await row.waitFor();
+    expect(await row.locator('.badge').last().textContent()).toBe('vetoed by alice');
+    expect(await row.locator('[data-decided-by]').textContent()).toBe('alice');
+    expect(await row.locator('[data-decided-at]').textContent()).not.toBe('—');
+    expect(await row.textContent()).toContain('3.1.0 is fine');
+    // The call page says the same.
+    await row.locator('a[data-call-link]').click();
+    const story = alice.locator(`section.call[data-call="${call.id}"][data-status=rejected]`);
+    await story.waitFor();
+    const titles = await story.locator('ol.story > li strong').allTextContents();
+    expect(titles.some((t) => /^veto window opened: runs at .+ unless vetoed$/.test(t))).toBe(true);
+    expect(titles).toContain('vetoed by alice');
+    expect(await story.locator('[data-step=sent]').count()).toBe(0);
+    await context.close();
+  }, 60_000);
+
+  it('shows an approval with the exact call it is bound to and what the skill changed before', async () => {
+    const call = await dispatch(gw.url, 'deployer', 'production_deploy', 'ship 3.2.0');
+    const { approvals } = await getJson<{
+      approvals: { id: string; dispatchId: string; fingerprint: string }[];
+    }>(gw.url, '/api/approvals?status=pending', TOKENS.alice);
+    const approval = approvals.find((a) => a.dispatchId === call.id)!;
+    const { context, page: alice } = await browser.open(`${gw.url}/`);
+    await signIn(alice, TOKENS.alice);
+    await alice.click('a[data-view=approvals]');
+    await alice.locator(`li.request[data-dispatch="${call.id}"] a[data-approval-link]`).click();
+    const detail = alice.locator(`section.approval-detail[data-approval="${approval.id}"]`);
+    await detail.waitFor();
+    expect(await detail.locator('[data-fingerprint]').textContent()).toBe(approval.fingerprint);
+    expect(approval.fingerprint).toMatch(/^[0-9a-f]{64}$/);
+    expect(await detail.locator('[data-domains]').textContent()).toBe('deploy');
+    expect(await detail.locator('.input').textContent()).toContain('ship 3.2.0');
+    expect(await detail.locator('[data-countdown]').textContent()).toMatch(/^expires in /);
+    // The first test's deploy: what it changed, with the call that made each change.
+    const last = detail.locator('table.last-changes tr[data-path="data.version"]').first();
+    await last.waitFor();
+    expect(await last.textContent()).toContain('"3.1.0"');
+    await alice.screenshot({ path: join(SHOTS, 'approval-detail.png'), fullPage: true });
+    await detail.locator('button.approve').click();
+    await detail.locator('[data-decided]').waitFor();
+    expect(await detail.locator('[data-vote=alice]').textContent()).toMatch(
+      /^approved by alice at /,
+    );
+    await last.locator('a').click();
+    await alice.locator('section.call').waitFor();
+    await context.close();
+  }, 60_000);
+
   it('answers the story of an unknown call with 404 and a code', async () => {
     const answer = await api<{ error: { code: string } }>(
       gw.url,

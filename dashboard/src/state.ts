@@ -361,6 +361,16 @@ export function ago(ms: number | null | undefined, now: number): string {
   return `${Math.floor(s / 86400)}d ago`;
 }
 
+/** Seconds as `24 s`, `2m 05s` or `1h 10m`. */
+export function duration(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  const h = Math.floor(m / 60);
+  if (h > 0) return `${h}h ${m % 60}m`;
+  return `${m}m ${String(s % 60).padStart(2, '0')}s`;
+}
+
 export function countdown(until: number, now: number): string {
   const s = Math.round((until - now) / 1000);
   if (s <= 0) return 'expired';
