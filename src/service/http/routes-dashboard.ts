@@ -15,6 +15,7 @@ import { FleetgateError } from '../../protocol/index.js';
 import type { ApiContext } from './context.js';
 import { dashboardRoute } from './dashboard.js';
 import { callRoutes } from './routes-calls.js';
+import { searchRoutes } from './routes-search.js';
 import type { RouteSpec } from './route.js';
 import { defineRoute } from './route.js';
 
@@ -128,12 +129,14 @@ export function dashboardRoutes(ctx: ApiContext, directory = dashboardDirectory(
         authenticated: identity.authenticated,
       }),
   });
-  if (directory === undefined) return [session, explain, ...callRoutes(ctx), dashboardRoute()];
+  if (directory === undefined)
+    return [session, explain, ...callRoutes(ctx), ...searchRoutes(ctx), dashboardRoute()];
   let index: Buffer | undefined;
   return [
     session,
     explain,
     ...callRoutes(ctx),
+    ...searchRoutes(ctx),
     {
       method: 'GET',
       url: '/',
