@@ -278,6 +278,122 @@ describe('the dashboard as an operator tool', () => {
     await context.close();
   }, 60_000);
 
+  it('searches and pages dispatches, world changes and approval history on the server, with counts', async () => {
+    // 150 quick calls: more than a page, for paging and the virtualised list.
+    const made: string[] = [];
+    for (let i = 0; i < 150; i += 10) {
+      const batch = await Promise.all(
+        Array.from({ length: 10 }, (_, j) => dispatch(gw.url, 'ci', 'sitrep', `report ${i + j}`)),
+      );
+      made.push(...batch.map((d) => d.id));
+    }
+    await dispatch(gw.url, 'ci', 'rerun_checks', 'PR 4711');
+    type SearchPage<T> = { items: T[]; next: string | null; total: number | null };
+    const search = <T>(path: string) => getJson<SearchPage<T>>(gw.url, path, TOKENS.vera);
+    await expect
+      .poll(
+        async () =>
+          (
+            await search<{ id: string }>(
+              '/api/search/dispatches?skill=sitrep&status=completed&limit=1',
+            )
+          ).total,
+        { timeout: 20_000 },
+      )
+      .toBe(150);
+    // Pages follow one another without a gap or a repeat, newest first.
+    const first = await search<{ id: string; createdAt: number }>(
+      '/api/search/dispatches?agent=ci&skill=sitrep&limit=100',
+    );
+    expect(first.total).toBe(150);
+    expect(first.items).toHaveLength(100);
+    const second = await search<{ id: string; createdAt: number }>(
+      `/api/search/dispatches?agent=ci&skill=sitrep&limit=100&count=false&cursor=${encodeURIComponent(first.next!)}`,
+    );
+    expect(second.total).toBeNull();
+    expect(second.next).toBeNull();
+    const ids = [...first.items, ...second.items].map((d) => d.id);
+    expect(new Set(ids).size).toBe(150);
+    expect(new Set(ids)).toEqual(new Set(made));
+    const times = [...first.items, ...second.items].map((d) => d.createdAt);
+    expect([...times].sort((a, b) => b - a)).toEqual(times);
+    // Radius and domain select skills from the fleet; text looks into the result too.
+    const self = await search<{ skill: string; radius: string }>(
+      '/api/search/dispatches?radius=self&limit=500',
+    );
+    expect(self.items.every((d) => d.skill === 'sitrep' && d.radius === 'self')).toBe(true);
+    const deploy = await search<{ agent: string }>('/api/search/dispatches?domain=deploy');
+    expect(deploy.total).toBeGreaterThanOrEqual(3);
+    expect(deploy.items.every((d) => d.agent === 'deployer')).toBe(true);
+    await expect
+      .poll(
+        async () =>
+          (await search<{ skill: string }>('/api/search/dispatches?text=pr%204711')).items.map(
+            (d) => d.skill,
+          ),
+        { timeout: 10_000 },
+      )
+      .toEqual(['rerun_checks']);
+    const versions = await search<{ path: string; previous: unknown; next: unknown }>(
+      '/api/search/effects?domain=deploy&path=data.version',
+    );
+    expect(versions.items.map((r) => r.next)).toContain('3.2.0');
+    expect(versions.items.find((r) => r.next === '3.2.0')!.previous).toBe('3.1.0');
+    const vetoed = await search<{ skill: string; decidedBy: string }>(
+      '/api/search/approvals?status=rejected&by=alice&kind=veto',
+    );
+    expect(vetoed.items.map((a) => a.skill)).toEqual(['rollback']);
+    expect(vetoed.total).toBe(1);
+    const bad = await api<{ error: { code: string; details: unknown } }>(
+      gw.url,
+      '/api/search/dispatches?cursor=nonsense',
+      { token: TOKENS.vera },
+    );
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe('FLEETGATE_HTTP_REQUEST_INVALID');
+
+    // The page: counts, filters that ask the server, a list that renders what is in view only.
+    const { context, page: vera } = await browser.open(`${gw.url}/`);
+    await signIn(vera, TOKENS.vera);
+    await vera.click('a[data-view=dispatches]');
+    const list = vera.locator('[data-search=dispatches]');
+    await list.locator('select[name=skill]').selectOption('sitrep');
+    await expect.poll(() => list.locator('[data-total]').getAttribute('data-total')).toBe('150');
+    expect(await list.locator('.count-line').textContent()).toBe(
+      '150 dispatches match · 100 loaded',
+    );
+    const rendered = await list.locator('tbody tr.row').count();
+    expect(rendered).toBeGreaterThan(5);
+    expect(rendered).toBeLessThan(60);
+    // Scrolling to the end loads the next page.
+    await list.locator('.virtual').evaluate((el) => el.scrollTo(0, el.scrollHeight));
+    await expect.poll(() => list.locator('.virtual').getAttribute('data-rows')).toBe('150');
+    await list.locator('select[name=skill]').selectOption('');
+    await list.locator('input[name=text]').fill('PR 4711');
+    await expect.poll(() => list.locator('[data-total]').getAttribute('data-total')).toBe('1');
+    expect(await list.locator('tbody tr.row').getAttribute('data-status')).toBe('completed');
+    await vera.screenshot({ path: join(SHOTS, 'dispatches-search.png'), fullPage: true });
+
+    await vera.click('a[data-view=effects]');
+    await vera.click('button[data-tab=search]');
+    const changes = vera.locator('[data-search=effects]');
+    await changes.locator('select[name=domain]').selectOption('deploy');
+    await changes.locator('input[name=text]').fill('3.2.0');
+    await changes.locator('tr.row[data-path="data.version"]').first().waitFor();
+    expect(
+      await changes.locator('tr.row[data-path="data.version"]').first().textContent(),
+    ).toContain('"3.1.0" → "3.2.0"');
+    await vera.screenshot({ path: join(SHOTS, 'effects-search.png'), fullPage: true });
+
+    await vera.click('a[data-view=approvals]');
+    await vera.click('button[role=tab]:has-text("History")');
+    const history = vera.locator('[data-search=approvals]');
+    await history.locator('select[name=kind]').selectOption('veto');
+    await expect.poll(() => history.locator('[data-total]').getAttribute('data-total')).toBe('1');
+    expect(await history.locator('tr.row .badge').last().textContent()).toBe('vetoed by alice');
+    await context.close();
+  }, 90_000);
+
   it('answers the story of an unknown call with 404 and a code', async () => {
     const answer = await api<{ error: { code: string } }>(
       gw.url,

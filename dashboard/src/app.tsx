@@ -11,7 +11,7 @@ import type { Role } from './types.js';
 import { ApprovalPage, ApprovalsView } from './views/approvals.js';
 import { CallByTask, CallView } from './views/call.js';
 import { DispatchesView } from './views/dispatches.js';
-import { EffectsView } from './views/effects.js';
+import { EffectsPage } from './views/effects.js';
 import { FleetView } from './views/fleet.js';
 import { MetricsStrip } from './views/metrics.js';
 import { WorldView } from './views/world.js';
@@ -227,7 +227,7 @@ export function App(props: { store: Store }) {
         {page?.kind === 'approval' && <ApprovalPage key={page.id} store={store} id={page.id} />}
         {page === undefined && view === 'fleet' && <FleetView store={store} />}
         {page === undefined && view === 'approvals' && <ApprovalsView store={store} />}
-        {page === undefined && view === 'effects' && <EffectsView store={store} />}
+        {page === undefined && view === 'effects' && <EffectsPage store={store} params={params} />}
         {page === undefined && view === 'world' && <WorldView store={store} />}
         {page === undefined && view === 'dispatches' && (
           <DispatchesView

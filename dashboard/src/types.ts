@@ -174,3 +174,26 @@ export interface CallStory {
   }[];
   cost: Record<string, unknown> | null;
 }
+
+/** A row of `GET /api/search/dispatches`. */
+export interface SearchDispatch extends DispatchRecord {
+  radius: string | null;
+}
+
+/** A row of `GET /api/search/effects`. */
+export interface SearchEffect {
+  seq: number;
+  domain: string;
+  path: string;
+  op: string;
+  value: unknown;
+  previous: unknown;
+  next: unknown;
+  status: 'applied' | 'rejected';
+  reason: string | null;
+  version: number | null;
+  agent: string;
+  skill: string;
+  taskId: string;
+  recordedAt: number;
+}

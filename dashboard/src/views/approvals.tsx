@@ -6,6 +6,8 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError } from '../api.js';
 import { RadiusBadge, radiusRank } from '../radius.js';
+import { FilterSelect, SearchText, useSearch, VirtualTable, Count } from '../search.js';
+import { fleetOptions } from './dispatches.js';
 import type { Store } from '../state.js';
 import { ago, countdown, duration, roleAtLeast, useNow, useStore } from '../state.js';
 import type { Approval, DispatchRecord } from '../types.js';
@@ -293,7 +295,7 @@ export function ApprovalsView(props: { store: Store }) {
           </ul>
         )
       ) : (
-        <HistoryTable approvals={store.history} />
+        <ApprovalHistory store={store} />
       )}
     </section>
   );
@@ -329,62 +331,160 @@ function Decisions(props: { a: Approval }) {
   );
 }
 
-export function HistoryTable(props: { approvals: readonly Approval[] }) {
+const HISTORY_ROW = 40;
+
+/** Decided requests, searched and paged by the gateway. */
+function ApprovalHistory(props: { store: Store }) {
+  const { store } = props;
+  const [filters, setFilters] = useState<Record<string, string>>({
+    status: 'decided',
+    kind: '',
+    agent: '',
+    skill: '',
+    radius: '',
+    by: '',
+    text: '',
+  });
+  const search = useSearch<Approval>(store, '/api/search/approvals', filters);
+  const set = (k: string) => (v: string) => setFilters((f) => ({ ...f, [k]: v }));
+  useEffect(() => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const off = store.listen((e) => {
+      if (!e.topic.startsWith('hitl.approval.') || search.items.length > 100) return;
+      timer ??= setTimeout(() => {
+        timer = undefined;
+        search.reload();
+      }, 300);
+    });
+    return () => {
+      off();
+      if (timer !== undefined) clearTimeout(timer);
+    };
+  }, [store, search.items.length]);
+  const o = fleetOptions(store);
   return (
-    <div class="table-wrap">
-      <table class="history">
-        <thead>
-          <tr>
-            <th scope="col">call</th>
-            <th scope="col">radius</th>
-            <th scope="col">kind</th>
-            <th scope="col">outcome</th>
-            <th scope="col">asked by</th>
-            <th scope="col">decided by</th>
-            <th scope="col">when</th>
-            <th scope="col">reason</th>
-          </tr>
-        </thead>
-        <tbody>
-          {props.approvals.map((a) => (
-            <tr key={a.id} data-approval={a.id} data-status={a.status}>
-              <td>
-                <a href={`#/calls/${encodeURIComponent(a.dispatchId)}`} data-call-link>
-                  {a.agent} / {a.skill}
-                </a>
-              </td>
-              <td>
-                <RadiusBadge radius={a.radius} />
-              </td>
-              <td>{a.kind === 'veto' ? 'veto window' : a.kind}</td>
-              <td>
-                <a href={`#/approvals/${encodeURIComponent(a.id)}`}>
-                  <span class={`badge outcome-${a.status}`}>{outcomeWord(a)}</span>
-                </a>
-              </td>
-              <td>{a.requestedBy ?? '—'}</td>
-              <td data-decided-by>
-                {[
-                  ...new Set([
-                    ...a.approvals.map((v) => v.by),
-                    ...(a.decidedBy === null ? [] : [a.decidedBy]),
-                  ]),
-                ].join(', ') ||
-                  (a.status === 'expired'
-                    ? 'nobody (expired)'
-                    : a.kind === 'veto'
-                      ? 'nobody (window ended)'
-                      : '—')}
-              </td>
-              <td data-decided-at>
-                {a.decidedAt === null ? '—' : new Date(a.decidedAt).toLocaleString()}
-              </td>
-              <td>{typeof a.reason === 'string' ? a.reason : ''}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+    <div class="search" data-search="approvals">
+      <div class="filters">
+        <label>
+          outcome{' '}
+          <select
+            name="status"
+            value={filters.status}
+            onChange={(e) => set('status')(e.currentTarget.value)}
+          >
+            <option value="decided">any decided</option>
+            {['approved', 'consumed', 'rejected', 'expired', 'void', 'pending'].map((x) => (
+              <option key={x}>{x}</option>
+            ))}
+            <option value="">all</option>
+          </select>
+        </label>
+        <FilterSelect
+          name="kind"
+          label="kind"
+          value={filters.kind!}
+          options={['dispatch', 'veto', 'checkpoint']}
+          onChange={set('kind')}
+        />
+        <FilterSelect
+          name="agent"
+          label="agent"
+          value={filters.agent!}
+          options={o.agents}
+          onChange={set('agent')}
+        />
+        <FilterSelect
+          name="skill"
+          label="skill"
+          value={filters.skill!}
+          options={o.skills}
+          onChange={set('skill')}
+        />
+        <FilterSelect
+          name="radius"
+          label="radius"
+          value={filters.radius!}
+          options={['self', 'project', 'repo', 'fleet', 'public']}
+          onChange={set('radius')}
+        />
+        <SearchText label="who" value={filters.by!} onChange={set('by')} />
+        <SearchText value={filters.text!} onChange={set('text')} />
+        <Count shown={search.items.length} total={search.total} noun="requests" />
+      </div>
+      {search.error !== '' && (
+        <p class="error" role="alert">
+          {search.error}
+        </p>
+      )}
+      <HistoryTable approvals={search.items} onEnd={search.more} />
     </div>
+  );
+}
+
+export function HistoryTable(props: { approvals: readonly Approval[]; onEnd?: () => void }) {
+  return (
+    <VirtualTable
+      class="history"
+      rows={props.approvals}
+      rowHeight={HISTORY_ROW}
+      height={520}
+      columns={8}
+      {...(props.onEnd === undefined ? {} : { onEnd: props.onEnd })}
+      head={
+        <tr>
+          <th scope="col">call</th>
+          <th scope="col">radius</th>
+          <th scope="col">kind</th>
+          <th scope="col">outcome</th>
+          <th scope="col">asked by</th>
+          <th scope="col">decided by</th>
+          <th scope="col">when</th>
+          <th scope="col">reason</th>
+        </tr>
+      }
+      row={(a) => (
+        <tr
+          key={a.id}
+          class="row"
+          data-approval={a.id}
+          data-status={a.status}
+          style={{ height: `${HISTORY_ROW}px` }}
+        >
+          <td>
+            <a href={`#/calls/${encodeURIComponent(a.dispatchId)}`} data-call-link>
+              {a.agent} / {a.skill}
+            </a>
+          </td>
+          <td>
+            <RadiusBadge radius={a.radius} />
+          </td>
+          <td>{a.kind === 'veto' ? 'veto window' : a.kind}</td>
+          <td>
+            <a href={`#/approvals/${encodeURIComponent(a.id)}`}>
+              <span class={`badge outcome-${a.status}`}>{outcomeWord(a)}</span>
+            </a>
+          </td>
+          <td>{a.requestedBy ?? '—'}</td>
+          <td data-decided-by>
+            {[
+              ...new Set([
+                ...a.approvals.map((v) => v.by),
+                ...(a.decidedBy === null ? [] : [a.decidedBy]),
+              ]),
+            ].join(', ') ||
+              (a.status === 'expired'
+                ? 'nobody (expired)'
+                : a.kind === 'veto'
+                  ? 'nobody (window ended)'
+                  : '—')}
+          </td>
+          <td data-decided-at>
+            {a.decidedAt === null ? '—' : new Date(a.decidedAt).toLocaleString()}
+          </td>
+          <td class="clip">{typeof a.reason === 'string' ? a.reason : ''}</td>
+        </tr>
+      )}
+    />
   );
 }
 
