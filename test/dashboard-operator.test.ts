@@ -11,6 +11,7 @@
  * - world charts with a time range and a per-path history naming the call of each change.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
@@ -53,6 +54,15 @@ async function dispatch(
   text: string,
 ): Promise<Dispatched> {
   return getJson<Dispatched>(base, '/api/dispatch', TOKENS.olive, { agent, skill, text });
+}
+
+/** A port nobody listens on now. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }
 
 async function stepTitles(page: Page): Promise<string[]> {
@@ -392,6 +402,60 @@ describe('the dashboard as an operator tool', () => {
     await expect.poll(() => history.locator('[data-total]').getAttribute('data-total')).toBe('1');
     expect(await history.locator('tr.row .badge').last().textContent()).toBe('vetoed by alice');
     await context.close();
+  }, 90_000);
+
+  it('takes the page back to sign-in, saying why, when the gateway restarts or refuses the token; the strip shows version and uptime', async () => {
+    const port = await freePort();
+    const home = mkdtempSync(join(tmpdir(), 'fleetgate-dashboard-restart-'));
+    const file = join(home, 'fleetgate.yaml');
+    writeFileSync(
+      file,
+      [
+        `listen: { host: 127.0.0.1, port: ${port} }`,
+        `store: sqlite:${join(home, 'fleetgate.db')}`,
+        'agents:',
+        ...agents.map((a) => `  - { name: ${a.name}, url: ${a.url} }`),
+        'auth:',
+        '  tokens:',
+        '    - { name: vera, tokenEnv: DASH_VERA, roles: [viewer] }',
+      ].join('\n'),
+    );
+    const run = (token: string) =>
+      startServiceProcess({ cwd: home, args: ['--config', file], env: { DASH_VERA: token } });
+    let second = await run(TOKENS.vera);
+    try {
+      const { context, page: p } = await browser.open(`${second.url}/`);
+      await signIn(p, TOKENS.vera);
+      await p.locator('[data-stream=live]').waitFor();
+      const version = p.locator('[data-gateway-version]');
+      await expect.poll(() => version.getAttribute('data-gateway-version')).toBe('0.1.0');
+      expect(await version.textContent()).toMatch(/^0\.1\.0 · up \d+s$/);
+      await p.click('a[data-view=fleet]');
+
+      // The same tokens, another gateway process: back to sign-in, saying the gateway restarted.
+      await second.stop('SIGTERM');
+      second = await run(TOKENS.vera);
+      const said = p.locator('main.login .error');
+      await said.waitFor({ timeout: 20_000 });
+      expect(await said.textContent()).toMatch(/^Signed out: the gateway restarted/);
+      expect(await p.locator('header.top').count()).toBe(0);
+      expect(await p.evaluate(() => sessionStorage.getItem('fleetgate.token'))).toBeNull();
+
+      // Signed in again; the next gateway no longer knows the token: a 401, said as such.
+      await signIn(p, TOKENS.vera);
+      await p.locator('[data-stream=live]').waitFor();
+      await second.stop('SIGTERM');
+      second = await run('another-viewer-token-0123456');
+      await said.waitFor({ timeout: 20_000 });
+      expect(await said.textContent()).toMatch(
+        /^Signed out: the gateway no longer accepts this token/,
+      );
+      await p.screenshot({ path: join(SHOTS, 'signed-out.png') });
+      await context.close();
+    } finally {
+      await second.stop('SIGTERM');
+      rmSync(home, { recursive: true, force: true });
+    }
   }, 90_000);
 
   it('answers the story of an unknown call with 404 and a code', async () => {

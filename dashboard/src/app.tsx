@@ -17,6 +17,20 @@ import { MetricsStrip } from './views/metrics.js';
 import { WorldView } from './views/world.js';
 
 export const TOKEN_KEY = 'fleetgate.token';
+/** Why the page signed out by itself, shown on the sign-in form after the reload. */
+const SIGNED_OUT_KEY = 'fleetgate.signedOut';
+
+/**
+ * Forgets the token and starts the page over at sign-in, saying why: nothing the page held (and
+ * no button that acted on it) outlives a session the gateway no longer knows.
+ */
+function expire(why: string): void {
+  if (sessionStorage.getItem(SIGNED_OUT_KEY) !== null && sessionStorage.getItem(TOKEN_KEY) === null)
+    return;
+  sessionStorage.removeItem(TOKEN_KEY);
+  sessionStorage.setItem(SIGNED_OUT_KEY, why);
+  location.reload();
+}
 const VIEWS = ['fleet', 'approvals', 'effects', 'world', 'dispatches'] as const;
 type View = (typeof VIEWS)[number];
 const TITLES: Record<View, string> = {
@@ -129,7 +143,11 @@ function Login(props: { onSession(s: Session): void; message: string }) {
 export function App(props: { store: Store }) {
   const store = useStore(props.store);
   const hash = useHash();
-  const [message, setMessage] = useState('');
+  const [message, setMessage] = useState(() => {
+    const why = sessionStorage.getItem(SIGNED_OUT_KEY) ?? '';
+    sessionStorage.removeItem(SIGNED_OUT_KEY);
+    return why;
+  });
   const [checked, setChecked] = useState(false);
   const { view, params, page } = parseHash(hash);
 
@@ -152,19 +170,43 @@ export function App(props: { store: Store }) {
   const start = (session: Session, loading = false): void => {
     sessionStorage.setItem(TOKEN_KEY, session.token);
     store.session = session;
-    store.api = createApi(session.token);
+    store.api = createApi(session.token, '', (said) =>
+      expire(`Signed out: the gateway no longer accepts this token (${said}). Sign in again.`),
+    );
     store.changed();
     if (!loading) void store.loadAll();
+    /** A gateway that restarted is another one: what the page holds may be stale. */
+    const checkGateway = (): void => {
+      const before = store.status;
+      store
+        .loadStatus()
+        .then((same) => {
+          if (!same) {
+            expire(
+              `Signed out: the gateway restarted (${before?.instance.slice(0, 8) ?? '?'} → ${store.status?.instance.slice(0, 8) ?? '?'}, version ${store.status?.version ?? '?'}). Sign in again to see its current state.`,
+            );
+          }
+        })
+        .catch(() => undefined);
+    };
+    checkGateway();
     const stream = openEventStream({
       token: session.token,
       topics: TOPICS,
       onEvent: (e) => store.onEvent(e),
       onStatus: (s, detail) => {
+        // Every (re)connection: is it still the same gateway?
+        if (s === 'live' && store.stream !== 'live' && store.status !== undefined) checkGateway();
         store.stream = s;
         store.streamDetail = detail ?? '';
         store.changed();
       },
-      onGap: () => void store.loadAll(),
+      onGap: () => {
+        checkGateway();
+        void store.loadAll();
+      },
+      onUnauthorized: (said) =>
+        expire(`Signed out: the gateway no longer accepts this token (${said}). Sign in again.`),
     });
     addEventListener('pagehide', () => stream.close(), { once: true });
   };

@@ -11,6 +11,7 @@ import type {
   DeltaEntry,
   DispatchRecord,
   EventEnvelope,
+  GatewayStatus,
   Role,
   WorldDomain,
 } from './types.js';
@@ -125,6 +126,25 @@ export class Store {
       this.#frame = undefined;
       for (const l of this.#listeners) l();
     });
+  }
+
+  /** The gateway as `GET /api/status` last said (the status strip; a restart check). */
+  status: GatewayStatus | undefined;
+  /** When the status was read, by this page's clock (uptime counts on from it). */
+  statusReadAt = 0;
+
+  /**
+   * Reads the gateway's status; resolves false when it is another process than the one the page
+   * knew (the gateway restarted: what the page holds may be stale).
+   */
+  async loadStatus(): Promise<boolean> {
+    if (this.api === undefined) return true;
+    const status = await this.api.get<GatewayStatus>('/api/status');
+    const same = this.status === undefined || this.status.instance === status.instance;
+    this.status = status;
+    this.statusReadAt = Date.now();
+    this.changed();
+    return same;
   }
 
   async loadFleet(): Promise<void> {

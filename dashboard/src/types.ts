@@ -197,3 +197,11 @@ export interface SearchEffect {
   taskId: string;
   recordedAt: number;
 }
+
+/** `GET /api/status`. */
+export interface GatewayStatus {
+  version: string;
+  instance: string;
+  startedAt: number;
+  uptimeMs: number;
+}
