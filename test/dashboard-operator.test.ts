@@ -288,6 +288,54 @@ describe('the dashboard as an operator tool', () => {
     await context.close();
   }, 60_000);
 
+  it('charts world values on a time axis with hover values and a time range, and lists every change of a path with its call', async () => {
+    const { context, page: vera } = await browser.open(`${gw.url}/`);
+    await signIn(vera, TOKENS.vera);
+    await vera.click('a[data-view=world]');
+    const domain = vera.locator('article.domain[data-domain=deploy]');
+    const chart = domain.locator('.chart[aria-label="history of data.deploys"]');
+    await chart.locator('canvas').waitFor();
+    expect(await vera.locator('.range-picker [aria-checked=true]').textContent()).toBe('1h');
+    // Each range asks the audit log from its start; "all" from the beginning.
+    const asked = vera.waitForRequest((r) =>
+      /\/api\/world\/deploy\/history\?.*since=\d+/.test(r.url()),
+    );
+    await vera.click('.range-picker [data-range="15m"]');
+    const since = Number(new URL((await asked).url()).searchParams.get('since'));
+    expect(Math.abs(Date.now() - 15 * 60_000 - since)).toBeLessThan(30_000);
+    const all = vera.waitForRequest(
+      (r) => r.url().includes('/api/world/deploy/history?') && !r.url().includes('since='),
+    );
+    await vera.click('.range-picker [data-range="all"]');
+    await all;
+    await expect.poll(() => chart.getAttribute('data-points')).not.toBe('0');
+    expect(Number(await chart.getAttribute('data-points'))).toBeGreaterThanOrEqual(2);
+    // Hovering the plot shows the time and the value under the cursor.
+    const over = chart.locator('.u-over');
+    const box = (await over.boundingBox())!;
+    await vera.mouse.move(box.x + box.width - 3, box.y + box.height / 2);
+    const values = chart.locator('.u-legend .u-value');
+    await expect.poll(async () => (await values.allTextContents())[1] ?? '').toMatch(/^\d+$/);
+    expect((await values.allTextContents())[0]).toMatch(/\d{1,2}:\d{2}:\d{2}/);
+    await vera.screenshot({ path: join(SHOTS, 'world-chart.png'), fullPage: true });
+
+    // A path's whole history, each change with the call that made it.
+    await domain.locator('tr[data-path="data.version"] th a').click();
+    const history = vera.locator('[data-history-path="data.version"]');
+    await history.locator('tbody tr').first().waitFor();
+    const afters = await history.locator('tbody tr [data-after]').allTextContents();
+    expect(afters.slice(0, 2)).toEqual(['"3.2.0"', '"3.1.0"']);
+    await history.locator('tbody tr').first().locator('a[data-call-link]').click();
+    const story = vera.locator('section.call');
+    await story.waitFor();
+    expect(
+      await story
+        .locator('[data-step=world] tr[data-path="data.version"] [data-after]')
+        .textContent(),
+    ).toBe('"3.2.0"');
+    await context.close();
+  }, 60_000);
+
   it('searches and pages dispatches, world changes and approval history on the server, with counts', async () => {
     // 150 quick calls: more than a page, for paging and the virtualised list.
     const made: string[] = [];

@@ -270,7 +270,7 @@ export function App(props: { store: Store }) {
         {page === undefined && view === 'fleet' && <FleetView store={store} />}
         {page === undefined && view === 'approvals' && <ApprovalsView store={store} />}
         {page === undefined && view === 'effects' && <EffectsPage store={store} params={params} />}
-        {page === undefined && view === 'world' && <WorldView store={store} />}
+        {page === undefined && view === 'world' && <WorldView store={store} params={params} />}
         {page === undefined && view === 'dispatches' && (
           <DispatchesView
             store={store}
