@@ -151,8 +151,7 @@ function Request(props: {
         ))}
       </ul>
       <div class="muted small">
-        domains:{' '}
-        {Array.isArray(a.domains) ? (a.domains as string[]).join(', ') || 'none' : 'not declared'}
+        domains: {Array.isArray(a.domains) ? a.domains.join(', ') || 'none' : 'not declared'}
       </div>
       {a.input !== undefined && a.input !== null && (
         <pre class="input">
@@ -507,7 +506,7 @@ function RecentChanges(props: { store: Store; approval: Approval }) {
   const { store, approval: a } = props;
   const [rows, setRows] = useState<(AuditRow & { domain: string })[] | undefined>();
   const [calls, setCalls] = useState<DispatchRecord[]>([]);
-  const domains = Array.isArray(a.domains) ? (a.domains as string[]) : [];
+  const domains = Array.isArray(a.domains) ? a.domains : [];
   useEffect(() => {
     let live = true;
     const query = `agent=${encodeURIComponent(a.agent)}&skill=${encodeURIComponent(a.skill)}&limit=6`;
@@ -682,7 +681,7 @@ export function ApprovalPage(props: { store: Store; id: string }) {
         </dd>
         <dt>declared domains</dt>
         <dd data-domains>
-          {Array.isArray(a.domains) ? (a.domains as string[]).join(', ') || 'none' : 'not declared'}
+          {Array.isArray(a.domains) ? a.domains.join(', ') || 'none' : 'not declared'}
         </dd>
       </dl>
       <h3>Decisions</h3>

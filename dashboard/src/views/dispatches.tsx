@@ -391,7 +391,7 @@ function DispatchSearch(props: { store: Store; initial: Record<string, string> }
                 {d.agent} / {d.skill}
               </td>
               <td>
-                <RadiusBadge radius={d.radius as Radius | null} />
+                <RadiusBadge radius={d.radius} />
               </td>
               <td class="small" title={new Date(d.createdAt).toISOString()}>
                 {ago(d.createdAt, now)}

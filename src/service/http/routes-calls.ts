@@ -14,6 +14,7 @@ import { FleetgateError } from '../../protocol/index.js';
 import type { ApiContext } from './context.js';
 import type { RouteSpec } from './route.js';
 import { defineRoute } from './route.js';
+import { statusSchema, storySchema } from './api-schemas.js';
 
 /** Bigints come back as strings from PostgreSQL. */
 function num(value: unknown): number | null {
@@ -36,62 +37,6 @@ function parseJson(text: unknown): unknown {
     return text;
   }
 }
-
-export const storyEventSchema = z.object({
-  id: z.string(),
-  topic: z.string(),
-  time: z.string(),
-  at: z.number().describe('epoch ms the event was committed'),
-  payload: z.record(z.string(), z.unknown()),
-});
-
-export const storyEffectSchema = z.object({
-  seq: z.number(),
-  domain: z.string(),
-  path: z.string(),
-  op: z.string(),
-  value: z.unknown(),
-  previous: z.unknown(),
-  next: z.unknown(),
-  status: z.enum(['applied', 'rejected']),
-  reason: z.string().nullable(),
-  version: z.number().nullable(),
-  at: z.number(),
-});
-
-export const storySchema = z.object({
-  dispatch: z.object({}).passthrough(),
-  send: z
-    .object({
-      owner: z.string(),
-      messageId: z.string(),
-      contextId: z.string(),
-      sentAt: z.number().nullable(),
-    })
-    .nullable()
-    .describe('what was sent to the agent and by which gateway process'),
-  traceparent: z.string().nullable(),
-  task: z
-    .object({
-      state: z.string(),
-      createdAt: z.number(),
-      updatedAt: z.number(),
-      terminalAt: z.number().nullable(),
-      terminalVia: z.string().nullable(),
-    })
-    .nullable(),
-  events: z.array(storyEventSchema).describe('oldest first'),
-  approvals: z.array(z.object({}).passthrough()),
-  effects: z.array(storyEffectSchema),
-  cost: z.record(z.string(), z.unknown()).nullable(),
-});
-
-export const statusSchema = z.object({
-  version: z.string(),
-  instance: z.string().describe('an id of this gateway process: a new one after a restart'),
-  startedAt: z.number(),
-  uptimeMs: z.number(),
-});
 
 /** Most events kept for one call (a call that reported a long stream of deltas). */
 const MAX_EVENTS = 2000;

@@ -15,6 +15,7 @@ import { FleetgateError } from '../../protocol/index.js';
 import type { ApiContext } from './context.js';
 import { dashboardRoute } from './dashboard.js';
 import { callRoutes } from './routes-calls.js';
+import { explanationSchema, sessionSchema } from './api-schemas.js';
 import { searchRoutes } from './routes-search.js';
 import type { RouteSpec } from './route.js';
 import { defineRoute } from './route.js';
@@ -83,14 +84,7 @@ export function dashboardRoutes(ctx: ApiContext, directory = dashboardDirectory(
     responses: {
       200: {
         description: 'the decision: mode, effective radius, reasons, approvers needed or denial',
-        schema: z
-          .object({
-            agent: z.string(),
-            skill: z.string(),
-            decision: z.object({}).passthrough(),
-            policyVersion: z.string(),
-          })
-          .passthrough(),
+        schema: explanationSchema,
       },
     },
     handler: async ({ query }) => {
@@ -115,11 +109,7 @@ export function dashboardRoutes(ctx: ApiContext, directory = dashboardDirectory(
     responses: {
       200: {
         description: 'the caller',
-        schema: z.object({
-          name: z.string(),
-          role: z.enum(['viewer', 'operator', 'approver', 'admin']),
-          authenticated: z.boolean(),
-        }),
+        schema: sessionSchema,
       },
     },
     handler: ({ identity }) =>

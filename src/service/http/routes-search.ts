@@ -17,6 +17,12 @@ import type { ApiContext } from './context.js';
 import type { RouteSpec } from './route.js';
 import { defineRoute } from './route.js';
 import { fleetView } from '../fleet-view.js';
+import {
+  searchApprovalSchema as approvalItemSchema,
+  searchDispatchSchema as dispatchItemSchema,
+  searchEffectSchema as effectItemSchema,
+  searchPage as page,
+} from './api-schemas.js';
 
 const radius = z.enum(BLAST_RADII as unknown as [string, ...string[]]);
 
@@ -33,62 +39,6 @@ const common = {
     .default('true')
     .describe('`false`: leave the total out (a page after the first needs it no more)'),
 };
-
-const page = <T extends z.ZodType>(item: T) =>
-  z.object({
-    items: z.array(item),
-    next: z.string().nullable().describe('the cursor of the next page; null on the last'),
-    total: z.number().nullable().describe('how many match in all (null with `count=false`)'),
-  });
-
-export const dispatchItemSchema = z.object({
-  id: z.string(),
-  agent: z.string(),
-  skill: z.string(),
-  correlationId: z.string(),
-  status: z.string(),
-  taskId: z.string().nullable(),
-  createdAt: z.number(),
-  updatedAt: z.number(),
-  result: z.unknown(),
-  radius: z.string().nullable().describe("the skill's effective radius now"),
-});
-
-export const effectItemSchema = z.object({
-  seq: z.number(),
-  domain: z.string(),
-  path: z.string(),
-  op: z.string(),
-  value: z.unknown(),
-  previous: z.unknown(),
-  next: z.unknown(),
-  status: z.enum(['applied', 'rejected']),
-  reason: z.string().nullable(),
-  version: z.number().nullable(),
-  agent: z.string(),
-  skill: z.string(),
-  taskId: z.string(),
-  recordedAt: z.number(),
-});
-
-export const approvalItemSchema = z.object({
-  id: z.string(),
-  kind: z.string(),
-  dispatchId: z.string(),
-  agent: z.string(),
-  skill: z.string(),
-  mode: z.string(),
-  radius: z.string().nullable(),
-  status: z.string(),
-  requestedBy: z.string().nullable(),
-  requiredApprovals: z.number(),
-  approvals: z.array(z.object({ by: z.string(), at: z.number() }).passthrough()),
-  decidedBy: z.string().nullable(),
-  decidedAt: z.number().nullable(),
-  reason: z.string().nullable(),
-  createdAt: z.number(),
-  expiresAt: z.number(),
-});
 
 function num(value: unknown): number | null {
   if (value === null || value === undefined) return null;
@@ -366,7 +316,8 @@ export function searchRoutes(ctx: ApiContext): RouteSpec[] {
         const [rows, total] = await Promise.all([
           sql<Record<string, unknown>>`select id, kind, dispatch_id, agent, skill, mode, radius,
             status, requested_by, required_approvals, approvals, decided_by, decided_at, reason,
-            created_at, expires_at from fleetgate_policy_approval
+            created_at, expires_at, fingerprint, policy_version, domains, reasons, question,
+            snoozed_until from fleetgate_policy_approval
             where ${filter} and ${after}
             order by created_at desc, id desc limit ${query.limit}`.execute(db),
           query.count === 'false'
@@ -394,6 +345,12 @@ export function searchRoutes(ctx: ApiContext): RouteSpec[] {
             reason: str(r.reason),
             createdAt: num(r.created_at) ?? 0,
             expiresAt: num(r.expires_at) ?? 0,
+            fingerprint: String(r.fingerprint),
+            policyVersion: String(r.policy_version),
+            domains: (parseJson(r.domains) ?? null) as string[] | null,
+            reasons: (parseJson(r.reasons) ?? []) as { kind: string; detail: string }[],
+            question: str(r.question),
+            snoozedUntil: num(r.snoozed_until),
           };
         });
         const last = items.at(-1);
