@@ -23,6 +23,8 @@ export interface SearchState<T> {
   error: string;
   /** Milliseconds from asking the first page to having it (for the load benchmark). */
   tookMs: number;
+  /** The query (filters) of the rows held now. */
+  shown: string;
   more: () => void;
   reload: () => void;
 }
@@ -47,6 +49,7 @@ export function useSearch<T>(
   const [loading, setLoading] = useState(false);
   const [error, setError] = useState('');
   const [tookMs, setTookMs] = useState(0);
+  const [shown, setShown] = useState('\u0000');
   const [generation, setGeneration] = useState(0);
   const key = queryOf(filters);
   const current = useRef(0);
@@ -59,6 +62,7 @@ export function useSearch<T>(
       .then((page) => {
         if (mine !== current.current) return;
         setItems(page.items);
+        setShown(key);
         setTotal(page.total);
         setNext(page.next);
         setError('');
@@ -98,6 +102,7 @@ export function useSearch<T>(
     loading,
     error,
     tookMs,
+    shown,
     more,
     reload: () => setGeneration((g) => g + 1),
   };

@@ -310,7 +310,12 @@ function DispatchSearch(props: { store: Store; initial: Record<string, string> }
   }, [store, search.items.length]);
   const o = fleetOptions(store);
   return (
-    <div class="search" data-search="dispatches" data-took-ms={Math.round(search.tookMs)}>
+    <div
+      class="search"
+      data-search="dispatches"
+      data-took-ms={Math.round(search.tookMs)}
+      data-query={search.shown}
+    >
       <h3>All dispatches</h3>
       <div class="filters">
         <FilterSelect

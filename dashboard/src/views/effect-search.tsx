@@ -33,7 +33,12 @@ export function EffectSearch(props: { store: Store; initial?: Record<string, str
   const o = fleetOptions(store);
   const domains = [...new Set([...o.domains, ...Object.keys(store.world)])].sort();
   return (
-    <div class="search" data-search="effects" data-took-ms={Math.round(search.tookMs)}>
+    <div
+      class="search"
+      data-search="effects"
+      data-took-ms={Math.round(search.tookMs)}
+      data-query={search.shown}
+    >
       <div class="filters">
         <FilterSelect
           name="agent"
