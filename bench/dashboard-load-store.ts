@@ -6,7 +6,7 @@
  * dispatch in flight, no approval unsettled), so the start does no recovery work.
  */
 import Database from 'better-sqlite3';
-import { openGatewayStore } from '../src/service/migrations.js';
+import { openGatewayStore } from '../src/service/index.js';
 
 export interface LargeStore {
   dispatches: number;
