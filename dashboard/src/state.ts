@@ -156,13 +156,21 @@ export class Store {
 
   async loadApprovals(): Promise<void> {
     if (this.api === undefined) return;
-    const [{ approvals }, ...decided] = await Promise.all([
-      this.api.get<{ approvals: Approval[] }>('/api/approvals?status=pending&snoozed=true'),
-      ...(['approved', 'rejected', 'expired', 'consumed'] as const).map((s) =>
+    const { approvals } = await this.api.get<{ approvals: Approval[] }>(
+      '/api/approvals?status=pending&snoozed=true',
+    );
+    this.pending = approvals;
+    this.changed();
+  }
+
+  /** The decided requests the time-to-decision figures are made of. */
+  async loadDecided(): Promise<void> {
+    if (this.api === undefined) return;
+    const decided = await Promise.all(
+      (['approved', 'rejected', 'expired', 'consumed'] as const).map((s) =>
         this.api!.get<{ approvals: Approval[] }>(`/api/approvals?status=${s}`),
       ),
-    ]);
-    this.pending = approvals;
+    );
     this.history = decided
       .flatMap((d) => d.approvals)
       .sort((a, b) => (b.decidedAt ?? b.createdAt) - (a.decidedAt ?? a.createdAt));
@@ -179,6 +187,8 @@ export class Store {
   async loadAll(): Promise<void> {
     try {
       await Promise.all([this.loadFleet(), this.loadApprovals(), this.loadWorld()]);
+      // Decided requests feed only the time-to-decision figures: read once the views have theirs.
+      await this.loadDecided();
       this.error = '';
     } catch (error) {
       this.error = error instanceof Error ? error.message : String(error);
@@ -198,7 +208,7 @@ export class Store {
           what === 'fleet'
             ? this.loadFleet()
             : what === 'approvals'
-              ? this.loadApprovals()
+              ? this.loadApprovals().then(() => this.loadDecided())
               : this.loadWorld();
         load.catch((error: unknown) => {
           this.error = error instanceof Error ? error.message : String(error);

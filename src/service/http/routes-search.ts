@@ -110,13 +110,22 @@ export function searchRoutes(ctx: ApiContext): RouteSpec[] {
     }
     return out;
   };
-  const pairCondition = (pairs: [string, string][]): RawBuilder<unknown> =>
-    pairs.length === 0
-      ? sql`1 = 0`
-      : sql`(${sql.join(
-          pairs.map(([a, s]) => sql`(agent = ${a} and skill = ${s})`),
-          sql` or `,
-        )})`;
+  /** The pairs as one condition: per skill, the agents offering it (a few `in` lists). */
+  const pairCondition = (pairs: [string, string][]): RawBuilder<unknown> => {
+    if (pairs.length === 0) return sql`1 = 0`;
+    const bySkill = new Map<string, string[]>();
+    for (const [agent, skill] of pairs) {
+      const agents = bySkill.get(skill) ?? [];
+      agents.push(agent);
+      bySkill.set(skill, agents);
+    }
+    return sql`(${sql.join(
+      [...bySkill].map(
+        ([skill, agents]) => sql`(skill = ${skill} and agent in (${sql.join(agents)}))`,
+      ),
+      sql` or `,
+    )})`;
+  };
 
   return [
     defineRoute({
