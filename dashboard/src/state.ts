@@ -236,8 +236,9 @@ export class Store {
       this.dispatches.set(record.id, info);
       if (step === 'gated' || step === 'rejected' || step === 'completed' || step === 'failed') {
         this.reloadSoon('approvals');
+        // A held call is announced by its approval request (`hitl.approval.requested`).
         // Events replayed on connect are history, not news.
-        if (at >= this.openedAt)
+        if (at >= this.openedAt && step !== 'gated')
           this.#toast(step, `${record.agent} / ${record.skill} ${step}`, record.id, at);
       }
     } else if (topic.startsWith('hitl.approval.')) {

@@ -36,9 +36,20 @@ try {
   ] as const) {
     await getJson(gw.url, '/api/dispatch?wait=10s', TOKEN, { agent, skill, text });
   }
+  /** Notifications in the corner are dismissed before a picture is taken. */
+  const quiet = async (): Promise<void> => {
+    await page.evaluate(() => {
+      const store = (window as unknown as { fleetgate: { toasts: unknown[]; changed(): void } })
+        .fleetgate;
+      store.toasts = [];
+      store.changed();
+    });
+    await page.waitForTimeout(50);
+  };
   const shot = async (view: string, name: string): Promise<void> => {
     await page.click(`a[data-view=${view}]`);
     await page.waitForTimeout(700);
+    await quiet();
     await page.screenshot({ path: join(OUT, `dashboard-${name}.png`) });
     process.stderr.write(`docs/images/dashboard-${name}.png\n`);
   };
@@ -64,6 +75,7 @@ try {
     await page.evaluate((h) => (location.hash = h), hash);
     await page.locator(ready).first().waitFor();
     await page.waitForTimeout(500);
+    await quiet();
     await page.screenshot({ path: join(OUT, `dashboard-${name}.png`), fullPage: true });
     process.stderr.write(`docs/images/dashboard-${name}.png\n`);
   };
@@ -88,6 +100,7 @@ try {
   await page.click('button[data-tab=search]');
   await page.locator('[data-search=effects] tr.row').first().waitFor();
   await page.waitForTimeout(300);
+  await quiet();
   await page.screenshot({ path: join(OUT, 'dashboard-search.png') });
   process.stderr.write('docs/images/dashboard-search.png\n');
   const { page: phone } = await browser.open(`${gw.url}/`, { width: 390, height: 844 });
