@@ -331,7 +331,9 @@ describe('dashboard in Chromium over the demo agents, with named tokens', () => 
     await alice.click('button[role=tab]:has-text("History")');
     const history = alice.locator('table.history tr', { hasText: 'freeze until Monday' });
     await history.waitFor();
-    expect(await history.locator('.badge').textContent()).toBe('rejected');
+    expect(await history.locator('.badge.outcome-rejected').textContent()).toBe(
+      'rejected by alice',
+    );
     expect(await history.textContent()).toContain('alice');
     await alice.screenshot({ path: join(SHOTS, 'approvals-history.png'), fullPage: true });
     await context.close();

@@ -18,7 +18,15 @@ export interface Api {
   post<T>(path: string, body?: unknown): Promise<T>;
 }
 
-export function createApi(token: string, base = ''): Api {
+/**
+ * A client for `token`; `onUnauthorized` hears every 401 (the token is no longer accepted: a
+ * restarted gateway with new tokens, a token removed from the configuration).
+ */
+export function createApi(
+  token: string,
+  base = '',
+  onUnauthorized?: (message: string) => void,
+): Api {
   const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (token !== '') headers.authorization = `Bearer ${token}`;
@@ -36,6 +44,10 @@ export function createApi(token: string, base = ''): Api {
       parsed = undefined;
     }
     if (!res.ok) {
+      if (res.status === 401) {
+        const said = (parsed as { error?: { message?: string } } | undefined)?.error?.message;
+        onUnauthorized?.(said ?? res.statusText);
+      }
       const error = (
         parsed as
           | { error?: { code?: string; message?: string; details?: Record<string, unknown> } }

@@ -8,14 +8,29 @@ import { openEventStream } from './events.js';
 import type { Session, Store } from './state.js';
 import { useStore } from './state.js';
 import type { Role } from './types.js';
-import { ApprovalsView } from './views/approvals.js';
+import { ApprovalPage, ApprovalsView } from './views/approvals.js';
+import { CallByTask, CallView } from './views/call.js';
 import { DispatchesView } from './views/dispatches.js';
-import { EffectsView } from './views/effects.js';
+import { EffectsPage } from './views/effects.js';
 import { FleetView } from './views/fleet.js';
 import { MetricsStrip } from './views/metrics.js';
 import { WorldView } from './views/world.js';
 
 export const TOKEN_KEY = 'fleetgate.token';
+/** Why the page signed out by itself, shown on the sign-in form after the reload. */
+const SIGNED_OUT_KEY = 'fleetgate.signedOut';
+
+/**
+ * Forgets the token and starts the page over at sign-in, saying why: nothing the page held (and
+ * no button that acted on it) outlives a session the gateway no longer knows.
+ */
+function expire(why: string): void {
+  if (sessionStorage.getItem(SIGNED_OUT_KEY) !== null && sessionStorage.getItem(TOKEN_KEY) === null)
+    return;
+  sessionStorage.removeItem(TOKEN_KEY);
+  sessionStorage.setItem(SIGNED_OUT_KEY, why);
+  location.reload();
+}
 const VIEWS = ['fleet', 'approvals', 'effects', 'world', 'dispatches'] as const;
 type View = (typeof VIEWS)[number];
 const TITLES: Record<View, string> = {
@@ -27,10 +42,49 @@ const TITLES: Record<View, string> = {
 };
 const TOPICS = ['world.>', 'ops.alert.>', 'skill.dispatch.>', 'hitl.>', 'fleet.>'];
 
-function parseHash(hash: string): { view: View; params: URLSearchParams } {
+/** A page that is not a tab: one call, one approval. */
+type Page = { kind: 'call'; id: string } | { kind: 'approval'; id: string };
+
+function parseHash(hash: string): {
+  view: View;
+  params: URLSearchParams;
+  page: Page | undefined;
+} {
   const [path = '', query = ''] = hash.replace(/^#\/?/, '').split('?');
-  const view = (VIEWS as readonly string[]).includes(path) ? (path as View) : 'fleet';
-  return { view, params: new URLSearchParams(query) };
+  const params = new URLSearchParams(query);
+  const [head = '', id = ''] = path.split('/');
+  if (head === 'calls') {
+    return { view: 'dispatches', params, page: { kind: 'call', id: decodeURIComponent(id) } };
+  }
+  if (head === 'approvals' && id !== '') {
+    return { view: 'approvals', params, page: { kind: 'approval', id: decodeURIComponent(id) } };
+  }
+  const view = (VIEWS as readonly string[]).includes(head) ? (head as View) : 'fleet';
+  return { view, params, page: undefined };
+}
+
+function Toasts(props: { store: Store }) {
+  const { store } = props;
+  if (store.toasts.length === 0) return null;
+  return (
+    <ul class="toasts" aria-live="polite">
+      {store.toasts.map((t) => (
+        <li key={t.key} class={`toast toast-${t.kind}`} data-toast={t.kind}>
+          <a href={`#/calls/${encodeURIComponent(t.dispatchId)}`} data-dispatch={t.dispatchId}>
+            {t.text}
+          </a>
+          <button
+            type="button"
+            class="small-button"
+            aria-label="Dismiss"
+            onClick={() => store.dismissToast(t.key)}
+          >
+            ×
+          </button>
+        </li>
+      ))}
+    </ul>
+  );
 }
 
 function useHash(): string {
@@ -89,9 +143,13 @@ function Login(props: { onSession(s: Session): void; message: string }) {
 export function App(props: { store: Store }) {
   const store = useStore(props.store);
   const hash = useHash();
-  const [message, setMessage] = useState('');
+  const [message, setMessage] = useState(() => {
+    const why = sessionStorage.getItem(SIGNED_OUT_KEY) ?? '';
+    sessionStorage.removeItem(SIGNED_OUT_KEY);
+    return why;
+  });
   const [checked, setChecked] = useState(false);
-  const { view, params } = parseHash(hash);
+  const { view, params, page } = parseHash(hash);
 
   useEffect(() => {
     const saved = sessionStorage.getItem(TOKEN_KEY) ?? '';
@@ -112,19 +170,43 @@ export function App(props: { store: Store }) {
   const start = (session: Session, loading = false): void => {
     sessionStorage.setItem(TOKEN_KEY, session.token);
     store.session = session;
-    store.api = createApi(session.token);
+    store.api = createApi(session.token, '', (said) =>
+      expire(`Signed out: the gateway no longer accepts this token (${said}). Sign in again.`),
+    );
     store.changed();
     if (!loading) void store.loadAll();
+    /** A gateway that restarted is another one: what the page holds may be stale. */
+    const checkGateway = (): void => {
+      const before = store.status;
+      store
+        .loadStatus()
+        .then((same) => {
+          if (!same) {
+            expire(
+              `Signed out: the gateway restarted (${before?.instance.slice(0, 8) ?? '?'} → ${store.status?.instance.slice(0, 8) ?? '?'}, version ${store.status?.version ?? '?'}). Sign in again to see its current state.`,
+            );
+          }
+        })
+        .catch(() => undefined);
+    };
+    checkGateway();
     const stream = openEventStream({
       token: session.token,
       topics: TOPICS,
       onEvent: (e) => store.onEvent(e),
       onStatus: (s, detail) => {
+        // Every (re)connection: is it still the same gateway?
+        if (s === 'live' && store.stream !== 'live' && store.status !== undefined) checkGateway();
         store.stream = s;
         store.streamDetail = detail ?? '';
         store.changed();
       },
-      onGap: () => void store.loadAll(),
+      onGap: () => {
+        checkGateway();
+        void store.loadAll();
+      },
+      onUnauthorized: (said) =>
+        expire(`Signed out: the gateway no longer accepts this token (${said}). Sign in again.`),
     });
     addEventListener('pagehide', () => stream.close(), { once: true });
   };
@@ -172,12 +254,24 @@ export function App(props: { store: Store }) {
           {store.error}
         </p>
       )}
+      <Toasts store={store} />
       <main>
-        {view === 'fleet' && <FleetView store={store} />}
-        {view === 'approvals' && <ApprovalsView store={store} />}
-        {view === 'effects' && <EffectsView store={store} />}
-        {view === 'world' && <WorldView store={store} />}
-        {view === 'dispatches' && (
+        {page?.kind === 'call' &&
+          (page.id === '' ? (
+            <CallByTask
+              store={store}
+              agent={params.get('agent') ?? ''}
+              task={params.get('task') ?? ''}
+            />
+          ) : (
+            <CallView key={page.id} store={store} id={page.id} />
+          ))}
+        {page?.kind === 'approval' && <ApprovalPage key={page.id} store={store} id={page.id} />}
+        {page === undefined && view === 'fleet' && <FleetView store={store} />}
+        {page === undefined && view === 'approvals' && <ApprovalsView store={store} />}
+        {page === undefined && view === 'effects' && <EffectsPage store={store} params={params} />}
+        {page === undefined && view === 'world' && <WorldView store={store} params={params} />}
+        {page === undefined && view === 'dispatches' && (
           <DispatchesView
             store={store}
             focus={{

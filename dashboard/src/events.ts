@@ -15,6 +15,8 @@ export interface EventStreamOptions {
   onStatus(status: StreamStatus, detail?: string): void;
   /** The server could not resume from our position (restart, or too far behind): reload views. */
   onGap(): void;
+  /** The token is refused (401): the stream stops; the page signs out. */
+  onUnauthorized?(message: string): void;
   base?: string;
 }
 
@@ -47,6 +49,11 @@ export function openEventStream(options: EventStreamOptions): { close(): void } 
       });
       if (res.status === 401 || res.status === 403) {
         options.onStatus('offline', `HTTP ${res.status}`);
+        if (res.status === 401) {
+          const body = (await res.json().catch(() => undefined)) as
+            { error?: { message?: string } } | undefined;
+          options.onUnauthorized?.(body?.error?.message ?? 'HTTP 401');
+        }
         return;
       }
       if (!res.ok || res.body === null) throw new Error(`HTTP ${res.status}`);

@@ -11,6 +11,7 @@ import type {
   DeltaEntry,
   DispatchRecord,
   EventEnvelope,
+  GatewayStatus,
   Role,
   WorldDomain,
 } from './types.js';
@@ -79,6 +80,8 @@ export class Store {
   deltaTimes: number[] = [];
   rejectedDeltas = 0;
   stream: StreamStatus = 'offline';
+  /** When the page opened: events from before it (replayed on connect) are history, not news. */
+  readonly openedAt = Date.now();
   streamDetail = '';
   error = '';
   /** Bumped on every change; views compare it. */
@@ -87,6 +90,29 @@ export class Store {
   #frame: number | undefined;
   #effectKey = 0;
   api: Api | undefined;
+
+  #eventListeners = new Set<(event: EventEnvelope) => void>();
+  /** Toasts: notable live events (a call held, ended, an approval asked), newest last. */
+  toasts: { key: number; at: number; text: string; dispatchId: string; kind: string }[] = [];
+  #toastKey = 0;
+
+  /** Calls `listener` with every live event (after the store folded it in). */
+  listen(listener: (event: EventEnvelope) => void): () => void {
+    this.#eventListeners.add(listener);
+    return () => this.#eventListeners.delete(listener);
+  }
+
+  dismissToast(key: number): void {
+    this.toasts = this.toasts.filter((t) => t.key !== key);
+    this.changed();
+  }
+
+  #toast(kind: string, text: string, dispatchId: string, at: number): void {
+    this.#toastKey += 1;
+    const key = this.#toastKey;
+    this.toasts = [...this.toasts, { key, at, text, dispatchId, kind }].slice(-4);
+    setTimeout(() => this.dismissToast(key), 10_000);
+  }
 
   subscribe(listener: () => void): () => void {
     this.#listeners.add(listener);
@@ -102,6 +128,25 @@ export class Store {
     });
   }
 
+  /** The gateway as `GET /api/status` last said (the status strip; a restart check). */
+  status: GatewayStatus | undefined;
+  /** When the status was read, by this page's clock (uptime counts on from it). */
+  statusReadAt = 0;
+
+  /**
+   * Reads the gateway's status; resolves false when it is another process than the one the page
+   * knew (the gateway restarted: what the page holds may be stale).
+   */
+  async loadStatus(): Promise<boolean> {
+    if (this.api === undefined) return true;
+    const status = await this.api.get<GatewayStatus>('/api/status');
+    const same = this.status === undefined || this.status.instance === status.instance;
+    this.status = status;
+    this.statusReadAt = Date.now();
+    this.changed();
+    return same;
+  }
+
   async loadFleet(): Promise<void> {
     if (this.api === undefined) return;
     const { agents } = await this.api.get<{ agents: AgentView[] }>('/api/agents');
@@ -111,13 +156,21 @@ export class Store {
 
   async loadApprovals(): Promise<void> {
     if (this.api === undefined) return;
-    const [{ approvals }, ...decided] = await Promise.all([
-      this.api.get<{ approvals: Approval[] }>('/api/approvals?status=pending&snoozed=true'),
-      ...(['approved', 'rejected', 'expired', 'consumed'] as const).map((s) =>
+    const { approvals } = await this.api.get<{ approvals: Approval[] }>(
+      '/api/approvals?status=pending&snoozed=true',
+    );
+    this.pending = approvals;
+    this.changed();
+  }
+
+  /** The decided requests the time-to-decision figures are made of. */
+  async loadDecided(): Promise<void> {
+    if (this.api === undefined) return;
+    const decided = await Promise.all(
+      (['approved', 'rejected', 'expired', 'consumed'] as const).map((s) =>
         this.api!.get<{ approvals: Approval[] }>(`/api/approvals?status=${s}`),
       ),
-    ]);
-    this.pending = approvals;
+    );
     this.history = decided
       .flatMap((d) => d.approvals)
       .sort((a, b) => (b.decidedAt ?? b.createdAt) - (a.decidedAt ?? a.createdAt));
@@ -134,6 +187,8 @@ export class Store {
   async loadAll(): Promise<void> {
     try {
       await Promise.all([this.loadFleet(), this.loadApprovals(), this.loadWorld()]);
+      // Decided requests feed only the time-to-decision figures: read once the views have theirs.
+      await this.loadDecided();
       this.error = '';
     } catch (error) {
       this.error = error instanceof Error ? error.message : String(error);
@@ -153,7 +208,7 @@ export class Store {
           what === 'fleet'
             ? this.loadFleet()
             : what === 'approvals'
-              ? this.loadApprovals()
+              ? this.loadApprovals().then(() => this.loadDecided())
               : this.loadWorld();
         load.catch((error: unknown) => {
           this.error = error instanceof Error ? error.message : String(error);
@@ -181,6 +236,10 @@ export class Store {
       this.dispatches.set(record.id, info);
       if (step === 'gated' || step === 'rejected' || step === 'completed' || step === 'failed') {
         this.reloadSoon('approvals');
+        // A held call is announced by its approval request (`hitl.approval.requested`).
+        // Events replayed on connect are history, not news.
+        if (at >= this.openedAt && step !== 'gated')
+          this.#toast(step, `${record.agent} / ${record.skill} ${step}`, record.id, at);
       }
     } else if (topic.startsWith('hitl.approval.')) {
       const dispatchId = typeof p.dispatchId === 'string' ? p.dispatchId : undefined;
@@ -278,6 +337,19 @@ export class Store {
     } else if (topic.startsWith('fleet.')) {
       this.reloadSoon('fleet');
     }
+    if (
+      topic === 'hitl.approval.requested' &&
+      at >= this.openedAt &&
+      typeof p.dispatchId === 'string'
+    ) {
+      this.#toast(
+        'approval',
+        `${text(p.agent, '')} / ${text(p.skill, '')} waits for ${p.kind === 'veto' ? 'a veto window' : 'approval'}`,
+        p.dispatchId,
+        at,
+      );
+    }
+    for (const l of this.#eventListeners) l(event);
     this.changed();
   }
 
@@ -318,6 +390,16 @@ export function ago(ms: number | null | undefined, now: number): string {
   if (s < 3600) return `${Math.floor(s / 60)}m ago`;
   if (s < 86400) return `${Math.floor(s / 3600)}h ago`;
   return `${Math.floor(s / 86400)}d ago`;
+}
+
+/** Seconds as `24 s`, `2m 05s` or `1h 10m`. */
+export function duration(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  const h = Math.floor(m / 60);
+  if (h > 0) return `${h}h ${m % 60}m`;
+  return `${m}m ${String(s % 60).padStart(2, '0')}s`;
 }
 
 export function countdown(until: number, now: number): string {

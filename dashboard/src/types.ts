@@ -1,109 +1,44 @@
-/** The shapes the dashboard reads from the gateway's HTTP API (ARCHITECTURE §4). */
+/**
+ * The shapes the dashboard reads from the gateway's HTTP API, taken from the zod schemas the
+ * routes declare (`src/service/http/api-schemas.ts`, the same schemas `/api/openapi.json` is
+ * generated from): a change of an answer's shape is a type error here, not a silent mismatch.
+ * Only the live events' envelope (a bus contract, not a route) is written out here.
+ */
+import type { z } from 'zod';
+import type {
+  agentSchema,
+  approvalSchema,
+  auditRecordSchema,
+  decisionSchema,
+  dispatchSchema,
+  domainSchema,
+  explanationSchema,
+  radiusSchema,
+  roleSchema,
+  searchDispatchSchema,
+  searchEffectSchema,
+  skillViewSchema,
+  statusSchema,
+  storyEventSchema,
+  storySchema,
+} from '../../src/service/http/api-schemas.js';
 
-export type Radius = 'self' | 'project' | 'repo' | 'fleet' | 'public';
-export type Role = 'viewer' | 'operator' | 'approver' | 'admin';
-
-export interface SkillView {
-  id: string;
-  name?: string;
-  declaredRadius: Radius | null;
-  floor: Radius | null;
-  effectiveRadius: Radius | null;
-  pendingRadius: Radius | null;
-  hitlMode: string | null;
-  vetoTtlMs: number | null;
-  domains: string[] | null;
-}
-
-export interface AgentView {
-  name: string;
-  url: string | null;
-  status: 'pending' | 'fresh' | 'failed' | 'stale';
-  description: string | null;
-  lastFetchedAt: number | null;
-  lastChangedAt: number | null;
-  nextRefreshAt: number | null;
-  failures: number;
-  lastError: { code: string; message: string } | null;
-  skills: SkillView[];
-  diagnostics: { code?: string; message?: string; severity?: string; path?: string }[];
-}
-
-export interface Approval {
-  id: string;
-  kind: 'dispatch' | 'veto' | 'checkpoint';
-  dispatchId: string;
-  agent: string;
-  skill: string;
-  mode: string;
-  radius: Radius | null;
-  status: 'pending' | 'approved' | 'rejected' | 'expired' | 'consumed' | 'void';
-  requestedBy: string | null;
-  requiredApprovals: number;
-  approvals: { by: string; at: number }[];
-  decidedBy: string | null;
-  decidedAt: number | null;
-  reasons: { kind: string; detail: string }[];
-  createdAt: number;
-  expiresAt: number;
-  question: string | null;
-  snoozedUntil?: number | null;
-  input?: { text?: string; data?: unknown } | null;
-  reason?: string | null;
-  [key: string]: unknown;
-}
-
-export interface WorldDomain {
-  name: string;
-  version: number;
-  state: Record<string, unknown>;
-  updatedAt: number;
-}
-
-export interface AuditRecord {
-  seq: number;
-  domain: string;
-  path: string;
-  op: string;
-  value: unknown;
-  previous?: unknown;
-  next?: unknown;
-  status: 'applied' | 'rejected';
-  reason?: string;
-  version?: number;
-  agent: string;
-  skill: string;
-  taskId: string;
-  eventId: string;
-  time: string;
-  recordedAt: number;
-}
-
-export interface Decision {
-  action: 'allow' | 'hold' | 'deny';
-  mode?: string;
-  effectiveRadius?: string | null;
-  reason?: string;
-  reasons?: { kind: string; detail: string }[];
-  approvalId?: string;
-  goAt?: number;
-}
-
-export interface DispatchRecord {
-  id: string;
-  status: string;
-  agent: string;
-  skill: string;
-  correlationId: string;
-  taskId: string | null;
-  createdAt: number;
-  updatedAt: number;
-  result: { state?: string; text?: string; error?: { code: string; message: string } } | null;
-  reason?: string;
-  decision?: unknown;
-  approvalId?: string;
-  routing?: { agent: string; reasons: string[] };
-}
+export type Radius = z.infer<typeof radiusSchema>;
+export type Role = z.infer<typeof roleSchema>;
+export type SkillView = z.infer<typeof skillViewSchema>;
+export type AgentView = z.infer<typeof agentSchema>;
+export type Approval = z.infer<typeof approvalSchema>;
+export type WorldDomain = z.infer<typeof domainSchema>;
+export type AuditRecord = z.infer<typeof auditRecordSchema>;
+export type Decision = z.infer<typeof decisionSchema>;
+/** A dispatch record; live `skill.dispatch.*` events carry the record and why it moved. */
+export type DispatchRecord = z.infer<typeof dispatchSchema> & { reason?: string };
+export type Explanation = z.infer<typeof explanationSchema>;
+export type StoryEvent = z.infer<typeof storyEventSchema>;
+export type CallStory = z.infer<typeof storySchema>;
+export type SearchDispatch = z.infer<typeof searchDispatchSchema>;
+export type SearchEffect = z.infer<typeof searchEffectSchema>;
+export type GatewayStatus = z.infer<typeof statusSchema>;
 
 export interface DeltaEntry {
   domain: string;
@@ -119,19 +54,4 @@ export interface EventEnvelope {
   time: string;
   correlationId?: string;
   payload: Record<string, unknown>;
-}
-
-/** `GET /api/policy/explain`: the gate's decision for a call now. */
-export interface Explanation {
-  agent: string;
-  skill: string;
-  policyVersion: string;
-  decision: {
-    mode: string;
-    deny?: { reason: string };
-    effectiveRadius: Radius | null;
-    reasons: { kind: string; detail: string }[];
-    vetoTtlMs?: number;
-    approvers: number;
-  };
 }

@@ -3,18 +3,38 @@
  * a countdown to expiry; approve, reject with a reason, snooze (hidden for a while, not a
  * rejection); a history tab. A request someone else decided answers 409: said inline.
  */
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { ApiError } from '../api.js';
 import { RadiusBadge, radiusRank } from '../radius.js';
+import { FilterSelect, SearchText, useSearch, VirtualTable, Count } from '../search.js';
+import { fleetOptions } from './dispatches.js';
 import type { Store } from '../state.js';
-import { ago, countdown, roleAtLeast, useNow, useStore } from '../state.js';
-import type { Approval } from '../types.js';
+import { ago, countdown, duration, roleAtLeast, useNow, useStore } from '../state.js';
+import type { Approval, DispatchRecord } from '../types.js';
 
 /** Pending requests in inbox order: widest radius first, then the oldest. */
 export function inboxOrder(approvals: readonly Approval[]): Approval[] {
   return [...approvals].sort(
     (a, b) => radiusRank(b.radius) - radiusRank(a.radius) || a.createdAt - b.createdAt,
   );
+}
+
+/** The longest snooze the inbox offers. */
+const SNOOZE_MS = 15 * 60_000;
+
+/** How a request ended, in words: a veto that was not used reads as such. */
+export function outcomeWord(a: Approval): string {
+  const who = a.decidedBy ?? undefined;
+  if (a.kind === 'veto') {
+    if (a.status === 'rejected') return who === undefined ? 'vetoed' : `vetoed by ${who}`;
+    if (a.status === 'approved' || a.status === 'consumed') {
+      return who === undefined ? 'not vetoed: ran when the window ended' : `let through by ${who}`;
+    }
+  }
+  if (a.status === 'expired') return 'expired: nobody decided';
+  if (a.status === 'consumed')
+    return who === undefined ? 'approved and sent' : `approved by ${who}, sent`;
+  return who === undefined ? a.status : `${a.status} by ${who}`;
 }
 
 function describeError(error: unknown): string {
@@ -36,6 +56,8 @@ function Request(props: {
   now: number;
   canDecide: boolean;
   canAnswer: boolean;
+  /** On the approval's own page (no link to itself). */
+  detail?: boolean;
 }) {
   const { store, approval: a, now } = props;
   const [reason, setReason] = useState('');
@@ -64,23 +86,45 @@ function Request(props: {
     }
   };
   const snoozed = typeof a.snoozedUntil === 'number' && a.snoozedUntil > now;
+  const veto = a.kind === 'veto';
+  const left = (a.expiresAt - now) / 1000;
+  const open = a.status === 'pending' && left > 0;
+  // A snooze never hides a request past its own end, and never hides a veto window at all.
+  const canSnooze = !veto && a.kind !== 'checkpoint' && a.expiresAt - now > SNOOZE_MS;
   return (
     <li
-      class={`request${snoozed ? ' snoozed' : ''}`}
+      class={`request${snoozed ? ' snoozed' : ''}${veto ? ' veto' : ''}`}
       data-approval={a.id}
       data-dispatch={a.dispatchId}
+      data-kind={a.kind}
     >
       <div class="request-head">
         <RadiusBadge radius={a.radius} />
         <strong>
           {a.agent} / {a.skill}
         </strong>
-        <span class="badge mode">{a.kind === 'checkpoint' ? 'question' : a.mode}</span>
+        <span class="badge mode">
+          {a.kind === 'checkpoint' ? 'question' : veto ? 'veto window' : a.mode}
+        </span>
         <span class="muted small">from {a.requestedBy ?? 'unknown'}</span>
         <span class="muted small">asked {ago(a.createdAt, now)}</span>
-        <span class="countdown" title={new Date(a.expiresAt).toISOString()}>
-          expires in {countdown(a.expiresAt, now)}
-        </span>
+        {a.status !== 'pending' ? (
+          <span class={`badge outcome-${a.status}`}>{outcomeWord(a)}</span>
+        ) : veto ? (
+          <span
+            class="countdown veto-countdown"
+            title={new Date(a.expiresAt).toISOString()}
+            data-countdown
+          >
+            {left > 0 ? `runs in ${duration(left)} unless vetoed` : 'window over: running'}
+          </span>
+        ) : (
+          <span class="countdown" title={new Date(a.expiresAt).toISOString()} data-countdown>
+            {left > 0
+              ? `expires in ${countdown(a.expiresAt, now)}`
+              : 'expired: no longer approvable'}
+          </span>
+        )}
         {snoozed && (
           <span class="badge">snoozed until {new Date(a.snoozedUntil!).toLocaleTimeString()}</span>
         )}
@@ -88,6 +132,14 @@ function Request(props: {
           <span class="badge">
             {a.approvals.length}/{a.requiredApprovals} approvals
           </span>
+        )}
+        <a class="small" href={`#/calls/${encodeURIComponent(a.dispatchId)}`} data-call-link>
+          the call
+        </a>
+        {!props.detail && (
+          <a class="small" href={`#/approvals/${encodeURIComponent(a.id)}`} data-approval-link>
+            details
+          </a>
         )}
       </div>
       {a.question !== null && <p class="question">{a.question}</p>}
@@ -99,8 +151,7 @@ function Request(props: {
         ))}
       </ul>
       <div class="muted small">
-        domains:{' '}
-        {Array.isArray(a.domains) ? (a.domains as string[]).join(', ') || 'none' : 'not declared'}
+        domains: {Array.isArray(a.domains) ? a.domains.join(', ') || 'none' : 'not declared'}
       </div>
       {a.input !== undefined && a.input !== null && (
         <pre class="input">
@@ -123,16 +174,19 @@ function Request(props: {
               </button>
             </div>
           )
-        : props.canDecide && (
+        : props.canDecide &&
+          open && (
             <div class="actions">
-              <button
-                type="button"
-                class="approve"
-                disabled={busy}
-                onClick={() => void act('approve')}
-              >
-                Approve
-              </button>
+              {!veto && (
+                <button
+                  type="button"
+                  class="approve"
+                  disabled={busy}
+                  onClick={() => void act('approve')}
+                >
+                  Approve
+                </button>
+              )}
               {rejecting ? (
                 <>
                   <label>
@@ -145,26 +199,28 @@ function Request(props: {
                   </label>
                   <button
                     type="button"
-                    class="reject"
+                    class={veto ? 'reject veto-button' : 'reject'}
                     disabled={busy}
                     onClick={() => void act('reject')}
                   >
-                    Confirm reject
+                    {veto ? 'Confirm veto' : 'Confirm reject'}
                   </button>
                 </>
               ) : (
                 <button
                   type="button"
-                  class="reject"
+                  class={veto ? 'reject veto-button' : 'reject'}
                   disabled={busy}
                   onClick={() => setRejecting(true)}
                 >
-                  Reject…
+                  {veto ? 'Veto…' : 'Reject…'}
                 </button>
               )}
-              <button type="button" disabled={busy} onClick={() => void act('snooze')}>
-                Snooze 15m
-              </button>
+              {canSnooze && (
+                <button type="button" disabled={busy} onClick={() => void act('snooze')}>
+                  Snooze 15m
+                </button>
+              )}
             </div>
           )}
       {message !== '' && (
@@ -238,39 +294,403 @@ export function ApprovalsView(props: { store: Store }) {
           </ul>
         )
       ) : (
+        <ApprovalHistory store={store} />
+      )}
+    </section>
+  );
+}
+
+/** Who said what and when, for every decision of a request. */
+function Decisions(props: { a: Approval }) {
+  const { a } = props;
+  return (
+    <ul class="decisions small">
+      {a.approvals.map((v) => (
+        <li key={`${v.by}-${v.at}`} data-vote={v.by}>
+          {a.kind === 'veto' ? 'let through' : 'approved'} by <strong>{v.by}</strong> at{' '}
+          <time dateTime={new Date(v.at).toISOString()}>{new Date(v.at).toLocaleString()}</time>
+        </li>
+      ))}
+      {a.status !== 'pending' && (
+        <li data-decided={a.status}>
+          {outcomeWord(a)}
+          {a.decidedAt !== null && (
+            <>
+              {' '}
+              at{' '}
+              <time dateTime={new Date(a.decidedAt).toISOString()}>
+                {new Date(a.decidedAt).toLocaleString()}
+              </time>
+            </>
+          )}
+          {typeof a.reason === 'string' && a.reason !== '' && <> — {a.reason}</>}
+        </li>
+      )}
+    </ul>
+  );
+}
+
+const HISTORY_ROW = 40;
+
+/** Decided requests, searched and paged by the gateway. */
+function ApprovalHistory(props: { store: Store }) {
+  const { store } = props;
+  const [filters, setFilters] = useState<Record<string, string>>({
+    status: 'decided',
+    kind: '',
+    agent: '',
+    skill: '',
+    radius: '',
+    by: '',
+    text: '',
+  });
+  const search = useSearch<Approval>(store, '/api/search/approvals', filters);
+  const set = (k: string) => (v: string) => setFilters((f) => ({ ...f, [k]: v }));
+  useEffect(() => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const off = store.listen((e) => {
+      if (!e.topic.startsWith('hitl.approval.') || search.items.length > 100) return;
+      timer ??= setTimeout(() => {
+        timer = undefined;
+        search.reload();
+      }, 300);
+    });
+    return () => {
+      off();
+      if (timer !== undefined) clearTimeout(timer);
+    };
+  }, [store, search.items.length]);
+  const o = fleetOptions(store);
+  return (
+    <div class="search" data-search="approvals">
+      <div class="filters">
+        <label>
+          outcome{' '}
+          <select
+            name="status"
+            value={filters.status}
+            onChange={(e) => set('status')(e.currentTarget.value)}
+          >
+            <option value="decided">any decided</option>
+            {['approved', 'consumed', 'rejected', 'expired', 'void', 'pending'].map((x) => (
+              <option key={x}>{x}</option>
+            ))}
+            <option value="">all</option>
+          </select>
+        </label>
+        <FilterSelect
+          name="kind"
+          label="kind"
+          value={filters.kind!}
+          options={['dispatch', 'veto', 'checkpoint']}
+          onChange={set('kind')}
+        />
+        <FilterSelect
+          name="agent"
+          label="agent"
+          value={filters.agent!}
+          options={o.agents}
+          onChange={set('agent')}
+        />
+        <FilterSelect
+          name="skill"
+          label="skill"
+          value={filters.skill!}
+          options={o.skills}
+          onChange={set('skill')}
+        />
+        <FilterSelect
+          name="radius"
+          label="radius"
+          value={filters.radius!}
+          options={['self', 'project', 'repo', 'fleet', 'public']}
+          onChange={set('radius')}
+        />
+        <SearchText label="who" value={filters.by!} onChange={set('by')} />
+        <SearchText value={filters.text!} onChange={set('text')} />
+        <Count shown={search.items.length} total={search.total} noun="requests" />
+      </div>
+      {search.error !== '' && (
+        <p class="error" role="alert">
+          {search.error}
+        </p>
+      )}
+      <HistoryTable approvals={search.items} onEnd={search.more} />
+    </div>
+  );
+}
+
+export function HistoryTable(props: { approvals: readonly Approval[]; onEnd?: () => void }) {
+  return (
+    <VirtualTable
+      class="history"
+      rows={props.approvals}
+      rowHeight={HISTORY_ROW}
+      height={520}
+      columns={8}
+      {...(props.onEnd === undefined ? {} : { onEnd: props.onEnd })}
+      head={
+        <tr>
+          <th scope="col">call</th>
+          <th scope="col">radius</th>
+          <th scope="col">kind</th>
+          <th scope="col">outcome</th>
+          <th scope="col">asked by</th>
+          <th scope="col">decided by</th>
+          <th scope="col">when</th>
+          <th scope="col">reason</th>
+        </tr>
+      }
+      row={(a) => (
+        <tr
+          key={a.id}
+          class="row"
+          data-approval={a.id}
+          data-status={a.status}
+          style={{ height: `${HISTORY_ROW}px` }}
+        >
+          <td>
+            <a href={`#/calls/${encodeURIComponent(a.dispatchId)}`} data-call-link>
+              {a.agent} / {a.skill}
+            </a>
+          </td>
+          <td>
+            <RadiusBadge radius={a.radius} />
+          </td>
+          <td>{a.kind === 'veto' ? 'veto window' : a.kind}</td>
+          <td>
+            <a href={`#/approvals/${encodeURIComponent(a.id)}`}>
+              <span class={`badge outcome-${a.status}`}>{outcomeWord(a)}</span>
+            </a>
+          </td>
+          <td>{a.requestedBy ?? '—'}</td>
+          <td data-decided-by>
+            {[
+              ...new Set([
+                ...a.approvals.map((v) => v.by),
+                ...(a.decidedBy === null ? [] : [a.decidedBy]),
+              ]),
+            ].join(', ') ||
+              (a.status === 'expired'
+                ? 'nobody (expired)'
+                : a.kind === 'veto'
+                  ? 'nobody (window ended)'
+                  : '—')}
+          </td>
+          <td data-decided-at>
+            {a.decidedAt === null ? '—' : new Date(a.decidedAt).toLocaleString()}
+          </td>
+          <td class="clip">{typeof a.reason === 'string' ? a.reason : ''}</td>
+        </tr>
+      )}
+    />
+  );
+}
+
+interface AuditRow {
+  seq: number;
+  path: string;
+  op: string;
+  value: unknown;
+  previous?: unknown;
+  next?: unknown;
+  status: string;
+  agent: string;
+  skill: string;
+  taskId: string;
+  recordedAt: number;
+}
+
+/** What the skill's recent calls changed, from the audit log of each domain it declared. */
+function RecentChanges(props: { store: Store; approval: Approval }) {
+  const { store, approval: a } = props;
+  const [rows, setRows] = useState<(AuditRow & { domain: string })[] | undefined>();
+  const [calls, setCalls] = useState<DispatchRecord[]>([]);
+  const domains = Array.isArray(a.domains) ? a.domains : [];
+  useEffect(() => {
+    let live = true;
+    const query = `agent=${encodeURIComponent(a.agent)}&skill=${encodeURIComponent(a.skill)}&limit=6`;
+    void store
+      .api!.get<{ dispatches: DispatchRecord[] }>(`/api/dispatches?${query}`)
+      .then((d) => live && setCalls(d.dispatches.filter((x) => x.id !== a.dispatchId).slice(0, 5)))
+      .catch(() => undefined);
+    void Promise.all(
+      domains.map((d) =>
+        store
+          .api!.get<{ records: AuditRow[] }>(
+            `/api/world/${encodeURIComponent(d)}/history?order=desc&limit=500`,
+          )
+          .then((h) => h.records.map((r) => ({ ...r, domain: d })))
+          .catch(() => []),
+      ),
+    ).then((all) => {
+      if (!live) return;
+      setRows(
+        all
+          .flat()
+          .filter((r) => r.agent === a.agent && r.skill === a.skill)
+          .sort((x, y) => y.recordedAt - x.recordedAt)
+          .slice(0, 10),
+      );
+    });
+    return () => {
+      live = false;
+    };
+  }, [store, a.id]);
+  return (
+    <>
+      <h3>Its last calls</h3>
+      {calls.length === 0 ? (
+        <p class="muted small">No earlier call of this skill.</p>
+      ) : (
+        <ul class="small last-calls">
+          {calls.map((c) => (
+            <li key={c.id}>
+              <a href={`#/calls/${encodeURIComponent(c.id)}`}>{c.id.slice(0, 8)}</a>{' '}
+              <span class={`badge status status-${c.status}`}>{c.status}</span>{' '}
+              {new Date(c.createdAt).toLocaleString()}
+            </li>
+          ))}
+        </ul>
+      )}
+      <h3>What its last calls changed</h3>
+      {rows === undefined ? (
+        <p class="muted">…</p>
+      ) : rows.length === 0 ? (
+        <p class="muted small" data-last-changes="0">
+          Nothing yet in {domains.join(', ') || 'any domain'}.
+        </p>
+      ) : (
         <div class="table-wrap">
-          <table class="history">
+          <table class="last-changes" data-last-changes={rows.length}>
             <thead>
               <tr>
-                <th scope="col">call</th>
-                <th scope="col">radius</th>
-                <th scope="col">outcome</th>
-                <th scope="col">by</th>
                 <th scope="col">when</th>
-                <th scope="col">reason</th>
+                <th scope="col">domain</th>
+                <th scope="col">path</th>
+                <th scope="col">op</th>
+                <th scope="col">before</th>
+                <th scope="col">after</th>
+                <th scope="col">call</th>
               </tr>
             </thead>
             <tbody>
-              {store.history.map((a) => (
-                <tr key={a.id} data-approval={a.id}>
+              {rows.map((r) => (
+                <tr key={`${r.domain}-${r.seq}`} data-path={r.path}>
+                  <td class="small">{new Date(r.recordedAt).toLocaleString()}</td>
+                  <td>{r.domain}</td>
                   <td>
-                    {a.agent} / {a.skill}
+                    <code>{r.path}</code>
+                  </td>
+                  <td>{r.op}</td>
+                  <td>
+                    <code>{JSON.stringify(r.previous ?? null)}</code>
                   </td>
                   <td>
-                    <RadiusBadge radius={a.radius} />
+                    {r.status === 'rejected' ? (
+                      <span class="error">rejected</span>
+                    ) : (
+                      <code>{JSON.stringify(r.next ?? null)}</code>
+                    )}
                   </td>
                   <td>
-                    <span class={`badge outcome-${a.status}`}>{a.status}</span>
+                    <a
+                      href={`#/calls?agent=${encodeURIComponent(r.agent)}&task=${encodeURIComponent(r.taskId)}`}
+                    >
+                      {r.taskId.slice(0, 8)}
+                    </a>
                   </td>
-                  <td>{a.decidedBy ?? (a.status === 'expired' ? 'expiry' : '—')}</td>
-                  <td>{a.decidedAt === null ? '—' : new Date(a.decidedAt).toLocaleString()}</td>
-                  <td>{typeof a.reason === 'string' ? a.reason : ''}</td>
                 </tr>
               ))}
             </tbody>
           </table>
         </div>
       )}
+    </>
+  );
+}
+
+/**
+ * One approval request on its own page (`#/approvals/<id>`): the request with its countdown and
+ * buttons, the exact call it is bound to (input and fingerprint), the domains the skill declared
+ * and what its last calls changed there, and every decision with who and when.
+ */
+export function ApprovalPage(props: { store: Store; id: string }) {
+  const store = useStore(props.store);
+  const now = useNow(1000);
+  const role = store.session?.role ?? 'viewer';
+  const [approval, setApproval] = useState<Approval | undefined>();
+  const [error, setError] = useState('');
+  useEffect(() => {
+    store
+      .api!.get<Approval>(`/api/approvals/${encodeURIComponent(props.id)}`)
+      .then(setApproval)
+      .catch((e: unknown) => setError(describeError(e)));
+  }, [store, props.id, store.pending, store.history]);
+  if (error !== '') {
+    return (
+      <p class="error" role="alert">
+        {error}
+      </p>
+    );
+  }
+  if (approval === undefined) return <p class="muted">…</p>;
+  const a = approval;
+  return (
+    <section aria-labelledby="approval-title" class="approval-detail" data-approval={a.id}>
+      <div class="toolbar">
+        <h2 id="approval-title">
+          {a.kind === 'veto' ? 'Veto window' : a.kind === 'checkpoint' ? 'Question' : 'Approval'}:{' '}
+          {a.agent} / {a.skill}
+        </h2>
+        <a class="small" href="#/approvals">
+          inbox
+        </a>
+      </div>
+      <ul class="inbox">
+        <Request
+          store={store}
+          approval={a}
+          now={now}
+          detail
+          canDecide={roleAtLeast(role, 'approver')}
+          canAnswer={a.status === 'pending' && roleAtLeast(role, 'operator')}
+        />
+      </ul>
+      <h3>The call it is bound to</h3>
+      <dl class="stamps bound-call">
+        <dt>agent / skill</dt>
+        <dd>
+          {a.agent} / {a.skill}
+        </dd>
+        <dt>radius</dt>
+        <dd>
+          <RadiusBadge radius={a.radius} /> <span class="badge mode">{a.mode}</span>
+        </dd>
+        <dt>dispatch</dt>
+        <dd>
+          <a href={`#/calls/${encodeURIComponent(a.dispatchId)}`}>{a.dispatchId}</a>
+        </dd>
+        <dt>fingerprint</dt>
+        <dd>
+          <code data-fingerprint>{typeof a.fingerprint === 'string' ? a.fingerprint : '—'}</code>
+        </dd>
+        <dt>policy version</dt>
+        <dd>
+          <code>{typeof a.policyVersion === 'string' ? a.policyVersion : '—'}</code>
+        </dd>
+        <dt>declared domains</dt>
+        <dd data-domains>
+          {Array.isArray(a.domains) ? a.domains.join(', ') || 'none' : 'not declared'}
+        </dd>
+      </dl>
+      <h3>Decisions</h3>
+      {a.approvals.length === 0 && a.status === 'pending' ? (
+        <p class="muted small">Nobody decided yet.</p>
+      ) : (
+        <Decisions a={a} />
+      )}
+      <RecentChanges store={store} approval={a} />
     </section>
   );
 }

@@ -4,11 +4,12 @@
  * the gateway route it, showing what the gate will look at before sending and what it decided.
  */
 import { useEffect, useState } from 'preact/hooks';
+import { Count, FilterSelect, SearchText, useSearch, VirtualTable } from '../search.js';
 import { ApiError } from '../api.js';
 import { RadiusBadge } from '../radius.js';
 import type { DispatchInfo, Store } from '../state.js';
 import { ago, roleAtLeast, useNow, useStore } from '../state.js';
-import type { Decision, DispatchRecord, Explanation, Radius } from '../types.js';
+import type { Decision, DispatchRecord, Explanation, Radius, SearchDispatch } from '../types.js';
 
 function DecisionView(props: { decision: Decision; record?: DispatchRecord }) {
   const d = props.decision;
@@ -220,7 +221,14 @@ function DispatchForm(props: { store: Store }) {
       <button type="submit" disabled={busy || skill === ''}>
         Send
       </button>
-      {result !== undefined && <DecisionView decision={result.decision} record={result.record} />}
+      {result !== undefined && (
+        <>
+          <DecisionView decision={result.decision} record={result.record} />
+          <a href={`#/calls/${encodeURIComponent(result.record.id)}`} data-call-link>
+            follow this call
+          </a>
+        </>
+      )}
       {error !== '' && (
         <p class="error" role="alert">
           {error}
@@ -244,7 +252,174 @@ function Timeline(props: { info: DispatchInfo }) {
   );
 }
 
-export function DispatchesView(props: { store: Store; focus: { id?: string; task?: string } }) {
+const STATUSES = [
+  'awaiting-approval',
+  'running',
+  'awaiting-input',
+  'completed',
+  'failed',
+  'rejected',
+  'canceled',
+] as const;
+const RADII = ['self', 'project', 'repo', 'fleet', 'public'] as const;
+const ROW = 34;
+
+/** Fleet-wide options of the filters, from the fleet view. */
+export function fleetOptions(store: Store): {
+  agents: string[];
+  skills: string[];
+  domains: string[];
+} {
+  const agents = store.agents.map((a) => a.name);
+  const skills = [...new Set(store.agents.flatMap((a) => a.skills.map((s) => s.id)))].sort();
+  const domains = [
+    ...new Set(store.agents.flatMap((a) => a.skills.flatMap((s) => s.domains ?? []))),
+  ].sort();
+  return { agents, skills, domains };
+}
+
+/** Every dispatch the store holds, searched and paged by the gateway. */
+function DispatchSearch(props: { store: Store; initial: Record<string, string> }) {
+  const { store } = props;
+  const now = useNow(5000);
+  const [filters, setFilters] = useState<Record<string, string>>({
+    agent: '',
+    skill: '',
+    radius: '',
+    status: '',
+    domain: '',
+    text: '',
+    ...props.initial,
+  });
+  const search = useSearch<SearchDispatch>(store, '/api/search/dispatches', filters);
+  const set = (k: string) => (v: string) => setFilters((f) => ({ ...f, [k]: v }));
+  // New dispatches show up while the first page is what is on screen.
+  useEffect(() => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const off = store.listen((e) => {
+      if (!e.topic.startsWith('skill.dispatch.') || search.items.length > 100) return;
+      timer ??= setTimeout(() => {
+        timer = undefined;
+        search.reload();
+      }, 300);
+    });
+    return () => {
+      off();
+      if (timer !== undefined) clearTimeout(timer);
+    };
+  }, [store, search.items.length]);
+  const o = fleetOptions(store);
+  return (
+    <div
+      class="search"
+      data-search="dispatches"
+      data-took-ms={Math.round(search.tookMs)}
+      data-query={search.shown}
+    >
+      <h3>All dispatches</h3>
+      <div class="filters">
+        <FilterSelect
+          name="agent"
+          label="agent"
+          value={filters.agent!}
+          options={o.agents}
+          onChange={set('agent')}
+        />
+        <FilterSelect
+          name="skill"
+          label="skill"
+          value={filters.skill!}
+          options={o.skills}
+          onChange={set('skill')}
+        />
+        <FilterSelect
+          name="radius"
+          label="radius"
+          value={filters.radius!}
+          options={RADII}
+          onChange={set('radius')}
+        />
+        <FilterSelect
+          name="status"
+          label="status"
+          value={filters.status!}
+          options={STATUSES}
+          onChange={set('status')}
+        />
+        <FilterSelect
+          name="domain"
+          label="domain"
+          value={filters.domain!}
+          options={o.domains}
+          onChange={set('domain')}
+        />
+        <SearchText value={filters.text!} onChange={set('text')} />
+        <Count shown={search.items.length} total={search.total} noun="dispatches" />
+        {search.loading && <span class="muted small">loading…</span>}
+      </div>
+      {search.error !== '' && (
+        <p class="error" role="alert">
+          {search.error}
+        </p>
+      )}
+      <VirtualTable
+        class="dispatch-search"
+        rows={search.items}
+        rowHeight={ROW}
+        height={480}
+        columns={6}
+        onEnd={search.more}
+        head={
+          <tr>
+            <th scope="col">status</th>
+            <th scope="col">agent / skill</th>
+            <th scope="col">radius</th>
+            <th scope="col">asked</th>
+            <th scope="col">call</th>
+            <th scope="col">outcome</th>
+          </tr>
+        }
+        row={(d) => {
+          const result = d.result;
+          return (
+            <tr
+              key={d.id}
+              class="row"
+              data-dispatch={d.id}
+              data-status={d.status}
+              style={{ height: `${ROW}px` }}
+            >
+              <td>
+                <span class={`badge status status-${d.status}`}>{d.status}</span>
+              </td>
+              <td>
+                {d.agent} / {d.skill}
+              </td>
+              <td>
+                <RadiusBadge radius={d.radius} />
+              </td>
+              <td class="small" title={new Date(d.createdAt).toISOString()}>
+                {ago(d.createdAt, now)}
+              </td>
+              <td>
+                <a href={`#/calls/${encodeURIComponent(d.id)}`} data-call-link>
+                  {d.id.slice(0, 8)}
+                </a>
+              </td>
+              <td class="small clip">{result?.error?.message ?? result?.text ?? ''}</td>
+            </tr>
+          );
+        }}
+      />
+    </div>
+  );
+}
+
+export function DispatchesView(props: {
+  store: Store;
+  focus: { id?: string; task?: string };
+  initial?: Record<string, string>;
+}) {
   const store = useStore(props.store);
   const now = useNow(5000);
   const canDispatch = store.session !== undefined && roleAtLeast(store.session.role, 'operator');
@@ -257,7 +432,9 @@ export function DispatchesView(props: { store: Store; focus: { id?: string; task
         <h2 id="dispatches-title">Dispatches</h2>
       </div>
       {canDispatch && <DispatchForm store={store} />}
-      {list.length === 0 && <p class="muted">No dispatch seen since the gateway started.</p>}
+      <DispatchSearch store={store} initial={props.initial ?? {}} />
+      <h3>Seen live since the page opened</h3>
+      {list.length === 0 && <p class="muted">No dispatch seen since the page opened.</p>}
       <ul class="dispatches">
         {list.map((info) => {
           const r = info.record;
@@ -284,7 +461,10 @@ export function DispatchesView(props: { store: Store; focus: { id?: string; task
                   </span>
                   {reason !== undefined && r.status !== 'completed' && (
                     <span class="reason"> — {reason}</span>
-                  )}
+                  )}{' '}
+                  <a href={`#/calls/${encodeURIComponent(r.id)}`} class="small" data-call-link>
+                    open call
+                  </a>
                 </summary>
                 <Timeline info={info} />
                 {r.result?.text !== undefined && <pre class="input">{r.result.text}</pre>}

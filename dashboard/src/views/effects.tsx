@@ -6,12 +6,44 @@
 import { useRef, useState } from 'preact/hooks';
 import type { EffectRow, Store } from '../state.js';
 import { useStore } from '../state.js';
+import { EffectSearch } from './effect-search.js';
 
 const SHOWN = 300;
 
 function valueText(v: unknown): string {
   const text = typeof v === 'string' ? v : JSON.stringify(v);
   return text === undefined ? '' : text.length > 120 ? `${text.slice(0, 117)}…` : text;
+}
+
+/** Live effects, or a search of every change recorded. */
+export function EffectsPage(props: { store: Store; params: URLSearchParams }) {
+  const [tab, setTab] = useState<'live' | 'search'>(
+    props.params.get('tab') === 'search' ? 'search' : 'live',
+  );
+  return (
+    <>
+      <div role="tablist" class="tabs effects-tabs">
+        <button
+          type="button"
+          role="tab"
+          aria-selected={tab === 'live'}
+          onClick={() => setTab('live')}
+        >
+          Live
+        </button>
+        <button
+          type="button"
+          role="tab"
+          aria-selected={tab === 'search'}
+          onClick={() => setTab('search')}
+          data-tab="search"
+        >
+          Search all changes
+        </button>
+      </div>
+      {tab === 'live' ? <EffectsView store={props.store} /> : <EffectSearch store={props.store} />}
+    </>
+  );
 }
 
 export function EffectsView(props: { store: Store }) {
@@ -128,7 +160,10 @@ export function EffectsView(props: { store: Store }) {
                   {r.taskId === '' ? (
                     ''
                   ) : (
-                    <a href={`#/dispatches?task=${encodeURIComponent(r.taskId)}`}>
+                    <a
+                      href={`#/calls?agent=${encodeURIComponent(r.agent)}&task=${encodeURIComponent(r.taskId)}`}
+                      data-call-link
+                    >
                       {r.taskId.slice(0, 8)}
                     </a>
                   )}

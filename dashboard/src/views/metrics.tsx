@@ -14,6 +14,16 @@ function duration(ms: number | undefined): string {
   return `${Math.round(ms / 60_000)}m`;
 }
 
+function uptime(ms: number): string {
+  const s = Math.floor(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m`;
+  const h = Math.floor(m / 60);
+  if (h < 48) return `${h}h ${m % 60}m`;
+  return `${Math.floor(h / 24)}d ${h % 24}h`;
+}
+
 export function MetricsStrip(props: { store: Store }) {
   const store = useStore(props.store);
   const now = useNow(5000);
@@ -63,6 +73,14 @@ export function MetricsStrip(props: { store: Store }) {
       <div>
         <dt>stale cards</dt>
         <dd>{stale}</dd>
+      </div>
+      <div>
+        <dt>gateway</dt>
+        <dd data-gateway-version={store.status?.version ?? ''}>
+          {store.status === undefined
+            ? '—'
+            : `${store.status.version} · up ${uptime(store.status.uptimeMs + (now - store.statusReadAt))}`}
+        </dd>
       </div>
       <div>
         <dt>live</dt>

@@ -20,47 +20,173 @@ export function flatten(value: unknown, prefix = ''): [string, unknown][] {
   return [[prefix, value]];
 }
 
-function Chart(props: { points: [number, number][]; label: string }) {
+/** The time ranges of the charts. */
+export const RANGES = { '15m': 15 * 60_000, '1h': 3_600_000, '24h': 86_400_000, all: 0 } as const;
+export type Range = keyof typeof RANGES;
+
+function clock(seconds: number): string {
+  const d = new Date(seconds * 1000);
+  return `${d.toLocaleDateString()} ${d.toLocaleTimeString()}`;
+}
+
+/**
+ * A value's history: a time axis, the value axis, and the time and value under the cursor in the
+ * legend. The x range is the chosen time range (up to now), or the whole history for `all`.
+ */
+function Chart(props: { points: [number, number][]; label: string; from: number; to: number }) {
   const el = useRef<HTMLDivElement>(null);
   useEffect(() => {
     if (el.current === null || props.points.length === 0) return undefined;
     const xs = props.points.map((p) => p[0] / 1000);
     const ys = props.points.map((p) => p[1]);
+    const width = Math.max(260, Math.min(520, (el.current.parentElement?.clientWidth ?? 360) - 16));
     const plot = new uPlot(
       {
-        width: 300,
-        height: 90,
-        legend: { show: false },
-        cursor: { show: false },
-        axes: [{ show: false }, { size: 40, font: '11px system-ui' }],
+        width,
+        height: 150,
+        legend: { show: true, live: true },
+        cursor: { show: true, drag: { x: false, y: false }, points: { size: 7 } },
+        scales: {
+          x: {
+            time: true,
+            ...(props.from > 0
+              ? { range: (): uPlot.Range.MinMax => [props.from / 1000, props.to / 1000] }
+              : {}),
+          },
+        },
+        axes: [
+          { font: '11px system-ui', size: 46, grid: { stroke: '#e5e7eb' } },
+          { size: 44, font: '11px system-ui', grid: { stroke: '#e5e7eb' } },
+        ],
         series: [
-          {},
-          { label: props.label, stroke: '#1d4ed8', width: 2, points: { show: true, size: 4 } },
+          { label: 'time', value: (_u, v) => (v === null ? '—' : clock(v)) },
+          {
+            label: props.label,
+            stroke: '#1d4ed8',
+            width: 2,
+            points: { show: true, size: 5 },
+            paths: uPlot.paths.stepped!({ align: 1 }),
+          },
         ],
       },
       [xs, ys],
       el.current,
     );
     return () => plot.destroy();
-  }, [props.points, props.label]);
-  return <div class="chart" ref={el} role="img" aria-label={`history of ${props.label}`} />;
+    // `to` is read when the chart is drawn: the clock's tick alone does not redraw it.
+  }, [JSON.stringify(props.points), props.label, props.from]);
+  return (
+    <div
+      class="chart"
+      ref={el}
+      role="img"
+      aria-label={`history of ${props.label}`}
+      data-points={props.points.length}
+    />
+  );
 }
 
-function Domain(props: { store: Store; domain: WorldDomain; now: number }) {
-  const { store, domain, now } = props;
-  const [records, setRecords] = useState<AuditRecord[]>([]);
+/** Every change of one path, newest first, with the call that made it. */
+function PathHistory(props: { store: Store; domain: string; path: string }) {
+  const { store, domain, path } = props;
+  const [records, setRecords] = useState<AuditRecord[] | undefined>();
+  const [error, setError] = useState('');
+  const version = store.world[domain]?.version;
   useEffect(() => {
     let live = true;
     store
       .api!.get<{ records: AuditRecord[] }>(
-        `/api/world/${encodeURIComponent(domain.name)}/history?order=desc&limit=500`,
+        `/api/world/${encodeURIComponent(domain)}/history?path=${encodeURIComponent(path)}&order=desc&limit=500`,
+      )
+      .then((r) => live && setRecords(r.records))
+      .catch((e: unknown) => live && setError(String(e)));
+    return () => {
+      live = false;
+    };
+  }, [store, domain, path, version]);
+  return (
+    <article class="domain path-history" data-history-path={path} data-history-domain={domain}>
+      <h3>
+        {domain} <code>{path}</code>: every change{' '}
+        <a class="small" href="#/world">
+          close
+        </a>
+      </h3>
+      {error !== '' && <p class="error">{error}</p>}
+      {records === undefined ? (
+        <p class="muted">…</p>
+      ) : records.length === 0 ? (
+        <p class="muted">No change recorded for this path.</p>
+      ) : (
+        <div class="table-wrap">
+          <table class="history-table">
+            <thead>
+              <tr>
+                <th scope="col">when</th>
+                <th scope="col">op</th>
+                <th scope="col">before</th>
+                <th scope="col">after</th>
+                <th scope="col">by</th>
+                <th scope="col">call</th>
+              </tr>
+            </thead>
+            <tbody>
+              {records.map((r) => (
+                <tr key={r.seq} data-seq={r.seq} class={r.status === 'rejected' ? 'rejected' : ''}>
+                  <td class="small">{new Date(r.recordedAt).toLocaleString()}</td>
+                  <td>
+                    {r.op} <code>{JSON.stringify(r.value)}</code>
+                  </td>
+                  <td>
+                    <code>{JSON.stringify(r.previous ?? null)}</code>
+                  </td>
+                  <td data-after>
+                    {r.status === 'rejected' ? (
+                      <span class="error">rejected: {r.reason}</span>
+                    ) : (
+                      <code>{JSON.stringify(r.next ?? null)}</code>
+                    )}
+                  </td>
+                  <td>
+                    {r.agent} / {r.skill}
+                  </td>
+                  <td>
+                    <a
+                      href={`#/calls?agent=${encodeURIComponent(r.agent)}&task=${encodeURIComponent(r.taskId)}`}
+                      data-call-link
+                    >
+                      {r.taskId.slice(0, 8)}
+                    </a>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </article>
+  );
+}
+
+function Domain(props: { store: Store; domain: WorldDomain; now: number; range: Range }) {
+  const { store, domain, now, range } = props;
+  // The range's start, fixed when the range or the domain changes (not on every clock tick).
+  const [from, setFrom] = useState(0);
+  const [records, setRecords] = useState<AuditRecord[]>([]);
+  useEffect(() => {
+    let live = true;
+    const since = RANGES[range] === 0 ? 0 : Date.now() - RANGES[range];
+    setFrom(since);
+    store
+      .api!.get<{ records: AuditRecord[] }>(
+        `/api/world/${encodeURIComponent(domain.name)}/history?order=desc&limit=5000${since === 0 ? '' : `&since=${since}`}`,
       )
       .then((r) => live && setRecords(r.records))
       .catch(() => undefined);
     return () => {
       live = false;
     };
-  }, [store, domain.name, domain.version]);
+  }, [store, domain.name, domain.version, range]);
   const applied = records.filter((r) => r.status === 'applied');
   const last = applied[0];
   const byTask = new Map<string, string>();
@@ -93,20 +219,25 @@ function Domain(props: { store: Store; domain: WorldDomain; now: number }) {
             ]);
             // The value before the first recorded change starts the line.
             if (first !== undefined && typeof first.previous === 'number') {
-              history.unshift([first.recordedAt - 1000, first.previous]);
+              history.unshift([Math.max(from, first.recordedAt - 1000), first.previous]);
             }
             return (
               <Fragment key={path}>
                 <tr data-path={path}>
                   <th scope="row">
-                    <code>{path}</code>
+                    <a
+                      href={`#/world?domain=${encodeURIComponent(domain.name)}&path=${encodeURIComponent(path)}`}
+                      title="every change of this path"
+                    >
+                      <code>{path}</code>
+                    </a>
                   </th>
                   <td class="value">{typeof value === 'string' ? value : JSON.stringify(value)}</td>
                 </tr>
                 {typeof value === 'number' && history.length > 0 && (
                   <tr class="chart-row">
                     <td colSpan={2}>
-                      <Chart points={history} label={path} />
+                      <Chart points={history} label={path} from={from} to={now} />
                     </td>
                   </tr>
                 )}
@@ -128,16 +259,16 @@ function Domain(props: { store: Store; domain: WorldDomain; now: number }) {
                   </code>{' '}
                   → {JSON.stringify(r.next)}{' '}
                   <span class="muted small">{ago(r.recordedAt, now)}</span> task{' '}
-                  <a href={`#/dispatches?task=${encodeURIComponent(r.taskId)}`}>
+                  <a
+                    href={`#/calls?agent=${encodeURIComponent(r.agent)}&task=${encodeURIComponent(r.taskId)}`}
+                  >
                     {r.taskId.slice(0, 8)}
                   </a>
                   {dispatch !== undefined && (
                     <>
                       {' '}
                       dispatch{' '}
-                      <a href={`#/dispatches?id=${encodeURIComponent(dispatch)}`}>
-                        {dispatch.slice(0, 8)}
-                      </a>
+                      <a href={`#/calls/${encodeURIComponent(dispatch)}`}>{dispatch.slice(0, 8)}</a>
                     </>
                   )}
                 </li>
@@ -150,19 +281,39 @@ function Domain(props: { store: Store; domain: WorldDomain; now: number }) {
   );
 }
 
-export function WorldView(props: { store: Store }) {
+export function WorldView(props: { store: Store; params?: URLSearchParams }) {
   const store = useStore(props.store);
   const now = useNow(5000);
+  const [range, setRange] = useState<Range>('1h');
+  const pathDomain = props.params?.get('domain') ?? '';
+  const path = props.params?.get('path') ?? '';
   const domains = Object.values(store.world).sort((a, b) => a.name.localeCompare(b.name));
   return (
     <section aria-labelledby="world-title">
       <div class="toolbar">
         <h2 id="world-title">World state</h2>
+        <div role="radiogroup" aria-label="time range" class="tabs range-picker">
+          {(Object.keys(RANGES) as Range[]).map((r) => (
+            <button
+              key={r}
+              type="button"
+              role="radio"
+              aria-checked={range === r}
+              data-range={r}
+              onClick={() => setRange(r)}
+            >
+              {r}
+            </button>
+          ))}
+        </div>
       </div>
+      {pathDomain !== '' && path !== '' && (
+        <PathHistory store={store} domain={pathDomain} path={path} />
+      )}
       {domains.length === 0 && <p class="muted">No domain yet.</p>}
       <div class="domains">
         {domains.map((d) => (
-          <Domain key={d.name} store={store} domain={d} now={now} />
+          <Domain key={d.name} store={store} domain={d} now={now} range={range} />
         ))}
       </div>
     </section>

@@ -10,30 +10,7 @@ import { parseDuration } from '../config.js';
 import type { ApiContext } from './context.js';
 import type { RouteSpec } from './route.js';
 import { defineRoute } from './route.js';
-
-const STATUSES = ['pending', 'approved', 'rejected', 'expired', 'consumed', 'void'] as const;
-
-const approvalSchema = z
-  .object({
-    id: z.string(),
-    kind: z.enum(['dispatch', 'veto', 'checkpoint']),
-    dispatchId: z.string(),
-    agent: z.string(),
-    skill: z.string(),
-    mode: z.string(),
-    radius: z.string().nullable(),
-    status: z.enum(STATUSES),
-    requestedBy: z.string().nullable(),
-    requiredApprovals: z.number(),
-    approvals: z.array(z.object({ by: z.string(), at: z.number() }).passthrough()),
-    decidedBy: z.string().nullable(),
-    decidedAt: z.number().nullable(),
-    reasons: z.array(z.object({ kind: z.string(), detail: z.string() }).passthrough()),
-    createdAt: z.number(),
-    expiresAt: z.number(),
-    question: z.string().nullable(),
-  })
-  .passthrough();
+import { APPROVAL_STATUSES as STATUSES, approvalSchema } from './api-schemas.js';
 
 const outcomeSchema = z.object({
   approval: approvalSchema,

@@ -14,6 +14,9 @@ import { z } from 'zod';
 import { FleetgateError } from '../../protocol/index.js';
 import type { ApiContext } from './context.js';
 import { dashboardRoute } from './dashboard.js';
+import { callRoutes } from './routes-calls.js';
+import { explanationSchema, sessionSchema } from './api-schemas.js';
+import { searchRoutes } from './routes-search.js';
 import type { RouteSpec } from './route.js';
 import { defineRoute } from './route.js';
 
@@ -81,14 +84,7 @@ export function dashboardRoutes(ctx: ApiContext, directory = dashboardDirectory(
     responses: {
       200: {
         description: 'the decision: mode, effective radius, reasons, approvers needed or denial',
-        schema: z
-          .object({
-            agent: z.string(),
-            skill: z.string(),
-            decision: z.object({}).passthrough(),
-            policyVersion: z.string(),
-          })
-          .passthrough(),
+        schema: explanationSchema,
       },
     },
     handler: async ({ query }) => {
@@ -113,11 +109,7 @@ export function dashboardRoutes(ctx: ApiContext, directory = dashboardDirectory(
     responses: {
       200: {
         description: 'the caller',
-        schema: z.object({
-          name: z.string(),
-          role: z.enum(['viewer', 'operator', 'approver', 'admin']),
-          authenticated: z.boolean(),
-        }),
+        schema: sessionSchema,
       },
     },
     handler: ({ identity }) =>
@@ -127,11 +119,14 @@ export function dashboardRoutes(ctx: ApiContext, directory = dashboardDirectory(
         authenticated: identity.authenticated,
       }),
   });
-  if (directory === undefined) return [session, explain, dashboardRoute()];
+  if (directory === undefined)
+    return [session, explain, ...callRoutes(ctx), ...searchRoutes(ctx), dashboardRoute()];
   let index: Buffer | undefined;
   return [
     session,
     explain,
+    ...callRoutes(ctx),
+    ...searchRoutes(ctx),
     {
       method: 'GET',
       url: '/',

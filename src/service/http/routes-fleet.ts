@@ -14,35 +14,10 @@ import { routeSkill } from '../skill-routing.js';
 import type { ApiContext } from './context.js';
 import type { RouteSpec } from './route.js';
 import { defineRoute } from './route.js';
+import { agentSchema, decisionSchema, dispatchSchema } from './api-schemas.js';
 
 const agentName = z.object({
   name: z.string().min(1).max(63).describe('the agent name from the configuration'),
-});
-
-const skillView = z.object({
-  id: z.string(),
-  name: z.string().optional(),
-  declaredRadius: z.string().nullable(),
-  floor: z.string().nullable(),
-  effectiveRadius: z.string().nullable(),
-  pendingRadius: z.string().nullable(),
-  hitlMode: z.string().nullable(),
-  vetoTtlMs: z.number().nullable(),
-  domains: z.array(z.string()).nullable(),
-});
-
-const agentSchema = z.object({
-  name: z.string(),
-  url: z.string().nullable(),
-  status: z.enum(['pending', 'fresh', 'failed', 'stale']),
-  description: z.string().nullable(),
-  lastFetchedAt: z.number().nullable().describe('epoch milliseconds'),
-  lastChangedAt: z.number().nullable(),
-  nextRefreshAt: z.number().nullable(),
-  failures: z.number(),
-  lastError: z.object({ code: z.string(), message: z.string() }).nullable(),
-  skills: z.array(skillView),
-  diagnostics: z.array(z.object({}).passthrough()),
 });
 
 const dispatchBody = z.strictObject({
@@ -65,36 +40,6 @@ const dispatchQuery = z.object({
     .describe(
       '`true` or a duration (`30s`): answer once the dispatch ended or waits on a human, at most this long (default: answer at once)',
     ),
-});
-
-const decisionSchema = z.object({
-  action: z.enum(['allow', 'hold', 'deny']),
-  mode: z.string().optional(),
-  effectiveRadius: z.string().nullable().optional(),
-  reason: z.string().optional(),
-  reasons: z.array(z.object({ kind: z.string(), detail: z.string() }).passthrough()).optional(),
-  approvalId: z.string().optional(),
-  goAt: z.number().optional(),
-});
-
-const dispatchSchema = z.object({
-  id: z.string(),
-  status: z.enum([
-    'awaiting-approval',
-    'running',
-    'awaiting-input',
-    'completed',
-    'failed',
-    'rejected',
-    'canceled',
-  ]),
-  agent: z.string(),
-  skill: z.string(),
-  correlationId: z.string(),
-  taskId: z.string().nullable(),
-  createdAt: z.number(),
-  updatedAt: z.number(),
-  result: z.object({}).passthrough().nullable(),
 });
 
 const dispatchAnswer = dispatchSchema.extend({

@@ -4,13 +4,7 @@ import { FleetgateError } from '../../protocol/index.js';
 import type { ApiContext } from './context.js';
 import type { RouteSpec } from './route.js';
 import { defineRoute } from './route.js';
-
-const domainSchema = z.object({
-  name: z.string(),
-  version: z.number().describe('changes applied since the domain was created, gap-free'),
-  state: z.object({}).passthrough(),
-  updatedAt: z.number().describe('epoch milliseconds'),
-});
+import { auditRecordSchema, domainSchema } from './api-schemas.js';
 
 const domainParams = z.object({ domain: z.string().min(1).max(200) });
 
@@ -72,7 +66,7 @@ export function worldRoutes(ctx: ApiContext): RouteSpec[] {
       responses: {
         200: {
           description: 'audit records',
-          schema: z.object({ records: z.array(z.object({}).passthrough()) }),
+          schema: z.object({ records: z.array(auditRecordSchema) }),
         },
       },
       handler: async ({ params, query }) => {
