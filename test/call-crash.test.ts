@@ -96,6 +96,8 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
   const startAgent = (): Promise<RunningAgent> =>
     startOpsAgent({
       ...(port === undefined ? {} : { port }),
+      // pr_review's veto window: short enough to outlive a restart in a test.
+      vetoTtlMs: 4_000,
       behaviour: async (call): Promise<AgentPlan> => ({
         ...(await opsBehaviour(call)),
         hold: hold.promise,
@@ -120,7 +122,8 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
         `agents: [{ name: ops, url: ${agent.url} }]`,
         // A dead gateway's lease runs out fast; on one host its calls are taken back at once.
         'replicas: { leaseTtl: 3s }',
-        'policy: { sweepInterval: 200ms }',
+        // pr_review (repo, veto) keeps its veto window; bulk_migration (fleet) needs an approval.
+        'policy: { sweepInterval: 200ms, approvalAtOrAbove: fleet }',
       ].join('\n'),
     );
   }, 60_000);
@@ -369,4 +372,35 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
       120_000,
     );
   }
+
+  it.skipIf(variant.skip)(
+    'sends a call once after its veto window when its gateway died during the window',
+    async () => {
+      newHold();
+      hold.release();
+      const g = await start();
+      const before = agent.received.length;
+      const correlationId = uniqueName('veto');
+      const held = await api<Dispatch & { decision?: { goAt?: number } }>(g, '/api/dispatch', {
+        method: 'POST',
+        body: JSON.stringify({ agent: 'ops', skill: 'pr_review', text: 'PR 7', correlationId }),
+      });
+      expect(held.status).toBe('awaiting-approval');
+      expect(held.decision?.goAt).toBeGreaterThan(Date.now());
+      await g.stop('SIGKILL');
+      gateway = undefined;
+      const restarted = await start();
+      const done = await ended(restarted, correlationId);
+      expect(done.status).toBe('completed');
+      expect(Date.now()).toBeGreaterThanOrEqual(held.decision!.goAt!);
+      expect(agent.received.length).toBe(before + 1);
+      let applied = 0;
+      const end = Date.now() + 10_000;
+      while ((applied = await appliedFor(restarted, done.taskId!)) === 0 && Date.now() < end) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(applied).toBe(1);
+    },
+    120_000,
+  );
 });

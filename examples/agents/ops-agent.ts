@@ -37,9 +37,16 @@ export const OPS_DELTAS: Readonly<Record<string, WorldStateDeltaEntry[]>> = {
   bulk_migration: [{ domain: 'github_issues', path: 'data.migrated', op: 'push', value: 'repo-a' }],
 };
 
-/** Writes the ops agent's declarations on a card with the kit's helpers. */
-export function declareOps(card: AgentCard): AgentCard {
-  const skills = Object.entries(OPS_SKILLS);
+/**
+ * Writes the ops agent's declarations on a card with the kit's helpers; `vetoTtlMs` replaces
+ * pr_review's veto window (60 s).
+ */
+export function declareOps(card: AgentCard, options: { vetoTtlMs?: number } = {}): AgentCard {
+  const skills = Object.entries(OPS_SKILLS).map(([id, d]) =>
+    options.vetoTtlMs !== undefined && 'vetoTtlMs' in d
+      ? ([id, { ...d, vetoTtlMs: options.vetoTtlMs }] as const)
+      : ([id, d] as const),
+  );
   let out = declareBlast(card, Object.fromEntries(skills.map(([id, d]) => [id, d.radius])));
   out = declareHitlMode(
     out,
@@ -88,6 +95,8 @@ export function startOpsAgent(
     pushNotifications?: boolean;
     behaviour?: AgentBehaviour;
     decorateHandler?: StartAgentOptions['decorateHandler'];
+    /** pr_review's veto window instead of 60 s. */
+    vetoTtlMs?: number;
   } = {},
 ): Promise<RunningAgent> {
   return startAgent({
@@ -99,7 +108,8 @@ export function startOpsAgent(
     streaming: options.streaming ?? false,
     pushNotifications: options.pushNotifications ?? false,
     skills: Object.keys(OPS_SKILLS).map((id) => ({ id })),
-    declare: declareOps,
+    declare: (card) =>
+      declareOps(card, options.vetoTtlMs === undefined ? {} : { vetoTtlMs: options.vetoTtlMs }),
     behaviour: options.behaviour ?? opsBehaviour,
     ...(options.decorateHandler === undefined ? {} : { decorateHandler: options.decorateHandler }),
   });
