@@ -226,6 +226,12 @@ describe.skipIf(!pgUp || !natsUp)(
       env: Record<string, string>;
     }[] = [];
     const tokens = envFileOf(services[gatewayNames[0] ?? 'gateway-a'] ?? {});
+    /** A token of the env file, by its variable. */
+    const token = (name: string): string => {
+      const value = tokens[name];
+      if (value === undefined) throw new Error(`${name} is not in the env file`);
+      return value;
+    };
 
     /** The native address of each compose hostname the configuration names. */
     const hosts = new Map<string, string>();
@@ -354,7 +360,7 @@ describe.skipIf(!pgUp || !natsUp)(
       const held = await Promise.all(
         replicas.map(async (r) => {
           const metrics = await api<string>(r.url, '/metrics', {
-            token: tokens.FLEETGATE_VIEWER_TOKEN,
+            token: token('FLEETGATE_VIEWER_TOKEN'),
           });
           return Number(/^fleetgate_card_refresh_lease_held (\d+)/mu.exec(metrics.body)?.[1]);
         }),
@@ -365,7 +371,7 @@ describe.skipIf(!pgUp || !natsUp)(
         await eventually(
           async () => {
             const a = await api<{ status: string }>(r.url, '/api/agents/ops', {
-              token: tokens.FLEETGATE_VIEWER_TOKEN,
+              token: token('FLEETGATE_VIEWER_TOKEN'),
             });
             return a.body.status === 'fresh' ? true : undefined;
           },
@@ -387,7 +393,7 @@ describe.skipIf(!pgUp || !natsUp)(
           readEvents(
             r.url,
             '/api/events?topics=world.state.delta',
-            { token: tokens.FLEETGATE_VIEWER_TOKEN, signal: controller.signal },
+            { token: token('FLEETGATE_VIEWER_TOKEN'), signal: controller.signal },
             i === 0 ? onA : onB,
           ),
         ),
@@ -398,7 +404,7 @@ describe.skipIf(!pgUp || !natsUp)(
         a!.url,
         '/api/dispatch',
         {
-          token: tokens.FLEETGATE_OPERATOR_TOKEN,
+          token: token('FLEETGATE_OPERATOR_TOKEN'),
           body: { agent: 'ops', skill: 'bulk_migration', text: 'migrate' },
         },
       );
@@ -408,7 +414,7 @@ describe.skipIf(!pgUp || !natsUp)(
         b!.url,
         `/api/approvals/${held.body.decision.approvalId}/approve`,
         {
-          token: tokens.FLEETGATE_ADMIN_TOKEN,
+          token: token('FLEETGATE_ADMIN_TOKEN'),
           body: { reason: 'compose test' },
         },
       );
@@ -419,7 +425,7 @@ describe.skipIf(!pgUp || !natsUp)(
             a!.url,
             `/api/dispatches/${held.body.id}`,
             {
-              token: tokens.FLEETGATE_OPERATOR_TOKEN,
+              token: token('FLEETGATE_OPERATOR_TOKEN'),
             },
           );
           return d.body.status === 'completed' ? d.body : undefined;
@@ -441,7 +447,7 @@ describe.skipIf(!pgUp || !natsUp)(
       expect(mine(onA)[0]!.id).toBe(mine(onB)[0]!.id);
       // Applied once to the shared world state, read from either replica.
       const world = await api(b!.url, '/api/world/github_issues', {
-        token: tokens.FLEETGATE_VIEWER_TOKEN,
+        token: token('FLEETGATE_VIEWER_TOKEN'),
       });
       expect(world.body).toMatchObject({ version: 1, state: { data: { migrated: ['repo-a'] } } });
       controller.abort();

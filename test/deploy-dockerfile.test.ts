@@ -34,6 +34,7 @@ import { envOf, execForm, last, readDockerfile, type DockerStage } from './suppo
 const { args: globalArgs, stages } = readDockerfile();
 const image = stages.at(-1)!;
 const CONFIG_PATH = '/etc/fleetgate/fleetgate.yaml';
+const ADMIN_TOKEN = 'image-admin-token-0123456789abcdef';
 const SECRET_NAME = /TOKEN|SECRET|PASSW(OR)?D|PRIVATE|API_?KEY|CREDENTIAL/iu;
 
 const stage = (name: string): DockerStage => {
@@ -234,7 +235,7 @@ describe('the image CMD, run natively on a built checkout', () => {
     env = Object.fromEntries(
       Object.entries(envOf(image)).map(([k, v]) => [k, v.replace(':7420/', `:${port}/`)]),
     );
-    env.FLEETGATE_ADMIN_TOKEN = 'image-admin-token-0123456789abcdef';
+    env.FLEETGATE_ADMIN_TOKEN = ADMIN_TOKEN;
     const argv = execForm(last(image, 'CMD')!).map((a) => (a.startsWith('/') ? at(a) : a));
     gateway = spawnNative(argv, { cwd: app, env });
     await gateway.waitFor(/listening on (http:\/\/\S+)/u, 60_000);
@@ -251,7 +252,7 @@ describe('the image CMD, run natively on a built checkout', () => {
     const base = `http://127.0.0.1:${port}`;
     expect((await api(base, '/readyz')).status).toBe(200);
     expect((await api(base, '/api/agents')).status).toBe(401);
-    expect((await api(base, '/api/agents', { token: env.FLEETGATE_ADMIN_TOKEN })).status).toBe(200);
+    expect((await api(base, '/api/agents', { token: ADMIN_TOKEN })).status).toBe(200);
   });
 
   it('keeps the embedded store in the volume', () => {
@@ -259,6 +260,26 @@ describe('the image CMD, run natively on a built checkout', () => {
     const file = config.store.slice('sqlite:'.length);
     expect(file.startsWith(at(execForm(last(image, 'VOLUME')!)[0]!))).toBe(true);
     expect(existsSync(file)).toBe(true);
+  });
+
+  it('is backed up online by the command docs/deployment.md gives, with the image’s own SQLite driver', async () => {
+    const doc = readFileSync(join(ROOT, 'docs', 'deployment.md'), 'utf8');
+    const script = /docker exec fleetgate node -e "([^"]+)"/u.exec(doc)?.[1];
+    expect(script, 'the backup command in docs/deployment.md').toBeDefined();
+    const volume = execForm(last(image, 'VOLUME')!)[0]!;
+    const local = script!.replaceAll(`${volume}/`, `${at(volume)}/`);
+    const run = await runNative(['node', '-e', local], { cwd: at(workdir(image)) });
+    expect(run.code, run.output).toBe(0);
+    const copy = await runNative(
+      [
+        'node',
+        '-e',
+        `const db = require('better-sqlite3')(${JSON.stringify(`${at(volume)}/backup.db`)}, { readonly: true });` +
+          'console.log(db.prepare("select count(*) as n from sqlite_master where name = \'fleetgate_outbox\'").get().n)',
+      ],
+      { cwd: at(workdir(image)) },
+    );
+    expect(copy.output.trim()).toBe('1');
   });
 
   it('stops on its STOPSIGNAL with exit 0, and the HEALTHCHECK then fails', async () => {
