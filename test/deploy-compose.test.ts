@@ -82,6 +82,14 @@ function environmentOf(service: ComposeService): Record<string, string> {
   return { ...envFileOf(service), ...service.environment };
 }
 
+/** The named volumes a service mounts (`name:/path`). */
+function namedVolumes(service: ComposeService): { name: string; target: string }[] {
+  return (service.volumes ?? [])
+    .map((v) => v.split(':'))
+    .filter(([source]) => !source!.startsWith('.') && !source!.startsWith('/'))
+    .map(([name, target]) => ({ name: name!, target: target! }));
+}
+
 /** The host file mounted at `target` in a service. */
 function mounted(service: ComposeService, target: string): string {
   for (const volume of service.volumes ?? []) {
@@ -182,6 +190,22 @@ describe('deploy/compose.yaml as written', () => {
     for (const v of [...nats.volumes!, ...postgres.volumes!]) {
       expect(named).toContain(v.split(':')[0]);
     }
+  });
+
+  it('writes only into volumes: the claim journal is on a volume both replicas mount', () => {
+    for (const name of gatewayNames) {
+      const s = services[name]!;
+      const config = parse(readFileSync(mounted(s, '/etc/fleetgate/fleetgate.yaml'), 'utf8')) as {
+        journal?: string;
+      };
+      // Without `journal:` a PostgreSQL gateway writes ./data/claims under the read-only WORKDIR.
+      expect(config.journal, `${name}: journal`).toMatch(/^\//u);
+      const volume = namedVolumes(s).find((v) => config.journal!.startsWith(`${v.target}/`));
+      expect(volume, `${name}: ${config.journal} is on a named volume`).toBeDefined();
+      expect(Object.keys(compose.volumes ?? {})).toContain(volume!.name);
+    }
+    const [a, b] = gatewayNames.map((n) => namedVolumes(services[n]!).map((v) => v.name));
+    expect(a).toEqual(b);
   });
 
   it('keeps every secret in the env file, and the env file names every secret the configuration needs', () => {

@@ -168,6 +168,15 @@ describe('deploy/kubernetes manifests', () => {
     // A writable /tmp on the read-only root filesystem.
     const tmp = gateway.volumeMounts?.find((m) => m.mountPath === '/tmp');
     expect(pod.volumes?.find((v) => v.name === tmp?.name)?.emptyDir).toBeDefined();
+    // What the gateway writes is on a writable volume: the root filesystem is read-only.
+    const { journal } = parse(only<IConfigMap>('ConfigMap').data!['fleetgate.yaml']!) as {
+      journal?: string;
+    };
+    expect(journal, 'journal: (else ./data/claims under the read-only WORKDIR)').toMatch(/^\//u);
+    const journalMount = gateway.volumeMounts?.find((m) => journal!.startsWith(`${m.mountPath}/`));
+    expect(journalMount?.readOnly).not.toBe(true);
+    const journalVolume = pod.volumes?.find((v) => v.name === journalMount?.name);
+    expect(journalVolume?.emptyDir ?? journalVolume?.persistentVolumeClaim).toBeDefined();
     // The pod is given time to stop gracefully (listen.shutdownTimeout is 15 s).
     expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(15);
     // The port the probes and the Service use is the one the configuration listens on.
