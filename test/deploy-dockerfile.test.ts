@@ -3,10 +3,13 @@
  * only, a non-root user, a health check on /healthz, SIGTERM, the data volume, no secret in ENV
  * or ARG), and its gateway stage run natively: the stage's files are laid out in a scratch root
  * from its COPY instructions (the build stage's outputs taken from this built checkout), then its
- * CMD runs there with the image's ENV — it starts, its HEALTHCHECK passes, the embedded store
- * lands in the VOLUME, and STOPSIGNAL stops it with exit 0. No container engine runs here.
+ * CMD runs there with the image's ENV, as an unprivileged user who may write only the VOLUME (as
+ * the image's USER on its read-only layers) — it starts, its HEALTHCHECK passes, the embedded
+ * store lands in the VOLUME, and STOPSIGNAL stops it with exit 0. No container engine runs here.
  */
 import {
+  chmodSync,
+  chownSync,
   cpSync,
   existsSync,
   mkdirSync,
@@ -27,6 +30,7 @@ import {
   requireBuiltCheckout,
   runNative,
   spawnNative,
+  unprivileged,
   type NativeProcess,
 } from './support/deploy-native.js';
 import { envOf, execForm, last, readDockerfile, type DockerStage } from './support/dockerfile.js';
@@ -199,6 +203,8 @@ describe('the image CMD, run natively on a built checkout', () => {
   let port: number;
   let env: Record<string, string>;
   const at = (path: string): string => join(root, path);
+  /** The image's USER, played by an unprivileged user of this machine. */
+  const user = unprivileged();
 
   beforeAll(async () => {
     requireBuiltCheckout();
@@ -222,8 +228,13 @@ describe('the image CMD, run natively on a built checkout', () => {
       }
     }
     for (const i of image.instructions.filter((x) => x.keyword === 'VOLUME')) {
-      for (const v of execForm(i)) mkdirSync(at(v), { recursive: true });
+      for (const v of execForm(i)) {
+        mkdirSync(at(v), { recursive: true });
+        // The volume belongs to the image's user (the stage's `chown`); nothing else is writable.
+        if (user !== undefined) chownSync(at(v), user.uid, user.gid);
+      }
     }
+    chmodSync(root, 0o755);
     // Container paths in the configuration point into the scratch root; the port is a free one.
     const config = parse(readFileSync(at(CONFIG_PATH), 'utf8')) as {
       store: string;
@@ -237,7 +248,7 @@ describe('the image CMD, run natively on a built checkout', () => {
     );
     env.FLEETGATE_ADMIN_TOKEN = ADMIN_TOKEN;
     const argv = execForm(last(image, 'CMD')!).map((a) => (a.startsWith('/') ? at(a) : a));
-    gateway = spawnNative(argv, { cwd: app, env });
+    gateway = spawnNative(argv, { cwd: app, env, ...(user === undefined ? {} : { user }) });
     await gateway.waitFor(/listening on (http:\/\/\S+)/u, 60_000);
   }, 90_000);
 
@@ -268,7 +279,10 @@ describe('the image CMD, run natively on a built checkout', () => {
     expect(script, 'the backup command in docs/deployment.md').toBeDefined();
     const volume = execForm(last(image, 'VOLUME')!)[0]!;
     const local = script!.replaceAll(`${volume}/`, `${at(volume)}/`);
-    const run = await runNative(['node', '-e', local], { cwd: at(workdir(image)) });
+    const run = await runNative(['node', '-e', local], {
+      cwd: at(workdir(image)),
+      ...(user === undefined ? {} : { user }),
+    });
     expect(run.code, run.output).toBe(0);
     const copy = await runNative(
       [
@@ -292,7 +306,11 @@ describe('the image CMD, run natively on a built checkout', () => {
   it('refuses to start without the token its configuration names, saying which', async () => {
     const { FLEETGATE_ADMIN_TOKEN: _unset, ...without } = env;
     const argv = execForm(last(image, 'CMD')!).map((a) => (a.startsWith('/') ? at(a) : a));
-    const run = await runNative(argv, { cwd: at(workdir(image)), env: without });
+    const run = await runNative(argv, {
+      cwd: at(workdir(image)),
+      env: without,
+      ...(user === undefined ? {} : { user }),
+    });
     expect(run.code).not.toBe(0);
     expect(run.output).toMatch(/FLEETGATE_ADMIN_TOKEN/u);
   });

@@ -39,7 +39,7 @@ export interface NativeProcess {
  */
 export function spawnNative(
   argv: readonly string[],
-  options: { cwd?: string; env?: Record<string, string> } = {},
+  options: { cwd?: string; env?: Record<string, string>; user?: { uid: number; gid: number } } = {},
 ): NativeProcess {
   const [command, ...args] = argv;
   if (command === undefined) throw new Error('empty command');
@@ -52,6 +52,7 @@ export function spawnNative(
       ...options.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...(options.user === undefined ? {} : { uid: options.user.uid, gid: options.user.gid }),
   });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -93,7 +94,12 @@ export function spawnNative(
 /** Runs `argv` to its end; its exit code and output. */
 export async function runNative(
   argv: readonly string[],
-  options: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {},
+  options: {
+    cwd?: string;
+    env?: Record<string, string>;
+    timeoutMs?: number;
+    user?: { uid: number; gid: number };
+  } = {},
 ): Promise<{ code: number | null; output: string }> {
   const p = spawnNative(argv, options);
   const timer = setTimeout(() => void p.stop('SIGKILL'), options.timeoutMs ?? 30_000);
@@ -102,6 +108,15 @@ export async function runNative(
   );
   clearTimeout(timer);
   return { code, output: p.output() };
+}
+
+/**
+ * An unprivileged user to run a container's command as, when the tests run as root (as CI does):
+ * `nobody`, who can read the checkout but write only where it is given a directory — as the
+ * image's `USER` on its read-only layers. Undefined when the tests already run unprivileged.
+ */
+export function unprivileged(): { uid: number; gid: number } | undefined {
+  return process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : undefined;
 }
 
 /** Fails with a clear message when the checkout has not been built (`npm ci` builds it). */
