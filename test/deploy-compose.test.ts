@@ -3,14 +3,24 @@
  * and `environment:`) and mounted configuration file, and the demo agent's image command, started
  * as processes on this machine — the compose hostnames mapped to the local PostgreSQL and NATS
  * (a private schema and stream, so nothing collides with other suites) and to the native agent,
- * the container's port to a free loopback port. The two replicas come up healthy (the compose
+ * the container's port to a free loopback port, named volumes to directories of the run; the
+ * gateways run as an unprivileged user who may write only those volumes. The two replicas come up healthy (the compose
  * health checks pass), share the fleet (one card-refresh lease holder; an approval given on one
  * releases the call held on the other; the delta reaches each replica's live stream once), and
  * stop on SIGTERM with exit 0. So the compose file cannot drift from what the gateway accepts.
  */
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
@@ -32,6 +42,7 @@ import {
   requireBuiltCheckout,
   runNative,
   spawnNative,
+  unprivileged,
   type NativeProcess,
 } from './support/deploy-native.js';
 import { execForm, last, readDockerfile } from './support/dockerfile.js';
@@ -257,6 +268,9 @@ describe.skipIf(!pgUp || !natsUp)(
       return value;
     };
 
+    /** The image's USER, played by an unprivileged user of this machine (WORKDIR not writable). */
+    const user = unprivileged();
+
     /** The native address of each compose hostname the configuration names. */
     const hosts = new Map<string, string>();
 
@@ -279,6 +293,7 @@ describe.skipIf(!pgUp || !natsUp)(
     beforeAll(async () => {
       requireBuiltCheckout();
       dir = mkdtempSync(join(tmpdir(), 'fleetgate-compose-'));
+      chmodSync(dir, 0o755);
 
       // The demo agent: its image's CMD (the Dockerfile stage compose builds), its environment.
       const agentService = services['ops-agent']!;
@@ -309,12 +324,24 @@ describe.skipIf(!pgUp || !natsUp)(
         const source = parse(readFileSync(mounted(s, '/etc/fleetgate/fleetgate.yaml'), 'utf8')) as {
           store: string;
           bus: string;
+          journal?: string;
           agents: { url: string }[];
+        };
+        // A named volume is a directory of this run, shared by the services that mount it and
+        // writable by the user the gateway runs as; nothing else is.
+        const onVolume = (path: string): string => {
+          const v = namedVolumes(s).find((x) => path.startsWith(`${x.target}/`));
+          if (v === undefined) return path;
+          const volume = join(dir, 'volumes', v.name);
+          mkdirSync(volume, { recursive: true });
+          if (user !== undefined) chownSync(volume, user.uid, user.gid);
+          return join(volume, path.slice(v.target.length));
         };
         const config = {
           ...source,
           store: mapUrl(source.store),
           bus: mapUrl(source.bus),
+          ...(source.journal === undefined ? {} : { journal: onVolume(source.journal) }),
           agents: source.agents.map((a) => ({ ...a, url: mapUrl(a.url) })),
         };
         const file = join(dir, `${service}.yaml`);
@@ -327,7 +354,7 @@ describe.skipIf(!pgUp || !natsUp)(
           '0',
         ];
         const env = environmentOf(s);
-        const process = spawnNative(argv, { env });
+        const process = spawnNative(argv, { env, ...(user === undefined ? {} : { user }) });
         const url = await process.waitFor(/listening on (http:\/\/\S+)/u, 60_000);
         replicas.push({ name: service, url, process, env });
       });
