@@ -4,10 +4,10 @@
  * as processes on this machine — the compose hostnames mapped to the local PostgreSQL and NATS
  * (a private schema and stream, so nothing collides with other suites) and to the native agent,
  * the container's port to a free loopback port, named volumes to directories of the run; the
- * gateways run as an unprivileged user who may write only those volumes. The two replicas come up healthy (the compose
- * health checks pass), share the fleet (one card-refresh lease holder; an approval given on one
- * releases the call held on the other; the delta reaches each replica's live stream once), and
- * stop on SIGTERM with exit 0. So the compose file cannot drift from what the gateway accepts.
+ * gateways run as an unprivileged user who may write only those volumes. The two replicas come
+ * up healthy (the compose health checks pass), share the fleet (one card-refresh lease holder; an
+ * approval given on one releases the call held on the other; the delta reaches each replica's
+ * live stream once), and stop on SIGTERM with exit 0. So the compose file cannot drift from what the gateway accepts.
  */
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
