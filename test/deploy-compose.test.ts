@@ -393,7 +393,7 @@ describe.skipIf(!pgUp || !natsUp)(
         });
         expect(viaImage.code, viaImage.output).toBe(0);
       }
-    });
+    }, 60_000);
 
     it('has exactly one card-refresh lease holder, and the agent sees the holder’s fetches only', async () => {
       const roles = await eventually(
@@ -432,7 +432,7 @@ describe.skipIf(!pgUp || !natsUp)(
       }
       expect(proxy.cards()).toBeGreaterThanOrEqual(1);
       expect(proxy.cards()).toBeLessThanOrEqual(2);
-    });
+    }, 60_000);
 
     it('releases on one replica the call held on the other; the agent runs it once, each stream sees its delta once', async () => {
       const [a, b] = replicas;

@@ -264,7 +264,7 @@ describe('the image CMD, run natively on a built checkout', () => {
     expect((await api(base, '/readyz')).status).toBe(200);
     expect((await api(base, '/api/agents')).status).toBe(401);
     expect((await api(base, '/api/agents', { token: ADMIN_TOKEN })).status).toBe(200);
-  });
+  }, 30_000);
 
   it('keeps the embedded store in the volume', () => {
     const config = parse(readFileSync(at(CONFIG_PATH), 'utf8')) as { store: string };
@@ -294,14 +294,14 @@ describe('the image CMD, run natively on a built checkout', () => {
       { cwd: at(workdir(image)) },
     );
     expect(copy.output.trim()).toBe('1');
-  });
+  }, 30_000);
 
   it('stops on its STOPSIGNAL with exit 0, and the HEALTHCHECK then fails', async () => {
     const code = await gateway.stop(last(image, 'STOPSIGNAL')!.args as NodeJS.Signals);
     expect(code, gateway.output()).toBe(0);
     const check = await runNative(execForm(last(image, 'HEALTHCHECK')!), { env });
     expect(check.code).toBe(1);
-  });
+  }, 30_000);
 
   it('refuses to start without the token its configuration names, saying which', async () => {
     const { FLEETGATE_ADMIN_TOKEN: _unset, ...without } = env;
@@ -313,5 +313,5 @@ describe('the image CMD, run natively on a built checkout', () => {
     });
     expect(run.code).not.toBe(0);
     expect(run.output).toMatch(/FLEETGATE_ADMIN_TOKEN/u);
-  });
+  }, 60_000);
 });

@@ -132,7 +132,7 @@ describe('deploy/kubernetes manifests', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }, 60_000);
 
   it('runs two replicas, non-root on a read-only root filesystem, with probes and resources', () => {
     const deployment = only<IDeployment>('Deployment');
@@ -254,5 +254,5 @@ describe('deploy/kubernetes manifests', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }, 60_000);
 });
