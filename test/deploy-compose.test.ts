@@ -294,6 +294,12 @@ describe.skipIf(!pgUp || !natsUp)(
       requireBuiltCheckout();
       dir = mkdtempSync(join(tmpdir(), 'fleetgate-compose-'));
       chmodSync(dir, 0o755);
+      // The compose database comes with its schema (public); this run's private schema stands in
+      // for it, so it exists before the replicas start, as public does.
+      const admin = new pg.Client({ connectionString: PG_URL });
+      await admin.connect();
+      await admin.query(`create schema ${name}`);
+      await admin.end();
 
       // The demo agent: its image's CMD (the Dockerfile stage compose builds), its environment.
       const agentService = services['ops-agent']!;
