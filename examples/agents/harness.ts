@@ -113,6 +113,10 @@ export interface StartAgentOptions {
   description?: string;
   /** 0 (default) picks a free port. */
   port?: number;
+  /** Address to listen on (default `127.0.0.1`; `0.0.0.0` in a container). */
+  host?: string;
+  /** Base URL the card advertises (default `http://127.0.0.1:<port>`), e.g. a service name. */
+  publicUrl?: string;
   skills: readonly { id: string; name?: string; description?: string }[];
   /** Raw `capabilities.extensions` entries (a test's misdeclared card); prefer `declare`. */
   extensions?: readonly ExampleExtensionDeclaration[];
@@ -319,10 +323,11 @@ export async function startAgent(options: StartAgentOptions): Promise<RunningAge
   const server: Server = createServer(app);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
   });
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
+  const advertised = options.publicUrl?.replace(/\/+$/u, '') ?? url;
   const version = options.legacy === true ? '0.3' : '1.0';
   const extensions: AgentExtension[] = (options.extensions ?? []).map((e) => ({
     uri: e.uri,
@@ -338,8 +343,8 @@ export async function startAgent(options: StartAgentOptions): Promise<RunningAge
     description: options.description ?? `Example agent ${options.name}`,
     version: '1.0.0',
     supportedInterfaces: [
-      { url: `${url}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: version },
-      { url: `${url}/a2a/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: version },
+      { url: `${advertised}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: version },
+      { url: `${advertised}/a2a/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: version },
     ],
     capabilities: {
       streaming: options.streaming ?? false,
