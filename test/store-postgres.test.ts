@@ -7,6 +7,25 @@ import { GATEWAY_MIGRATIONS, openGatewayStore } from '../src/service/index.js';
 const pgUp = await requirePostgres();
 
 describe.skipIf(!pgUp)('openStore on PostgreSQL', () => {
+  it('opens one new schema from several processes starting at once (replicas)', async () => {
+    const schema = uniqueName('fgrace');
+    const opened = await Promise.allSettled(
+      Array.from({ length: 8 }, () => openGatewayStore(PG_URL, { schema })),
+    );
+    try {
+      expect(opened.map((o) => o.status)).toEqual(Array(8).fill('fulfilled'));
+      const migrated = opened.flatMap((o) => (o.status === 'fulfilled' ? o.value.migrated : []));
+      // The migrations ran once between them.
+      expect(migrated).toEqual(Object.keys(GATEWAY_MIGRATIONS));
+    } finally {
+      const stores = opened.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []));
+      if (stores[0] !== undefined) {
+        await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(stores[0].db);
+      }
+      for (const store of stores) await store.close();
+    }
+  });
+
   it('migrates a fresh schema once and reads BIGINT columns as numbers', async () => {
     const schema = uniqueName('fgst');
     const first = await openGatewayStore(PG_URL, { schema });

@@ -245,7 +245,14 @@ export async function openStore<DB = unknown>(
       });
     }
     if (schema !== undefined && migrate === true) {
-      await sql`create schema if not exists ${sql.id(schema)}`.execute(db);
+      // Replicas starting together: `if not exists` alone races on the catalog (a duplicate-key
+      // error for all but one), so the schema is created under a lock named after it.
+      await db.transaction().execute(async (trx) => {
+        await sql`select pg_advisory_xact_lock(hashtext(${`fleetgate.schema.${schema}`}))`.execute(
+          trx,
+        );
+        await sql`create schema if not exists ${sql.id(schema)}`.execute(trx);
+      });
     }
     const db0 = db as unknown as Kysely<unknown>;
     const context = { migrations: options.migrations, ...(schema === undefined ? {} : { schema }) };
