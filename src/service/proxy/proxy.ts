@@ -186,6 +186,21 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
   const done = new Set<string>();
   const waiters = new Map<string, Set<() => void>>();
   const syncing = new Map<string, Promise<ProxyTask | undefined>>();
+  /**
+   * Calls this process is sending to the agent, by task: resolves true once the agent answered
+   * (its stream of the call ended), false when the gate held the call (nothing was sent).
+   */
+  const inflight = new Map<string, Promise<boolean>>();
+  const sendingNow = (id: string, sending: Promise<{ held: boolean }>): void => {
+    const answeredNow = sending.then(
+      (sent) => !sent.held,
+      () => true,
+    );
+    inflight.set(id, answeredNow);
+    void answeredNow.finally(() => {
+      if (inflight.get(id) === answeredNow) inflight.delete(id);
+    });
+  };
   const background = new Set<Promise<unknown>>();
   let closed = false;
 
@@ -942,7 +957,9 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
         local.add(id);
         const work = (async () => {
           try {
-            const sent = await dispatch(agent, opened, params, context, false);
+            const sending = dispatch(agent, opened, params, context, false);
+            sendingNow(id, sending);
+            const sent = await sending;
             // The extensions the agent activated for the call go back to the client with those
             // the proxy activated on arrival (the SDK sets the response header from the context).
             for (const uri of sent.result?.echoedExtensions ?? []) {
@@ -1022,7 +1039,9 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
         await registerPushWith(params, opened.task, context);
         local.add(id);
         feed.open(id);
-        const sending = dispatch(agent, opened, params, context, true).then(
+        const dispatching = dispatch(agent, opened, params, context, true);
+        sendingNow(id, dispatching);
+        const sending = dispatching.then(
           async (sent) => {
             try {
               await sync(id, {
@@ -1102,15 +1121,17 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
         }
         // A task running at the agent is followed on the agent's own stream, which ends when the
         // agent's does; a held one (nothing at the agent yet) on the store.
-        const relayed =
-          current.agentTaskId !== null && !awaitingApproval(current) && !feed.live(current.id)
+        // A call this process is still sending ends the subscription when the agent answers it.
+        const agentDone =
+          inflight.get(current.id) ??
+          (current.agentTaskId !== null && !awaitingApproval(current)
             ? () => relayAgentStream(current)
-            : undefined;
+            : undefined);
         yield* stream(
           current.task,
           current.id,
           { state: current.state, artifacts: current.task.artifacts.length },
-          relayed === undefined ? {} : { agentDone: relayed },
+          agentDone === undefined ? {} : { agentDone },
         );
       },
 
