@@ -156,6 +156,8 @@ function sameView(a: Task, b: Task, aAgentTask: string | null, bAgentTask: strin
     a.status?.state === b.status?.state &&
     aAgentTask === bAgentTask &&
     a.artifacts.length === b.artifacts.length &&
+    // A follow-up adds to the history without moving the state.
+    a.history.length === b.history.length &&
     JSON.stringify(a.status?.message?.parts ?? []) ===
       JSON.stringify(b.status?.message?.parts ?? [])
   );
@@ -705,6 +707,8 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
     params: SendMessageRequest,
     context: ServerCallContext,
     streaming: boolean,
+    /** Told when the agent answered the call (its stream ended), before the records move on. */
+    onAnswered?: () => void,
   ): Promise<{ record: DispatchRecord; held: boolean; result: CallResult | undefined }> {
     const id = opened.task.id;
     let decision: GateVerdict | undefined;
@@ -726,6 +730,7 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
       },
       onResult: (r) => {
         result = r;
+        onAnswered?.();
       },
       ...(streaming
         ? {
@@ -788,6 +793,7 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
         else queue.push(event);
       });
       let agentEnded = false;
+      let sawLive = false;
       const agentDone =
         typeof options.agentDone === 'function' ? options.agentDone() : options.agentDone;
       void agentDone?.then(
@@ -808,6 +814,7 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
         for (;;) {
           const event = await queue.next(TICK_MS);
           if (event !== undefined) {
+            sawLive = true;
             const p = event.payload;
             if (p?.$case === 'task') {
               // The client has had the task: a task event of the agent's says only what changed.
@@ -828,10 +835,11 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
             continue;
           }
           if (closed) return;
-          if (feed.live(id)) continue;
           if (agentEnded) {
-            // The agent's stream ended: what the store has since, then the end.
-            const task = (await store.get(id)) ?? undefined;
+            // The agent's stream ended. Its live events told the client everything; a call sent
+            // blocking (no live events) is read once more for the state it ended in.
+            if (sawLive) return;
+            const task = await sync(id);
             if (
               task !== undefined &&
               (task.state !== state || task.task.artifacts.length > artifacts)
@@ -840,6 +848,7 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
             }
             return;
           }
+          if (feed.live(id)) continue;
           const task = await sync(id);
           if (task === undefined) return;
           if (task.state !== state || task.task.artifacts.length > artifacts) {
@@ -1039,8 +1048,18 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
         await registerPushWith(params, opened.task, context);
         local.add(id);
         feed.open(id);
-        const dispatching = dispatch(agent, opened, params, context, true);
+        // The client's stream ends when the agent's does: told by the call's result, before the
+        // gateway has recorded it (the live events have told the client everything already).
+        let agentAnswered!: (end: boolean) => void;
+        const agentDone = new Promise<boolean>((resolve) => (agentAnswered = resolve));
+        const dispatching = dispatch(agent, opened, params, context, true, () =>
+          agentAnswered(true),
+        );
         sendingNow(id, dispatching);
+        void dispatching.then(
+          (sent) => agentAnswered(!sent.held),
+          () => agentAnswered(true),
+        );
         const sending = dispatching.then(
           async (sent) => {
             try {
@@ -1062,12 +1081,7 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
           },
         );
         keep(sending, 'proxy.stream');
-        yield* stream(
-          opened.task.task,
-          id,
-          { state: 'submitted', artifacts: 0 },
-          { agentDone: sending },
-        );
+        yield* stream(opened.task.task, id, { state: 'submitted', artifacts: 0 }, { agentDone });
       },
 
       async getTask(params: GetTaskRequest, context) {
