@@ -708,7 +708,7 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
     context: ServerCallContext,
     streaming: boolean,
     /** Told when the agent answered the call (its stream ended), before the records move on. */
-    onAnswered?: () => void,
+    onAnswered?: (result: CallResult) => void,
   ): Promise<{ record: DispatchRecord; held: boolean; result: CallResult | undefined }> {
     const id = opened.task.id;
     let decision: GateVerdict | undefined;
@@ -730,7 +730,7 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
       },
       onResult: (r) => {
         result = r;
-        onAnswered?.();
+        onAnswered?.(r);
       },
       ...(streaming
         ? {
@@ -1048,13 +1048,19 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
         await registerPushWith(params, opened.task, context);
         local.add(id);
         feed.open(id);
-        // The client's stream ends when the agent's does: told by the call's result, before the
-        // gateway has recorded it (the live events have told the client everything already).
+        // The client's stream ends when the agent's does: once the call's result is on the task
+        // (and its push deliveries started), before the gateway has finished recording the call.
         let agentAnswered!: (end: boolean) => void;
         const agentDone = new Promise<boolean>((resolve) => (agentAnswered = resolve));
-        const dispatching = dispatch(agent, opened, params, context, true, () =>
-          agentAnswered(true),
-        );
+        const dispatching = dispatch(agent, opened, params, context, true, (result) => {
+          const settle = async (): Promise<void> => {
+            const record = await gateway.dispatchRecord(id);
+            if (record !== undefined) await sync(id, { record, result });
+          };
+          void settle()
+            .catch((error: unknown) => options.onError(error, 'proxy.stream'))
+            .finally(() => agentAnswered(true));
+        });
         sendingNow(id, dispatching);
         void dispatching.then(
           (sent) => agentAnswered(!sent.held),
