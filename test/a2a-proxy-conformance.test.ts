@@ -255,7 +255,14 @@ describe('the A2A proxy in front of a plain SDK agent', () => {
       ),
     );
     expect(push.headers['x-a2a-notification-token']).toBe('secret-of-the-client');
-    expect(JSON.stringify(push.body)).toContain('TASK_STATE_WORKING');
+    // The task as it started, then its next state, each once.
+    const states = await eventually(async () => {
+      const seen = pushes
+        .filter((p) => JSON.stringify(p.body).includes(task.id))
+        .map((p) => (p.body as { task?: { status?: { state?: string } } }).task?.status?.state);
+      return Promise.resolve(seen.length >= 2 ? seen : undefined);
+    });
+    expect([...states].sort()).toEqual(['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING']);
   });
 
   it("C: refuses a push URL CreateTaskPushNotificationConfig refuses, and the agent isn't called", async () => {

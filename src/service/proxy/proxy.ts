@@ -902,8 +902,9 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
     /**
      * A push configuration sent with the message (`configuration.taskPushNotificationConfig`):
      * registered for the new task through `CreateTaskPushNotificationConfig`'s own path (its checks
-     * included) before the call is sent, so every state the task reaches is delivered like one set
-     * later. A configuration refused ends the task failed, saying why, and nothing is sent.
+     * included) before the call is sent, so every state the task reaches, `submitted` first, is
+     * delivered like one set later. A configuration refused ends the task failed, saying why, and
+     * nothing is sent.
      */
     async function registerPushWith(
       params: SendMessageRequest,
@@ -914,6 +915,9 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
       if (config === undefined) return;
       try {
         await handler.createTaskPushNotificationConfig({ ...config, taskId: task.id }, context);
+        // As an SDK agent does, the task goes out as it starts (submitted), before the client
+        // hears of it; every later state follows.
+        await push.notify(task.task, task.state);
       } catch (error) {
         const reason = error instanceof Error ? error.message : String(error);
         await store.update(task.id, {
