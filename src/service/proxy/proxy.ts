@@ -549,7 +549,9 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
    * tracker follows the task to its end (deltas once, on the single terminal). The answer is not
    * gated again: the call was admitted (and approved, when it had to be) when the task started.
    * A `compound` skill is the exception: its checkpoints need an approver, not the caller.
-   * Resolves once the agent answered (the task ended or asks again).
+   * Resolves once the agent answered (the task ended or asks again). A message to a task the agent
+   * is working on (not asking) is a follow-up instead, decided by the policy as a call of the
+   * task's skill (`follow-up.ts`).
    */
   async function continueTask(
     agent: string,
