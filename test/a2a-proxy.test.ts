@@ -158,11 +158,24 @@ describe('the A2A proxy', () => {
       expect(body).toMatchObject({ error: { code: 'FLEETGATE_AGENT_UNKNOWN' } });
     });
 
-    it('needs the operator role', async () => {
+    it('is public; every call needs the operator role', async () => {
       const path = '/a2a/ops/.well-known/agent-card.json';
-      expect((await api(gw.url, path)).status).toBe(401);
-      expect((await api(gw.url, path, { token: VIEWER })).status).toBe(403);
-      expect((await api(gw.url, path, { token: 'wrong-token-0123456789abcdef' })).status).toBe(401);
+      expect((await api(gw.url, path)).status).toBe(200);
+      const call = { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } };
+      const headers = { 'a2a-version': '1.0' };
+      expect((await api(gw.url, '/a2a/ops', { body: call, headers })).status).toBe(401);
+      expect((await api(gw.url, '/a2a/ops', { body: call, headers, token: VIEWER })).status).toBe(
+        403,
+      );
+      expect(
+        (
+          await api(gw.url, '/a2a/ops', {
+            body: call,
+            headers,
+            token: 'wrong-token-0123456789abcdef',
+          })
+        ).status,
+      ).toBe(401);
     });
   });
 

@@ -11,6 +11,8 @@ export class EventQueue<T> {
   readonly #items: T[] = [];
   #wake: (() => void) | undefined;
   #ended = false;
+  /** Poked while nobody waited: the next `next` returns at once. */
+  #poked = false;
 
   push(item: T): void {
     if (this.#ended) return;
@@ -20,7 +22,8 @@ export class EventQueue<T> {
 
   /** Wakes a waiting `next` without an item (something else changed). */
   poke(): void {
-    this.#wake?.();
+    if (this.#wake === undefined) this.#poked = true;
+    else this.#wake();
   }
 
   end(): void {
@@ -36,6 +39,10 @@ export class EventQueue<T> {
   async next(timeoutMs: number): Promise<T | undefined> {
     if (this.#items.length > 0) return this.#items.shift();
     if (this.#ended) return undefined;
+    if (this.#poked) {
+      this.#poked = false;
+      return undefined;
+    }
     await new Promise<void>((resolve) => {
       const done = (): void => {
         clearTimeout(timer);

@@ -6,10 +6,12 @@
  * v0.3 compatibility — with the proxy's request handler behind them. What the gateway refuses
  * itself is answered in the transport's own error shape, and nothing of it reaches the agent.
  */
+import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import express from 'express';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
+import { AgentCard } from '@a2a-js/sdk';
 import type { ServerCallContextBuilder, User } from '@a2a-js/sdk/server';
 import { defaultServerCallContextBuilder } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
@@ -66,10 +68,14 @@ const IDENTITY = Symbol('fleetgate.identity');
 type ProxiedRequest = IncomingMessage & { body?: unknown; [IDENTITY]?: Identity };
 
 /** The caller as the SDK sees it: the gateway token's name. */
-class GatewayUser implements User {
+export class GatewayUser implements User {
   readonly #identity: Identity;
   constructor(identity: Identity) {
     this.#identity = identity;
+  }
+  /** The token's widest role: an admin reads every caller's tasks of the agent. */
+  get role(): Identity['role'] {
+    return this.#identity.role;
   }
   get isAuthenticated(): boolean {
     return this.#identity.authenticated;
@@ -89,6 +95,22 @@ const GRPC_STATUS: Readonly<Record<number, string>> = {
   429: 'RESOURCE_EXHAUSTED',
   503: 'UNAVAILABLE',
 };
+
+/** True for a request for the agent's public card (served without a token). */
+function isCardFetch(method: string, rest: string): boolean {
+  const path = rest.split('?', 1)[0]!;
+  return (
+    (method === 'GET' || method === 'HEAD') &&
+    (path === '/.well-known/agent-card.json' || path === '/.well-known/agent.json')
+  );
+}
+
+/** True when the request asks for the v0.3 protocol (no `A2A-Version`, or a `0.x` one). */
+function wantsLegacy(request: FastifyRequest): boolean {
+  const header = request.headers['a2a-version'];
+  const version = (Array.isArray(header) ? header[0] : header)?.trim() ?? '';
+  return version === '' || version.startsWith('0.');
+}
 
 function surfaceOf(method: string, rest: string): Surface {
   const path = rest.split('?', 1)[0]!;
@@ -215,6 +237,42 @@ export function createProxyFront(options: ProxyFrontOptions): ProxyFront {
     return app;
   };
 
+  /**
+   * The v1.0 card in the spec's JSON form (the protobuf JSON mapping: `{"httpAuthSecurityScheme":
+   * …}`, not the SDK's in-memory `{ $case, value }` union), with an ETag and no caching: the card
+   * follows the agent's. A v0.3 client gets the SDK's v0.3 rendering of the same card.
+   */
+  async function sendCard(
+    agent: string,
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): Promise<FastifyReply> {
+    let card: AgentCard;
+    try {
+      card = await proxy.card(agent)!;
+    } catch (error) {
+      options.onError(error, 'proxy.card');
+      metrics.request(agent, 'card', 'agent_unavailable');
+      return refuse(
+        reply,
+        'card',
+        503,
+        'FLEETGATE_AGENT_UNAVAILABLE',
+        `The card of agent ${agent} does not decode; retry once the agent serves a valid one.`,
+      );
+    }
+    const body = JSON.stringify(AgentCard.toJSON(card));
+    const etag = `W/"${createHash('sha256').update(body).digest('hex').slice(0, 16)}"`;
+    metrics.request(agent, 'card', 'ok');
+    reply
+      .header('etag', etag)
+      .header('cache-control', 'no-cache')
+      .header('vary', 'A2A-Version')
+      .header('access-control-allow-origin', '*');
+    if (request.headers['if-none-match'] === etag) return reply.code(304).send();
+    return reply.code(200).header('content-type', 'application/json').send(body);
+  }
+
   async function handle(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const agent = (request.params as { agent: string }).agent;
     const rest = restOf(request.url);
@@ -224,9 +282,16 @@ export function createProxyFront(options: ProxyFrontOptions): ProxyFront {
       count('agent_unknown');
       return refuse(reply, surface, 404, 'FLEETGATE_AGENT_UNKNOWN', `No agent named ${agent}.`);
     }
+    // The card holds no secret and tells clients which token to send: it is public. Every other
+    // route of the agent (the extended card included) needs the agent's proxy role.
+    const cardFetch = isCardFetch(request.method, rest);
     let identity: Identity;
     try {
-      identity = options.auth.check(roleOf(agent), request.headers.authorization, request.ip);
+      identity = options.auth.check(
+        cardFetch ? 'public' : roleOf(agent),
+        request.headers.authorization,
+        request.ip,
+      );
     } catch (error) {
       const coded = isFleetgateError(error)
         ? error
@@ -244,6 +309,7 @@ export function createProxyFront(options: ProxyFrontOptions): ProxyFront {
         `The card of agent ${agent} has not loaded; retry shortly.`,
       );
     }
+    if (cardFetch && !wantsLegacy(request)) return sendCard(agent, request, reply);
     let body: unknown;
     const raw = request.body;
     if (Buffer.isBuffer(raw) && raw.length > 0) {

@@ -15,6 +15,7 @@ import type {
   GetTaskRequest,
   ListTaskPushNotificationConfigsRequest,
   ListTaskPushNotificationConfigsResponse,
+  ListTasksRequest,
   ListTasksResponse,
   Message,
   SendMessageRequest,
@@ -34,13 +35,17 @@ import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import type { CallResult, DispatchRecord, GateVerdict } from '../../dispatch/index.js';
 import type { EventEnvelope, TaskStateName } from '../../protocol/index.js';
 import { FLEETGATE_GATEWAY_V1_URI, normalizeTaskState } from '../../protocol/index.js';
+import type { Kysely } from 'kysely';
 import type { Gateway } from '../gateway.js';
+import type { ProxyDatabase } from './store-tables.js';
 import { proxyCard } from './card.js';
 import { EventQueue, TaskFeed } from './feed.js';
 import type { PushDelivery } from './push.js';
 import { createPushDelivery } from './push.js';
 import type { ResolvedSkill } from './skill.js';
+import { admitFollowUp, sendFollowUp } from './follow-up.js';
 import { resolveSkill } from './skill.js';
+import { listProxyTasks, type TaskReader } from './task-query.js';
 import type { ClientProtocol, ProxyTask, ProxyTaskStore } from './task-store.js';
 import { createProxyTaskStore, ended } from './task-store.js';
 import {
@@ -140,11 +145,19 @@ function callerOf(context: ServerCallContext): string {
   return context.user?.userName ?? 'anonymous';
 }
 
+/** Whose tasks a caller reads: its own; an admin token reads every caller's. */
+function readerOf(context: ServerCallContext): TaskReader {
+  const role = (context.user as { role?: unknown } | undefined)?.role;
+  return { caller: callerOf(context), admin: role === 'admin' };
+}
+
 function sameView(a: Task, b: Task, aAgentTask: string | null, bAgentTask: string | null): boolean {
   return (
     a.status?.state === b.status?.state &&
     aAgentTask === bAgentTask &&
     a.artifacts.length === b.artifacts.length &&
+    // A follow-up adds to the history without moving the state.
+    a.history.length === b.history.length &&
     JSON.stringify(a.status?.message?.parts ?? []) ===
       JSON.stringify(b.status?.message?.parts ?? [])
   );
@@ -156,6 +169,7 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
   const store = createProxyTaskStore(gateway.internals.store.db, {
     sqlite: gateway.internals.store.sqlite,
   });
+  const database = gateway.internals.store.db as unknown as Kysely<ProxyDatabase>;
   const push = createPushDelivery({
     store,
     attempts: options.push.attempts,
@@ -174,6 +188,21 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
   const done = new Set<string>();
   const waiters = new Map<string, Set<() => void>>();
   const syncing = new Map<string, Promise<ProxyTask | undefined>>();
+  /**
+   * Calls this process is sending to the agent, by task: resolves true once the agent answered
+   * (its stream of the call ended), false when the gate held the call (nothing was sent).
+   */
+  const inflight = new Map<string, Promise<boolean>>();
+  const sendingNow = (id: string, sending: Promise<{ held: boolean }>): void => {
+    const answeredNow = sending.then(
+      (sent) => !sent.held,
+      () => true,
+    );
+    inflight.set(id, answeredNow);
+    void answeredNow.finally(() => {
+      if (inflight.get(id) === answeredNow) inflight.delete(id);
+    });
+  };
   const background = new Set<Promise<unknown>>();
   let closed = false;
 
@@ -484,12 +513,7 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
     });
     const id = randomUUID();
     const contextId = message.contextId === '' ? randomUUID() : message.contextId;
-    // References name the proxy's tasks; the agent knows its own ids.
-    const references: string[] = [];
-    for (const ref of message.referenceTaskIds) {
-      const known = await store.get(ref);
-      references.push(known?.agent === agent ? (known.agentTaskId ?? ref) : ref);
-    }
+    const references = await agentReferences(agent, message);
     const forwarded: Message = { ...message, taskId: '', contextId, referenceTaskIds: references };
     const meta: ProxyMetadata = {
       agent,
@@ -525,13 +549,21 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
    * tracker follows the task to its end (deltas once, on the single terminal). The answer is not
    * gated again: the call was admitted (and approved, when it had to be) when the task started.
    * A `compound` skill is the exception: its checkpoints need an approver, not the caller.
-   * Resolves once the agent answered (the task ended or asks again).
+   * Resolves once the agent answered (the task ended or asks again). A message to a task the agent
+   * is working on (not asking) is a follow-up instead, decided by the policy as a call of the
+   * task's skill (`follow-up.ts`).
    */
   async function continueTask(
     agent: string,
     message: Message,
     context: ServerCallContext,
-  ): Promise<{ task: ProxyTask; answer: () => Promise<ProxyTask | undefined> }> {
+  ): Promise<{
+    task: ProxyTask;
+    /** True for a follow-up to a working task, false for the answer to the agent's question. */
+    followUp: boolean;
+    /** Sends the message; resolves the task once the agent answered it. */
+    answer: (params: SendMessageRequest, streaming: boolean) => Promise<ProxyTask | undefined>;
+  }> {
     if (message.messageId === '') {
       throw new RequestMalformedError('message.messageId is required');
     }
@@ -552,9 +584,21 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
       );
     }
     if (task.state !== 'input-required') {
-      throw new UnsupportedOperationError(
-        `Task ${task.id} is ${task.state}: it takes a message only while the agent asks for input.`,
-      );
+      // A message to a task the agent is working on: a follow-up, decided as a call of the
+      // task's skill before anything is sent.
+      const skill = fleetgateMeta(task.task)?.skill;
+      if (task.agentTaskId === null || skill === undefined) {
+        throw new UnsupportedOperationError(
+          `Task ${task.id} is still being sent to the agent; send the follow-up once GetTask shows it working.`,
+        );
+      }
+      await admitFollowUp(gateway, { agent, skill, taskId: task.id });
+      return {
+        task,
+        followUp: true,
+        answer: (params, streaming) =>
+          followUp(agent, task, skill, message, params, context, streaming),
+      };
     }
     const text = message.parts
       .map((p) => (p.content?.$case === 'text' ? p.content.value : ''))
@@ -588,6 +632,7 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
     const approvalId = checkpoint.id;
     return {
       task,
+      followUp: false,
       answer: async () => {
         local.add(task.id);
         try {
@@ -605,6 +650,58 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
     };
   }
 
+  /**
+   * Sends an admitted follow-up to the agent's task (`follow-up.ts`); a streaming one publishes
+   * the agent's events to the task's subscribers here. Resolves the task with the agent's answer.
+   */
+  async function followUp(
+    agent: string,
+    task: ProxyTask,
+    skill: string,
+    message: Message,
+    params: SendMessageRequest,
+    context: ServerCallContext,
+    streaming: boolean,
+  ): Promise<ProxyTask | undefined> {
+    const ids = { id: task.id, contextId: task.contextId };
+    const result = await sendFollowUp(gateway, {
+      agent,
+      skill,
+      taskId: task.id,
+      agentTaskId: task.agentTaskId!,
+      contextId: task.contextId,
+      message: { ...message, referenceTaskIds: await agentReferences(agent, message) },
+      metadata: params.metadata,
+      extensions: (context.requestedExtensions ?? []).filter(
+        (uri) => uri !== FLEETGATE_GATEWAY_V1_URI,
+      ),
+      streaming,
+      ...(streaming
+        ? { onEvent: (event: StreamResponse) => feed.publish(task.id, clientEvent(event, ids)) }
+        : {}),
+    });
+    if (!streaming) {
+      for (const uri of result.echoedExtensions ?? []) context.addActivatedExtension(uri);
+    }
+    const record = await gateway.dispatchRecord(task.id);
+    const synced = record === undefined ? undefined : await sync(task.id, { record, result });
+    const now = synced ?? task;
+    // The agent's task as it answered (its history has the follow-up), in the proxy's ids.
+    return result.task === undefined || ended(now.state)
+      ? now
+      : { ...now, task: clientTask(result.task, ids, now.task.metadata) };
+  }
+
+  /** References name the proxy's tasks; the agent knows its own ids. */
+  async function agentReferences(agent: string, message: Message): Promise<string[]> {
+    const references: string[] = [];
+    for (const ref of message.referenceTaskIds) {
+      const known = await store.get(ref);
+      references.push(known?.agent === agent ? (known.agentTaskId ?? ref) : ref);
+    }
+    return references;
+  }
+
   /** Sends the call through the gateway's dispatch path. */
   async function dispatch(
     agent: string,
@@ -612,6 +709,8 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
     params: SendMessageRequest,
     context: ServerCallContext,
     streaming: boolean,
+    /** Told when the agent answered the call (its stream ended), before the records move on. */
+    onAnswered?: (result: CallResult) => void,
   ): Promise<{ record: DispatchRecord; held: boolean; result: CallResult | undefined }> {
     const id = opened.task.id;
     let decision: GateVerdict | undefined;
@@ -633,6 +732,7 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
       },
       onResult: (r) => {
         result = r;
+        onAnswered?.(r);
       },
       ...(streaming
         ? {
@@ -675,43 +775,81 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
       return task;
     };
 
+    /**
+     * A client's stream of a task: the task first (the response's headers go with it, at once),
+     * then each event once — the live call's events on this process as they arrive, else the
+     * task's progress as the store records it — to the task's end. `agentDone` settles when the
+     * agent's own stream of the call ended: true ends this one too (after the state the store has
+     * then), as the agent's did; false (the call was held for approval) follows the store on.
+     * A continued task's stream (`askedAt`) also ends at the agent's next question.
+     */
     async function* stream(
       first: Task,
       id: string,
       alreadySeen: { state: string; artifacts: number },
-      /** A continued task: the stream ends at the agent's next question after this time too. */
-      askedAt?: number,
+      options: { askedAt?: number; agentDone?: Promise<boolean> | (() => Promise<boolean>) } = {},
     ): AsyncGenerator<StreamResponse, void, undefined> {
       const queue = new EventQueue<StreamResponse>();
       const stop = feed.listen(id, (event) => {
         if (event.payload === undefined) queue.poke();
         else queue.push(event);
       });
+      let agentEnded = false;
+      let sawLive = false;
+      const agentDone =
+        typeof options.agentDone === 'function' ? options.agentDone() : options.agentDone;
+      void agentDone?.then(
+        (end) => {
+          agentEnded = end;
+          queue.poke();
+        },
+        () => {
+          agentEnded = true;
+          queue.poke();
+        },
+      );
       try {
         yield { payload: { $case: 'task', value: first } };
-        let state = alreadySeen.state;
+        let state = normalizeTaskState(alreadySeen.state);
         let artifacts = alreadySeen.artifacts;
-        if (ended(normalizeTaskState(state))) return;
+        if (ended(state)) return;
         for (;;) {
           const event = await queue.next(TICK_MS);
           if (event !== undefined) {
-            yield event;
+            sawLive = true;
             const p = event.payload;
+            if (p?.$case === 'task') {
+              // The client has had the task: a task event of the agent's says only what changed.
+              const next = normalizeTaskState(p.value.status?.state);
+              if (next === state && p.value.artifacts.length <= artifacts) continue;
+              for (const e of progressEvents(p.value, artifacts)) yield e;
+              state = next;
+              artifacts = Math.max(artifacts, p.value.artifacts.length);
+              if (ended(state)) return;
+              continue;
+            }
+            yield event;
             if (p?.$case === 'artifactUpdate') artifacts += 1;
-            const s =
-              p?.$case === 'statusUpdate'
-                ? p.value.status?.state
-                : p?.$case === 'task'
-                  ? p.value.status?.state
-                  : undefined;
-            if (p?.$case === 'task') artifacts = p.value.artifacts.length;
-            if (s !== undefined) {
-              state = normalizeTaskState(s);
-              if (ended(state as TaskStateName)) return;
+            if (p?.$case === 'statusUpdate' && p.value.status !== undefined) {
+              state = normalizeTaskState(p.value.status.state);
+              if (ended(state)) return;
             }
             continue;
           }
           if (closed) return;
+          if (agentEnded) {
+            // The agent's stream ended. Its live events told the client everything; a call sent
+            // blocking (no live events) is read once more for the state it ended in.
+            if (sawLive) return;
+            const task = await sync(id);
+            if (
+              task !== undefined &&
+              (task.state !== state || task.task.artifacts.length > artifacts)
+            ) {
+              for (const e of progressEvents(task.task, artifacts)) yield e;
+            }
+            return;
+          }
           if (feed.live(id)) continue;
           const task = await sync(id);
           if (task === undefined) return;
@@ -721,11 +859,78 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
             artifacts = task.task.artifacts.length;
             if (ended(task.state)) return;
           }
-          if (askedAt !== undefined && task.updatedAt > askedAt && answered(task)) return;
+          if (options.askedAt !== undefined && task.updatedAt > options.askedAt && answered(task)) {
+            return;
+          }
           if (queue.ended) return;
         }
       } finally {
         stop();
+      }
+    }
+
+    /**
+     * Follows a running task's events at the agent (its own `SubscribeToTask`) into this process's
+     * feed: every subscriber of the task here reads them, and the subscription ends when the
+     * agent's does. Resolves true when the agent's stream ended, false when the agent refused it
+     * (the store is followed instead).
+     */
+    function relayAgentStream(task: ProxyTask): Promise<boolean> {
+      const agentTaskId = task.agentTaskId!;
+      const ids = { id: task.id, contextId: task.contextId };
+      feed.open(task.id);
+      const work = (async () => {
+        try {
+          const built = await gateway.internals.fleet.agentClient(agent);
+          for await (const event of built.client.resubscribeTask(
+            { tenant: '', id: agentTaskId },
+            { serviceParameters: { ...built.headers } },
+          )) {
+            feed.publish(task.id, clientEvent(event, ids));
+          }
+          return true;
+        } catch (error) {
+          options.onError(error, 'proxy.subscribe');
+          return false;
+        } finally {
+          feed.close(task.id);
+          await sync(task.id).catch((error: unknown) => options.onError(error, 'proxy.sync'));
+        }
+      })();
+      keep(work, 'proxy.subscribe');
+      return work;
+    }
+
+    /**
+     * A push configuration sent with the message (`configuration.taskPushNotificationConfig`):
+     * registered for the new task through `CreateTaskPushNotificationConfig`'s own path (its checks
+     * included) before the call is sent, so every state the task reaches, `submitted` first, is
+     * delivered like one set later. A configuration refused ends the task failed, saying why, and
+     * nothing is sent.
+     */
+    async function registerPushWith(
+      params: SendMessageRequest,
+      task: ProxyTask,
+      context: ServerCallContext,
+    ): Promise<void> {
+      const config = params.configuration?.taskPushNotificationConfig;
+      if (config === undefined) return;
+      try {
+        await handler.createTaskPushNotificationConfig({ ...config, taskId: task.id }, context);
+        // As an SDK agent does, the task goes out as it starts (submitted), before the client
+        // hears of it; every later state follows.
+        await push.notify(task.task, task.state);
+      } catch (error) {
+        const reason = error instanceof Error ? error.message : String(error);
+        await store.update(task.id, {
+          task: withStatus(
+            task.task,
+            TaskState.TASK_STATE_FAILED,
+            `configuration.taskPushNotificationConfig was refused (${reason}); the agent was not called.`,
+          ),
+          at: Date.now(),
+        });
+        throw error;
       }
     }
 
@@ -735,12 +940,17 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
 
       async sendMessage(params, context) {
         if (params.message !== undefined && params.message.taskId !== '') {
-          const { task, answer } = await continueTask(agent, params.message, context);
+          const { task, answer, followUp } = await continueTask(agent, params.message, context);
           if (params.configuration?.returnImmediately === true) {
-            keep(answer(), 'proxy.continue');
+            keep(answer(params, false), 'proxy.continue');
             return withHistory(task.task, params.configuration.historyLength);
           }
-          await answer();
+          if (followUp) {
+            // Answered as the agent answered the follow-up.
+            const after = await answer(params, false);
+            return withHistory((after ?? task).task, params.configuration?.historyLength);
+          }
+          await answer(params, false);
           const after = await follow(
             task.id,
             (t) => answered(t) && t.updatedAt > task.updatedAt,
@@ -753,20 +963,18 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
         const historyLength = params.configuration?.historyLength;
         const returnNow = params.configuration?.returnImmediately === true;
         if (!opened.created) {
-          // The same message again: the task it made, never a second dispatch.
-          const task = returnNow
-            ? opened.task
-            : await follow(
-                id,
-                (t) => answered(t) || awaitingApproval(t),
-                Date.now() + options.holdForMs,
-              );
+          // The same message again: the task it made as it stands now, at once (the first call
+          // answered the same way, or is still answering), never a second dispatch.
+          const task = local.has(id) ? await store.get(id) : await sync(id);
           return withHistory((task ?? opened.task).task, historyLength);
         }
+        await registerPushWith(params, opened.task, context);
         local.add(id);
         const work = (async () => {
           try {
-            const sent = await dispatch(agent, opened, params, context, false);
+            const sending = dispatch(agent, opened, params, context, false);
+            sendingNow(id, sending);
+            const sent = await sending;
             // The extensions the agent activated for the call go back to the client with those
             // the proxy activated on arrival (the SDK sets the response header from the context).
             for (const uri of sent.result?.echoedExtensions ?? []) {
@@ -801,14 +1009,35 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
 
       async *sendMessageStream(params, context) {
         if (params.message !== undefined && params.message.taskId !== '') {
-          const { task, answer } = await continueTask(agent, params.message, context);
-          keep(answer(), 'proxy.continue');
+          const { task, answer, followUp } = await continueTask(agent, params.message, context);
+          if (followUp) {
+            // The agent's events of the follow-up, live, to the end of the agent's stream.
+            feed.open(task.id);
+            const sent = answer(params, true)
+              .then(
+                () => true,
+                (error: unknown) => {
+                  options.onError(error, 'proxy.follow-up');
+                  return true;
+                },
+              )
+              .finally(() => feed.close(task.id));
+            keep(sent, 'proxy.follow-up');
+            yield* stream(
+              task.task,
+              task.id,
+              { state: task.state, artifacts: task.task.artifacts.length },
+              { agentDone: sent },
+            );
+            return;
+          }
+          keep(answer(params, true), 'proxy.continue');
           // The task as it stands, then its progress from the store, to its end or next question.
           yield* stream(
             task.task,
             task.id,
             { state: task.state, artifacts: task.task.artifacts.length },
-            task.updatedAt,
+            { askedAt: task.updatedAt },
           );
           return;
         }
@@ -822,16 +1051,40 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
           });
           return;
         }
+        await registerPushWith(params, opened.task, context);
         local.add(id);
         feed.open(id);
-        const sending = dispatch(agent, opened, params, context, true).then(
+        // The client's stream ends when the agent's does: once the call's result is on the task
+        // (and its push deliveries started), before the gateway has finished recording the call.
+        let agentAnswered!: (end: boolean) => void;
+        const agentDone = new Promise<boolean>((resolve) => (agentAnswered = resolve));
+        const dispatching = dispatch(agent, opened, params, context, true, (result) => {
+          const settle = async (): Promise<void> => {
+            const record = await gateway.dispatchRecord(id);
+            if (record !== undefined) await sync(id, { record, result });
+          };
+          void settle()
+            .catch((error: unknown) => options.onError(error, 'proxy.stream'))
+            .finally(() => agentAnswered(true));
+        });
+        sendingNow(id, dispatching);
+        void dispatching.then(
+          (sent) => agentAnswered(!sent.held),
+          () => agentAnswered(true),
+        );
+        const sending = dispatching.then(
           async (sent) => {
-            feed.close(id);
-            local.delete(id);
-            return sync(id, {
-              record: sent.record,
-              ...(sent.result === undefined ? {} : { result: sent.result }),
-            });
+            try {
+              await sync(id, {
+                record: sent.record,
+                ...(sent.result === undefined ? {} : { result: sent.result }),
+              });
+            } finally {
+              feed.close(id);
+              local.delete(id);
+            }
+            // The agent's stream ended with the call, unless the gate held it (nothing was sent).
+            return !sent.held;
           },
           (error: unknown) => {
             feed.close(id);
@@ -840,7 +1093,7 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
           },
         );
         keep(sending, 'proxy.stream');
-        yield* stream(opened.task.task, id, { state: 'submitted', artifacts: 0 });
+        yield* stream(opened.task.task, id, { state: 'submitted', artifacts: 0 }, { agentDone });
       },
 
       async getTask(params: GetTaskRequest, context) {
@@ -892,10 +1145,20 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
             `Task ${current.id} is in a terminal state (${current.state}) and cannot be subscribed to.`,
           );
         }
-        yield* stream(current.task, current.id, {
-          state: current.state,
-          artifacts: current.task.artifacts.length,
-        });
+        // A task running at the agent is followed on the agent's own stream, which ends when the
+        // agent's does; a held one (nothing at the agent yet) on the store.
+        // A call this process is still sending ends the subscription when the agent answers it.
+        const agentDone =
+          inflight.get(current.id) ??
+          (current.agentTaskId !== null && !awaitingApproval(current)
+            ? () => relayAgentStream(current)
+            : undefined);
+        yield* stream(
+          current.task,
+          current.id,
+          { state: current.state, artifacts: current.task.artifacts.length },
+          agentDone === undefined ? {} : { agentDone },
+        );
       },
 
       async createTaskPushNotificationConfig(params: TaskPushNotificationConfig, context) {
@@ -941,10 +1204,8 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
         await store.deletePush(task.id, params.id);
       },
 
-      listTasks(): Promise<ListTasksResponse> {
-        return Promise.reject(
-          new UnsupportedOperationError('ListTasks is not offered by the proxy.'),
-        );
+      listTasks(params: ListTasksRequest, context): Promise<ListTasksResponse> {
+        return listProxyTasks(database, agent, readerOf(context), params);
       },
     };
     return handler;

@@ -142,4 +142,18 @@ export const PROXY_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
       await db.schema.alterTable('fleetgate_proxy_push_delivery').dropColumn('next_at').execute();
     },
   },
+  '0502_proxy_task_list': {
+    // ListTasks: one caller's tasks of an agent, newest update first (an admin's list uses the
+    // agent prefix).
+    async up(db) {
+      await db.schema
+        .createIndex('fleetgate_proxy_task_list')
+        .on('fleetgate_proxy_task')
+        .columns(['agent', 'caller', 'updated_at', 'id'])
+        .execute();
+    },
+    async down(db) {
+      await db.schema.dropIndex('fleetgate_proxy_task_list').execute();
+    },
+  },
 };
