@@ -55,3 +55,17 @@ export const duration = z
     }
     return ms;
   });
+
+const SIZE_WORDS = 'must be a size like 512KiB, 4MiB or 1GiB, or a number of bytes';
+
+/** A size key: `512KiB`, `4MiB`, `1MB` or a number of bytes, read as bytes. */
+export const size = z
+  .union([z.string(), z.number()], { error: SIZE_WORDS })
+  .transform((value, ctx) => {
+    const bytes = parseSize(value);
+    if (bytes === undefined) {
+      ctx.addIssue({ code: 'custom', message: `${SIZE_WORDS} (got ${JSON.stringify(value)})` });
+      return z.NEVER;
+    }
+    return bytes;
+  });

@@ -1,7 +1,9 @@
 /**
  * Bearer-token auth of the HTTP API: tokens named in the config (their values from the
  * environment), roles `viewer` < `operator` < `approver` < `admin`, constant-time comparison,
- * and a per-address limit on failed attempts. Push callbacks are not checked here: they carry
+ * and a per-address limit on failed attempts that refuses only unauthenticated attempts (a
+ * request with a valid token always passes). The address is the client's as fastify sees it:
+ * behind `listen.trustProxy` proxies, the one `X-Forwarded-For` names. Push callbacks are not checked here: they carry
  * their task's own secret, which the push receiver checks.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
@@ -21,7 +23,7 @@ export interface ApiToken {
 /** Options of {@link createAuthenticator}. */
 export interface AuthenticatorOptions {
   tokens: readonly ApiToken[];
-  /** Failed attempts allowed per address and minute (default 20). */
+  /** Wrong tokens allowed per address and minute before more wrong ones get 429 (default 20). */
   maxFailuresPerMinute?: number;
   now?: () => number;
 }
@@ -97,15 +99,11 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
         return { name: 'anonymous', role: 'viewer', authenticated: false };
       }
       if (known.length === 0) return { name: 'anonymous', role: 'admin', authenticated: false };
-      if (limited(address)) {
-        throw new FleetgateError(
-          'FLEETGATE_AUTH_RATE_LIMITED',
-          `Too many failed authentications from ${address}; retry in a minute.`,
-        );
-      }
+      // A valid token always passes: the limit stands only between an address and guessing, so
+      // others' failures from behind the same NAT or load balancer never lock a valid user out.
       const match = authorization === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(authorization);
       if (match === null) {
-        failed(address);
+        // No token is no guess: it is not counted, and is refused for what it is.
         throw new FleetgateError(
           'FLEETGATE_AUTH_REQUIRED',
           'Send `Authorization: Bearer <token>` (a token from the gateway configuration).',
@@ -117,6 +115,13 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
         if (timingSafeEqual(candidate.hash, presented) && found === undefined) found = candidate;
       }
       if (found === undefined) {
+        if (limited(address)) {
+          throw new FleetgateError(
+            'FLEETGATE_AUTH_RATE_LIMITED',
+            `Too many failed authentications from ${address}; retry in a minute.`,
+            { details: { address } },
+          );
+        }
         failed(address);
         throw new FleetgateError('FLEETGATE_AUTH_INVALID', 'The bearer token is not known.');
       }

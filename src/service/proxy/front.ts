@@ -31,6 +31,7 @@ import type { ProxyMetrics } from './metrics.js';
 import { createProxyMetrics, measured } from './metrics.js';
 import type { A2aProxy } from './proxy.js';
 import { createA2aProxy } from './proxy.js';
+import { createPushUrlPolicy } from './push-url.js';
 
 export { createA2aProxy } from './proxy.js';
 export { createProxyMetrics } from './metrics.js';
@@ -179,6 +180,7 @@ export function createProxyFront(options: ProxyFrontOptions): ProxyFront {
       sweepMs: config.push.sweepInterval,
     },
     observe: { held: metrics.held, state: metrics.state, push: metrics.push },
+    pushUrls: createPushUrlPolicy({ allow: config.pushUrls, listenHost: gateway.config.listen.host }),
     onError: options.onError,
   });
   const apps = new Map<string, express.Express>();

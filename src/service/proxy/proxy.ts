@@ -41,6 +41,8 @@ import type { ProxyDatabase } from './store-tables.js';
 import { proxyCard } from './card.js';
 import { EventQueue, TaskFeed } from './feed.js';
 import type { PushDelivery } from './push.js';
+import { checkPushUrl } from './push.js';
+import type { PushUrlPolicy } from './push-url.js';
 import { createPushDelivery } from './push.js';
 import type { ResolvedSkill } from './skill.js';
 import { admitFollowUp, sendFollowUp } from './follow-up.js';
@@ -67,6 +69,8 @@ export interface A2aProxyOptions {
   /** How long a blocking `SendMessage` waits for an approval. */
   holdForMs: number;
   push: { attempts: number; backoffMs: number; timeoutMs: number; sweepMs: number };
+  /** Which URLs clients may register for push notifications (`proxy.pushUrls`). */
+  pushUrls: PushUrlPolicy;
   /** Told of held calls and task state changes (metrics). */
   observe?: {
     held?: (agent: string, delta: 1 | -1) => void;
@@ -1164,11 +1168,7 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
       async createTaskPushNotificationConfig(params: TaskPushNotificationConfig, context) {
         const task = await owned(params.taskId, context);
         if (params.url === '') throw new RequestMalformedError('url is required');
-        try {
-          new URL(params.url);
-        } catch {
-          throw new RequestMalformedError(`url: ${params.url} is not a URL`);
-        }
+        await checkPushUrl(options.pushUrls, params.url);
         const config = { ...params, id: params.id === '' ? randomUUID() : params.id };
         await store.setPush(
           { taskId: task.id, configId: config.id, config, protocol: protocolOf(context) },

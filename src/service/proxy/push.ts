@@ -13,6 +13,9 @@
 import type { StreamResponse, Task } from '@a2a-js/sdk';
 import { V1PushNotificationSerializer } from '@a2a-js/sdk/server';
 import { V03PushNotificationSerializer } from '@a2a-js/sdk/compat/v0_3/server';
+import { RequestMalformedError } from '@a2a-js/sdk/errors';
+import { isFleetgateError } from '../../protocol/index.js';
+import type { PushUrlPolicy } from './push-url.js';
 import type { DeliveryKey, ProxyPushConfig, ProxyTaskStore } from './task-store.js';
 
 /** Options of {@link createPushDelivery}. */
@@ -44,6 +47,30 @@ export interface PushDelivery {
   idle(): Promise<void>;
   /** Stops the sweeper and the tries not yet taken (they stay due for another replica). */
   stop(): void;
+}
+
+/**
+ * Checks a push URL a client registers (with `CreateTaskPushNotificationConfig`, or in a
+ * message's configuration) against the gateway's policy; a refused one is answered as a malformed
+ * request whose error info names `FLEETGATE_PUSH_URL_REFUSED` and the reason, and nothing is
+ * registered.
+ */
+export async function checkPushUrl(policy: PushUrlPolicy, url: string): Promise<void> {
+  try {
+    await policy.check(url);
+  } catch (error) {
+    if (!isFleetgateError(error)) throw error;
+    const reason = error.details?.['reason'];
+    throw new RequestMalformedError({
+      message: `${error.code}: ${error.message}`,
+      cause: error,
+      metadata: {
+        code: error.code,
+        url,
+        ...(typeof reason === 'string' ? { reason } : {}),
+      },
+    });
+  }
 }
 
 /** Deliveries the sweeper takes over per tick. */
