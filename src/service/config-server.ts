@@ -52,7 +52,8 @@ const proxyAddress = z.string().refine(
 const allowedHost = z
   .string()
   .regex(/^(\.?[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.?|\[?[0-9A-Fa-f:.]+\]?)$/, {
-    error: 'must be a host name (gateway.example.com), .example.com for its subdomains, or an address',
+    error:
+      'must be a host name (gateway.example.com), .example.com for its subdomains, or an address',
   })
   .transform((value) => value.toLowerCase());
 
@@ -178,7 +179,11 @@ export const eventsSchema = z
       ctx.addIssue({ code: 'custom', path: ['retainBytes'], message: 'must be at least 64KiB' });
     }
     if (events.clientBufferBytes < 64 * 1024) {
-      ctx.addIssue({ code: 'custom', path: ['clientBufferBytes'], message: 'must be at least 64KiB' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['clientBufferBytes'],
+        message: 'must be at least 64KiB',
+      });
     }
     if (events.bufferBytes < events.clientBufferBytes) {
       ctx.addIssue({

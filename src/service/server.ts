@@ -72,6 +72,41 @@ export function resolveTokens(
   return tokens;
 }
 
+/**
+ * Cuts a request whose body has not fully arrived `ms` after its headers: answered 408 when
+ * nothing was answered yet, and its connection closed, so a client trickling a body cannot hold
+ * a connection (Node alone would wait for `requestTimeout`).
+ */
+function guardBody(req: IncomingMessage, res: ServerResponse, ms: number): void {
+  const length = req.headers['content-length'];
+  const hasBody =
+    req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+  if (!hasBody || req.complete) return;
+  const timer = setTimeout(() => {
+    if (req.complete) return;
+    const socket = req.socket;
+    if (res.headersSent) {
+      socket.destroy();
+      return;
+    }
+    res.shouldKeepAlive = false;
+    res.writeHead(408, { 'content-type': 'application/json', connection: 'close' });
+    res.end(
+      JSON.stringify(
+        envelope(
+          'FLEETGATE_HTTP_REQUEST_TIMEOUT',
+          `The request body did not arrive within ${ms} ms of its headers (listen.timeouts.body).`,
+        ),
+      ),
+      () => socket.destroy(),
+    );
+  }, ms);
+  timer.unref();
+  const clear = (): void => clearTimeout(timer);
+  req.once('end', clear);
+  req.once('close', clear);
+}
+
 function listen(server: Server, host: string, port: number): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
     const failed = (error: NodeJS.ErrnoException): void => {
@@ -111,11 +146,17 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
 
   // Until the app is ready the server answers 503: it listens first so the port is known.
   const answer: { handler?: (req: IncomingMessage, res: ServerResponse) => void } = {};
-  const server = createServer((req, res) => {
+  const { timeouts } = config.listen;
+  // Node checks the headers and request timeouts on this interval (30 s by default, which would
+  // let a slow request run up to twice its timeout).
+  const server = createServer({ connectionsCheckingInterval: 1000 }, (req, res) => {
+    guardBody(req, res, timeouts.body);
     if (answer.handler !== undefined) return answer.handler(req, res);
     res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
     res.end(JSON.stringify(envelope('FLEETGATE_SERVICE_NOT_READY', 'The gateway is starting.')));
   });
+  server.headersTimeout = timeouts.headers;
+  server.requestTimeout = timeouts.request;
   const address = await listen(server, config.listen.host, config.listen.port);
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${shownHost}:${address.port}`;
@@ -154,10 +195,15 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       ...(config.auth === undefined
         ? {}
         : { maxAuthFailuresPerMinute: config.auth.maxFailuresPerMinute }),
+      trustProxy: config.listen.trustProxy,
+      allowedHosts: config.listen.allowedHosts,
       bodyLimit: config.listen.bodyLimit,
       events: {
         retain: config.events.retain,
+        retainBytes: config.events.retainBytes,
         clientBuffer: config.events.clientBuffer,
+        clientBufferBytes: config.events.clientBufferBytes,
+        bufferBytes: config.events.bufferBytes,
         heartbeatMs: config.events.heartbeat,
         maxClients: config.events.maxClients,
       },

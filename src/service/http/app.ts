@@ -17,6 +17,7 @@ import { createAuthenticator } from './auth.js';
 import type { ApiContext } from './context.js';
 import { createDispatchWatcher } from './context.js';
 import { limitBodies } from './body-limit.js';
+import { createHostGuard } from './host-guard.js';
 import { handleError, handleNotFound } from './errors.js';
 import type { EventHub } from './event-hub.js';
 import { createEventHub } from './event-hub.js';
@@ -37,9 +38,24 @@ export interface HttpAppOptions {
   logger: Logger;
   tokens: readonly ApiToken[];
   maxAuthFailuresPerMinute?: number;
+  /**
+   * Proxies whose `X-Forwarded-For` names the client (`listen.trustProxy`: addresses, CIDRs,
+   * `loopback`…); failed authentications are counted per client address.
+   */
+  trustProxy?: readonly string[];
+  /** The names the API answers to besides the loopback ones and `listen.host`. */
+  allowedHosts?: readonly string[];
   /** Largest request body, in bytes. */
   bodyLimit: number;
-  events: { retain: number; clientBuffer: number; heartbeatMs: number; maxClients: number };
+  events: {
+    retain: number;
+    retainBytes: number;
+    clientBuffer: number;
+    clientBufferBytes: number;
+    bufferBytes: number;
+    heartbeatMs: number;
+    maxClients: number;
+  };
   /** True when the bus delivers log positions (NATS JetStream). */
   sequencedBus: boolean;
   version: string;
@@ -79,7 +95,10 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
   const hub = createEventHub({
     bus: gateway.events,
     retain: options.events.retain,
+    retainBytes: options.events.retainBytes,
     clientBuffer: options.events.clientBuffer,
+    clientBufferBytes: options.events.clientBufferBytes,
+    bufferBytes: options.events.bufferBytes,
     heartbeatMs: options.events.heartbeatMs,
     maxClients: options.events.maxClients,
     sequenced: options.sequencedBus,
@@ -135,6 +154,9 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
     bodyLimit: options.bodyLimit,
     logController: new LogController({ disableRequestLogging: true }),
     requestIdHeader: false,
+    ...(options.trustProxy === undefined || options.trustProxy.length === 0
+      ? {}
+      : { trustProxy: [...options.trustProxy] }),
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
@@ -158,9 +180,16 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
   app.setNotFoundHandler(handleNotFound);
   limitBodies(app, options.bodyLimit);
 
+  const hosts = createHostGuard({
+    listenHost: gateway.config.listen.host,
+    allowedHosts: options.allowedHosts ?? [],
+    publicUrl: options.publicUrl ?? gateway.config.listen.publicUrl,
+  });
   // Auth runs before the body is read: an unauthenticated caller cannot make the gateway parse it.
+  // The host and origin come first: with no tokens they are all that keeps a web page out.
   app.addHook('onRequest', async (request, reply) => {
     void reply.header('x-request-id', request.id);
+    hosts.check(request.method, request.headers.host, request.headers.origin);
     const access = request.routeOptions.config.access;
     if (!options.accepting() && access !== 'push' && access !== 'public') {
       throw new FleetgateError('FLEETGATE_GATEWAY_CLOSED', 'The gateway is shutting down.');

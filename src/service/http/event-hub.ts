@@ -2,7 +2,10 @@
  * The live-event hub behind `GET /api/events`: one bus subscription per gateway, each event
  * serialised once and fanned out to every Server-Sent-Events client whose NATS-syntax filter
  * matches, with a retained window for `Last-Event-ID` resume and a bounded queue per client (a
- * slow client is cut, never the gateway).
+ * slow client is cut, never the gateway). Both are bounded in bytes as well as in events — the
+ * retained window, each client's queue and all clients' queues together — so the memory the feed
+ * holds does not grow with the size of events; the oldest retained events go first, and a client
+ * past its budget is cut with a final `event: error` frame naming why.
  *
  * Event ids are positions in a log. On NATS JetStream they are the stream sequence, the same on
  * every replica: a client may reconnect to any replica, and one further behind than the retained
@@ -16,14 +19,24 @@ import type { Socket } from 'node:net';
 import type { Delivery, EventBus, Subscription } from '../../bus/index.js';
 import { TopicTrie, parsePattern } from '../../bus/index.js';
 import type { EventEnvelope } from '../../protocol/index.js';
+import { DEFAULT_EVENT_BYTES } from '../config-server.js';
 
 /** Options of {@link createEventHub}. */
 export interface EventHubOptions {
   bus: Pick<EventBus, 'subscribe'>;
   /** Events kept for resume. */
   retain: number;
+  /** Bytes of frames kept for resume (the oldest go first past it; default 32 MiB). */
+  retainBytes?: number;
   /** Most frames queued for one client before it is cut. */
   clientBuffer: number;
+  /** Most bytes queued for one client before it is cut (default 8 MiB). */
+  clientBufferBytes?: number;
+  /**
+   * Most bytes queued for all clients together: past it the client furthest behind is cut
+   * (default 48 MiB).
+   */
+  bufferBytes?: number;
   heartbeatMs: number;
   maxClients: number;
   /** True when the bus delivers log positions (JetStream): ids are stream sequences. */
@@ -37,6 +50,10 @@ export interface EventHubStats {
   delivered: number;
   cut: number;
   retained: number;
+  /** Bytes of the frames retained for resume. */
+  retainedBytes: number;
+  /** Bytes queued for clients that are behind. */
+  queuedBytes: number;
 }
 
 /** The live-event hub. */
@@ -59,9 +76,11 @@ export interface EventHub {
 interface Entry {
   seq: number;
   topic: string;
-  event: EventEnvelope;
-  /** The SSE frame, encoded when a client first needs it (most events reach no client). */
-  bytes: Buffer | undefined;
+  /**
+   * The SSE frame, encoded on arrival: its size is what the window is bounded by, and the parsed
+   * event is not kept (it would hold several times its size).
+   */
+  bytes: Buffer;
 }
 
 const CRLF = Buffer.from('\r\n');
@@ -104,20 +123,31 @@ class SharedBytes {
 class SseClient {
   readonly #res: ServerResponse;
   readonly #limit: number;
+  readonly #limitBytes: number;
+  /** Told of every change of the bytes queued here (the hub keeps their sum). */
+  readonly #onQueued: (delta: number) => void;
   /** The socket written to directly, once that is known to be safe. */
   #socket: Socket | undefined;
   #chunked = false;
   readonly #queue: Buffer[] = [];
   /** Events in `#queue` (a chunk may hold several). */
   #queued = 0;
+  /** Bytes in `#queue`. */
+  #queuedBytes = 0;
   #blocked = false;
   closed = false;
   onClose: (() => void) | undefined;
   onCut: (() => void) | undefined;
 
-  constructor(res: ServerResponse, limit: number) {
+  constructor(
+    res: ServerResponse,
+    limits: { events: number; bytes: number },
+    onQueued: (delta: number) => void,
+  ) {
     this.#res = res;
-    this.#limit = limit;
+    this.#limit = limits.events;
+    this.#limitBytes = limits.bytes;
+    this.#onQueued = onQueued;
     res.on('close', () => this.#closed());
   }
 
@@ -151,7 +181,19 @@ class SseClient {
     if (this.#blocked) {
       this.#queue.push(bytes.data);
       this.#queued += bytes.events;
-      if (this.#queued > this.#limit) this.#cut();
+      this.#queuedBytes += bytes.data.length;
+      this.#onQueued(bytes.data.length);
+      if (this.#queuedBytes > this.#limitBytes) {
+        this.cut(
+          'client-buffer-bytes',
+          `More than ${this.#limitBytes} bytes of events were waiting for this client (events.clientBufferBytes)`,
+        );
+      } else if (this.#queued > this.#limit) {
+        this.cut(
+          'client-buffer-events',
+          `More than ${this.#limit} events were waiting for this client (events.clientBuffer)`,
+        );
+      }
       return;
     }
     this.#write(bytes);
@@ -167,11 +209,15 @@ class SseClient {
     if (!this.closed && !this.#blocked) this.#write(bytes);
   }
 
+  /** Bytes waiting for this client. */
+  get queuedBytes(): number {
+    return this.#queuedBytes;
+  }
+
   end(frame?: string): void {
     if (this.closed) return;
     this.closed = true;
-    this.#queue.length = 0;
-    this.#queued = 0;
+    this.#drop();
     this.#res.end(frame);
     // A client that does not read is not waited for.
     setTimeout(() => this.#res.destroy(), 5000).unref();
@@ -191,26 +237,38 @@ class SseClient {
     if (this.#queue.length === 0 || this.closed) return;
     // Everything queued in one write.
     const data = this.#queue.length === 1 ? this.#queue[0]! : Buffer.concat(this.#queue);
-    this.#queue.length = 0;
-    this.#queued = 0;
+    this.#drop();
     this.#write(new SharedBytes(data, 0));
   }
 
-  #cut(): void {
+  /**
+   * Ends the stream of a client that fell behind with a final `event: error` frame saying why
+   * (its queue is dropped, not sent: the client resumes from its last id on reconnect).
+   */
+  cut(reason: string, message: string): void {
+    if (this.closed) return;
     this.onCut?.();
+    this.#drop();
     this.end(
-      controlFrame('fleetgate.cut', {
+      controlFrame('error', {
         code: 'FLEETGATE_EVENTS_CLIENT_TOO_SLOW',
-        message: `More than ${this.#limit} events were waiting for this client; reconnect with Last-Event-ID to resume.`,
+        reason,
+        message: `${message}; reconnect with Last-Event-ID to resume.`,
       }),
     );
+  }
+
+  #drop(): void {
+    this.#queue.length = 0;
+    this.#queued = 0;
+    if (this.#queuedBytes !== 0) this.#onQueued(-this.#queuedBytes);
+    this.#queuedBytes = 0;
   }
 
   #closed(): void {
     if (this.closed) return;
     this.closed = true;
-    this.#queue.length = 0;
-    this.#queued = 0;
+    this.#drop();
     this.onClose?.();
   }
 }
@@ -241,11 +299,14 @@ interface Group {
 const MAX_COALESCE_MS = 20;
 
 /** Builds the hub of one gateway. */
-export function createEventHub(options: EventHubOptions): EventHub {
+export function createEventHub(given: EventHubOptions): EventHub {
+  const options = { ...DEFAULT_EVENT_BYTES, ...given };
   const boot = randomBytes(4).toString('hex');
   const ring: (Entry | undefined)[] = new Array<Entry | undefined>(options.retain);
   let head = 0; // next slot
   let size = 0;
+  let retainedBytes = 0;
+  let queuedBytes = 0;
   let counter = 0;
   let lastSeq = 0;
   const groups = new Map<string, Group>();
@@ -262,9 +323,7 @@ export function createEventHub(options: EventHubOptions): EventHub {
   const idOf = (seq: number): string => (options.sequenced ? String(seq) : `${boot}-${seq}`);
   const frameOf = (seq: number, event: EventEnvelope): string =>
     `id: ${idOf(seq)}\ndata: ${JSON.stringify(event)}\n\n`;
-  /** An event's frame, serialised and encoded once, the first time a client needs it. */
-  const bytesOf = (entry: Entry): Buffer =>
-    (entry.bytes ??= Buffer.from(frameOf(entry.seq, entry.event)));
+  const bytesOf = (entry: Entry): Buffer => entry.bytes;
 
   const groupOf = (patterns: readonly string[]): Group => {
     const sorted = [...new Set(patterns)].sort();
@@ -334,10 +393,11 @@ export function createEventHub(options: EventHubOptions): EventHub {
         events,
       );
       group.pending.length = 0;
-      for (const client of group.clients) client.send(bytes);
       delivered += events * group.clients.size;
+      for (const client of [...group.clients]) client.send(bytes);
       wrote = true;
     }
+    enforceBudget();
     if (!wrote) return;
     lastFlushEnd = performance.now();
     lastFlushCost = lastFlushEnd - started;
@@ -349,14 +409,54 @@ export function createEventHub(options: EventHubOptions): EventHub {
       wait <= 0 ? { immediate: setImmediate(flush) } : { timeout: setTimeout(flush, wait) };
   };
 
+  /** Drops the oldest retained entry. */
+  const evict = (): void => {
+    const at = (head - size + options.retain) % options.retain;
+    retainedBytes -= ring[at]!.bytes.length;
+    ring[at] = undefined;
+    size -= 1;
+  };
+
+  /**
+   * Past the sum of all clients' budget, the clients furthest behind are cut until the rest fits:
+   * however many clients there are, what waits for them stays bounded.
+   */
+  const enforceBudget = (): void => {
+    while (queuedBytes > options.bufferBytes) {
+      let furthest: SseClient | undefined;
+      for (const group of groups.values()) {
+        for (const client of group.clients) {
+          if (furthest === undefined || client.queuedBytes > furthest.queuedBytes)
+            furthest = client;
+        }
+      }
+      if (furthest === undefined || furthest.queuedBytes === 0) return;
+      furthest.cut(
+        'buffer-bytes',
+        `The gateway's live-event clients had more than ${options.bufferBytes} bytes waiting (events.bufferBytes) and this client was the furthest behind`,
+      );
+    }
+  };
+
   const onEvent = (event: EventEnvelope, delivery: Delivery): void => {
     const seq =
       options.sequenced && delivery.sequence !== undefined ? delivery.sequence : ++counter;
     lastSeq = seq;
-    const entry: Entry = { seq, topic: event.topic, event, bytes: undefined };
-    ring[head] = entry;
-    head = (head + 1) % options.retain;
-    if (size < options.retain) size += 1;
+    const entry: Entry = { seq, topic: event.topic, bytes: Buffer.from(frameOf(seq, event)) };
+    // Oldest first, until the entry fits both bounds (one larger than the whole window is sent
+    // to the clients there are, and not kept).
+    if (entry.bytes.length <= options.retainBytes) {
+      while (
+        size > 0 &&
+        (size >= options.retain || retainedBytes + entry.bytes.length > options.retainBytes)
+      ) {
+        evict();
+      }
+      ring[head] = entry;
+      head = (head + 1) % options.retain;
+      size += 1;
+      retainedBytes += entry.bytes.length;
+    }
     for (const group of groups.values()) {
       if (group.clients.size === 0 || !matches(group, entry.topic)) continue;
       group.pending.push(bytesOf(entry));
@@ -436,7 +536,11 @@ export function createEventHub(options: EventHubOptions): EventHub {
       for (const p of patterns) parsePattern(p);
       // Frames still waiting go to the clients that were there for them; this one starts after.
       flush();
-      const client = new SseClient(res, options.clientBuffer);
+      const client = new SseClient(
+        res,
+        { events: options.clientBuffer, bytes: options.clientBufferBytes },
+        (delta) => void (queuedBytes += delta),
+      );
       const group = groupOf(patterns.length === 0 ? ['>'] : patterns);
       clients += 1;
       client.onCut = () => void (cut += 1);
@@ -493,7 +597,7 @@ export function createEventHub(options: EventHubOptions): EventHub {
       return () => void listeners.delete(listener);
     },
 
-    stats: () => ({ clients, delivered, cut, retained: size }),
+    stats: () => ({ clients, delivered, cut, retained: size, retainedBytes, queuedBytes }),
 
     async close() {
       if (closed) return;

@@ -188,6 +188,22 @@ export function createGatewayMetrics(): GatewayMetrics {
       if (hubStats !== undefined) this.set(hubStats().cut);
     },
   });
+  new Gauge({
+    name: 'fleetgate_events_retained_bytes',
+    help: 'Bytes of live events this process keeps for Last-Event-ID resume (events.retainBytes)',
+    registers: [registry],
+    collect() {
+      if (hubStats !== undefined) this.set(hubStats().retainedBytes);
+    },
+  });
+  new Gauge({
+    name: 'fleetgate_events_queued_bytes',
+    help: 'Bytes of live events waiting for clients that are behind (events.bufferBytes)',
+    registers: [registry],
+    collect() {
+      if (hubStats !== undefined) this.set(hubStats().queuedBytes);
+    },
+  });
   const requests = new Histogram({
     name: 'fleetgate_http_request_seconds',
     help: 'HTTP API requests by route, method and status',

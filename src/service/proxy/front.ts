@@ -180,7 +180,10 @@ export function createProxyFront(options: ProxyFrontOptions): ProxyFront {
       sweepMs: config.push.sweepInterval,
     },
     observe: { held: metrics.held, state: metrics.state, push: metrics.push },
-    pushUrls: createPushUrlPolicy({ allow: config.pushUrls, listenHost: gateway.config.listen.host }),
+    pushUrls: createPushUrlPolicy({
+      allow: config.pushUrls,
+      listenHost: gateway.config.listen.host,
+    }),
     onError: options.onError,
   });
   const apps = new Map<string, express.Express>();

@@ -123,8 +123,7 @@ function parseEntry(entry: string): Entry {
   }
   const name = entry.toLowerCase();
   return {
-    matches: (url) =>
-      name.startsWith('.') ? url.hostname.endsWith(name) : url.hostname === name,
+    matches: (url) => (name.startsWith('.') ? url.hostname.endsWith(name) : url.hostname === name),
   };
 }
 
@@ -136,7 +135,9 @@ export function isPushUrlEntry(entry: string): boolean {
   const family = isIP(network ?? '');
   if (family !== 0) {
     if (more !== undefined) return false;
-    return bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
+    return (
+      bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128))
+    );
   }
   return /^\.?[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/.test(entry);
 }
@@ -212,7 +213,9 @@ export function createPushUrlPolicy(options: PushUrlPolicyOptions): PushUrlPolic
           refuse(
             text,
             `${host === address ? 'it names' : `${host} resolves to`} ${address}, a ${kind} address${
-              kind === 'loopback' ? ' (allowed by default only on a gateway listening on loopback)' : ''
+              kind === 'loopback'
+                ? ' (allowed by default only on a gateway listening on loopback)'
+                : ''
             }`,
             address,
           );
