@@ -365,6 +365,12 @@ export function createProxyFront(options: ProxyFrontOptions): ProxyFront {
             );
             return;
           }
+          // The app's own refusals (Host, Origin), in the proxy's error shape.
+          if (isFleetgateError(error) && statusOf(error.code) < 500) {
+            metrics.request(agent, 'unknown', error.code.replace(/^FLEETGATE_/, '').toLowerCase());
+            void refuse(reply, surface, statusOf(error.code), error.code, error.message);
+            return;
+          }
           options.onError(error, 'proxy.front');
           void refuse(
             reply,
