@@ -166,10 +166,13 @@ export function createSqliteCheckpointer(
       worker = undefined;
       if (current === undefined) return;
       const exited = new Promise<void>((resolve) => current.once('exit', () => resolve()));
+      // The worker is unref'd so that it never keeps a process alive on its own; while its exit is
+      // awaited it must, or a process with nothing else left to do ends with the await unsettled
+      // (Node's exit code 13) instead of finishing its close.
+      current.ref();
       current.postMessage('close');
       // A worker stuck in a checkpoint is stopped after a while; its connection closes with it.
       const deadline = setTimeout(() => void current.terminate(), 5_000);
-      deadline.unref();
       await exited;
       clearTimeout(deadline);
     },
