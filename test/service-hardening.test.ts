@@ -208,7 +208,11 @@ describe('gateway hardening', () => {
     it('refuses a state-changing request from a page of another origin, and takes its own', async () => {
       const host = `127.0.0.1:${port()}`;
       const dispatch = { agent: 'ops', skill: 'sitrep' };
-      for (const origin of ['http://rebind.attacker.example', 'null', `http://localhost:${port()}`]) {
+      for (const origin of [
+        'http://rebind.attacker.example',
+        'null',
+        `http://localhost:${port()}`,
+      ]) {
         expect(await raw(openUrl, 'POST', '/api/dispatch', { host, origin }, dispatch)).toEqual({
           status: 403,
           code: 'FLEETGATE_HTTP_ORIGIN_NOT_ALLOWED',
@@ -221,8 +225,15 @@ describe('gateway hardening', () => {
       ).toBe(200);
       // The gateway's own dashboard, and clients that send no Origin.
       expect(
-        (await raw(openUrl, 'POST', '/api/dispatch?wait=5s', { host, origin: `http://${host}` }, dispatch))
-          .status,
+        (
+          await raw(
+            openUrl,
+            'POST',
+            '/api/dispatch?wait=5s',
+            { host, origin: `http://${host}` },
+            dispatch,
+          )
+        ).status,
       ).toBe(200);
       expect((await raw(openUrl, 'POST', '/api/dispatch?wait=5s', { host }, dispatch)).status).toBe(
         200,
@@ -235,7 +246,9 @@ describe('gateway hardening', () => {
     await new Promise<void>((resolve) => socket.once('connect', resolve));
     let received = '';
     socket.on('data', (d: Buffer) => (received += d.toString()));
-    const closed = new Promise<number>((resolve) => socket.once('close', () => resolve(Date.now())));
+    const closed = new Promise<number>((resolve) =>
+      socket.once('close', () => resolve(Date.now())),
+    );
     const started = Date.now();
     socket.write(
       `POST /api/dispatch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n`,

@@ -113,15 +113,19 @@ describe('stopping a busy gateway', () => {
   }
 
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    it(`exits 0 after ${signal}, ${RUNS} busy runs in a row`, async () => {
-      const failures: string[] = [];
-      for (let run = 0; run < RUNS; run += 1) {
-        const { code, stderr } = await busyRun(signal);
-        if (code !== 0 || !stderr.includes('fleetgate: stopped')) {
-          failures.push(`run ${run}: exit ${code}\n${stderr.split('\n').slice(-8).join('\n')}`);
+    it(
+      `exits 0 after ${signal}, ${RUNS} busy runs in a row`,
+      async () => {
+        const failures: string[] = [];
+        for (let run = 0; run < RUNS; run += 1) {
+          const { code, stderr } = await busyRun(signal);
+          if (code !== 0 || !stderr.includes('fleetgate: stopped')) {
+            failures.push(`run ${run}: exit ${code}\n${stderr.split('\n').slice(-8).join('\n')}`);
+          }
         }
-      }
-      expect(failures).toEqual([]);
-    }, RUNS * 30_000);
+        expect(failures).toEqual([]);
+      },
+      RUNS * 30_000,
+    );
   }
 });
