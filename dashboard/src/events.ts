@@ -98,7 +98,7 @@ export function openEventStream(options: EventStreamOptions): { close(): void } 
       first = false;
       return;
     }
-    if (event === 'fleetgate.cut') {
+    if (event === 'error') {
       // The server ends the stream after this; the reconnect resumes from `lastId`.
       return;
     }

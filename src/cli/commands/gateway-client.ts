@@ -28,7 +28,7 @@ export interface GatewayClient {
 
 /** One event of the live stream. */
 export interface StreamedEvent {
-  /** `message` for bus events; `fleetgate.gap` / `fleetgate.cut` for the stream's own notices. */
+  /** `message` for bus events; `fleetgate.gap` and `error` (a client cut for falling behind) for the stream's own notices. */
   type: string;
   id: string | undefined;
   data: unknown;

@@ -81,7 +81,7 @@ export function systemRoutes(ctx: ApiContext): RouteSpec[] {
       tag: 'events',
       summary: 'Live bus events as Server-Sent Events',
       description:
-        'Each event is `id: <position>` and `data: <event envelope JSON>`. Filters use NATS syntax (`*` one token, `>` the rest), comma-separated. Reconnect with `Last-Event-ID` (or `?lastEventId=`) to resume: events still retained are replayed first. Heartbeat comments keep idle streams open. A client that falls too far behind gets a `fleetgate.cut` event and is disconnected; a position that is no longer retained gets a `fleetgate.gap` event.',
+        'Each event is `id: <position>` and `data: <event envelope JSON>`. Filters use NATS syntax (`*` one token, `>` the rest), comma-separated. Reconnect with `Last-Event-ID` (or `?lastEventId=`) to resume: events still retained are replayed first. Heartbeat comments keep idle streams open. A client that falls too far behind (`events.clientBuffer` events, `events.clientBufferBytes` bytes) gets a last `event: error` frame with `{ code: "FLEETGATE_EVENTS_CLIENT_TOO_SLOW", reason, message }` and is disconnected; a position that is no longer retained gets a `fleetgate.gap` event.',
       query: z.object({
         topics: z
           .string()
