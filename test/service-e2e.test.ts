@@ -354,7 +354,7 @@ describe('fleetgate start --config', () => {
         if (answer === '') reject(error);
       });
       socket.write(
-        `POST /callbacks/a2a/nobody HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n` +
+        `POST /callbacks/a2a/nobody HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n` +
           `content-length: ${2 << 20}\r\nconnection: close\r\n\r\n`,
       );
       // The receiver answers an unauthenticated push without reading its body; a gateway that
