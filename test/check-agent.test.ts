@@ -23,7 +23,7 @@ import {
   createWorldStateDeltaPart,
   isFleetgateError,
 } from '../src/protocol/index.js';
-import { runCli } from './support/cli.js';
+import { cliTestTimeout, runCli } from './support/cli.js';
 import type { KitAgent } from './support/kit-agent.js';
 import { startKitAgent } from './support/kit-agent.js';
 
@@ -348,49 +348,63 @@ describe('fleetgate check-agent', () => {
     await Promise.all([kit, ops, broken].map((a) => a?.close()));
   });
 
-  it('prints the report and exits 0 for a clean agent', async () => {
-    const run = await runCli(['check-agent', kit.url, '--skill', 'triage']);
-    expect(run.stderr).toBe('');
-    expect(run.code).toBe(0);
-    expect(run.stdout).toContain(`Agent ${kit.url}, skill triage`);
-    expect(run.stdout).toMatch(
-      /stamps sent: +x-effect-domain-skill=triage, x-blast-radius=project, x-cost-skill=triage/,
-    );
-    expect(run.stdout).toMatch(/board\s+data\.untriaged\s+inc\s+-1/);
-    expect(run.stdout).toContain('0 errors, 0 warnings');
-  });
+  it(
+    'prints the report and exits 0 for a clean agent',
+    async () => {
+      const run = await runCli(['check-agent', kit.url, '--skill', 'triage']);
+      expect(run.stderr).toBe('');
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain(`Agent ${kit.url}, skill triage`);
+      expect(run.stdout).toMatch(
+        /stamps sent: +x-effect-domain-skill=triage, x-blast-radius=project, x-cost-skill=triage/,
+      );
+      expect(run.stdout).toMatch(/board\s+data\.untriaged\s+inc\s+-1/);
+      expect(run.stdout).toContain('0 errors, 0 warnings');
+    },
+    cliTestTimeout(1),
+  );
 
-  it('exits 1 on errors, on warnings only with --strict, and prints JSON', async () => {
-    expect((await runCli(['check-agent', ops.url, '--skill', 'sitrep'])).code).toBe(0);
-    expect((await runCli(['check-agent', ops.url, '--skill', 'sitrep', '--strict'])).code).toBe(1);
-    const run = await runCli(['check-agent', broken.url, '--skill', 'triage', '--json']);
-    expect(run.code).toBe(1);
-    const report = JSON.parse(run.stdout) as AgentCheckReport;
-    expect(report.ok).toBe(false);
-    expect(report.diagnostics).toEqual([
-      expect.objectContaining({
-        severity: 'error',
-        message: expect.stringContaining('does not declare effect-domain-v1'),
-      }),
-    ]);
-  });
+  it(
+    'exits 1 on errors, on warnings only with --strict, and prints JSON',
+    async () => {
+      expect((await runCli(['check-agent', ops.url, '--skill', 'sitrep'])).code).toBe(0);
+      expect((await runCli(['check-agent', ops.url, '--skill', 'sitrep', '--strict'])).code).toBe(
+        1,
+      );
+      const run = await runCli(['check-agent', broken.url, '--skill', 'triage', '--json']);
+      expect(run.code).toBe(1);
+      const report = JSON.parse(run.stdout) as AgentCheckReport;
+      expect(report.ok).toBe(false);
+      expect(report.diagnostics).toEqual([
+        expect.objectContaining({
+          severity: 'error',
+          message: expect.stringContaining('does not declare effect-domain-v1'),
+        }),
+      ]);
+    },
+    cliTestTimeout(3),
+  );
 
-  it('exits 2 with the code when the agent cannot be reached, and without --skill', async () => {
-    const refused = await runCli([
-      'check-agent',
-      'http://127.0.0.1:9',
-      '--skill',
-      'x',
-      '--timeout',
-      '2000',
-    ]);
-    expect(refused.code).toBe(2);
-    expect(refused.stderr).toMatch(
-      /FLEETGATE_CARD_FETCH_FAILED: http:\/\/127\.0\.0\.1:9\/\.well-known\/agent-card\.json/,
-    );
-    const usage = await runCli(['check-agent', kit.url]);
-    expect(usage.code).toBe(2);
-    expect(usage.stderr).toMatch(/^FLEETGATE_USAGE: .*--skill/mu);
-    expect(usage.stderr).toMatch(/^ {2}fix: /mu);
-  });
+  it(
+    'exits 2 with the code when the agent cannot be reached, and without --skill',
+    async () => {
+      const refused = await runCli([
+        'check-agent',
+        'http://127.0.0.1:9',
+        '--skill',
+        'x',
+        '--timeout',
+        '2000',
+      ]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toMatch(
+        /FLEETGATE_CARD_FETCH_FAILED: http:\/\/127\.0\.0\.1:9\/\.well-known\/agent-card\.json/,
+      );
+      const usage = await runCli(['check-agent', kit.url]);
+      expect(usage.code).toBe(2);
+      expect(usage.stderr).toMatch(/^FLEETGATE_USAGE: .*--skill/mu);
+      expect(usage.stderr).toMatch(/^ {2}fix: /mu);
+    },
+    cliTestTimeout(2),
+  );
 });

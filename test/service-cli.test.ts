@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOpsAgent, type RunningAgent } from '../examples/agents/index.js';
-import { runCli } from './support/cli.js';
+import { cliTestTimeout, runCli } from './support/cli.js';
 import type { ServiceProcess } from './support/gateway-service.js';
 import { startServiceProcess } from './support/gateway-service.js';
 
@@ -53,116 +53,147 @@ describe('fleetgate CLI against a running gateway', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('prints the fleet, as a table and as JSON', async () => {
-    const table = await runCli(['agents'], as(OPERATOR));
-    expect(table.code).toBe(0);
-    expect(table.stdout).toMatch(/ops\s+fresh\s+\S+\s+sitrep\s+self\s+autonomous/);
-    expect(table.stdout).toMatch(/bulk_migration\s+fleet\s+gated/);
-    const json = await runCli(['agents', '--json'], as(OPERATOR));
-    expect(JSON.parse(json.stdout)).toMatchObject({ agents: [{ name: 'ops', status: 'fresh' }] });
-  }, 30_000);
+  it(
+    'prints the fleet, as a table and as JSON',
+    async () => {
+      const table = await runCli(['agents'], as(OPERATOR));
+      expect(table.code).toBe(0);
+      expect(table.stdout).toMatch(/ops\s+fresh\s+\S+\s+sitrep\s+self\s+autonomous/);
+      expect(table.stdout).toMatch(/bulk_migration\s+fleet\s+gated/);
+      const json = await runCli(['agents', '--json'], as(OPERATOR));
+      expect(JSON.parse(json.stdout)).toMatchObject({ agents: [{ name: 'ops', status: 'fresh' }] });
+    },
+    cliTestTimeout(2),
+  );
 
-  it('dispatches a routed skill and follows it to the end with --wait', async () => {
-    const run = await runCli(
-      ['dispatch', '--skill', 'sitrep', 'status please', '--wait'],
-      as(OPERATOR),
-    );
-    expect(run.code).toBe(0);
-    expect(run.stdout).toContain('routed to ops: ops is the only agent offering sitrep');
-    expect(run.stdout).toMatch(/ops\/sitrep\s+completed/);
-  }, 30_000);
+  it(
+    'dispatches a routed skill and follows it to the end with --wait',
+    async () => {
+      const run = await runCli(
+        ['dispatch', '--skill', 'sitrep', 'status please', '--wait'],
+        as(OPERATOR),
+      );
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain('routed to ops: ops is the only agent offering sitrep');
+      expect(run.stdout).toMatch(/ops\/sitrep\s+completed/);
+    },
+    cliTestTimeout(1),
+  );
 
-  it('holds a gated dispatch, approves it under the token, and answers a second approval with who decided', async () => {
-    const held = await runCli(
-      ['dispatch', 'ops', 'bulk_migration', 'migrate', '--json'],
-      as(OPERATOR),
-    );
-    expect(held.code).toBe(0);
-    const answer = JSON.parse(held.stdout) as { status: string; decision: { approvalId: string } };
-    expect(answer.status).toBe('awaiting-approval');
-    const list = await runCli(['approvals'], as(OPERATOR));
-    expect(list.stdout).toContain(answer.decision.approvalId);
-    const forbidden = await runCli(
-      ['approvals', 'approve', answer.decision.approvalId],
-      as(OPERATOR),
-    );
-    expect(forbidden.code).toBe(2);
-    expect(forbidden.stderr).toContain('FLEETGATE_AUTH_FORBIDDEN');
-    const ok = await runCli(['approvals', 'approve', answer.decision.approvalId], as(ADMIN));
-    expect(ok.code).toBe(0);
-    expect(ok.stdout).toMatch(/ops\/bulk_migration: consumed/);
-    expect(ok.stdout).toMatch(/dispatch \S+ ops\/bulk_migration\s+completed/);
-    const again = await runCli(['approvals', 'approve', answer.decision.approvalId], as(ADMIN));
-    expect(again.code).toBe(2);
-    expect(again.stderr).toContain('FLEETGATE_APPROVAL_ALREADY_DECIDED');
-    expect(again.stderr).toContain('by alice');
-    const world = await runCli(['world', 'github_issues', '--json'], as(OPERATOR));
-    expect(JSON.parse(world.stdout)).toMatchObject({ state: { data: { migrated: ['repo-a'] } } });
-  }, 60_000);
+  it(
+    'holds a gated dispatch, approves it under the token, and answers a second approval with who decided',
+    async () => {
+      const held = await runCli(
+        ['dispatch', 'ops', 'bulk_migration', 'migrate', '--json'],
+        as(OPERATOR),
+      );
+      expect(held.code).toBe(0);
+      const answer = JSON.parse(held.stdout) as {
+        status: string;
+        decision: { approvalId: string };
+      };
+      expect(answer.status).toBe('awaiting-approval');
+      const list = await runCli(['approvals'], as(OPERATOR));
+      expect(list.stdout).toContain(answer.decision.approvalId);
+      const forbidden = await runCli(
+        ['approvals', 'approve', answer.decision.approvalId],
+        as(OPERATOR),
+      );
+      expect(forbidden.code).toBe(2);
+      expect(forbidden.stderr).toContain('FLEETGATE_AUTH_FORBIDDEN');
+      const ok = await runCli(['approvals', 'approve', answer.decision.approvalId], as(ADMIN));
+      expect(ok.code).toBe(0);
+      expect(ok.stdout).toMatch(/ops\/bulk_migration: consumed/);
+      expect(ok.stdout).toMatch(/dispatch \S+ ops\/bulk_migration\s+completed/);
+      const again = await runCli(['approvals', 'approve', answer.decision.approvalId], as(ADMIN));
+      expect(again.code).toBe(2);
+      expect(again.stderr).toContain('FLEETGATE_APPROVAL_ALREADY_DECIDED');
+      expect(again.stderr).toContain('by alice');
+      const world = await runCli(['world', 'github_issues', '--json'], as(OPERATOR));
+      expect(JSON.parse(world.stdout)).toMatchObject({ state: { data: { migrated: ['repo-a'] } } });
+    },
+    cliTestTimeout(6),
+  );
 
-  it('tails live events over SSE', async () => {
-    const tail = runCli(['tail', 'world.state.delta', '--count', '1', '--json'], as(OPERATOR));
-    await new Promise((resolve) => setTimeout(resolve, 2500));
-    const sent = await runCli(['dispatch', 'ops', 'sitrep', '--wait'], as(OPERATOR));
-    expect(sent.code).toBe(0);
-    const run = await tail;
-    expect(run.code).toBe(0);
-    expect(JSON.parse(run.stdout.trim())).toMatchObject({
-      topic: 'world.state.delta',
-      payload: { source: 'ops', skill: 'sitrep' },
-    });
-  }, 60_000);
+  it(
+    'tails live events over SSE',
+    async () => {
+      const tail = runCli(['tail', 'world.state.delta', '--count', '1', '--json'], as(OPERATOR));
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+      const sent = await runCli(['dispatch', 'ops', 'sitrep', '--wait'], as(OPERATOR));
+      expect(sent.code).toBe(0);
+      const run = await tail;
+      expect(run.code).toBe(0);
+      expect(JSON.parse(run.stdout.trim())).toMatchObject({
+        topic: 'world.state.delta',
+        payload: { source: 'ops', skill: 'sitrep' },
+      });
+    },
+    cliTestTimeout(2),
+  );
 
-  it('stops at exactly --count events when several arrive in one burst', async () => {
-    const tail = runCli(['tail', '--count', '1', '--json'], as(OPERATOR));
-    await new Promise((resolve) => setTimeout(resolve, 2500));
-    // One dispatch publishes a burst (dispatch, task, delta and cost events) within milliseconds.
-    const sent = await runCli(['dispatch', 'ops', 'sitrep', '--wait'], as(OPERATOR));
-    expect(sent.code).toBe(0);
-    const run = await tail;
-    expect(run.code).toBe(0);
-    expect(run.stdout.trim().split('\n')).toHaveLength(1);
-  }, 60_000);
+  it(
+    'stops at exactly --count events when several arrive in one burst',
+    async () => {
+      const tail = runCli(['tail', '--count', '1', '--json'], as(OPERATOR));
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+      // One dispatch publishes a burst (dispatch, task, delta and cost events) within milliseconds.
+      const sent = await runCli(['dispatch', 'ops', 'sitrep', '--wait'], as(OPERATOR));
+      expect(sent.code).toBe(0);
+      const run = await tail;
+      expect(run.code).toBe(0);
+      expect(run.stdout.trim().split('\n')).toHaveLength(1);
+    },
+    cliTestTimeout(2),
+  );
 
-  it('refreshes cards and says clearly when the gateway is not there or the token is wrong', async () => {
-    const refresh = await runCli(['refresh'], as(OPERATOR));
-    expect(refresh.code).toBe(0);
-    expect(refresh.stdout).toMatch(/ops: (unchanged|changed)/);
-    const wrong = await runCli(['agents'], as('not-the-token-0123456789'));
-    expect(wrong.code).toBe(2);
-    expect(wrong.stderr).toContain('FLEETGATE_AUTH_INVALID');
-    const away = await runCli(['agents'], {
-      FLEETGATE_URL: 'http://127.0.0.1:9',
-      FLEETGATE_TOKEN: OPERATOR,
-    });
-    expect(away.code).toBe(2);
-    expect(away.stderr).toContain('FLEETGATE_GATEWAY_UNREACHABLE');
-  }, 60_000);
+  it(
+    'refreshes cards and says clearly when the gateway is not there or the token is wrong',
+    async () => {
+      const refresh = await runCli(['refresh'], as(OPERATOR));
+      expect(refresh.code).toBe(0);
+      expect(refresh.stdout).toMatch(/ops: (unchanged|changed)/);
+      const wrong = await runCli(['agents'], as('not-the-token-0123456789'));
+      expect(wrong.code).toBe(2);
+      expect(wrong.stderr).toContain('FLEETGATE_AUTH_INVALID');
+      const away = await runCli(['agents'], {
+        FLEETGATE_URL: 'http://127.0.0.1:9',
+        FLEETGATE_TOKEN: OPERATOR,
+      });
+      expect(away.code).toBe(2);
+      expect(away.stderr).toContain('FLEETGATE_GATEWAY_UNREACHABLE');
+    },
+    cliTestTimeout(3),
+  );
 
-  it('checks a configuration without starting anything', async () => {
-    const good = await runCli(['config', 'check', config], {
-      CLI_ADMIN: ADMIN,
-      CLI_OPERATOR: OPERATOR,
-    });
-    expect(good.code).toBe(0);
-    expect(good.stdout).toContain('1 agent,');
-    const bad = join(dir, 'bad.yaml');
-    writeFileSync(
-      bad,
-      'listen: { host: 0.0.0.0 }\nagents: [{ name: x, url: ftp://nope }]\nbus: kafka\n',
-    );
-    const run = await runCli(['config', 'check', bad]);
-    expect(run.code).toBe(1);
-    expect(run.stderr).toContain('bus: must be memory or nats://host:port');
-    // What start would refuse beyond the file's shape: an open address without tokens, and a
-    // token the environment does not hold.
-    const open = join(dir, 'open.yaml');
-    writeFileSync(open, 'listen: { host: 0.0.0.0 }\n');
-    const unsafe = await runCli(['config', 'check', open]);
-    expect(unsafe.code).toBe(1);
-    expect(unsafe.stderr).toContain('FLEETGATE_LISTEN_UNSAFE');
-    const missing = await runCli(['config', 'check', config], { CLI_ADMIN: ADMIN });
-    expect(missing.code).toBe(1);
-    expect(missing.stderr).toMatch(/auth\.tokens\[\d\]\.tokenEnv: CLI_OPERATOR is not set/);
-  }, 30_000);
+  it(
+    'checks a configuration without starting anything',
+    async () => {
+      const good = await runCli(['config', 'check', config], {
+        CLI_ADMIN: ADMIN,
+        CLI_OPERATOR: OPERATOR,
+      });
+      expect(good.code).toBe(0);
+      expect(good.stdout).toContain('1 agent,');
+      const bad = join(dir, 'bad.yaml');
+      writeFileSync(
+        bad,
+        'listen: { host: 0.0.0.0 }\nagents: [{ name: x, url: ftp://nope }]\nbus: kafka\n',
+      );
+      const run = await runCli(['config', 'check', bad]);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain('bus: must be memory or nats://host:port');
+      // What start would refuse beyond the file's shape: an open address without tokens, and a
+      // token the environment does not hold.
+      const open = join(dir, 'open.yaml');
+      writeFileSync(open, 'listen: { host: 0.0.0.0 }\n');
+      const unsafe = await runCli(['config', 'check', open]);
+      expect(unsafe.code).toBe(1);
+      expect(unsafe.stderr).toContain('FLEETGATE_LISTEN_UNSAFE');
+      const missing = await runCli(['config', 'check', config], { CLI_ADMIN: ADMIN });
+      expect(missing.code).toBe(1);
+      expect(missing.stderr).toMatch(/auth\.tokens\[\d\]\.tokenEnv: CLI_OPERATOR is not set/);
+    },
+    cliTestTimeout(4),
+  );
 });

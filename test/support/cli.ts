@@ -52,3 +52,18 @@ export function runCli(
     });
   });
 }
+
+/**
+ * Time one CLI run may take in a test: a run starts Node and compiles the CLI from source, which
+ * took up to 19 s at a load average of 16 on two cores (measured beside a CPU burner), against
+ * under 2 s on an idle machine.
+ */
+export const CLI_RUN_MS = 30_000;
+
+/**
+ * The time limit of a test that runs the CLI `runs` times one after the other (plus `extraMs` of
+ * its own work), so that it holds on a loaded CI machine.
+ */
+export function cliTestTimeout(runs: number, extraMs = 15_000): number {
+  return runs * CLI_RUN_MS + extraMs;
+}

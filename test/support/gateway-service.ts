@@ -29,7 +29,7 @@ export interface StartProcessOptions {
   args?: readonly string[];
   env?: NodeJS.ProcessEnv;
   cwd?: string;
-  /** Milliseconds to wait for the banner (default 30 s). */
+  /** Milliseconds to wait for the banner (default 60 s: a start takes far longer on a loaded machine). */
   timeoutMs?: number;
 }
 
@@ -51,7 +51,7 @@ export function startServiceProcess(options: StartProcessOptions = {}): Promise<
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`fleetgate start did not come up:\n${out}\n${err}`));
-    }, options.timeoutMs ?? 30_000);
+    }, options.timeoutMs ?? 60_000);
     const check = (): void => {
       const url = /listening on (http:\/\/\S+)/.exec(out)?.[1];
       // The demo prints more after the address; wait for its last line.
