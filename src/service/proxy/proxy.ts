@@ -180,6 +180,7 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
     backoffMs: options.push.backoffMs,
     timeoutMs: options.push.timeoutMs,
     sweepMs: options.push.sweepMs,
+    urls: options.pushUrls,
     onError: options.onError,
     ...(options.observe?.push === undefined ? {} : { onOutcome: options.observe.push }),
   });

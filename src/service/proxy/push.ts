@@ -29,6 +29,11 @@ export interface PushDeliveryOptions {
   timeoutMs: number;
   /** How often this process looks for deliveries due that nobody holds (0: never). */
   sweepMs: number;
+  /**
+   * Checked again before each try (a name may resolve elsewhere than when it was registered); a
+   * URL it refuses ends the delivery dead at once.
+   */
+  urls?: PushUrlPolicy;
   fetch?: typeof fetch;
   now?: () => number;
   /** A delivery went dead (or failed to be recorded). */
@@ -120,6 +125,18 @@ export function createPushDelivery(options: PushDeliveryOptions): PushDelivery {
       sleepers.add(wake);
     });
 
+  /** Why a push URL may not be called now, or undefined when it may. */
+  async function refusal(url: string): Promise<string | undefined> {
+    if (options.urls === undefined) return undefined;
+    try {
+      await options.urls.check(url);
+      return undefined;
+    } catch (error) {
+      if (!isFleetgateError(error)) throw error;
+      return `${error.code}: ${error.message}`;
+    }
+  }
+
   /** Tries a delivery whose try number `taken` this process holds, until it ends or pauses. */
   async function deliver(
     config: ProxyPushConfig,
@@ -132,11 +149,28 @@ export function createPushDelivery(options: PushDeliveryOptions): PushDelivery {
     let attempt = taken;
     for (;;) {
       let lastError: string;
+      const refused = await refusal(config.config.url);
+      if (refused !== undefined) {
+        await store.endDelivery(key, {
+          status: 'dead',
+          attempts: attempt,
+          error: refused,
+          at: now(),
+        });
+        options.onOutcome?.('dead');
+        options.onError(
+          new Error(`Push of task ${key.taskId} (${key.state}) not sent: ${refused}`),
+          'proxy.push',
+        );
+        return;
+      }
       try {
         const response = await doFetch(config.config.url, {
           method: 'POST',
           headers: { 'content-type': contentType, ...authHeaders(config.config) },
           body,
+          // A redirect is not followed: it could lead where the URL check would not let a push go.
+          redirect: 'manual',
           signal: AbortSignal.timeout(options.timeoutMs),
         });
         await response.body?.cancel();
