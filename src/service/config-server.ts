@@ -99,14 +99,14 @@ export const listenSchema = z
       ctx.addIssue({
         code: 'custom',
         path: ['timeouts', 'headers'],
-        message: `must not be longer than timeouts.request (${request} ms; got ${headers} ms)`,
+        message: `must not be longer than timeouts.request (${request} ms)`,
       });
     }
     if (body > request) {
       ctx.addIssue({
         code: 'custom',
         path: ['timeouts', 'body'],
-        message: `must not be longer than timeouts.request (${request} ms; got ${body} ms)`,
+        message: `must not be longer than timeouts.request (${request} ms)`,
       });
     }
   })
