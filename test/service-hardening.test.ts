@@ -267,6 +267,15 @@ describe('gateway hardening', () => {
     expect(received).toContain('FLEETGATE_HTTP_REQUEST_TIMEOUT');
   }, 20_000);
 
+  it('reports the bytes the live-event feed holds and the clients it cut', async () => {
+    const metrics = await fetch(`${openUrl}/metrics`).then((r) => r.text());
+    expect(metrics).toMatch(/^fleetgate_events_retained_bytes \d+$/m);
+    expect(metrics).toMatch(/^fleetgate_events_queued_bytes \d+$/m);
+    expect(metrics).toMatch(/^fleetgate_events_clients_cut \d+$/m);
+    // Events were published by the dispatches above: the window holds their bytes.
+    expect(Number(/^fleetgate_events_retained_bytes (\d+)$/m.exec(metrics)![1])).toBeGreaterThan(0);
+  });
+
   describe('push URLs', () => {
     it('refuses loopback, link-local, private and own addresses on a gateway beyond loopback', async () => {
       const client = await sdkClient(`${wideUrl}/a2a/ops`, { token: ADMIN });
