@@ -6,7 +6,6 @@
 import { z } from 'zod';
 import { isIP } from 'node:net';
 import { duration, size } from './config-values.js';
-import { isPushUrlEntry } from './proxy/index.js';
 
 /** The roles of API tokens, narrowest first: each role may do what the ones before it may. */
 export const ROLES = ['viewer', 'operator', 'approver', 'admin'] as const;
@@ -211,6 +210,23 @@ export const replicasSchema = z
     leaseTtl: duration.default(15_000),
   })
   .default({ leaseTtl: 15_000 });
+
+/** True when `entry` is an entry `proxy.pushUrls` may hold (what the proxy's push-URL policy
+ * understands): `public`, an http(s) URL prefix, an address or CIDR range, a host name or
+ * `.example.com`. */
+export function isPushUrlEntry(entry: string): boolean {
+  if (entry === 'public') return true;
+  if (/^https?:\/\//i.test(entry)) return URL.canParse(entry);
+  const [network, bits, more] = entry.split('/');
+  const family = isIP(network ?? '');
+  if (family !== 0) {
+    if (more !== undefined) return false;
+    return (
+      bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128))
+    );
+  }
+  return /^\.?[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/.test(entry);
+}
 
 /** The defaults of `proxy:`. */
 export const DEFAULT_PROXY = {

@@ -7,7 +7,6 @@
 export type { A2aProxy, A2aProxyOptions } from './proxy.js';
 export type { ProxyTask, ProxyTaskStore, ProxyPushConfig, ClientProtocol } from './task-store.js';
 export type { ProxyFrontOptions } from './front.js';
-export { isPushUrlEntry } from './push-url.js';
 export { PROXY_MIGRATIONS, type ProxyDatabase } from './store-tables.js';
 
 /** Loads the proxy and its HTTP front on first use (the SDK's server side and express with it). */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isFleetgateError } from '../../protocol/index.js';
-import { classifyAddress, createPushUrlPolicy, isPushUrlEntry } from './push-url.js';
+import { isPushUrlEntry } from '../config-server.js';
+import { classifyAddress, createPushUrlPolicy } from './push-url.js';
 
 const DNS: Record<string, string[]> = {
   'hooks.example.com': ['93.184.216.34'],

@@ -127,21 +127,6 @@ function parseEntry(entry: string): Entry {
   };
 }
 
-/** True when `entry` is something {@link createPushUrlPolicy} understands (config checks). */
-export function isPushUrlEntry(entry: string): boolean {
-  if (entry === 'public') return true;
-  if (/^https?:\/\//i.test(entry)) return URL.canParse(entry);
-  const [network, bits, more] = entry.split('/');
-  const family = isIP(network ?? '');
-  if (family !== 0) {
-    if (more !== undefined) return false;
-    return (
-      bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128))
-    );
-  }
-  return /^\.?[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/.test(entry);
-}
-
 const systemResolve = async (host: string): Promise<string[]> =>
   (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
 
