@@ -318,6 +318,33 @@ describe('gateway hardening', () => {
         pageToken: '',
       });
       expect(listed.configs).toEqual([]);
+
+      // A configuration sent with the message is checked the same way; the agent is not called.
+      const before = agent.received.length;
+      const refused = await client
+        .sendMessage({
+          tenant: '',
+          message: userMessage('status?', { 'x-effect-domain-skill': 'sitrep' }),
+          configuration: {
+            acceptedOutputModes: [],
+            returnImmediately: false,
+            taskPushNotificationConfig: {
+              tenant: '',
+              id: 'with-the-message',
+              taskId: '',
+              url: 'http://169.254.169.254/latest/meta-data/',
+              token: 't',
+              authentication: undefined,
+            },
+          },
+          metadata: undefined,
+        })
+        .then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+      expect(String((refused as Error).message)).toContain('FLEETGATE_PUSH_URL_REFUSED');
+      expect(agent.received.length).toBe(before);
     }, 30_000);
   });
 });
