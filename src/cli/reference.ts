@@ -5,7 +5,7 @@
  * undocumented.
  */
 import type { Command } from 'commander';
-import { buildProgram } from './main.js';
+import { buildProgram } from './commands/index.js';
 import type { CliIo } from './io.js';
 
 /** Width of the generated help pages, whatever the terminal. */

@@ -5,7 +5,6 @@
 import type { Command } from 'commander';
 import { FleetgateError } from '../../protocol/index.js';
 import type { AuditRecord, DomainSnapshot } from '../../world/index.js';
-import { createSqlWorldStore } from '../../world/index.js';
 import { EXIT } from '../errors.js';
 import type { CliIo } from '../io.js';
 import { integerFlag, storeFlag } from '../options.js';
@@ -116,6 +115,7 @@ export function registerWorld(program: Command, io: CliIo, setExit: (code: numbe
       }
       await withStore(opts, { readOnly: true }, async (store) => {
         const s = createStyle(io.color);
+        const { createSqlWorldStore } = await import('../../world/index.js');
         const world = createSqlWorldStore({ db: store.db, kind: store.kind });
         if (domain === undefined) {
           const domains = await world.domains();
