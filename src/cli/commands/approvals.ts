@@ -13,7 +13,7 @@ import type { StoreFlags } from '../store.js';
 import { DEFAULT_CONFIG, DEFAULT_STORE, withStore } from '../store.js';
 import type { Style } from '../style.js';
 import { createStyle, renderTable } from '../style.js';
-import { remoteApprovals, remoteClient, requireClient } from './remote.js';
+import { alreadyInState, remoteApprovals, remoteClient, requireClient } from './remote.js';
 
 interface StoreOptions extends StoreFlags {
   json?: boolean;
@@ -155,21 +155,27 @@ export function registerApprovals(
         await withStore(opts, { readOnly: false }, async (store) => {
           const inbox = createApprovalInbox({ db: store.db });
           let record: ApprovalRecord;
-          switch (verb) {
-            case 'approve':
-              record = await inbox.approve(id, by, opts.reason);
-              break;
-            case 'reject':
-              record = await inbox.reject(id, by, opts.reason);
-              break;
-            case 'snooze':
-              record = await inbox.snooze(
-                id,
-                by,
-                Date.now() + (opts.for ?? 15 * 60_000),
-                opts.reason,
-              );
-              break;
+          try {
+            record = await decide();
+          } catch (error) {
+            const note = alreadyInState(error, verb);
+            if (note === undefined) throw error;
+            io.out(
+              opts.json === true
+                ? `${JSON.stringify(note.details)}\n`
+                : `${note.text(createStyle(io.color))}\n`,
+            );
+            return setExit(EXIT.ok);
+          }
+          function decide(): Promise<ApprovalRecord> {
+            switch (verb) {
+              case 'approve':
+                return inbox.approve(id, by, opts.reason);
+              case 'reject':
+                return inbox.reject(id, by, opts.reason);
+              case 'snooze':
+                return inbox.snooze(id, by, Date.now() + (opts.for ?? 15 * 60_000), opts.reason);
+            }
           }
           setExit(EXIT.ok);
           if (opts.json === true) {
@@ -236,7 +242,7 @@ export function registerApprovals(
     .description('the HITL policy')
     .command('explain')
     .description(
-      "ask the running gateway for its decision on a call to AGENT SKILL and every reason behind it (nothing is sent); exit 1 when denied",
+      'ask the running gateway for its decision on a call to AGENT SKILL and every reason behind it (nothing is sent); exit 1 when denied',
     )
     .argument('<agent>', 'agent name')
     .argument('<skill>', 'skill id')
@@ -244,7 +250,11 @@ export function registerApprovals(
     .option('--url <url>', urlHelp)
     .option('--json', 'print JSON')
     .action(
-      async (agent: string, skill: string, opts: { url?: string; json?: boolean; text?: string }) => {
+      async (
+        agent: string,
+        skill: string,
+        opts: { url?: string; json?: boolean; text?: string },
+      ) => {
         const client = requireClient(opts.url);
         const query = new URLSearchParams({ agent, skill });
         if (opts.text !== undefined) query.set('text', opts.text);

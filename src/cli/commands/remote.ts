@@ -6,6 +6,7 @@
 import type { EventEnvelope } from '../../protocol/index.js';
 import { FleetgateError, isBlastRadius } from '../../protocol/index.js';
 import type { CliIo } from '../io.js';
+import { cliCommand } from '../launcher.js';
 import type { Style } from '../style.js';
 import { createStyle, renderTable } from '../style.js';
 import type { GatewayClient } from './gateway-client.js';
@@ -155,9 +156,51 @@ export function dispatchLine(d: DispatchRow, s: Style): string {
     parts.push(`approval ${s.bold(d.decision.approvalId)}`);
   }
   if (d.result?.text !== undefined) parts.push(`"${d.result.text}"`);
-  if (d.result?.error !== undefined && d.status !== 'completed')
+  if (d.result?.error !== undefined && d.status !== 'completed' && d.status !== 'awaiting-approval')
     parts.push(s.red(`${d.result.error.code}: ${d.result.error.message}`));
   return parts.join('  ');
+}
+
+/**
+ * The lines under a call that waits for approval: not a denial, but what to do next — the
+ * approval's id and the command that approves it (as someone other than the caller).
+ */
+export function waitingLines(d: DispatchRow, s: Style, cli = cliCommand()): string {
+  const id = d.decision?.approvalId;
+  if (d.status !== 'awaiting-approval' || id === undefined) return '';
+  return (
+    `  ${s.yellow('waiting for approval')} ${s.bold(id)} (someone other than the caller approves it):\n` +
+    `    ${cli} approvals approve ${id}\n`
+  );
+}
+
+/** The states an approval ends in when `verb` decided it. */
+const DECIDED_BY: Readonly<Record<string, readonly string[]>> = {
+  approve: ['approved', 'consumed'],
+  reject: ['rejected'],
+};
+
+/**
+ * A second `approve` (or `reject`) of a request already decided that way: nothing to do, so not a
+ * failure — a note naming who decided it. Undefined for any other error (a request decided the
+ * other way, or expired, is still an error).
+ */
+export function alreadyInState(
+  error: unknown,
+  verb: string,
+): { details: Record<string, unknown>; text: (s: Style) => string } | undefined {
+  if (!(error instanceof FleetgateError) || error.code !== 'FLEETGATE_APPROVAL_ALREADY_DECIDED') {
+    return undefined;
+  }
+  const details = error.details ?? {};
+  const status = typeof details.status === 'string' ? details.status : undefined;
+  if (status === undefined || !(DECIDED_BY[verb] ?? []).includes(status)) return undefined;
+  const by = typeof details.decidedBy === 'string' ? ` by ${details.decidedBy}` : '';
+  return {
+    details: { ...details, note: 'already in that state' },
+    text: (s) =>
+      `${s.bold(String(details.id))}: already ${status}${by} ${s.dim('(nothing to do)')}`,
+  };
 }
 
 /** `fleetgate approvals [approve|reject|snooze|answer] --url`. */
@@ -229,14 +272,22 @@ export async function remoteApprovals(
         : args.reason === undefined
           ? {}
           : { reason: args.reason };
-  const result = await client.post<{
+  let result: {
     approval?: { id: string; status: string; agent: string; skill: string };
     dispatch?: DispatchRow | null;
     id?: string;
     status?: string;
     agent?: string;
     skill?: string;
-  }>(`/api/approvals/${id}/${verb}`, body);
+  };
+  try {
+    result = await client.post<typeof result>(`/api/approvals/${id}/${verb}`, body);
+  } catch (error) {
+    const note = alreadyInState(error, verb);
+    if (note === undefined) throw error;
+    io.out(args.json === true ? `${JSON.stringify(note.details)}\n` : `${note.text(s)}\n`);
+    return 0;
+  }
   if (args.json === true) {
     io.out(`${JSON.stringify(result, null, 2)}\n`);
     return 0;
