@@ -78,13 +78,14 @@ export function registerDispatch(
     const controller = new AbortController();
     let last: DispatchRow | undefined;
     /** The gate's decision from the API's answer: the events of the dispatch do not carry it. */
-    let decided: DispatchRow['decision'];
-    let answered = false;
+    const answered: { yes: boolean; decision?: DispatchRow['decision'] } = { yes: false };
     const print = (row: DispatchRow): void => {
       // Waiting is printed once the answer named the approval, with what to do about it.
-      if (row.status === 'awaiting-approval' && !answered) return;
+      if (row.status === 'awaiting-approval' && !answered.yes) return;
       const d =
-        row.decision === undefined && decided !== undefined ? { ...row, decision: decided } : row;
+        row.decision === undefined && answered.decision !== undefined
+          ? { ...row, decision: answered.decision }
+          : row;
       if (last !== undefined && last.status === d.status) return;
       last = d;
       io.out(
@@ -119,8 +120,8 @@ export function registerDispatch(
         controller.abort();
         throw error;
       });
-    answered = true;
-    decided = answer.decision;
+    answered.yes = true;
+    answered.decision = answer.decision;
     if (answer.routing !== undefined && opts.json !== true) {
       io.out(
         `${s.dim(`routed to ${answer.routing.agent}: ${answer.routing.reasons.join('; ')}`)}\n`,
