@@ -18,11 +18,15 @@ export interface GatewayClient {
   readonly url: string;
   get<T>(path: string): Promise<T>;
   post<T>(path: string, body?: unknown): Promise<T>;
-  /** Reads `/api/events` until `signal` aborts; reconnects after drops, resuming where it was. */
+  /**
+   * Reads `/api/events` until `signal` aborts; reconnects after drops, resuming where it was.
+   * `fromRetained`: start with every event the gateway still retains, then the live ones.
+   */
   events(
     patterns: readonly string[],
     onEvent: (event: StreamedEvent) => void,
     signal: AbortSignal,
+    options?: { fromRetained?: boolean },
   ): Promise<void>;
 }
 
@@ -127,6 +131,9 @@ function parseFrames(buffer: string, each: (event: StreamedEvent) => void): stri
   }
 }
 
+/** The `Last-Event-ID` that asks for every retained event (no event has position 0). */
+const FROM_RETAINED = '0';
+
 /** A client of the gateway at `target`. */
 export function createGatewayClient(target: GatewayTarget): GatewayClient {
   const headers = (extra: Record<string, string> = {}): Record<string, string> => ({
@@ -151,10 +158,12 @@ export function createGatewayClient(target: GatewayTarget): GatewayClient {
     url: target.url,
     get: (path) => request('GET', path),
     post: (path, body) => request('POST', path, body ?? {}),
-    async events(patterns, onEvent, signal) {
+    async events(patterns, onEvent, signal, options = {}) {
       const query =
         patterns.length === 0 ? '' : `?topics=${encodeURIComponent(patterns.join(','))}`;
-      let lastId: string | undefined;
+      // A position before the first event: the gateway replays what it retains (after a
+      // `fleetgate.gap` notice naming that position, which is no news to this reader).
+      let lastId: string | undefined = options.fromRetained === true ? FROM_RETAINED : undefined;
       let failures = 0;
       while (!signal.aborted) {
         let response: Response;
@@ -187,6 +196,8 @@ export function createGatewayClient(target: GatewayTarget): GatewayClient {
             if (done) break;
             buffer = parseFrames(buffer + decoder.decode(value, { stream: true }), (e) => {
               if (e.id !== undefined) lastId = e.id;
+              const gapOf = (e.data as { lastEventId?: unknown } | null)?.lastEventId;
+              if (e.type === 'fleetgate.gap' && gapOf === FROM_RETAINED) return;
               onEvent(e);
             });
           }

@@ -392,7 +392,7 @@ export async function remoteTail(
   client: GatewayClient,
   io: CliIo,
   patterns: readonly string[],
-  opts: { json?: boolean; count?: number },
+  opts: { json?: boolean; count?: number; from?: unknown },
 ): Promise<number> {
   const controller = new AbortController();
   const stop = (): void => controller.abort();
@@ -422,6 +422,7 @@ export async function remoteTail(
         if (opts.count !== undefined && printed >= opts.count) controller.abort();
       },
       controller.signal,
+      { fromRetained: opts.from === 'all' },
     );
   } finally {
     process.off('SIGINT', stop);

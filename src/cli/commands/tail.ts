@@ -208,7 +208,7 @@ export function registerTail(program: Command, io: CliIo, setExit: (code: number
   program
     .command('tail')
     .description(
-      'print live bus events of the gateways on a NATS JetStream bus, one line each, coloured by topic family',
+      'print the live events of a running gateway (--url), or of the gateways on a NATS JetStream bus (--nats), one line each, coloured by topic family',
     )
     .argument('[patterns...]', "topic patterns in NATS syntax ('*' one token, '>' the rest)", [])
     .option(
