@@ -99,9 +99,6 @@ export function registerWorld(program: Command, io: CliIo, setExit: (code: numbe
     .option('--json', 'print JSON')
     .option('--url <url>', 'ask a running gateway (default $FLEETGATE_URL; token $FLEETGATE_TOKEN)')
     .action(async (domain: string | undefined, opts: WorldCliOptions & { url?: string }) => {
-      const client =
-        opts.store === undefined && opts.config === undefined ? remoteClient(opts.url) : undefined;
-      if (client !== undefined) return setExit(await remoteWorld(client, io, domain, opts));
       if (opts.history === true && domain === undefined) {
         throw new FleetgateError('FLEETGATE_USAGE', '--history needs a DOMAIN');
       }
@@ -113,6 +110,9 @@ export function registerWorld(program: Command, io: CliIo, setExit: (code: numbe
           throw new FleetgateError('FLEETGATE_USAGE', `${flag} applies only with --history`);
         }
       }
+      const client =
+        opts.store === undefined && opts.config === undefined ? remoteClient(opts.url) : undefined;
+      if (client !== undefined) return setExit(await remoteWorld(client, io, domain, opts));
       await withStore(opts, { readOnly: true }, async (store) => {
         const s = createStyle(io.color);
         const { createSqlWorldStore } = await import('../../world/index.js');
