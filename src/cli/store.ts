@@ -37,7 +37,7 @@ export async function readConfig(
     if (!options.required) return parseConfig({});
     throw new FleetgateError(
       'FLEETGATE_USAGE',
-      `no ${DEFAULT_CONFIG} in this directory; pass --config FILE, or write one with \`fleetgate init\``,
+      `no ${DEFAULT_CONFIG} in this directory: pass --url URL (or set FLEETGATE_URL) to ask a running gateway, or --config FILE to read a configuration (\`fleetgate init\` writes one)`,
     );
   }
   const { loadConfigFile } = await import('../service/index.js');

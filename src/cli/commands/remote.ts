@@ -105,10 +105,16 @@ export function renderRemoteFleet(agents: readonly AgentRow[], s: Style): string
     const head = [a.name, statusCell(a.status, s), age(a.lastFetchedAt)];
     if (a.skills.length === 0) rows.push([...head, s.dim('-'), '', '', '', '']);
     for (const k of a.skills) {
+      // As the store mode's table says it: what the policy counts, then why when the card
+      // gives no radius it trusts.
       const widened =
-        k.declaredRadius !== k.effectiveRadius && k.effectiveRadius !== null
-          ? ` ${s.dim(`(declares ${k.declaredRadius ?? '?'})`)}`
-          : '';
+        a.status === 'stale'
+          ? ` ${s.dim('(stale)')}`
+          : k.declaredRadius === null
+            ? ` ${s.dim('(unknown)')}`
+            : k.declaredRadius !== k.effectiveRadius && k.effectiveRadius !== null
+              ? ` ${s.dim(`(declares ${k.declaredRadius})`)}`
+              : '';
       rows.push([
         ...head,
         k.id,

@@ -4,7 +4,7 @@
  * example agents on free loopback ports, seeded world state, a generated admin token and a
  * deploy waiting for approval.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { pino, type Logger } from 'pino';
 import { FleetgateError } from '../../protocol/index.js';
@@ -58,6 +58,45 @@ export function serviceLogger(level: string): Logger {
     },
     pino.destination({ dest: 2, sync: true }),
   );
+}
+
+/** Where a running demo notes its process id, beside its store (`./data/fleetgate.db`). */
+export const DEMO_LOCK = 'data/fleetgate.demo.pid';
+
+/**
+ * Claims the demo's store for this process: a second `fleetgate start` in the same directory
+ * (on another port, say) would otherwise share the first one's SQLite file without a word. A note
+ * left by a process that is gone is taken over. Returns the release.
+ */
+export function claimDemoStore(file = DEMO_LOCK): () => void {
+  mkdirSync('data', { recursive: true });
+  for (let attempt = 0; attempt < 2; attempt += 1) {
+    try {
+      writeFileSync(file, `${process.pid}\n`, { flag: 'wx' });
+      return () => rmSync(file, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    const pid = Number.parseInt(readFileSync(file, 'utf8'), 10);
+    if (Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
+      throw new FleetgateError(
+        'FLEETGATE_USAGE',
+        `another demo gateway (pid ${pid}) runs on ./data/fleetgate.db in this directory; stop it first, or start this one from another directory`,
+        { details: { pid, lock: file } },
+      );
+    }
+    rmSync(file, { force: true });
+  }
+  throw new FleetgateError('FLEETGATE_USAGE', `cannot claim ${file}; remove it and start again`);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** Resolves on the first SIGINT or SIGTERM; a second one ends the process at once. */
@@ -120,6 +159,7 @@ export function registerStart(program: Command, io: CliIo, setExit: (code: numbe
       const logger = serviceLogger(level);
       const env: Record<string, string | undefined> = { ...process.env };
       let demo: DemoFleet | undefined;
+      let releaseDemo: (() => void) | undefined;
       let token: { token: string; generated: boolean } | undefined;
       let second: { token: string; generated: boolean } | undefined;
       let config: FleetgateConfig;
@@ -137,7 +177,11 @@ export function registerStart(program: Command, io: CliIo, setExit: (code: numbe
         if (existsSync('fleetgate.yaml')) {
           io.err('fleetgate: ./fleetgate.yaml is not read without --config; starting the demo\n');
         }
-        demo = await startDemoFleet();
+        releaseDemo = claimDemoStore();
+        demo = await startDemoFleet().catch((error: unknown) => {
+          releaseDemo?.();
+          throw error;
+        });
         token = demoToken(env);
         env[DEMO_TOKEN_ENV] = token.token;
         second = demoToken(env, DEMO_APPROVER_CHOICE_ENV);
@@ -159,6 +203,7 @@ export function registerStart(program: Command, io: CliIo, setExit: (code: numbe
         });
       } catch (error) {
         await demo?.stop();
+        releaseDemo?.();
         throw error;
       }
       const signal = untilSignal(io);
@@ -192,6 +237,7 @@ export function registerStart(program: Command, io: CliIo, setExit: (code: numbe
       await stopTraffic?.();
       await service.close();
       await demo?.stop();
+      releaseDemo?.();
       logger.info('gateway stopped');
       io.err('fleetgate: stopped\n');
       setExit(0);

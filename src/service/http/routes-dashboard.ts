@@ -133,12 +133,25 @@ export function dashboardRoutes(ctx: ApiContext, directory = dashboardDirectory(
         authenticated: identity.authenticated,
       }),
   });
-  if (directory === undefined)
-    return [session, explain, ...callRoutes(ctx), ...searchRoutes(ctx), dashboardRoute()];
+  // No icon of its own: an empty answer, cached, so a browser asks once and reports no error.
+  const favicon = defineRoute({
+    method: 'GET',
+    url: '/favicon.ico',
+    access: 'public',
+    tag: 'service',
+    summary: 'No icon (204): the dashboard has none, and a browser asks on every page',
+    responses: { 204: { description: 'no content' } },
+    handler: ({ reply }) =>
+      Promise.resolve(reply.code(204).header('cache-control', 'public, max-age=86400').send()),
+  });
+  if (directory === undefined) {
+    return [session, explain, favicon, ...callRoutes(ctx), ...searchRoutes(ctx), dashboardRoute()];
+  }
   let index: Buffer | undefined;
   return [
     session,
     explain,
+    favicon,
     ...callRoutes(ctx),
     ...searchRoutes(ctx),
     {
