@@ -12,5 +12,7 @@ export function cliCommand(cwd = process.cwd()): string {
     return 'npx fleetgate';
   }
   const path = relative(cwd, join(root, 'fleetgate'));
-  return path.startsWith('.') || path.startsWith('/') ? path : `./${path}`;
+  // From elsewhere than the checkout, its full path (a walk up through `..` reads worse).
+  if (path.startsWith('..')) return join(root, 'fleetgate');
+  return path.startsWith('/') ? path : `./${path}`;
 }

@@ -264,20 +264,22 @@ export function demoBanner(b: DemoBannerInput, s: Style, cli = cliCommand()): st
     t.generated ? t.token : s.dim(`(from ${env})`);
   const value = (t: { token: string; generated: boolean }, env: string): string =>
     t.generated ? t.token : `$${env}`;
-  const thisRun = s.dim('   (this run only)');
   return (
     [
       '',
       `  Demo fleet   ${agents}`,
       `  Dashboard    ${b.url}/${b.admin.generated ? `#token=${b.admin.token}` : ''}`,
-      `  Sign in as   admin (admin) ${shown(b.admin, 'FLEETGATE_TOKEN')}${b.admin.generated ? thisRun : ''}`,
-      `               ${DEMO_APPROVER} (approver) ${shown(b.second, DEMO_APPROVER_CHOICE_ENV)}${b.second.generated ? thisRun : ''}`,
+      b.second.generated
+        ? `               ${s.dim(`as ${DEMO_APPROVER}:`)} ${b.url}/#token=${b.second.token}`
+        : '',
+      `  Admin token  ${shown(b.admin, 'FLEETGATE_TOKEN')}   ${s.dim(`(role admin${b.admin.generated ? '; this run only' : ''})`)}`,
+      `  Alice token  ${shown(b.second, DEMO_APPROVER_CHOICE_ENV)}   ${s.dim(`(${DEMO_APPROVER}, role approver${b.second.generated ? '; this run only' : ''})`)}`,
       s.dim(
         `               nobody approves their own call: what one dispatches, the other approves`,
       ),
       b.approval === undefined
         ? ''
-        : `  Waiting      a production deploy needs approval: ${s.bold(b.approval)}`,
+        : `  Waiting      a production deploy needs your approval: ${s.bold(b.approval)}`,
       '',
       '  Try:',
       `    export FLEETGATE_URL=${b.url} FLEETGATE_TOKEN=${value(b.admin, 'FLEETGATE_TOKEN')}`,
