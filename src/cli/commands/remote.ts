@@ -162,7 +162,9 @@ export function dispatchLine(d: DispatchRow, s: Style): string {
     parts.push(`approval ${s.bold(d.decision.approvalId)}`);
   }
   if (d.result?.text !== undefined) parts.push(`"${d.result.text}"`);
-  if (d.result?.error !== undefined && d.status !== 'completed' && d.status !== 'awaiting-approval')
+  // An error is news only on a call that ended without completing: a held call's "approval
+  // required" is a wait (see waitingLines), and it stays on the record once the call moves on.
+  if (d.result?.error !== undefined && ENDED.has(d.status) && d.status !== 'completed')
     parts.push(s.red(`${d.result.error.code}: ${d.result.error.message}`));
   return parts.join('  ');
 }
