@@ -54,10 +54,11 @@ function usageOf(name: string, cmd: Command): string {
   });
   const flags = cmd.options
     .filter((o) => !o.hidden)
-    .map(
-      (o) =>
-        `[${o.long ?? o.short ?? o.flags}${o.required || o.optional ? ` ${o.flags.replace(/^.*?\s(?=[<[])/u, '')}` : ''}]`,
-    );
+    .map((o) => {
+      const text = `${o.long ?? o.short ?? o.flags}${o.required || o.optional ? ` ${o.flags.replace(/^.*?\s(?=[<[])/u, '')}` : ''}`;
+      // A flag the command cannot run without is not shown as optional.
+      return o.mandatory ? text : `[${text}]`;
+    });
   return [name, ...args, ...flags].join(' ');
 }
 
