@@ -35,7 +35,7 @@ interface PackageJson {
   exports: Record<string, string | { import?: string }>;
 }
 
-/** The source module of every door: `./dist/service/index.js` is built from `src/service/index.ts`. */
+/** The source module of every door (the CLI is built on its own, see {@link bundlePackage}): `./dist/service/index.js` is built from `src/service/index.ts`. */
 export function entryPoints(root: string = PACKAGE_ROOT): string[] {
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as PackageJson;
   const doors = Object.entries(pkg.exports).flatMap(([subpath, target]) => {
@@ -47,7 +47,7 @@ export function entryPoints(root: string = PACKAGE_ROOT): string[] {
     }
     return [`src/${match[1]!}.ts`];
   });
-  return [...doors, CLI_ENTRY];
+  return doors;
 }
 
 /** Removes the JavaScript a previous build left (old chunk names, tsc's per-module files). */
@@ -71,16 +71,23 @@ export interface BundleOptions {
   outdir?: string;
 }
 
-/** Builds the doors and the CLI into `outdir`; the esbuild metafile says what went where. */
+/**
+ * Builds the doors and the CLI into `outdir`; the esbuild metafile says what went where.
+ *
+ * The CLI is a build of its own (its chunks in `cli/chunks/`): split with the doors, esbuild groups
+ * modules by the set of entries that reach them, and each of the CLI's lazily loaded commands is
+ * such an entry, so the groups came out coarse — `fleetgate --version` loaded the A2A SDK and
+ * `fleetgate agents --url` the whole configuration schema. On its own, each command's chunk
+ * holds what that command needs. The CLI runs in a process of its own, so no object crosses
+ * between its copy of a module and a door's.
+ */
 export async function bundlePackage(options: BundleOptions = {}): Promise<Metafile> {
   const outdir = resolve(options.outdir ?? join(PACKAGE_ROOT, 'dist'));
   removeOldJavaScript(outdir);
-  const result = await build({
+  const common = {
     absWorkingDir: PACKAGE_ROOT,
-    entryPoints: entryPoints(),
     outbase: 'src',
     outdir,
-    chunkNames: 'chunks/[name]-[hash]',
     bundle: true,
     splitting: true,
     format: 'esm',
@@ -92,8 +99,15 @@ export async function bundlePackage(options: BundleOptions = {}): Promise<Metafi
     sourcesContent: false,
     metafile: true,
     logLevel: 'warning',
-  });
-  return result.metafile;
+  } as const;
+  const [doors, cli] = await Promise.all([
+    build({ ...common, entryPoints: entryPoints(), chunkNames: 'chunks/[name]-[hash]' }),
+    build({ ...common, entryPoints: [CLI_ENTRY], chunkNames: 'cli/chunks/[name]-[hash]' }),
+  ]);
+  return {
+    inputs: { ...doors.metafile.inputs, ...cli.metafile.inputs },
+    outputs: { ...doors.metafile.outputs, ...cli.metafile.outputs },
+  };
 }
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -407,4 +407,29 @@ describe('fleetgate check-agent', () => {
     },
     cliTestTimeout(2),
   );
+
+  it(
+    'shows --skill as required, and calls no skill the card does not list',
+    async () => {
+      const help = await runCli(['check-agent', '--help']);
+      expect(help.stdout).toMatch(
+        /^Usage: fleetgate check-agent <url> --skill <id> \[options\]$/mu,
+      );
+      const run = await runCli(['check-agent', broken.url, '--skill', 'nosuch', '--json']);
+      expect(run.code).toBe(1);
+      const report = JSON.parse(run.stdout) as AgentCheckReport;
+      // No message reached the agent: a typo must not change its state.
+      expect(report.calls).toEqual([]);
+      expect(report.diagnostics).toContainEqual(
+        expect.objectContaining({
+          path: 'card.skills',
+          severity: 'error',
+          message: expect.stringContaining(
+            '"nosuch" is not in card.skills (triage); no call was made',
+          ),
+        }),
+      );
+    },
+    cliTestTimeout(2),
+  );
 });

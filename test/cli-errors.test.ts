@@ -256,11 +256,11 @@ const CASES: Case[] = [
     fix: USAGE_FIX('fleetgate cards'),
   },
   {
-    name: 'an explanation without a gateway store',
-    args: ({ dir }) => ['policy', 'explain', 'ops', 'sitrep', '--config', join(dir, 'fresh.yaml')],
-    code: 'FLEETGATE_STORE_NOT_INITIALISED',
-    message: /^No store at .*fresh\.db/,
-    fix: /^Start a gateway on this store once/,
+    name: 'an explanation without a gateway to ask',
+    args: () => ['policy', 'explain', 'ops', 'sitrep'],
+    code: 'FLEETGATE_USAGE',
+    message: /^this command talks to a running gateway: pass --url URL or set FLEETGATE_URL$/,
+    fix: USAGE_FIX('fleetgate policy explain'),
   },
   {
     name: 'a PostgreSQL server that is not there',

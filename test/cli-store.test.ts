@@ -237,6 +237,24 @@ describe('fleetgate init and config check', () => {
   );
 
   it(
+    'refuses a duration without its unit and a zero approval lifetime or veto window',
+    async () => {
+      const file = join(dir, 'durations.yaml');
+      writeFileSync(file, 'policy:\n  vetoWindow: 60\n  approvalTtl: 0s\n  sweepInterval: 2s\n');
+      const run = await runCli(['config', 'check', file]);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(/durations\.yaml has 2 problems$/m);
+      expect(run.stderr).toMatch(
+        /durations\.yaml:2:15 policy\.vetoWindow: must be a duration with its unit, like 60s or 60m \(got 60\)/,
+      );
+      expect(run.stderr).toMatch(
+        /durations\.yaml:3:16 policy\.approvalTtl: must be a duration above zero, like 30s or 1h/,
+      );
+    },
+    TEST_MS,
+  );
+
+  it(
     'reports every problem with exit 1, as text or JSON',
     async () => {
       const file = join(dir, 'check.yaml');

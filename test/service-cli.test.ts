@@ -81,7 +81,7 @@ describe('fleetgate CLI against a running gateway', () => {
   );
 
   it(
-    'holds a gated dispatch, approves it under the token, and answers a second approval with who decided',
+    'holds a gated dispatch, approves it under the token; a second approval is a note naming who decided',
     async () => {
       const held = await runCli(
         ['dispatch', 'ops', 'bulk_migration', 'migrate', '--json'],
@@ -105,14 +105,37 @@ describe('fleetgate CLI against a running gateway', () => {
       expect(ok.code).toBe(0);
       expect(ok.stdout).toMatch(/ops\/bulk_migration: consumed/);
       expect(ok.stdout).toMatch(/dispatch \S+ ops\/bulk_migration\s+completed/);
+      // The same decision again: nothing to do (exit 0), and who decided.
       const again = await runCli(['approvals', 'approve', answer.decision.approvalId], as(ADMIN));
-      expect(again.code).toBe(2);
-      expect(again.stderr).toContain('FLEETGATE_APPROVAL_ALREADY_DECIDED');
-      expect(again.stderr).toContain('by alice');
+      expect(again).toMatchObject({ code: 0, stderr: '' });
+      expect(again.stdout).toContain(`${answer.decision.approvalId}: already consumed by alice`);
+      // The other decision is refused.
+      const reject = await runCli(['approvals', 'reject', answer.decision.approvalId], as(ADMIN));
+      expect(reject.code).toBe(2);
+      expect(reject.stderr).toContain('FLEETGATE_APPROVAL_ALREADY_DECIDED');
+      expect(reject.stderr).toContain('by alice');
       const world = await runCli(['world', 'github_issues', '--json'], as(OPERATOR));
       expect(JSON.parse(world.stdout)).toMatchObject({ state: { data: { migrated: ['repo-a'] } } });
     },
-    cliTestTimeout(6),
+    cliTestTimeout(7),
+  );
+
+  it(
+    'explains a decision with every reason, as the gateway takes it',
+    async () => {
+      const out = await runCli(['policy', 'explain', 'ops', 'pr_review'], as(OPERATOR));
+      expect(out.code).toBe(0);
+      expect(out.stdout).toContain('ops/pr_review: gated at radius repo');
+      expect(out.stdout).toMatch(/declared-radius\s+declared repo/);
+      expect(out.stdout).toMatch(/threshold\s+repo ≥ approvalAtOrAbove repo: gated/);
+      const json = await runCli(['policy', 'explain', 'ops', 'pr_review', '--json'], as(OPERATOR));
+      expect(JSON.parse(json.stdout)).toMatchObject({
+        agent: 'ops',
+        skill: 'pr_review',
+        decision: { mode: 'gated', effectiveRadius: 'repo' },
+      });
+    },
+    cliTestTimeout(2),
   );
 
   it(

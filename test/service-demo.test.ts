@@ -51,7 +51,9 @@ describe('fleetgate start (the demo)', () => {
     expect(Date.now() - began).toBeLessThan(20_000);
     expect(first.token).toMatch(/^[A-Za-z0-9_-]{32}$/);
     expect(first.stdout()).toContain(`Dashboard    ${first.url}/#token=${first.token!}`);
-    expect(first.stdout()).toContain('npx fleetgate agents');
+    // The banner's commands run the checkout's launcher: no rebuild, no npx install.
+    expect(first.stdout()).toMatch(/^ {4}\S*fleetgate agents$/mu);
+    expect(first.stdout()).not.toContain('npx fleetgate');
     const token = first.token!;
 
     // The token is required: the demo is not open to anyone on the machine.

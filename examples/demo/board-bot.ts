@@ -6,6 +6,7 @@
 import { createWorldStateDeltaPart } from '../../src/protocol/index.js';
 import { startAgent, textPart, type AgentBehaviour, type RunningAgent } from '../agents/harness.js';
 import { declare, skillList, type DemoSkill } from './declare.js';
+import { DEMO_SEEDS } from './seeds.js';
 
 export const BOARD_SKILLS: Readonly<Record<string, DemoSkill>> = {
   triage: {
@@ -27,6 +28,8 @@ const TRIAGE_MS = 3000;
 
 function behaviour(): AgentBehaviour {
   const asked = new Set<string>();
+  /** Issues waiting for triage, as this bot sees the board. */
+  let untriaged: number = DEMO_SEEDS.board.data.untriaged;
   return (call) => {
     if (call.skill === 'plan_sprint') {
       if (!asked.has(call.taskId)) {
@@ -46,14 +49,17 @@ function behaviour(): AgentBehaviour {
         ],
       };
     }
-    const moved = 1 + Math.floor(Math.random() * 3);
+    // Never more than are waiting; an empty inbox fills up again (new issues were filed).
+    if (untriaged === 0) untriaged = 3 + Math.floor(Math.random() * 6);
+    const moved = Math.min(untriaged, 1 + Math.floor(Math.random() * 3));
+    untriaged -= moved;
     return {
       delayMs: TRIAGE_MS,
       artifacts: [
         [
-          textPart(`Triaged ${moved} issue(s).`),
+          textPart(`Triaged ${moved} issue(s); ${untriaged} left.`),
           createWorldStateDeltaPart([
-            { domain: 'board', path: 'data.untriaged', op: 'inc', value: -moved },
+            { domain: 'board', path: 'data.untriaged', op: 'set', value: untriaged },
             { domain: 'board', path: 'data.triaged', op: 'inc', value: moved },
           ]),
         ],

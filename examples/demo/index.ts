@@ -11,13 +11,7 @@ import { startDeployer } from './deployer.js';
 export { BOARD_SKILLS } from './board-bot.js';
 export { CI_SKILLS } from './ci-bot.js';
 export { DEPLOYER_SKILLS, ROLLBACK_VETO_MS } from './deployer.js';
-
-/** The world state the demo starts from. */
-export const DEMO_SEEDS = {
-  ci: { data: { failingChecks: 4, reruns: 0, lastRun: null } },
-  board: { data: { untriaged: 12, triaged: 0, inProgress: 2, sprint: null } },
-  deploy: { data: { version: '1.4.2', deploys: 0, rollbacks: 0 } },
-} as const;
+export { DEMO_SEEDS } from './seeds.js';
 
 /** Starts the three demo agents. */
 export function startDemoAgents(): Promise<RunningAgent[]> {

@@ -77,11 +77,14 @@ export async function checkAgent(
   const add = (path: string, severity: Diagnostic['severity'], message: string): void => {
     diagnostics.push({ path, severity, message });
   };
-  if (!d.skills.includes(skill)) {
+  // A skill the card does not list is not called: a check must not change the agent's state
+  // with a call that was a typo.
+  const listed = d.skills.includes(skill);
+  if (!listed) {
     add(
       'card.skills',
       'error',
-      `skill ${JSON.stringify(skill)} is not in card.skills (${d.skills.join(', ') || 'none'})`,
+      `skill ${JSON.stringify(skill)} is not in card.skills (${d.skills.join(', ') || 'none'}); no call was made`,
     );
   }
   const active = [...new Set(d.declared.filter((e) => e.known).map((e) => e.canonicalUri))];
@@ -99,7 +102,7 @@ export async function checkAgent(
   const endpoint = pickEndpoint(card, new URL(cardUrl).origin);
   if ('problem' in endpoint) {
     add('card.supportedInterfaces', 'error', `cannot call the agent: ${endpoint.problem}`);
-  } else {
+  } else if (listed) {
     const capabilities = (card as { capabilities?: { streaming?: unknown } }).capabilities;
     const streams = options.streaming ?? capabilities?.streaming === true;
     const modes: AgentCheckCall['mode'][] = streams ? ['blocking', 'streaming'] : ['blocking'];

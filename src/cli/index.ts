@@ -2,8 +2,8 @@
  * The `fleetgate` command: the program, its I/O seam, the error printer and the commands other
  * code drives directly (tests run `main` in-process with a captured {@link CliIo}).
  */
-export { EXIT, buildProgram, main } from './main.js';
-export { COMMANDS, type RegisterCommand } from './commands/index.js';
+export { EXIT, main } from './main.js';
+export { COMMANDS, buildProgram, type RegisterCommand } from './commands/index.js';
 export { describeError, errorFixes, printError, type PrintedError } from './errors.js';
 export { processIo, type CliIo } from './io.js';
 export { lintCard, type LintReport, type LintSkillRow } from './commands/lint-card.js';

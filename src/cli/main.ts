@@ -1,35 +1,20 @@
 /**
  * The `fleetgate` command. Each sub-command lives in `commands/` and is listed once in
  * `commands/index.ts`; an action returns its exit code instead of calling `process.exit`, so the
- * CLI can be driven in-process by tests and always flushes its output. Whatever goes wrong — a
+ * CLI can be driven in-process by tests and always flushes its output. Only the command the line
+ * names is loaded (`commands/lazy.ts`); help and an unknown command load them all. Whatever goes wrong — a
  * command's error, commander's usage errors, anything unexpected — goes through the one printer
  * in `errors.ts`.
  */
-import { Command, CommanderError } from 'commander';
-import { COMMANDS } from './commands/index.js';
+import type { Command } from 'commander';
+import { CommanderError } from 'commander';
+import { COMMAND_LOADERS, loadAllCommands } from './commands/lazy.js';
 import { EXIT, printError, usageError } from './errors.js';
 import type { CliIo } from './io.js';
 import { processIo } from './io.js';
+import { createProgram } from './program.js';
 
 export { EXIT } from './errors.js';
-
-/** Builds the command tree; `setExit` receives the exit code an action decides on. */
-export function buildProgram(io: CliIo, setExit: (code: number) => void): Command {
-  const program = new Command('fleetgate')
-    .description('Blast-radius gating and exactly-once world-state deltas for fleets of A2A agents')
-    .version(io.version, '-V, --version')
-    .configureOutput({
-      writeOut: (s) => io.out(s),
-      writeErr: (s) => io.err(s),
-      // Commander's own error text is replaced by the printer's (see `main`).
-      outputError: () => undefined,
-    })
-    .exitOverride()
-    // Options after a sub-command belong to it (`agents ack A S --config F`).
-    .enablePositionalOptions();
-  for (const register of COMMANDS) register(program, io, setExit);
-  return program;
-}
 
 /** The words of the command `args` run (`fleetgate approvals approve`), for a usage hint. */
 function commandOf(program: Command, args: readonly string[]): string {
@@ -62,10 +47,20 @@ function wantsJson(args: readonly string[]): boolean {
  */
 export async function main(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
   let exitCode: number = EXIT.ok;
-  const program = buildProgram(io, (code) => {
-    exitCode = code;
-  });
   const args = argv.slice(2);
+  const named = args.find((a) => !a.startsWith('-'));
+  const loader = named === undefined ? undefined : COMMAND_LOADERS[named];
+  const program = createProgram(
+    io,
+    (code) => {
+      exitCode = code;
+    },
+    loader !== undefined
+      ? [await loader()]
+      : named === undefined && (args.includes('-V') || args.includes('--version'))
+        ? []
+        : await loadAllCommands(),
+  );
   const report = { json: wantsJson(args), command: commandOf(program, args) };
   try {
     await program.parseAsync([...argv]);

@@ -5,7 +5,7 @@
  * undocumented.
  */
 import type { Command } from 'commander';
-import { buildProgram } from './main.js';
+import { buildProgram } from './commands/index.js';
 import type { CliIo } from './io.js';
 
 /** Width of the generated help pages, whatever the terminal. */
@@ -54,10 +54,11 @@ function usageOf(name: string, cmd: Command): string {
   });
   const flags = cmd.options
     .filter((o) => !o.hidden)
-    .map(
-      (o) =>
-        `[${o.long ?? o.short ?? o.flags}${o.required || o.optional ? ` ${o.flags.replace(/^.*?\s(?=[<[])/u, '')}` : ''}]`,
-    );
+    .map((o) => {
+      const text = `${o.long ?? o.short ?? o.flags}${o.required || o.optional ? ` ${o.flags.replace(/^.*?\s(?=[<[])/u, '')}` : ''}`;
+      // A flag the command cannot run without is not shown as optional.
+      return o.mandatory ? text : `[${text}]`;
+    });
   return [name, ...args, ...flags].join(' ');
 }
 

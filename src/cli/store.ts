@@ -6,7 +6,6 @@
 import { existsSync } from 'node:fs';
 import { FleetgateError } from '../protocol/index.js';
 import type { FleetgateConfig, GatewayStore } from '../service/index.js';
-import { loadConfigFile, openGatewayStore, parseConfig } from '../service/index.js';
 
 /** The configuration file a command reads when `--config` is not given. */
 export const DEFAULT_CONFIG = 'fleetgate.yaml';
@@ -34,12 +33,14 @@ export async function readConfig(
   options: { required: boolean; secrets?: (name: string) => string | undefined },
 ): Promise<FleetgateConfig> {
   if (path === undefined && !existsSync(DEFAULT_CONFIG)) {
+    const { parseConfig } = await import('../service/index.js');
     if (!options.required) return parseConfig({});
     throw new FleetgateError(
       'FLEETGATE_USAGE',
-      `no ${DEFAULT_CONFIG} in this directory; pass --config FILE, or write one with \`fleetgate init\``,
+      `no ${DEFAULT_CONFIG} in this directory: pass --url URL (or set FLEETGATE_URL) to ask a running gateway, or --config FILE to read a configuration (\`fleetgate init\` writes one)`,
     );
   }
+  const { loadConfigFile } = await import('../service/index.js');
   return loadConfigFile(
     path ?? DEFAULT_CONFIG,
     options.secrets === undefined ? {} : { secrets: options.secrets },
@@ -65,6 +66,7 @@ export async function withStore<T>(
   access: { readOnly: boolean },
   run: (store: GatewayStore) => Promise<T>,
 ): Promise<T> {
+  const { openGatewayStore } = await import('../service/index.js');
   const store = await openGatewayStore(
     await storeUrl(flags),
     access.readOnly ? { readOnly: true } : { migrate: 'verify' },

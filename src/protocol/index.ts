@@ -26,3 +26,4 @@ export { REASON_KINDS } from './topics.js';
 export * from './event-id.js';
 export * from './card-json.js';
 export { jsonPath } from './json-path.js';
+export { parseDuration, parseSize } from './durations.js';

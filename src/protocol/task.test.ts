@@ -9,6 +9,13 @@ import {
 } from './index.js';
 
 describe('normalizeTaskState', () => {
+  it("reads every member of the SDK's TaskState enum as its v1.0 name", () => {
+    for (const [name, value] of Object.entries(TaskState)) {
+      if (typeof value !== 'number') continue;
+      expect(normalizeTaskState(value), name).toBe(normalizeTaskState(name));
+    }
+  });
+
   it('maps SDK enums, v1.0 strings and v0.3 strings to one union', () => {
     const cases: [unknown, string][] = [
       [TaskState.TASK_STATE_COMPLETED, 'completed'],

@@ -1,4 +1,3 @@
-import { TaskState } from '@a2a-js/sdk';
 import { FleetgateError } from './errors.js';
 import { isRecord } from './json-path.js';
 import { LIMITS } from './limits.js';
@@ -39,15 +38,20 @@ export function isInterruptedState(state: TaskStateName): boolean {
   return INTERRUPTED.has(state);
 }
 
+/**
+ * The SDK's `TaskState` enum (the A2A proto's numbers), written out: reading a state must not load
+ * the SDK (the CLI's errors and the package's root import read this module). A test checks every
+ * member of the SDK's enum against this table.
+ */
 const FROM_SDK_ENUM: Readonly<Record<number, TaskStateName>> = {
-  [TaskState.TASK_STATE_SUBMITTED]: 'submitted',
-  [TaskState.TASK_STATE_WORKING]: 'working',
-  [TaskState.TASK_STATE_COMPLETED]: 'completed',
-  [TaskState.TASK_STATE_FAILED]: 'failed',
-  [TaskState.TASK_STATE_CANCELED]: 'canceled',
-  [TaskState.TASK_STATE_INPUT_REQUIRED]: 'input-required',
-  [TaskState.TASK_STATE_REJECTED]: 'rejected',
-  [TaskState.TASK_STATE_AUTH_REQUIRED]: 'auth-required',
+  1: 'submitted', // TASK_STATE_SUBMITTED
+  2: 'working', // TASK_STATE_WORKING
+  3: 'completed', // TASK_STATE_COMPLETED
+  4: 'failed', // TASK_STATE_FAILED
+  5: 'canceled', // TASK_STATE_CANCELED
+  6: 'input-required', // TASK_STATE_INPUT_REQUIRED
+  7: 'rejected', // TASK_STATE_REJECTED
+  8: 'auth-required', // TASK_STATE_AUTH_REQUIRED
 };
 
 /**

@@ -3,48 +3,45 @@
  * functions and as schema parts.
  */
 import { z } from 'zod';
+import { parseDuration } from '../protocol/index.js';
 
-const UNITS: Readonly<Record<string, number>> = {
-  ms: 1,
-  s: 1000,
-  m: 60_000,
-  h: 3_600_000,
-  d: 86_400_000,
-};
-
-/** Parses `250ms`, `5s`, `10m`, `1h`, `2d` or a number of milliseconds. */
-export function parseDuration(value: string | number): number | undefined {
-  if (typeof value === 'number') return Number.isFinite(value) && value >= 0 ? value : undefined;
-  const match = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/.exec(value.trim());
-  if (match === null) return undefined;
-  return Math.round(Number(match[1]) * UNITS[match[2]!]!);
-}
-
-const SIZE_UNITS: Readonly<Record<string, number>> = {
-  b: 1,
-  kb: 1000,
-  kib: 1024,
-  mb: 1000 ** 2,
-  mib: 1024 ** 2,
-  gb: 1000 ** 3,
-  gib: 1024 ** 3,
-};
-
-/** Parses `512KiB`, `4MiB`, `1MB`, `300B` or a number of bytes (whole bytes, ≥ 0). */
-export function parseSize(value: string | number): number | undefined {
-  if (typeof value === 'number')
-    return Number.isSafeInteger(value) && value >= 0 ? value : undefined;
-  const match = /^(\d+(?:\.\d+)?)\s*(b|kb|kib|mb|mib|gb|gib)$/i.exec(value.trim());
-  if (match === null) return undefined;
-  return Math.round(Number(match[1]) * SIZE_UNITS[match[2]!.toLowerCase()]!);
-}
+export { parseDuration, parseSize } from '../protocol/index.js';
 
 const DURATION_WORDS = 'must be a duration like 5s, 10m or 1h';
 
-/** A duration key: `250ms`, `5s`, `10m`, `1h`, `2d` or milliseconds, read as milliseconds. */
+/**
+ * True while a configuration *file* is checked: a file writes every duration with its unit, so a
+ * bare number there (`vetoWindow: 60`) is refused instead of read as 60 ms. An object handed to
+ * the library keeps numbers as milliseconds (its type says so). Schemas take no parse context,
+ * and a parse is synchronous, so the file checker sets this around its one parse.
+ */
+let unitsRequired = false;
+
+/** Runs `check` with durations as a file must write them: with a unit. */
+export function withDurationUnits<T>(check: () => T): T {
+  const before = unitsRequired;
+  unitsRequired = true;
+  try {
+    return check();
+  } finally {
+    unitsRequired = before;
+  }
+}
+
+/**
+ * A duration key: `250ms`, `5s`, `10m`, `1h`, `2d`, or (from code, not from a file) milliseconds,
+ * read as milliseconds.
+ */
 export const duration = z
   .union([z.string(), z.number()], { error: DURATION_WORDS })
   .transform((value, ctx) => {
+    if (typeof value === 'number' && unitsRequired) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be a duration with its unit, like ${value}s or ${value}m`,
+      });
+      return z.NEVER;
+    }
     const ms = parseDuration(value);
     if (ms === undefined) {
       ctx.addIssue({
@@ -69,3 +66,8 @@ export const size = z
     }
     return bytes;
   });
+
+/** A duration above zero (a window or a lifetime that zero would make meaningless). */
+export const positiveDuration = duration.refine((ms) => ms > 0, {
+  message: 'must be a duration above zero, like 30s or 1h',
+});

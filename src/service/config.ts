@@ -27,7 +27,7 @@ import {
   proxySchema,
   replicasSchema,
 } from './config-server.js';
-import { duration, parseSize } from './config-values.js';
+import { duration, parseSize, positiveDuration, withDurationUnits } from './config-values.js';
 
 export { parseDuration, parseSize } from './config-values.js';
 
@@ -156,8 +156,8 @@ export const configSchema = z.strictObject({
       approvalAtOrAbove: blastRadiusSchema.default('repo'),
       vetoAtOrAbove: blastRadiusSchema.optional(),
       notifyAtOrAbove: blastRadiusSchema.optional(),
-      vetoWindow: duration.default(60_000),
-      approvalTtl: duration.default(3_600_000),
+      vetoWindow: positiveDuration.default(60_000),
+      approvalTtl: positiveDuration.default(3_600_000),
       rejectCooldown: duration.default(3_600_000),
       approvers: z
         .strictObject({
@@ -373,8 +373,10 @@ export async function loadConfigFile(
   const value: unknown = doc.toJS();
   const problems = [
     ...duplicateKeys(doc, counter),
-    ...checkConfig(value, options).problems.map((p) => locate(doc, counter, p)),
+    ...withDurationUnits(() => checkConfig(value, options)).problems.map((p) =>
+      locate(doc, counter, p),
+    ),
   ].sort((a, b) => (a.line ?? 0) - (b.line ?? 0) || (a.column ?? 0) - (b.column ?? 0));
   if (problems.length > 0) throw configError(path, problems);
-  return parseConfig(value, path, options);
+  return withDurationUnits(() => parseConfig(value, path, options));
 }

@@ -16,6 +16,8 @@ export interface ServiceProcess {
   url: string;
   /** The admin token the demo printed (demo only). */
   token: string | undefined;
+  /** The second person's (alice, an approver) token the demo printed (demo only). */
+  aliceToken: string | undefined;
   /** The approval id of the deploy the demo left waiting (demo only). */
   approval: string | undefined;
   stdout(): string;
@@ -63,6 +65,7 @@ export function startServiceProcess(options: StartProcessOptions = {}): Promise<
         child,
         url,
         token: /Admin token\s+(\S+)/.exec(out)?.[1],
+        aliceToken: /Alice token\s+(\S+)/.exec(out)?.[1],
         approval: /needs your approval: (\S+)/.exec(out)?.[1],
         stdout: () => out,
         stderr: () => err,

@@ -1,10 +1,8 @@
-import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
 import type { AgentCardState, CardBroker, RefreshOutcome } from '../../fleet/index.js';
 import type { BlastRadius } from '../../protocol/index.js';
 import { maxRadius } from '../../protocol/index.js';
 import type { FleetRuntime } from '../../service/index.js';
-import { createFleetRuntime } from '../../service/index.js';
 import { EXIT } from '../errors.js';
 import type { CliIo } from '../io.js';
 import { textFlag } from '../options.js';
@@ -26,6 +24,7 @@ async function withRuntime<T>(
   run: (rt: FleetRuntime, unknownRule: UnknownRule) => Promise<T>,
 ): Promise<T> {
   const config = await readConfig(path, { required: true, secrets: fromEnvironment });
+  const { createFleetRuntime } = await import('../../service/index.js');
   const rt = await createFleetRuntime(config, { secrets: fromEnvironment });
   try {
     return await run(rt, config.policy.unknownRadius);
@@ -45,8 +44,9 @@ async function refreshWithProgress(
   total: number,
   io: CliIo,
 ): Promise<RefreshOutcome[]> {
+  const cliProgress = io.color && total > 0 ? (await import('cli-progress')).default : undefined;
   const bar =
-    io.color && total > 0
+    cliProgress !== undefined
       ? new cliProgress.SingleBar(
           {
             format: 'cards {bar} {value}/{total} {agent}',

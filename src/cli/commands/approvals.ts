@@ -6,21 +6,14 @@
  */
 import type { Command } from 'commander';
 import type { ApprovalRecord, Explanation, Reason } from '../../policy/index.js';
-import { createApprovalInbox, createHitlGate } from '../../policy/index.js';
-import {
-  createFleetRuntime,
-  openGatewayStore,
-  policyDeclarations,
-  policyRules,
-} from '../../service/index.js';
 import { EXIT } from '../errors.js';
 import type { CliIo } from '../io.js';
 import { durationFlag, storeFlag, textFlag } from '../options.js';
 import type { StoreFlags } from '../store.js';
-import { DEFAULT_CONFIG, DEFAULT_STORE, fromEnvironment, readConfig, withStore } from '../store.js';
+import { DEFAULT_CONFIG, DEFAULT_STORE, withStore } from '../store.js';
 import type { Style } from '../style.js';
 import { createStyle, renderTable } from '../style.js';
-import { remoteApprovals, remoteClient } from './remote.js';
+import { alreadyInState, remoteApprovals, remoteClient, requireClient } from './remote.js';
 
 interface StoreOptions extends StoreFlags {
   json?: boolean;
@@ -113,6 +106,7 @@ export function registerApprovals(
     .action(async (opts: StoreOptions & { all?: boolean; url?: string }) => {
       const client = local(opts) ? undefined : remoteClient(opts.url);
       if (client !== undefined) return setExit(await remoteApprovals(client, io, 'list', opts));
+      const { createApprovalInbox } = await import('../../policy/index.js');
       await withStore(opts, { readOnly: true }, async (store) => {
         const inbox = createApprovalInbox({ db: store.db });
         const list = await inbox.list({ includeSnoozed: opts.all === true });
@@ -157,24 +151,31 @@ export function registerApprovals(
           );
         }
         const by = decider(opts.by);
+        const { createApprovalInbox } = await import('../../policy/index.js');
         await withStore(opts, { readOnly: false }, async (store) => {
           const inbox = createApprovalInbox({ db: store.db });
           let record: ApprovalRecord;
-          switch (verb) {
-            case 'approve':
-              record = await inbox.approve(id, by, opts.reason);
-              break;
-            case 'reject':
-              record = await inbox.reject(id, by, opts.reason);
-              break;
-            case 'snooze':
-              record = await inbox.snooze(
-                id,
-                by,
-                Date.now() + (opts.for ?? 15 * 60_000),
-                opts.reason,
-              );
-              break;
+          try {
+            record = await decide();
+          } catch (error) {
+            const note = alreadyInState(error, verb);
+            if (note === undefined) throw error;
+            io.out(
+              opts.json === true
+                ? `${JSON.stringify(note.details)}\n`
+                : `${note.text(createStyle(io.color))}\n`,
+            );
+            return setExit(EXIT.ok);
+          }
+          function decide(): Promise<ApprovalRecord> {
+            switch (verb) {
+              case 'approve':
+                return inbox.approve(id, by, opts.reason);
+              case 'reject':
+                return inbox.reject(id, by, opts.reason);
+              case 'snooze':
+                return inbox.snooze(id, by, Date.now() + (opts.for ?? 15 * 60_000), opts.reason);
+            }
           }
           setExit(EXIT.ok);
           if (opts.json === true) {
@@ -218,6 +219,7 @@ export function registerApprovals(
         if (client !== undefined) {
           return setExit(await remoteApprovals(client, io, 'answer', { id, text }));
         }
+        const { createApprovalInbox } = await import('../../policy/index.js');
         await withStore(opts, { readOnly: false }, async (store) => {
           const record = await createApprovalInbox({ db: store.db }).answer(
             id,
@@ -240,56 +242,29 @@ export function registerApprovals(
     .description('the HITL policy')
     .command('explain')
     .description(
-      "print the decision for AGENT SKILL and every reason behind it, from the gateway's store and the agent's card; exit 1 when denied",
+      'ask the running gateway for its decision on a call to AGENT SKILL and every reason behind it (nothing is sent); exit 1 when denied',
     )
     .argument('<agent>', 'agent name')
     .argument('<skill>', 'skill id')
     .option('--text <text>', 'an input, to print the call fingerprint too')
-    .option('-c, --config <file>', configHelp)
+    .option('--url <url>', urlHelp)
     .option('--json', 'print JSON')
     .action(
       async (
         agent: string,
         skill: string,
-        opts: { config?: string; json?: boolean; text?: string },
+        opts: { url?: string; json?: boolean; text?: string },
       ) => {
-        const config = await readConfig(opts.config, {
-          required: false,
-          secrets: fromEnvironment,
-        });
-        // The gateway's store as it is: explaining sets nothing up.
-        const store = await openGatewayStore(config.store, { migrate: 'verify' });
-        let rt;
-        try {
-          rt = await createFleetRuntime(config, { secrets: fromEnvironment, store });
-        } catch (error) {
-          await store.close();
-          throw error;
-        }
-        try {
-          // Cached cards first, then a refresh: the decision the gateway would take now.
-          await rt.broker.start();
-          const gate = createHitlGate({
-            declarations: policyDeclarations(rt),
-            inbox: createApprovalInbox({ db: rt.store.db }),
-            rules: policyRules(config.policy),
-            publish: () => Promise.resolve(),
-          });
-          const explained = await gate.explain(
-            agent,
-            skill,
-            opts.text === undefined ? undefined : { text: opts.text },
-          );
-          io.out(
-            opts.json === true
-              ? `${JSON.stringify(explained, null, 2)}\n`
-              : renderExplanation(explained, createStyle(io.color)),
-          );
-          setExit(explained.decision.deny === undefined ? EXIT.ok : EXIT.problems);
-        } finally {
-          await rt.close();
-          await store.close();
-        }
+        const client = requireClient(opts.url);
+        const query = new URLSearchParams({ agent, skill });
+        if (opts.text !== undefined) query.set('text', opts.text);
+        const explained = await client.get<Explanation>(`/api/policy/explain?${query.toString()}`);
+        io.out(
+          opts.json === true
+            ? `${JSON.stringify(explained, null, 2)}\n`
+            : renderExplanation(explained, createStyle(io.color)),
+        );
+        setExit(explained.decision.deny === undefined ? EXIT.ok : EXIT.problems);
       },
     );
 }

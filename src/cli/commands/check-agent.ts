@@ -101,8 +101,9 @@ export function registerCheckAgent(
     .description(
       'call an agent as the gateway would and report its declarations, echo and deltas; exit 1 on errors, or on warnings with --strict',
     )
+    .usage('<url> --skill <id> [options]')
     .argument('<url>', 'the agent base URL (or its card URL)')
-    .requiredOption('--skill <id>', 'the skill to call')
+    .requiredOption('--skill <id>', 'the skill to call (required; one the card lists)')
     .option('--input <text>', 'the text of the user message', 'fleetgate check-agent')
     .option('--json', 'print a machine-readable report')
     .option('--strict', 'exit 1 when there are warnings')

@@ -10,7 +10,7 @@ import type { CliIo } from '../io.js';
 import { createStyle } from '../style.js';
 import { urlOption } from './gateway-client.js';
 import type { DispatchRow } from './remote.js';
-import { ENDED, dispatchLine, requireClient } from './remote.js';
+import { ENDED, dispatchLine, requireClient, waitingLines } from './remote.js';
 
 interface DispatchOptions {
   url?: string;
@@ -77,10 +77,22 @@ export function registerDispatch(
     const correlationId = randomUUID();
     const controller = new AbortController();
     let last: DispatchRow | undefined;
-    const print = (d: DispatchRow): void => {
+    /** The gate's decision from the API's answer: the events of the dispatch do not carry it. */
+    const answered: { yes: boolean; decision?: DispatchRow['decision'] } = { yes: false };
+    const print = (row: DispatchRow): void => {
+      // Waiting is printed once the answer named the approval, with what to do about it.
+      if (row.status === 'awaiting-approval' && !answered.yes) return;
+      const d =
+        row.decision === undefined && answered.decision !== undefined
+          ? { ...row, decision: answered.decision }
+          : row;
       if (last !== undefined && last.status === d.status) return;
       last = d;
-      io.out(opts.json === true ? `${JSON.stringify(d)}\n` : `${dispatchLine(d, s)}\n`);
+      io.out(
+        opts.json === true
+          ? `${JSON.stringify(d)}\n`
+          : `${dispatchLine(d, s)}\n${waitingLines(d, s)}`,
+      );
     };
     // With --wait, listen first so no status change is missed between the answer and the stream.
     const following =
@@ -108,6 +120,8 @@ export function registerDispatch(
         controller.abort();
         throw error;
       });
+    answered.yes = true;
+    answered.decision = answer.decision;
     if (answer.routing !== undefined && opts.json !== true) {
       io.out(
         `${s.dim(`routed to ${answer.routing.agent}: ${answer.routing.reasons.join('; ')}`)}\n`,
@@ -122,7 +136,7 @@ export function registerDispatch(
         client
           .get<DispatchRow>(`/api/dispatches/${answer.id}`)
           .then((d) => {
-            print({ ...d, decision: last?.decision ?? answer.decision } as DispatchRow);
+            print(d);
             if (ENDED.has(d.status)) controller.abort();
           })
           .catch(() => undefined);

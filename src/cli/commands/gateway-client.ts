@@ -3,6 +3,8 @@
  * bearer token from `$FLEETGATE_TOKEN`, JSON in and out, the API's coded errors rethrown as they
  * came, and a Server-Sent-Events reader that resumes with `Last-Event-ID` after a drop.
  */
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import type { Command } from 'commander';
 import type { ErrorCode } from '../../protocol/index.js';
 import { FleetgateError } from '../../protocol/index.js';
@@ -18,11 +20,15 @@ export interface GatewayClient {
   readonly url: string;
   get<T>(path: string): Promise<T>;
   post<T>(path: string, body?: unknown): Promise<T>;
-  /** Reads `/api/events` until `signal` aborts; reconnects after drops, resuming where it was. */
+  /**
+   * Reads `/api/events` until `signal` aborts; reconnects after drops, resuming where it was.
+   * `fromRetained`: start with every event the gateway still retains, then the live ones.
+   */
   events(
     patterns: readonly string[],
     onEvent: (event: StreamedEvent) => void,
     signal: AbortSignal,
+    options?: { fromRetained?: boolean },
   ): Promise<void>;
 }
 
@@ -57,11 +63,13 @@ export function gatewayTarget(
 }
 
 function unreachable(url: string, cause: unknown): FleetgateError {
+  const own = (cause as { code?: unknown } | null)?.code;
   const inner =
     cause instanceof Error
       ? (cause.cause as { code?: string; errors?: { code?: string }[] } | undefined)
       : undefined;
   const reason =
+    (typeof own === 'string' ? own : undefined) ??
     inner?.code ??
     inner?.errors?.[0]?.code ??
     (cause instanceof Error ? cause.message : String(cause));
@@ -72,7 +80,50 @@ function unreachable(url: string, cause: unknown): FleetgateError {
   );
 }
 
-async function answer<T>(response: Response): Promise<T> {
+/** An answer read whole: what {@link answer} needs of a fetch `Response` or a node:http reply. */
+interface ReadAnswer {
+  ok: boolean;
+  status: number;
+  statusText: string;
+  text(): Promise<string>;
+}
+
+/**
+ * One request with its body read whole, over node:http(s): a command's one or two calls need no
+ * more, and Node's `fetch` would cost a command more time to load than the call itself takes.
+ */
+function send(
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body: string | undefined,
+): Promise<ReadAnswer> {
+  return new Promise((resolve, reject) => {
+    const request = (url.startsWith('https:') ? httpsRequest : httpRequest)(
+      url,
+      { method, headers },
+      (res: IncomingMessage) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('error', reject);
+        res.on('end', () => {
+          const status = res.statusCode ?? 0;
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolve({
+            ok: status >= 200 && status < 300,
+            status,
+            statusText: res.statusMessage ?? '',
+            text: () => Promise.resolve(text),
+          });
+        });
+      },
+    );
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+async function answer<T>(response: ReadAnswer): Promise<T> {
   const text = await response.text();
   let body: unknown;
   try {
@@ -127,6 +178,9 @@ function parseFrames(buffer: string, each: (event: StreamedEvent) => void): stri
   }
 }
 
+/** The `Last-Event-ID` that asks for every retained event (no event has position 0). */
+const FROM_RETAINED = '0';
+
 /** A client of the gateway at `target`. */
 export function createGatewayClient(target: GatewayTarget): GatewayClient {
   const headers = (extra: Record<string, string> = {}): Record<string, string> => ({
@@ -135,13 +189,14 @@ export function createGatewayClient(target: GatewayTarget): GatewayClient {
     ...extra,
   });
   const request = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-    let response: Response;
+    let response: ReadAnswer;
     try {
-      response = await fetch(`${target.url}${path}`, {
+      response = await send(
+        `${target.url}${path}`,
         method,
-        headers: headers(body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
+        headers(body === undefined ? {} : { 'content-type': 'application/json' }),
+        body === undefined ? undefined : JSON.stringify(body),
+      );
     } catch (error) {
       throw unreachable(target.url, error);
     }
@@ -151,10 +206,12 @@ export function createGatewayClient(target: GatewayTarget): GatewayClient {
     url: target.url,
     get: (path) => request('GET', path),
     post: (path, body) => request('POST', path, body ?? {}),
-    async events(patterns, onEvent, signal) {
+    async events(patterns, onEvent, signal, options = {}) {
       const query =
         patterns.length === 0 ? '' : `?topics=${encodeURIComponent(patterns.join(','))}`;
-      let lastId: string | undefined;
+      // A position before the first event: the gateway replays what it retains (after a
+      // `fleetgate.gap` notice naming that position, which is no news to this reader).
+      let lastId: string | undefined = options.fromRetained === true ? FROM_RETAINED : undefined;
       let failures = 0;
       while (!signal.aborted) {
         let response: Response;
@@ -187,6 +244,8 @@ export function createGatewayClient(target: GatewayTarget): GatewayClient {
             if (done) break;
             buffer = parseFrames(buffer + decoder.decode(value, { stream: true }), (e) => {
               if (e.id !== undefined) lastId = e.id;
+              const gapOf = (e.data as { lastEventId?: unknown } | null)?.lastEventId;
+              if (e.type === 'fleetgate.gap' && gapOf === FROM_RETAINED) return;
               onEvent(e);
             });
           }

@@ -4,6 +4,7 @@
  */
 import type { Command } from 'commander';
 import type { CliIo } from '../io.js';
+import { createProgram } from '../program.js';
 import { registerAgents } from './agents.js';
 import { registerApprovals } from './approvals.js';
 import { registerCheckAgent } from './check-agent.js';
@@ -15,15 +16,9 @@ import { registerStart } from './start.js';
 import { registerTail } from './tail.js';
 import { registerWorld } from './world.js';
 
-/**
- * Adds a command (or a family of them) to the program. An action returns through `setExit` with
- * its exit code, or throws: the error printer reports what it threw.
- */
-export type RegisterCommand = (
-  program: Command,
-  io: CliIo,
-  setExit: (code: number) => void,
-) => void;
+import type { RegisterCommand } from './types.js';
+
+export type { RegisterCommand } from './types.js';
 
 /** The commands, registered in this order. */
 export const COMMANDS: readonly RegisterCommand[] = [
@@ -39,3 +34,8 @@ export const COMMANDS: readonly RegisterCommand[] = [
   registerDispatch,
   registerFleetActions,
 ];
+
+/** The program with every command (help pages, the command reference). */
+export function buildProgram(io: CliIo, setExit: (code: number) => void): Command {
+  return createProgram(io, setExit, COMMANDS);
+}

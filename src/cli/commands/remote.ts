@@ -6,6 +6,7 @@
 import type { EventEnvelope } from '../../protocol/index.js';
 import { FleetgateError, isBlastRadius } from '../../protocol/index.js';
 import type { CliIo } from '../io.js';
+import { cliCommand } from '../launcher.js';
 import type { Style } from '../style.js';
 import { createStyle, renderTable } from '../style.js';
 import type { GatewayClient } from './gateway-client.js';
@@ -104,10 +105,16 @@ export function renderRemoteFleet(agents: readonly AgentRow[], s: Style): string
     const head = [a.name, statusCell(a.status, s), age(a.lastFetchedAt)];
     if (a.skills.length === 0) rows.push([...head, s.dim('-'), '', '', '', '']);
     for (const k of a.skills) {
+      // As the store mode's table says it: what the policy counts, then why when the card
+      // gives no radius it trusts.
       const widened =
-        k.declaredRadius !== k.effectiveRadius && k.effectiveRadius !== null
-          ? ` ${s.dim(`(declares ${k.declaredRadius ?? '?'})`)}`
-          : '';
+        a.status === 'stale'
+          ? ` ${s.dim('(stale)')}`
+          : k.declaredRadius === null
+            ? ` ${s.dim('(unknown)')}`
+            : k.declaredRadius !== k.effectiveRadius && k.effectiveRadius !== null
+              ? ` ${s.dim(`(declares ${k.declaredRadius})`)}`
+              : '';
       rows.push([
         ...head,
         k.id,
@@ -155,9 +162,53 @@ export function dispatchLine(d: DispatchRow, s: Style): string {
     parts.push(`approval ${s.bold(d.decision.approvalId)}`);
   }
   if (d.result?.text !== undefined) parts.push(`"${d.result.text}"`);
-  if (d.result?.error !== undefined && d.status !== 'completed')
+  // An error is news only on a call that ended without completing: a held call's "approval
+  // required" is a wait (see waitingLines), and it stays on the record once the call moves on.
+  if (d.result?.error !== undefined && ENDED.has(d.status) && d.status !== 'completed')
     parts.push(s.red(`${d.result.error.code}: ${d.result.error.message}`));
   return parts.join('  ');
+}
+
+/**
+ * The lines under a call that waits for approval: not a denial, but what to do next — the
+ * approval's id and the command that approves it (as someone other than the caller).
+ */
+export function waitingLines(d: DispatchRow, s: Style, cli = cliCommand()): string {
+  const id = d.decision?.approvalId;
+  if (d.status !== 'awaiting-approval' || id === undefined) return '';
+  return (
+    `  ${s.yellow('waiting for approval')} ${s.bold(id)} (someone other than the caller approves it):\n` +
+    `    ${cli} approvals approve ${id}\n`
+  );
+}
+
+/** The states an approval ends in when `verb` decided it. */
+const DECIDED_BY: Readonly<Record<string, readonly string[]>> = {
+  approve: ['approved', 'consumed'],
+  reject: ['rejected'],
+};
+
+/**
+ * A second `approve` (or `reject`) of a request already decided that way: nothing to do, so not a
+ * failure — a note naming who decided it. Undefined for any other error (a request decided the
+ * other way, or expired, is still an error).
+ */
+export function alreadyInState(
+  error: unknown,
+  verb: string,
+): { details: Record<string, unknown>; text: (s: Style) => string } | undefined {
+  if (!(error instanceof FleetgateError) || error.code !== 'FLEETGATE_APPROVAL_ALREADY_DECIDED') {
+    return undefined;
+  }
+  const details = error.details ?? {};
+  const status = typeof details.status === 'string' ? details.status : undefined;
+  if (status === undefined || !(DECIDED_BY[verb] ?? []).includes(status)) return undefined;
+  const by = typeof details.decidedBy === 'string' ? ` by ${details.decidedBy}` : '';
+  return {
+    details: { ...details, note: 'already in that state' },
+    text: (s) =>
+      `${s.bold(String(details.id))}: already ${status}${by} ${s.dim('(nothing to do)')}`,
+  };
 }
 
 /** `fleetgate approvals [approve|reject|snooze|answer] --url`. */
@@ -229,14 +280,22 @@ export async function remoteApprovals(
         : args.reason === undefined
           ? {}
           : { reason: args.reason };
-  const result = await client.post<{
+  let result: {
     approval?: { id: string; status: string; agent: string; skill: string };
     dispatch?: DispatchRow | null;
     id?: string;
     status?: string;
     agent?: string;
     skill?: string;
-  }>(`/api/approvals/${id}/${verb}`, body);
+  };
+  try {
+    result = await client.post<typeof result>(`/api/approvals/${id}/${verb}`, body);
+  } catch (error) {
+    const note = alreadyInState(error, verb);
+    if (note === undefined) throw error;
+    io.out(args.json === true ? `${JSON.stringify(note.details)}\n` : `${note.text(s)}\n`);
+    return 0;
+  }
   if (args.json === true) {
     io.out(`${JSON.stringify(result, null, 2)}\n`);
     return 0;
@@ -341,7 +400,7 @@ export async function remoteTail(
   client: GatewayClient,
   io: CliIo,
   patterns: readonly string[],
-  opts: { json?: boolean; count?: number },
+  opts: { json?: boolean; count?: number; from?: unknown },
 ): Promise<number> {
   const controller = new AbortController();
   const stop = (): void => controller.abort();
@@ -371,6 +430,7 @@ export async function remoteTail(
         if (opts.count !== undefined && printed >= opts.count) controller.abort();
       },
       controller.signal,
+      { fromRetained: opts.from === 'all' },
     );
   } finally {
     process.off('SIGINT', stop);

@@ -4,13 +4,16 @@
  * example agents on free loopback ports, seeded world state, a generated admin token and a
  * deploy waiting for approval.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { pino, type Logger } from 'pino';
 import { FleetgateError } from '../../protocol/index.js';
 import type { FleetgateConfig } from '../../service/index.js';
 import { loadConfigFile, parseConfig, startService } from '../../service/index.js';
 import {
+  DEMO_APPROVER,
+  DEMO_APPROVER_CHOICE_ENV,
+  DEMO_APPROVER_TOKEN_ENV,
   DEMO_TOKEN_ENV,
   demoConfig,
   demoToken,
@@ -20,6 +23,8 @@ import {
   type DemoFleet,
 } from '../../service/demo/index.js';
 import type { CliIo } from '../io.js';
+import { cliCommand } from '../launcher.js';
+import type { Style } from '../style.js';
 import { createStyle } from '../style.js';
 
 interface StartOptions {
@@ -27,7 +32,7 @@ interface StartOptions {
   demoTraffic?: boolean;
   host?: string;
   port?: number;
-  logLevel: string;
+  logLevel?: string;
 }
 
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -53,6 +58,45 @@ export function serviceLogger(level: string): Logger {
     },
     pino.destination({ dest: 2, sync: true }),
   );
+}
+
+/** Where a running demo notes its process id, beside its store (`./data/fleetgate.db`). */
+export const DEMO_LOCK = 'data/fleetgate.demo.pid';
+
+/**
+ * Claims the demo's store for this process: a second `fleetgate start` in the same directory
+ * (on another port, say) would otherwise share the first one's SQLite file without a word. A note
+ * left by a process that is gone is taken over. Returns the release.
+ */
+export function claimDemoStore(file = DEMO_LOCK): () => void {
+  mkdirSync('data', { recursive: true });
+  for (let attempt = 0; attempt < 2; attempt += 1) {
+    try {
+      writeFileSync(file, `${process.pid}\n`, { flag: 'wx' });
+      return () => rmSync(file, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    const pid = Number.parseInt(readFileSync(file, 'utf8'), 10);
+    if (Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
+      throw new FleetgateError(
+        'FLEETGATE_USAGE',
+        `another demo gateway (pid ${pid}) runs on ./data/fleetgate.db in this directory; stop it first, or start this one from another directory`,
+        { details: { pid, lock: file } },
+      );
+    }
+    rmSync(file, { force: true });
+  }
+  throw new FleetgateError('FLEETGATE_USAGE', `cannot claim ${file}; remove it and start again`);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** Resolves on the first SIGINT or SIGTERM; a second one ends the process at once. */
@@ -85,9 +129,13 @@ export function registerStart(program: Command, io: CliIo, setExit: (code: numbe
       'listen on this port, 0 for any free one (overrides listen.port)',
       (v) => Number.parseInt(v, 10),
     )
-    .option('--log-level <level>', `log level on stderr (${LEVELS.join(', ')})`, 'info')
+    .option(
+      '--log-level <level>',
+      `log level on stderr (${LEVELS.join(', ')}; default info, warn for the demo so its log does not run through the banner)`,
+    )
     .action(async (opts: StartOptions) => {
-      if (!LEVELS.includes(opts.logLevel)) {
+      const level = opts.logLevel ?? (opts.config === undefined ? 'warn' : 'info');
+      if (!LEVELS.includes(level)) {
         throw new FleetgateError(
           'FLEETGATE_USAGE',
           `--log-level must be one of ${LEVELS.join(', ')}`,
@@ -108,10 +156,12 @@ export function registerStart(program: Command, io: CliIo, setExit: (code: numbe
           '--demo-traffic runs only with the demo (no --config)',
         );
       }
-      const logger = serviceLogger(opts.logLevel);
+      const logger = serviceLogger(level);
       const env: Record<string, string | undefined> = { ...process.env };
       let demo: DemoFleet | undefined;
+      let releaseDemo: (() => void) | undefined;
       let token: { token: string; generated: boolean } | undefined;
+      let second: { token: string; generated: boolean } | undefined;
       let config: FleetgateConfig;
       if (opts.config !== undefined) {
         const loaded = await loadConfigFile(opts.config);
@@ -127,9 +177,15 @@ export function registerStart(program: Command, io: CliIo, setExit: (code: numbe
         if (existsSync('fleetgate.yaml')) {
           io.err('fleetgate: ./fleetgate.yaml is not read without --config; starting the demo\n');
         }
-        demo = await startDemoFleet();
+        releaseDemo = claimDemoStore();
+        demo = await startDemoFleet().catch((error: unknown) => {
+          releaseDemo?.();
+          throw error;
+        });
         token = demoToken(env);
         env[DEMO_TOKEN_ENV] = token.token;
+        second = demoToken(env, DEMO_APPROVER_CHOICE_ENV);
+        env[DEMO_APPROVER_TOKEN_ENV] = second.token;
         config = parseConfig(
           demoConfig(demo, { host: opts.host ?? '127.0.0.1', port: opts.port ?? 7420 }),
           'demo',
@@ -147,6 +203,7 @@ export function registerStart(program: Command, io: CliIo, setExit: (code: numbe
         });
       } catch (error) {
         await demo?.stop();
+        releaseDemo?.();
         throw error;
       }
       const signal = untilSignal(io);
@@ -160,7 +217,7 @@ export function registerStart(program: Command, io: CliIo, setExit: (code: numbe
           s.dim(`  store ${config.store} · bus ${config.bus} · ${config.agents.length} agent(s)\n`),
       );
       let stopTraffic: (() => Promise<void>) | undefined;
-      if (demo !== undefined && token !== undefined) {
+      if (demo !== undefined && token !== undefined && second !== undefined) {
         const approval = await seedDemoCalls(service.gateway).catch((error: unknown) => {
           logger.warn({ err: error }, 'demo: the first calls failed');
           return undefined;
@@ -170,28 +227,8 @@ export function registerStart(program: Command, io: CliIo, setExit: (code: numbe
             logger.warn({ err: error }, 'demo traffic: a call failed'),
           );
         }
-        const agents = demo.agents.map((a) => `${a.name} ${s.dim(a.url)}`).join(', ');
         io.out(
-          [
-            '',
-            `  Demo fleet   ${agents}`,
-            `  Dashboard    ${service.url}/${token.generated ? `#token=${token.token}` : ''}`,
-            `  Admin token  ${token.generated ? token.token : s.dim('(from FLEETGATE_TOKEN)')}${token.generated ? s.dim('   (this run only; set FLEETGATE_TOKEN to choose one)') : ''}`,
-            approval === undefined
-              ? ''
-              : `  Waiting      a production deploy needs your approval: ${s.bold(approval)}`,
-            '',
-            '  Try:',
-            `    export FLEETGATE_URL=${service.url} FLEETGATE_TOKEN=${token.generated ? token.token : '$FLEETGATE_TOKEN'}`,
-            '    npx fleetgate agents',
-            `    npx fleetgate approvals approve ${approval ?? '<ID>'}`,
-            "    npx fleetgate tail 'world.>' 'hitl.>'",
-            '',
-            s.dim('  Ctrl-C stops the gateway (calls in flight finish first).'),
-            '',
-          ]
-            .filter((line, i, all) => line !== '' || all[i - 1] !== '')
-            .join('\n') + '\n',
+          demoBanner({ url: service.url, agents: demo.agents, admin: token, second, approval }, s),
         );
       }
 
@@ -200,8 +237,62 @@ export function registerStart(program: Command, io: CliIo, setExit: (code: numbe
       await stopTraffic?.();
       await service.close();
       await demo?.stop();
+      releaseDemo?.();
       logger.info('gateway stopped');
       io.err('fleetgate: stopped\n');
       setExit(0);
     });
+}
+
+/** What the demo's banner shows. */
+interface DemoBannerInput {
+  url: string;
+  agents: readonly { name: string; url: string }[];
+  admin: { token: string; generated: boolean };
+  second: { token: string; generated: boolean };
+  approval: string | undefined;
+}
+
+/**
+ * The demo's banner: where things are, both people's tokens, and a walk through the approval story
+ * in which every line works as printed: the seeded deploy can be approved by either person, and a
+ * deploy dispatched as `admin` waits until `alice` approves it.
+ */
+export function demoBanner(b: DemoBannerInput, s: Style, cli = cliCommand()): string {
+  const agents = b.agents.map((a) => `${a.name} ${s.dim(a.url)}`).join(', ');
+  const shown = (t: { token: string; generated: boolean }, env: string): string =>
+    t.generated ? t.token : s.dim(`(from ${env})`);
+  const value = (t: { token: string; generated: boolean }, env: string): string =>
+    t.generated ? t.token : `$${env}`;
+  return (
+    [
+      '',
+      `  Demo fleet   ${agents}`,
+      `  Dashboard    ${b.url}/${b.admin.generated ? `#token=${b.admin.token}` : ''}`,
+      b.second.generated
+        ? `               ${s.dim(`as ${DEMO_APPROVER}:`)} ${b.url}/#token=${b.second.token}`
+        : '',
+      `  Admin token  ${shown(b.admin, 'FLEETGATE_TOKEN')}   ${s.dim(`(role admin${b.admin.generated ? '; this run only' : ''})`)}`,
+      `  Alice token  ${shown(b.second, DEMO_APPROVER_CHOICE_ENV)}   ${s.dim(`(${DEMO_APPROVER}, role approver${b.second.generated ? '; this run only' : ''})`)}`,
+      s.dim(
+        `               nobody approves their own call: what one dispatches, the other approves`,
+      ),
+      b.approval === undefined
+        ? ''
+        : `  Waiting      a production deploy needs your approval: ${s.bold(b.approval)}`,
+      '',
+      '  Try:',
+      `    export FLEETGATE_URL=${b.url} FLEETGATE_TOKEN=${value(b.admin, 'FLEETGATE_TOKEN')}`,
+      `    ${cli} agents`,
+      b.approval === undefined ? '' : `    ${cli} approvals approve ${b.approval}`,
+      `    ${cli} dispatch deployer production_deploy 'ship 1.6.0'   ${s.dim('# waits for a second person')}`,
+      `    FLEETGATE_TOKEN=${value(b.second, DEMO_APPROVER_CHOICE_ENV)} ${cli} approvals approve <ID it printed>`,
+      `    ${cli} tail 'world.>' 'hitl.>'`,
+      '',
+      s.dim('  Ctrl-C stops the gateway (calls in flight finish first).'),
+      '',
+    ]
+      .filter((line, i, all) => line !== '' || all[i - 1] !== '')
+      .join('\n') + '\n'
+  );
 }

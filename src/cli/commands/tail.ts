@@ -12,10 +12,8 @@ import type { Severity } from '../../alerts/index.js';
 import { ALERT_SEVERITIES } from '../../alerts/index.js';
 import type { EventBus, StartFrom } from '../../bus/index.js';
 import type { EventEnvelope, OpenTopics } from '../../protocol/index.js';
-import { TopicTrie, parsePattern } from '../../bus/index.js';
 import { FleetgateError, isFleetgateError } from '../../protocol/index.js';
 import { isBlastRadius } from '../../protocol/index.js';
-import { createJetStreamEventBus } from '../../bus/jetstream/index.js';
 import { EXIT } from '../errors.js';
 import type { CliIo } from '../io.js';
 import { integerFlag, natsServers } from '../options.js';
@@ -128,6 +126,7 @@ export interface RunTailOptions {
  */
 export async function runTail(options: RunTailOptions): Promise<number> {
   const patterns = options.patterns.length === 0 ? ['>'] : [...options.patterns];
+  const { TopicTrie, parsePattern } = await import('../../bus/index.js');
   for (const p of patterns) parsePattern(p);
   const filter = new TopicTrie<true>();
   for (const p of patterns) filter.add(p, true);
@@ -180,6 +179,7 @@ interface TailCliOptions {
 /** The bus of the gateways on a NATS server, explaining a missing stream. */
 async function openTailBus(url: string, opts: TailCliOptions): Promise<EventBus<OpenTopics>> {
   try {
+    const { createJetStreamEventBus } = await import('../../bus/jetstream/index.js');
     return await createJetStreamEventBus<OpenTopics>({
       servers: url,
       stream: opts.stream,
@@ -208,7 +208,7 @@ export function registerTail(program: Command, io: CliIo, setExit: (code: number
   program
     .command('tail')
     .description(
-      'print live bus events of the gateways on a NATS JetStream bus, one line each, coloured by topic family',
+      'print the live events of a running gateway (--url), or of the gateways on a NATS JetStream bus (--nats), one line each, coloured by topic family',
     )
     .argument('[patterns...]', "topic patterns in NATS syntax ('*' one token, '>' the rest)", [])
     .option(
@@ -226,6 +226,7 @@ export function registerTail(program: Command, io: CliIo, setExit: (code: number
     .option('--count <n>', 'exit after N events', integerFlag(1))
     .option('--url <url>', 'a running gateway (default $FLEETGATE_URL; token $FLEETGATE_TOKEN)')
     .action(async (patterns: string[], opts: TailCliOptions & { url?: string }) => {
+      const { parsePattern } = await import('../../bus/index.js');
       for (const p of patterns) parsePattern(p);
       const client = opts.nats === undefined ? remoteClient(opts.url) : undefined;
       if (client !== undefined) return setExit(await remoteTail(client, io, patterns, opts));

@@ -5,7 +5,6 @@
 import type { Command } from 'commander';
 import { FleetgateError } from '../../protocol/index.js';
 import type { AuditRecord, DomainSnapshot } from '../../world/index.js';
-import { createSqlWorldStore } from '../../world/index.js';
 import { EXIT } from '../errors.js';
 import type { CliIo } from '../io.js';
 import { integerFlag, storeFlag } from '../options.js';
@@ -100,9 +99,6 @@ export function registerWorld(program: Command, io: CliIo, setExit: (code: numbe
     .option('--json', 'print JSON')
     .option('--url <url>', 'ask a running gateway (default $FLEETGATE_URL; token $FLEETGATE_TOKEN)')
     .action(async (domain: string | undefined, opts: WorldCliOptions & { url?: string }) => {
-      const client =
-        opts.store === undefined && opts.config === undefined ? remoteClient(opts.url) : undefined;
-      if (client !== undefined) return setExit(await remoteWorld(client, io, domain, opts));
       if (opts.history === true && domain === undefined) {
         throw new FleetgateError('FLEETGATE_USAGE', '--history needs a DOMAIN');
       }
@@ -114,8 +110,12 @@ export function registerWorld(program: Command, io: CliIo, setExit: (code: numbe
           throw new FleetgateError('FLEETGATE_USAGE', `${flag} applies only with --history`);
         }
       }
+      const client =
+        opts.store === undefined && opts.config === undefined ? remoteClient(opts.url) : undefined;
+      if (client !== undefined) return setExit(await remoteWorld(client, io, domain, opts));
       await withStore(opts, { readOnly: true }, async (store) => {
         const s = createStyle(io.color);
+        const { createSqlWorldStore } = await import('../../world/index.js');
         const world = createSqlWorldStore({ db: store.db, kind: store.kind });
         if (domain === undefined) {
           const domains = await world.domains();

@@ -105,9 +105,12 @@ export async function startDemoFleet(): Promise<DemoFleet> {
   };
 }
 
-/** The demo's admin token: `FLEETGATE_TOKEN` when set, else a fresh one for this run. */
-export function demoToken(env: NodeJS.ProcessEnv): { token: string; generated: boolean } {
-  const given = env.FLEETGATE_TOKEN;
+/** A token of the demo: from the environment variable `name` when set, else fresh for this run. */
+export function demoToken(
+  env: NodeJS.ProcessEnv,
+  name = 'FLEETGATE_TOKEN',
+): { token: string; generated: boolean } {
+  const given = env[name];
   if (given !== undefined && given.length >= 16) return { token: given, generated: false };
   return { token: randomBytes(24).toString('base64url'), generated: true };
 }
@@ -116,9 +119,21 @@ export function demoToken(env: NodeJS.ProcessEnv): { token: string; generated: b
 export const DEMO_TOKEN_ENV = 'FLEETGATE_DEMO_ADMIN_TOKEN';
 
 /**
+ * The demo's second person, an approver: a call one of them dispatches needs the other's approval
+ * (nobody approves their own call), so the demo can show the whole story with two tokens.
+ */
+export const DEMO_APPROVER = 'alice';
+
+/** Where the gateway reads the second person's token from; `FLEETGATE_ALICE_TOKEN` chooses it. */
+export const DEMO_APPROVER_TOKEN_ENV = 'FLEETGATE_DEMO_ALICE_TOKEN';
+
+/** The variable a user sets to choose the second person's token. */
+export const DEMO_APPROVER_CHOICE_ENV = 'FLEETGATE_ALICE_TOKEN';
+
+/**
  * The gateway configuration of the demo: the agents, a SQLite store in `./data`, a policy where
  * every mode shows (project and below autonomous, repo notified by the card, fleet vetoable,
- * public gated by one approver) and the admin token.
+ * public gated by one approver) and two people: `admin` and the approver `alice`.
  */
 export function demoConfig(
   fleet: Pick<DemoFleet, 'agents'>,
@@ -137,7 +152,12 @@ export function demoConfig(
       approvers: { fleet: 1, public: 1 },
       sweepInterval: '1s',
     },
-    auth: { tokens: [{ name: 'admin', tokenEnv: DEMO_TOKEN_ENV, roles: ['admin'] }] },
+    auth: {
+      tokens: [
+        { name: 'admin', tokenEnv: DEMO_TOKEN_ENV, roles: ['admin'] },
+        { name: DEMO_APPROVER, tokenEnv: DEMO_APPROVER_TOKEN_ENV, roles: ['approver'] },
+      ],
+    },
   };
 }
 
@@ -175,12 +195,18 @@ export function startDemoTraffic(
   };
 }
 
-/** The first calls of the demo: a deploy waiting for approval, and one CI re-run. */
+/**
+ * The first calls of the demo: a deploy waiting for approval, and one CI re-run. The deploy is
+ * requested by `demo`, so either person can approve it; after a restart its request is found
+ * again (only one the demo made: a deploy someone dispatched is theirs, not the banner's).
+ */
 export async function seedDemoCalls(
   gateway: Pick<Gateway, 'dispatch' | 'approvals'>,
 ): Promise<string | undefined> {
   const pending = await gateway.approvals.list({ status: 'pending' });
-  const waiting = pending.find((a) => a.agent === 'deployer' && a.skill === 'production_deploy');
+  const waiting = pending.find(
+    (a) => a.agent === 'deployer' && a.skill === 'production_deploy' && a.requestedBy === 'demo',
+  );
   if (waiting !== undefined) return waiting.id;
   const record = await gateway.dispatch({
     agent: 'deployer',

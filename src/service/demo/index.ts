@@ -3,6 +3,9 @@
  * package's public API).
  */
 export {
+  DEMO_APPROVER,
+  DEMO_APPROVER_CHOICE_ENV,
+  DEMO_APPROVER_TOKEN_ENV,
   DEMO_TOKEN_ENV,
   demoConfig,
   demoToken,

@@ -53,7 +53,7 @@ function modeOf(decision: GateVerdict): string {
 /** Builds the metrics of one process (its own registry: nothing global). */
 export function createGatewayMetrics(): GatewayMetrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'fleetgate_process_' });
+  collectDefaultMetrics({ register: registry, prefix: 'fleetgate_' });
   let gateway: Gateway | undefined;
   let hubStats: (() => EventHubStats) | undefined;
   let subscription: Subscription | undefined;

@@ -12,6 +12,7 @@ import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { FleetgateError } from '../../protocol/index.js';
+import { cardSkills } from '../fleet-view.js';
 import type { ApiContext } from './context.js';
 import { dashboardRoute } from './dashboard.js';
 import { callRoutes } from './routes-calls.js';
@@ -72,6 +73,8 @@ export function dashboardRoutes(ctx: ApiContext, directory = dashboardDirectory(
     tag: 'approvals',
     summary:
       "The gate's decision for a call to AGENT SKILL now, with every reason (nothing is sent)",
+    description:
+      'An agent the gateway does not know answers 404 `FLEETGATE_AGENT_UNKNOWN`; a skill its card does not list, 404 `FLEETGATE_SKILL_UNKNOWN`.',
     query: z.object({
       agent: z.string().min(1).max(63),
       skill: z.string().min(1).max(200),
@@ -88,10 +91,21 @@ export function dashboardRoutes(ctx: ApiContext, directory = dashboardDirectory(
       },
     },
     handler: async ({ query }) => {
-      if (gw.agents.state(query.agent) === undefined) {
+      const state = gw.agents.state(query.agent);
+      if (state === undefined) {
         throw new FleetgateError('FLEETGATE_AGENT_UNKNOWN', `No agent ${query.agent}.`, {
           details: { agent: query.agent },
         });
+      }
+      // A skill the agent's card does not list is a mistake, not a call to explain. (Without a
+      // card yet, the gate's answer for an unknown declaration is the one that applies.)
+      const skills = cardSkills(state.card).map((k) => k.id);
+      if (state.card !== undefined && !skills.includes(query.skill)) {
+        throw new FleetgateError(
+          'FLEETGATE_SKILL_UNKNOWN',
+          `Agent ${query.agent} has no skill ${query.skill} (its card lists ${skills.join(', ') || 'none'}).`,
+          { details: { agent: query.agent, skill: query.skill, skills } },
+        );
       }
       return gw.approvals.explain(
         query.agent,
@@ -119,12 +133,25 @@ export function dashboardRoutes(ctx: ApiContext, directory = dashboardDirectory(
         authenticated: identity.authenticated,
       }),
   });
-  if (directory === undefined)
-    return [session, explain, ...callRoutes(ctx), ...searchRoutes(ctx), dashboardRoute()];
+  // No icon of its own: an empty answer, cached, so a browser asks once and reports no error.
+  const favicon = defineRoute({
+    method: 'GET',
+    url: '/favicon.ico',
+    access: 'public',
+    tag: 'service',
+    summary: 'No icon (204): the dashboard has none, and a browser asks on every page',
+    responses: { 204: { description: 'no content' } },
+    handler: ({ reply }) =>
+      Promise.resolve(reply.code(204).header('cache-control', 'public, max-age=86400').send()),
+  });
+  if (directory === undefined) {
+    return [session, explain, favicon, ...callRoutes(ctx), ...searchRoutes(ctx), dashboardRoute()];
+  }
   let index: Buffer | undefined;
   return [
     session,
     explain,
+    favicon,
     ...callRoutes(ctx),
     ...searchRoutes(ctx),
     {
