@@ -3,7 +3,7 @@
  * functions and as schema parts.
  */
 import { z } from 'zod';
-import { parseDuration } from '../protocol/index.js';
+import { parseDuration, parseSize } from '../protocol/index.js';
 
 export { parseDuration, parseSize } from '../protocol/index.js';
 
