@@ -2,7 +2,7 @@
  * The dispatch records' migration. The composition root hands it to the store (migration names
  * are permanent).
  */
-import { sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { StoreMigration } from '../store/index.js';
 
 /** The dispatch migrations (`fleetgate_dispatch`), by name. */
@@ -69,18 +69,56 @@ export const DISPATCH_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
       // Calls in flight in a store written before holders were recorded: sent by a process that
       // no longer runs (no instance lease has this holder), their message ids unknown. Recovery
       // ends them "outcome unknown" instead of leaving them running forever.
-      await sql`
-        insert into fleetgate_dispatch_send (dispatch_id, owner, message_id, context_id, sent_at)
-        select d.id, ${LEGACY_HOLDER}, '', '', d.updated_at from fleetgate_dispatch d
-        where d.status in ('running', 'awaiting-input') and d.task_id is null
-          and not exists (select 1 from fleetgate_dispatch_send s where s.dispatch_id = d.id)
-      `.execute(db);
+      // Built on the migration's own handle: this room's import graph stays free of kysely.
+      const any = db as Kysely<LegacyTables>;
+      await any
+        .insertInto('fleetgate_dispatch_send')
+        .columns(['dispatch_id', 'owner', 'message_id', 'context_id', 'sent_at'])
+        .expression((eb) =>
+          eb
+            .selectFrom('fleetgate_dispatch as d')
+            .select([
+              'd.id',
+              eb.val(LEGACY_HOLDER).as('owner'),
+              eb.val('').as('message_id'),
+              eb.val('').as('context_id'),
+              'd.updated_at',
+            ])
+            .where('d.status', 'in', ['running', 'awaiting-input'])
+            .where('d.task_id', 'is', null)
+            .where((w) =>
+              w.not(
+                w.exists(
+                  w
+                    .selectFrom('fleetgate_dispatch_send as s')
+                    .select('s.dispatch_id')
+                    .whereRef('s.dispatch_id', '=', 'd.id'),
+                ),
+              ),
+            ),
+        )
+        .execute();
     },
     async down(db) {
-      await sql`delete from fleetgate_dispatch_send where owner = ${LEGACY_HOLDER}`.execute(db);
+      await (db as Kysely<LegacyTables>)
+        .deleteFrom('fleetgate_dispatch_send')
+        .where('owner', '=', LEGACY_HOLDER)
+        .execute();
     },
   },
 };
+
+/** The columns the legacy-holder migration reads and writes. */
+interface LegacyTables {
+  fleetgate_dispatch: { id: string; status: string; task_id: string | null; updated_at: number };
+  fleetgate_dispatch_send: {
+    dispatch_id: string;
+    owner: string;
+    message_id: string;
+    context_id: string;
+    sent_at: number | null;
+  };
+}
 
 /** The holder of calls that were in flight when a store was upgraded to record holders. */
 export const LEGACY_HOLDER = 'before-0610';
