@@ -9,6 +9,7 @@
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningAgent } from '../examples/agents/harness.js';
 import { startOpsAgent } from '../examples/agents/ops-agent.js';
@@ -32,6 +33,12 @@ describe('a store written before calls recorded their holder', () => {
     dir = mkdtempSync(join(tmpdir(), 'fleetgate-upgrade-'));
     const db = join(dir, 'gw.db');
     copyFileSync(join(ROOT, 'test/fixtures/store-before-holders.db'), db);
+    // As if that gateway had stopped a moment ago: its pending approval has not run out yet.
+    const sqlite = new Database(db);
+    sqlite
+      .prepare(`update fleetgate_policy_approval set expires_at = ? where status = 'pending'`)
+      .run(Date.now() + 3_600_000);
+    sqlite.close();
     const config = join(dir, 'fleetgate.yaml');
     writeFileSync(
       config,
