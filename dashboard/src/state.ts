@@ -159,6 +159,7 @@ export class Store {
   async loadFleet(): Promise<void> {
     if (this.api === undefined) return;
     const { agents } = await this.api.get<{ agents: AgentView[] }>('/api/agents');
+    performance.mark('fleetgate:agents');
     // An agent whose view did not change keeps its object: its row (2,000 skill cells in a big
     // fleet) is not rendered again for a reload that changed one agent, or none.
     const before = new Map(this.agents.map((a) => [a.name, a]));

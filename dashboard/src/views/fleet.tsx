@@ -71,30 +71,43 @@ const SkillCell = memo(function SkillCell(props: {
   );
 });
 
-/** Agents rendered at once: more than a screen holds, so the first paint is the whole screen. */
-const FIRST_ROWS = 24;
-/** Agents added per frame after the first paint until the whole fleet is on the page. */
-const MORE_ROWS = 40;
+/** Skill cells rendered at once: more than the tallest screen holds (a cell is a line). */
+const FIRST_CELLS = 100;
+/** Skill cells added per frame after the first paint until the whole fleet is on the page. */
+const MORE_CELLS = 300;
+
+/** How many of `agents` (from the first) hold `cells` skill cells; at least one more than `from`. */
+function agentsFor(agents: readonly AgentView[], from: number, cells: number): number {
+  let n = from;
+  let budget = cells;
+  while (n < agents.length && (n === from || budget > 0)) {
+    budget -= Math.max(1, agents[n]!.skills.length);
+    n += 1;
+  }
+  return n;
+}
 
 /**
- * The number of rows to render: the first screen at once, then the rest a chunk per frame, so a
- * fleet of hundreds of agents paints its first screen without waiting for every row below it.
+ * The number of agents to render: the first screen at once, then the rest a chunk per frame, so
+ * a fleet of hundreds of agents paints its first screen without waiting for every row below it.
  */
-function useProgressive(total: number): number {
-  const [shown, setShown] = useState(FIRST_ROWS);
+function useProgressive(agents: readonly AgentView[]): number {
+  const [shown, setShown] = useState(0);
+  const total = agents.length;
+  const first = shown === 0 ? agentsFor(agents, 0, FIRST_CELLS) : shown;
   useEffect(() => {
-    if (shown >= total) return;
+    if (first >= total) return;
     // After the frame that paints the current rows: one chunk more in a task of its own.
     let timer: ReturnType<typeof setTimeout> | undefined;
     const frame = requestAnimationFrame(() => {
-      timer = setTimeout(() => setShown((n) => n + MORE_ROWS), 0);
+      timer = setTimeout(() => setShown(agentsFor(agents, first, MORE_CELLS)), 0);
     });
     return () => {
       cancelAnimationFrame(frame);
       if (timer !== undefined) clearTimeout(timer);
     };
-  }, [shown, total]);
-  return Math.min(shown, total);
+  }, [first, total, agents]);
+  return Math.min(first, total);
 }
 
 interface RowProps {
@@ -161,7 +174,10 @@ export function FleetView(props: { store: Store }) {
   const now = useNow(5000);
   const [min, setMin] = useState<Radius | 'all'>('all');
   const canAck = store.session !== undefined && roleAtLeast(store.session.role, 'admin');
-  const shown = useProgressive(store.agents.length);
+  const shown = useProgressive(store.agents);
+  useEffect(() => {
+    if (store.agents.length > 0) performance.mark('fleetgate:fleet-rows');
+  }, [store.agents.length > 0]);
   // Rows are memoised: other views' updates (approvals, effects) re-render this component, and
   // 2,000 skill cells are worth not diffing again; a row re-renders when its agent changed.
   const rows = store.agents
