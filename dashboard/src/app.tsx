@@ -178,14 +178,11 @@ export function App(props: { store: Store }) {
     // This tab signed in before (a reload): render at once as who the gateway said the token is,
     // while asking again; an answer that differs replaces it, a refusal signs out.
     const known = saved === '' ? undefined : cachedSession(saved);
+    // With a token from this tab's session the views started loading before the first render
+    // (`main.tsx`), while the gateway is asked who it is.
     if (known !== undefined) {
-      start(known);
+      start(known, true);
       setChecked(true);
-    } else if (saved !== '') {
-      // A token from this tab's session: load the views while asking who it is (one round trip
-      // less before the first render).
-      store.api = createApi(saved);
-      void store.loadAll();
     }
     signIn(saved)
       .then((s) => {
