@@ -2,6 +2,7 @@
  * The page: token login (kept in session storage for this tab), the metrics strip, a tab per
  * view, and one live-event stream that keeps every view current.
  */
+import { lazy, Suspense } from 'preact/compat';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, createApi } from './api.js';
 import { openEventStream } from './events.js';
@@ -14,7 +15,9 @@ import { DispatchesView } from './views/dispatches.js';
 import { EffectsPage } from './views/effects.js';
 import { FleetView } from './views/fleet.js';
 import { MetricsStrip } from './views/metrics.js';
-import { WorldView } from './views/world.js';
+
+/** The world view and its charts (uPlot) load when first shown: the first screen waits for less. */
+const WorldView = lazy(() => import('./views/world.js').then((m) => ({ default: m.WorldView })));
 
 export const TOKEN_KEY = 'fleetgate.token';
 /** Who the gateway said this tab's token is (the token, its name and role), for rendering a reload at once. */
@@ -316,7 +319,11 @@ export function App(props: { store: Store }) {
         {page === undefined && view === 'fleet' && <FleetView store={store} />}
         {page === undefined && view === 'approvals' && <ApprovalsView store={store} />}
         {page === undefined && view === 'effects' && <EffectsPage store={store} params={params} />}
-        {page === undefined && view === 'world' && <WorldView store={store} params={params} />}
+        {page === undefined && view === 'world' && (
+          <Suspense fallback={<p class="muted">…</p>}>
+            <WorldView store={store} params={params} />
+          </Suspense>
+        )}
         {page === undefined && view === 'dispatches' && (
           <DispatchesView
             store={store}
