@@ -2,6 +2,7 @@
  * The page: token login (kept in session storage for this tab), the metrics strip, a tab per
  * view, and one live-event stream that keeps every view current.
  */
+import { lazy, Suspense } from 'preact/compat';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, createApi } from './api.js';
 import { openEventStream } from './events.js';
@@ -14,9 +15,32 @@ import { DispatchesView } from './views/dispatches.js';
 import { EffectsPage } from './views/effects.js';
 import { FleetView } from './views/fleet.js';
 import { MetricsStrip } from './views/metrics.js';
-import { WorldView } from './views/world.js';
+
+/** The world view and its charts (uPlot) load when first shown: the first screen waits for less. */
+const WorldView = lazy(() => import('./views/world.js').then((m) => ({ default: m.WorldView })));
 
 export const TOKEN_KEY = 'fleetgate.token';
+/** Who the gateway said this tab's token is (the token, its name and role), for rendering a reload at once. */
+const WHO_KEY = 'fleetgate.who';
+
+/** The session this tab last signed in with `token`, when it is remembered. */
+function cachedSession(token: string): Session | undefined {
+  try {
+    const who = JSON.parse(sessionStorage.getItem(WHO_KEY) ?? 'null') as {
+      token?: unknown;
+      name?: unknown;
+      role?: unknown;
+    } | null;
+    // Only for the token it was said of (`#token=…` may have brought another).
+    if (who?.token !== token || typeof who.name !== 'string' || typeof who.role !== 'string')
+      return undefined;
+    if (!['viewer', 'operator', 'approver', 'admin'].includes(who.role)) return undefined;
+    return { token, name: who.name, role: who.role as Role };
+  } catch {
+    return undefined;
+  }
+}
+
 /** Why the page signed out by itself, shown on the sign-in form after the reload. */
 const SIGNED_OUT_KEY = 'fleetgate.signedOut';
 
@@ -28,6 +52,7 @@ function expire(why: string): void {
   if (sessionStorage.getItem(SIGNED_OUT_KEY) !== null && sessionStorage.getItem(TOKEN_KEY) === null)
     return;
   sessionStorage.removeItem(TOKEN_KEY);
+  sessionStorage.removeItem(WHO_KEY);
   sessionStorage.setItem(SIGNED_OUT_KEY, why);
   location.reload();
 }
@@ -153,22 +178,45 @@ export function App(props: { store: Store }) {
 
   useEffect(() => {
     const saved = sessionStorage.getItem(TOKEN_KEY) ?? '';
-    // A token from this tab's session: load the views while asking who it is (one round trip
-    // less before the first render).
-    if (saved !== '') {
-      store.api = createApi(saved);
-      void store.loadAll();
+    // This tab signed in before (a reload): render at once as who the gateway said the token is,
+    // while asking again; an answer that differs replaces it, a refusal signs out.
+    const known = saved === '' ? undefined : cachedSession(saved);
+    // With a token from this tab's session the views started loading before the first render
+    // (`main.tsx`), while the gateway is asked who it is.
+    if (known !== undefined) {
+      start(known, true);
+      setChecked(true);
     }
     signIn(saved)
-      .then((s) => start(s, saved !== ''))
+      .then((s) => {
+        if (known === undefined) start(s, saved !== '');
+        else if (s.name !== known.name || s.role !== known.role) {
+          store.session = s;
+          sessionStorage.setItem(
+            WHO_KEY,
+            JSON.stringify({ token: s.token, name: s.name, role: s.role }),
+          );
+          store.changed();
+        }
+      })
       .catch((e: unknown) => {
-        if (saved !== '') setMessage(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
+        if (known !== undefined && e instanceof ApiError && e.status === 401) {
+          expire(
+            `Signed out: the gateway no longer accepts this token (${e.message}). Sign in again.`,
+          );
+        } else if (saved !== '' && known === undefined) {
+          setMessage(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
+        }
       })
       .finally(() => setChecked(true));
   }, []);
 
   const start = (session: Session, loading = false): void => {
     sessionStorage.setItem(TOKEN_KEY, session.token);
+    sessionStorage.setItem(
+      WHO_KEY,
+      JSON.stringify({ token: session.token, name: session.name, role: session.role }),
+    );
     store.session = session;
     store.api = createApi(session.token, '', (said) =>
       expire(`Signed out: the gateway no longer accepts this token (${said}). Sign in again.`),
@@ -219,6 +267,7 @@ export function App(props: { store: Store }) {
   if (store.session === undefined) return <Login onSession={start} message={message} />;
   const signOut = (): void => {
     sessionStorage.removeItem(TOKEN_KEY);
+    sessionStorage.removeItem(WHO_KEY);
     location.reload();
   };
   return (
@@ -270,7 +319,11 @@ export function App(props: { store: Store }) {
         {page === undefined && view === 'fleet' && <FleetView store={store} />}
         {page === undefined && view === 'approvals' && <ApprovalsView store={store} />}
         {page === undefined && view === 'effects' && <EffectsPage store={store} params={params} />}
-        {page === undefined && view === 'world' && <WorldView store={store} params={params} />}
+        {page === undefined && view === 'world' && (
+          <Suspense fallback={<p class="muted">…</p>}>
+            <WorldView store={store} params={params} />
+          </Suspense>
+        )}
         {page === undefined && view === 'dispatches' && (
           <DispatchesView
             store={store}

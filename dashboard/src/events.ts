@@ -32,9 +32,12 @@ export function openEventStream(options: EventStreamOptions): { close(): void } 
   let closed = false;
   let controller: AbortController | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
+  /** No event was received yet (control frames, comments and `retry:` are none). */
   let first = true;
+  let connections = 0;
 
   const connect = async (): Promise<void> => {
+    connections += 1;
     controller = new AbortController();
     const headers: Record<string, string> = {
       accept: 'text/event-stream',
@@ -94,7 +97,8 @@ export function openEventStream(options: EventStreamOptions): { close(): void } 
       else if (field === 'retry' && /^\d+$/.test(value)) retryMs = Number(value);
     }
     if (event === 'fleetgate.gap') {
-      if (!first) options.onGap();
+      // The first connection's gap is the replay it asked for; a later one lost events.
+      if (!first || connections > 1) options.onGap();
       first = false;
       return;
     }
@@ -102,6 +106,7 @@ export function openEventStream(options: EventStreamOptions): { close(): void } 
       // The server ends the stream after this; the reconnect resumes from `lastId`.
       return;
     }
+    if (id === undefined && data === '') return;
     first = false;
     if (id !== undefined) lastId = id;
     if (data === '') return;

@@ -65,6 +65,15 @@ export function roleAtLeast(role: Role, needed: Role): boolean {
   return ROLE_ORDER[role] >= ROLE_ORDER[needed];
 }
 
+/** Resolves when the browser is idle (at most a second later). */
+function idle(): Promise<void> {
+  return new Promise((resolve) => {
+    if (typeof requestIdleCallback === 'function')
+      requestIdleCallback(() => resolve(), { timeout: 1000 });
+    else setTimeout(resolve, 0);
+  });
+}
+
 export class Store {
   session: Session | undefined;
   agents: AgentView[] = [];
@@ -150,7 +159,14 @@ export class Store {
   async loadFleet(): Promise<void> {
     if (this.api === undefined) return;
     const { agents } = await this.api.get<{ agents: AgentView[] }>('/api/agents');
-    this.agents = agents;
+    performance.mark('fleetgate:agents');
+    // An agent whose view did not change keeps its object: its row (2,000 skill cells in a big
+    // fleet) is not rendered again for a reload that changed one agent, or none.
+    const before = new Map(this.agents.map((a) => [a.name, a]));
+    this.agents = agents.map((a) => {
+      const old = before.get(a.name);
+      return old !== undefined && JSON.stringify(old) === JSON.stringify(a) ? old : a;
+    });
     this.changed();
   }
 
@@ -187,7 +203,9 @@ export class Store {
   async loadAll(): Promise<void> {
     try {
       await Promise.all([this.loadFleet(), this.loadApprovals(), this.loadWorld()]);
-      // Decided requests feed only the time-to-decision figures: read once the views have theirs.
+      // Decided requests feed only the time-to-decision figures: read once the views have theirs
+      // and the page painted them (the first screen does not wait on a thousand decisions).
+      await idle();
       await this.loadDecided();
       this.error = '';
     } catch (error) {
@@ -301,7 +319,10 @@ export class Store {
         });
       }
     } else if (topic === 'world.state.updated') {
-      this.reloadSoon('world');
+      // Events replayed on connect that the snapshot already holds change nothing.
+      const known = this.world[text(p.domain, '')];
+      if (known === undefined || typeof p.version !== 'number' || p.version > known.version)
+        this.reloadSoon('world');
     } else if (topic.startsWith('ops.alert.')) {
       this.#pushEffect({
         at,
@@ -321,7 +342,9 @@ export class Store {
       const how = p.widened === true ? 'widened' : p.narrowed === true ? 'narrowed' : 'changed';
       this.drift.set(key, `${how} ${new Date(at).toLocaleTimeString()}`);
       this.driftVersion += 1;
-      this.reloadSoon('fleet');
+      // A change the fleet snapshot already holds (replayed on connect) needs no reload.
+      const known = this.agents.find((a) => a.name === text(p.agent, ''));
+      if (known === undefined || (known.lastChangedAt ?? 0) < at) this.reloadSoon('fleet');
     } else if (topic === 'fleet.card.refreshed') {
       // An unchanged card of a fresh agent only moves its fetch time: no need to reload the
       // fleet (a changed declaration comes as fleet.declaration.changed).

@@ -234,7 +234,10 @@ function Request(props: {
 
 export function ApprovalsView(props: { store: Store }) {
   const store = useStore(props.store);
-  const now = useNow(1000);
+  // The clock ticks every second; a render between ticks (a request that just arrived) reads
+  // the time itself, so a fresh 30 s window never shows as 31 s.
+  useNow(1000);
+  const now = Date.now();
   const [tab, setTab] = useState<'pending' | 'history'>('pending');
   const role = store.session?.role ?? 'viewer';
   const [showSnoozed, setShowSnoozed] = useState(false);
@@ -617,7 +620,10 @@ function RecentChanges(props: { store: Store; approval: Approval }) {
  */
 export function ApprovalPage(props: { store: Store; id: string }) {
   const store = useStore(props.store);
-  const now = useNow(1000);
+  // The clock ticks every second; a render between ticks (a request that just arrived) reads
+  // the time itself, so a fresh 30 s window never shows as 31 s.
+  useNow(1000);
+  const now = Date.now();
   const role = store.session?.role ?? 'viewer';
   const [approval, setApproval] = useState<Approval | undefined>();
   const [error, setError] = useState('');

@@ -3,17 +3,78 @@
  * `ops.alert.*` coloured by severity. Pause keeps what arrives for later; filters by agent,
  * domain and severity.
  */
+import { memo } from 'preact/compat';
 import { useRef, useState } from 'preact/hooks';
 import type { EffectRow, Store } from '../state.js';
 import { useStore } from '../state.js';
 import { EffectSearch } from './effect-search.js';
+import { VirtualTable } from '../search.js';
 
-const SHOWN = 300;
+/** A row's height: the table renders only the rows in view of the whole buffer. */
+const ROW = 34;
 
 function valueText(v: unknown): string {
   const text = typeof v === 'string' ? v : JSON.stringify(v);
   return text === undefined ? '' : text.length > 120 ? `${text.slice(0, 117)}…` : text;
 }
+
+/** Times of day; one formatter for every row (a new one per row costs more than the row). */
+const TIME = new Intl.DateTimeFormat(undefined, { timeStyle: 'medium' });
+
+/**
+ * One row; rows never change once received, so a row already on screen is not rendered again
+ * when the rows around it do (a live stream adds hundreds a second).
+ */
+const EffectRowView = memo(function EffectRowView(props: { row: EffectRow }) {
+  const r = props.row;
+  return (
+    <tr
+      class={`row effect ${r.kind} ${r.kind === 'alert' ? `sev-${r.severity}` : ''}`}
+      data-kind={r.kind}
+      data-key={r.key}
+      style={{ height: `${ROW}px` }}
+    >
+      <td class="small">{TIME.format(r.at)}</td>
+      <td>
+        {r.agent} / {r.skill}
+      </td>
+      <td>{r.domain}</td>
+      {r.kind === 'delta' ? (
+        <>
+          <td>
+            <code>{r.path}</code>
+          </td>
+          <td>{r.op}</td>
+          <td>
+            <code>{valueText(r.value)}</code>
+          </td>
+        </>
+      ) : (
+        <td colSpan={3}>
+          <span class="badge">{r.kind === 'alert' ? r.severity : 'rejected'}</span>{' '}
+          {r.kind === 'rejected' && (
+            <code>
+              {r.path} {r.op} {valueText(r.value)}
+            </code>
+          )}{' '}
+          {r.message}
+        </td>
+      )}
+      <td class="small">
+        {r.taskId === '' ? (
+          ''
+        ) : (
+          <a
+            href={`#/calls?agent=${encodeURIComponent(r.agent)}&task=${encodeURIComponent(r.taskId)}`}
+            data-call-link
+          >
+            {r.taskId.slice(0, 8)}
+          </a>
+        )}
+      </td>
+    </tr>
+  );
+});
 
 /** Live effects, or a search of every change recorded. */
 export function EffectsPage(props: { store: Store; params: URLSearchParams }) {
@@ -55,7 +116,7 @@ export function EffectsView(props: { store: Store }) {
   const [severity, setSeverity] = useState('');
   const source = paused ? frozen.current : store.effects;
   const rows: EffectRow[] = [];
-  for (let i = source.length - 1; i >= 0 && rows.length < SHOWN; i -= 1) {
+  for (let i = source.length - 1; i >= 0; i -= 1) {
     const r = source[i]!;
     if (agent !== '' && r.agent !== agent) continue;
     if (domain !== '' && r.domain !== domain) continue;
@@ -109,70 +170,25 @@ export function EffectsView(props: { store: Store }) {
           </select>
         </label>
       </div>
-      <div class="table-wrap">
-        <table class="effects" aria-live="polite">
-          <thead>
-            <tr>
-              <th scope="col">time</th>
-              <th scope="col">agent / skill</th>
-              <th scope="col">domain</th>
-              <th scope="col">path</th>
-              <th scope="col">op</th>
-              <th scope="col">value</th>
-              <th scope="col">task</th>
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map((r) => (
-              <tr
-                key={r.key}
-                class={`effect ${r.kind} ${r.kind === 'alert' ? `sev-${r.severity}` : ''}`}
-                data-kind={r.kind}
-                data-key={r.key}
-              >
-                <td class="small">{new Date(r.at).toLocaleTimeString()}</td>
-                <td>
-                  {r.agent} / {r.skill}
-                </td>
-                <td>{r.domain}</td>
-                {r.kind === 'delta' ? (
-                  <>
-                    <td>
-                      <code>{r.path}</code>
-                    </td>
-                    <td>{r.op}</td>
-                    <td>
-                      <code>{valueText(r.value)}</code>
-                    </td>
-                  </>
-                ) : (
-                  <td colSpan={3}>
-                    <span class="badge">{r.kind === 'alert' ? r.severity : 'rejected'}</span>{' '}
-                    {r.kind === 'rejected' && (
-                      <code>
-                        {r.path} {r.op} {valueText(r.value)}
-                      </code>
-                    )}{' '}
-                    {r.message}
-                  </td>
-                )}
-                <td class="small">
-                  {r.taskId === '' ? (
-                    ''
-                  ) : (
-                    <a
-                      href={`#/calls?agent=${encodeURIComponent(r.agent)}&task=${encodeURIComponent(r.taskId)}`}
-                      data-call-link
-                    >
-                      {r.taskId.slice(0, 8)}
-                    </a>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <VirtualTable
+        class="effects"
+        rows={rows}
+        rowHeight={ROW}
+        height={600}
+        columns={7}
+        head={
+          <tr>
+            <th scope="col">time</th>
+            <th scope="col">agent / skill</th>
+            <th scope="col">domain</th>
+            <th scope="col">path</th>
+            <th scope="col">op</th>
+            <th scope="col">value</th>
+            <th scope="col">task</th>
+          </tr>
+        }
+        row={(r) => <EffectRowView key={r.key} row={r} />}
+      />
       {rows.length === 0 && (
         <p class="muted">No effects yet: they appear here as agents report them.</p>
       )}

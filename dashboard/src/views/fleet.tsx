@@ -1,5 +1,6 @@
 /** The fleet: a row per agent, a cell per skill coloured by its effective radius. */
-import { useMemo, useState } from 'preact/hooks';
+import { memo } from 'preact/compat';
+import { useEffect, useState } from 'preact/hooks';
 import { ApiError } from '../api.js';
 import { Legend, RADII, RadiusBadge, radiusRank } from '../radius.js';
 import type { Store } from '../state.js';
@@ -17,10 +18,17 @@ function source(s: SkillView): string {
   return 'declared';
 }
 
-function SkillCell(props: { store: Store; agent: AgentView; skill: SkillView; canAck: boolean }) {
-  const { store, agent, skill } = props;
+/** One skill's cell; memoised, so the rows' clock tick does not re-render 2,000 of them. */
+const SkillCell = memo(function SkillCell(props: {
+  store: Store;
+  agent: AgentView;
+  skill: SkillView;
+  canAck: boolean;
+  /** The declaration change last seen for this skill. */
+  drift: string | undefined;
+}) {
+  const { store, agent, skill, drift } = props;
   const [message, setMessage] = useState('');
-  const drift = store.drift.get(`${agent.name}/${skill.id}`);
   const ack = async (): Promise<void> => {
     setMessage('');
     try {
@@ -61,62 +69,130 @@ function SkillCell(props: { store: Store; agent: AgentView; skill: SkillView; ca
       )}
     </li>
   );
+});
+
+/** Skill cells rendered at once: more than the tallest screen holds (a cell is a line). */
+const FIRST_CELLS = 100;
+/** Skill cells added per frame after the first paint until the whole fleet is on the page. */
+const MORE_CELLS = 300;
+
+/** How many of `agents` (from the first) hold `cells` skill cells; at least one more than `from`. */
+function agentsFor(agents: readonly AgentView[], from: number, cells: number): number {
+  let n = from;
+  let budget = cells;
+  while (n < agents.length && (n === from || budget > 0)) {
+    budget -= Math.max(1, agents[n]!.skills.length);
+    n += 1;
+  }
+  return n;
 }
+
+/**
+ * The number of agents to render: the first screen at once, then the rest a chunk per frame, so
+ * a fleet of hundreds of agents paints its first screen without waiting for every row below it.
+ */
+function useProgressive(agents: readonly AgentView[]): number {
+  const [shown, setShown] = useState(0);
+  const total = agents.length;
+  const first = shown === 0 ? agentsFor(agents, 0, FIRST_CELLS) : shown;
+  useEffect(() => {
+    if (first >= total) return;
+    // After the frame that paints the current rows: one chunk more in a task of its own.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const frame = requestAnimationFrame(() => {
+      timer = setTimeout(() => setShown(agentsFor(agents, first, MORE_CELLS)), 0);
+    });
+    return () => {
+      cancelAnimationFrame(frame);
+      if (timer !== undefined) clearTimeout(timer);
+    };
+  }, [first, total, agents]);
+  return Math.min(first, total);
+}
+
+interface RowProps {
+  store: Store;
+  agent: AgentView;
+  min: Radius | 'all';
+  canAck: boolean;
+  driftVersion: number;
+  /** The fetch/change ages' clock (a tick re-renders every row). */
+  now: number;
+}
+
+/** One agent's row; re-rendered only when one of its props changed. */
+const AgentRow = memo(function AgentRow(props: RowProps) {
+  const { store, agent: a, min, canAck, now } = props;
+  const skills = a.skills.filter(
+    (s) => min === 'all' || radiusRank(s.effectiveRadius) >= radiusRank(min),
+  );
+  if (skills.length === 0 && min !== 'all') return null;
+  return (
+    <tr data-agent={a.name}>
+      <th scope="row">
+        <div>{a.name}</div>
+        <div class="muted small">{a.description ?? ''}</div>
+      </th>
+      <td>
+        <span class={`badge status-${a.status}`}>{a.status}</span>
+        <div class="muted small">fetched {ago(a.lastFetchedAt, now)}</div>
+        <div class="muted small">changed {ago(a.lastChangedAt, now)}</div>
+        {a.lastError !== null && <div class="error small">{a.lastError.code}</div>}
+        {a.diagnostics.length > 0 && (
+          <details class="diagnostics">
+            <summary>{a.diagnostics.length} diagnostic(s)</summary>
+            <ul>
+              {a.diagnostics.map((d, i) => (
+                <li key={i}>
+                  <code>{d.code ?? ''}</code> {d.path ?? ''} {d.message ?? JSON.stringify(d)}
+                </li>
+              ))}
+            </ul>
+          </details>
+        )}
+      </td>
+      <td>
+        <ul class="skills">
+          {skills.map((s) => (
+            <SkillCell
+              key={s.id}
+              store={store}
+              agent={a}
+              skill={s}
+              canAck={canAck}
+              drift={store.drift.get(`${a.name}/${s.id}`)}
+            />
+          ))}
+        </ul>
+      </td>
+    </tr>
+  );
+});
 
 export function FleetView(props: { store: Store }) {
   const store = useStore(props.store);
   const now = useNow(5000);
   const [min, setMin] = useState<Radius | 'all'>('all');
   const canAck = store.session !== undefined && roleAtLeast(store.session.role, 'admin');
-  const keep = (s: SkillView): boolean =>
-    min === 'all' || radiusRank(s.effectiveRadius) >= radiusRank(min);
-  // The table is rebuilt only when what it shows changed: other views' updates (approvals,
-  // effects) re-render this component, and 2,000 skill cells are worth not diffing again.
-  const body = useMemo(
-    () => (
-      <tbody>
-        {store.agents.map((a) => {
-          const skills = a.skills.filter(keep);
-          if (skills.length === 0 && min !== 'all') return null;
-          return (
-            <tr key={a.name} data-agent={a.name}>
-              <th scope="row">
-                <div>{a.name}</div>
-                <div class="muted small">{a.description ?? ''}</div>
-              </th>
-              <td>
-                <span class={`badge status-${a.status}`}>{a.status}</span>
-                <div class="muted small">fetched {ago(a.lastFetchedAt, now)}</div>
-                <div class="muted small">changed {ago(a.lastChangedAt, now)}</div>
-                {a.lastError !== null && <div class="error small">{a.lastError.code}</div>}
-                {a.diagnostics.length > 0 && (
-                  <details class="diagnostics">
-                    <summary>{a.diagnostics.length} diagnostic(s)</summary>
-                    <ul>
-                      {a.diagnostics.map((d, i) => (
-                        <li key={i}>
-                          <code>{d.code ?? ''}</code> {d.path ?? ''}{' '}
-                          {d.message ?? JSON.stringify(d)}
-                        </li>
-                      ))}
-                    </ul>
-                  </details>
-                )}
-              </td>
-              <td>
-                <ul class="skills">
-                  {skills.map((s) => (
-                    <SkillCell key={s.id} store={store} agent={a} skill={s} canAck={canAck} />
-                  ))}
-                </ul>
-              </td>
-            </tr>
-          );
-        })}
-      </tbody>
-    ),
-    [store.agents, min, canAck, store.driftVersion, now],
-  );
+  const shown = useProgressive(store.agents);
+  useEffect(() => {
+    if (store.agents.length > 0) performance.mark('fleetgate:fleet-rows');
+  }, [store.agents.length > 0]);
+  // Rows are memoised: other views' updates (approvals, effects) re-render this component, and
+  // 2,000 skill cells are worth not diffing again; a row re-renders when its agent changed.
+  const rows = store.agents
+    .slice(0, shown)
+    .map((a) => (
+      <AgentRow
+        key={a.name}
+        store={store}
+        agent={a}
+        min={min}
+        canAck={canAck}
+        driftVersion={store.driftVersion}
+        now={now}
+      />
+    ));
   return (
     <section aria-labelledby="fleet-title">
       <div class="toolbar">
@@ -133,6 +209,10 @@ export function FleetView(props: { store: Store }) {
           </select>
         </label>
         <Legend />
+        <span class="muted small" data-fleet-shown={shown} data-fleet-total={store.agents.length}>
+          {store.agents.length} agent(s)
+          {shown < store.agents.length ? `, ${shown} rendered so far` : ''}
+        </span>
       </div>
       <div class="table-wrap">
         <table class="fleet">
@@ -143,7 +223,7 @@ export function FleetView(props: { store: Store }) {
               <th scope="col">skills</th>
             </tr>
           </thead>
-          {body}
+          <tbody>{rows}</tbody>
         </table>
       </div>
     </section>

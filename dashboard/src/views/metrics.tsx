@@ -1,4 +1,5 @@
 /** The metrics strip on every page, computed from what the page already holds (no extra calls). */
+import { useMemo } from 'preact/hooks';
 import { RADII, RadiusBadge } from '../radius.js';
 import type { Store } from '../state.js';
 import { useNow, useStore } from '../state.js';
@@ -30,10 +31,15 @@ export function MetricsStrip(props: { store: Store }) {
   const byRadius = new Map<string, number>();
   for (const a of store.pending)
     byRadius.set(a.radius ?? 'unknown', (byRadius.get(a.radius ?? 'unknown') ?? 0) + 1);
-  const decided = store.history
-    .filter((a) => a.decidedAt !== null && a.status !== 'expired')
-    .map((a) => a.decidedAt! - a.createdAt)
-    .sort((x, y) => x - y);
+  // Sorted once per history read, not on every render (a live stream renders every frame).
+  const decided = useMemo(
+    () =>
+      store.history
+        .filter((a) => a.decidedAt !== null && a.status !== 'expired')
+        .map((a) => a.decidedAt! - a.createdAt)
+        .sort((x, y) => x - y),
+    [store.history],
+  );
   const minuteAgo = now - 60_000;
   while (store.deltaTimes.length > 0 && store.deltaTimes[0]! < minuteAgo - 60_000)
     store.deltaTimes.shift();
