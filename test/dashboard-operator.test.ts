@@ -312,6 +312,8 @@ describe('the dashboard as an operator tool', () => {
     expect(Number(await chart.getAttribute('data-points'))).toBeGreaterThanOrEqual(2);
     // Hovering the plot shows the time and the value under the cursor.
     const over = chart.locator('.u-over');
+    // The plot is laid out once its data is in: wait for it to have a box.
+    await expect.poll(() => over.boundingBox()).not.toBeNull();
     const box = (await over.boundingBox())!;
     await vera.mouse.move(box.x + box.width - 3, box.y + box.height / 2);
     const values = chart.locator('.u-legend .u-value');

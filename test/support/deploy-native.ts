@@ -4,7 +4,7 @@
  * and ports mapped to local ones. No container engine runs here; this is how the deployment files
  * are kept honest: each command must start, answer and stop as the files claim.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseEnv } from 'node:util';
@@ -116,7 +116,21 @@ export async function runNative(
  * image's `USER` on its read-only layers. Undefined when the tests already run unprivileged.
  */
 export function unprivileged(): { uid: number; gid: number } | undefined {
-  return process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : undefined;
+  if (process.getuid?.() !== 0) return undefined;
+  const nobody = { uid: 65534, gid: 65534 };
+  // A checkout under a private directory (`mktemp -d` is 0700) cannot be read by `nobody`: the
+  // command then runs as this user, and the check that it writes only its volumes is skipped.
+  const probe = spawnSync(
+    process.execPath,
+    ['-e', 'require("node:fs").accessSync(process.argv[1])', `${ROOT}dist/cli/run.js`],
+    { ...nobody, stdio: 'ignore' },
+  );
+  if (probe.status === 0) return nobody;
+  console.warn(
+    `deploy tests: ${ROOT} is not readable by an unprivileged user (a private parent directory); ` +
+      'the image commands run as this user and writes outside the volumes are not caught',
+  );
+  return undefined;
 }
 
 /** Fails with a clear message when the checkout has not been built (`npm ci` builds it). */
