@@ -68,6 +68,10 @@ describe('push URL policy', () => {
       expect(await refusal(policy, url), url).toContain(url);
     }
     expect(await refusal(policy, 'http://nowhere.example/x')).toContain('does not resolve');
+    // Registered, it is taken: it is checked again, resolved, before every delivery.
+    await expect(
+      policy.check('http://nowhere.example/x', { unresolved: 'accept' }),
+    ).resolves.toBeUndefined();
     expect(await refusal(policy, 'ftp://hooks.example.com/x')).toContain('only http and https');
     expect(await refusal(policy, 'not a url')).toContain('not a URL');
   });

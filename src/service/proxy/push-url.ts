@@ -32,11 +32,12 @@ export interface PushUrlPolicyOptions {
 /** Decides whether a push URL may be registered. */
 export interface PushUrlPolicy {
   /**
-   * Resolves when `url` may be registered.
+   * Resolves when `url` may be registered. With `unresolved: 'accept'` (registration) a host
+   * name that does not resolve is taken, since its addresses are checked before each delivery.
    *
    * @throws FleetgateError `FLEETGATE_PUSH_URL_REFUSED` naming the URL, the address and why.
    */
-  check(url: string): Promise<void>;
+  check(url: string, options?: { unresolved?: 'accept' | 'refuse' }): Promise<void>;
 }
 
 /** What kind of address an IP is, for the default policy. */
@@ -156,7 +157,7 @@ export function createPushUrlPolicy(options: PushUrlPolicyOptions): PushUrlPolic
   };
 
   return {
-    async check(text) {
+    async check(text, checkOptions = {}) {
       let url: URL;
       try {
         url = new URL(text);
@@ -176,6 +177,9 @@ export function createPushUrlPolicy(options: PushUrlPolicyOptions): PushUrlPolic
         try {
           addresses = await resolve(host);
         } catch (error) {
+          // At registration a name that does not resolve yet is taken: what it resolves to is
+          // checked before every delivery, where it is refused.
+          if (checkOptions.unresolved === 'accept' && entries === undefined) return;
           throw new FleetgateError(
             'FLEETGATE_PUSH_URL_REFUSED',
             `Push URL ${text} is refused: its host ${host} does not resolve.`,

@@ -62,7 +62,7 @@ export interface PushDelivery {
  */
 export async function checkPushUrl(policy: PushUrlPolicy, url: string): Promise<void> {
   try {
-    await policy.check(url);
+    await policy.check(url, { unresolved: 'accept' });
   } catch (error) {
     if (!isFleetgateError(error)) throw error;
     const reason = error.details?.['reason'];
