@@ -48,7 +48,8 @@ describe.skipIf(NATS_SERVER === undefined || !pgUp)(
           await store.close();
         }
       },
-      (Math.max(...outagesSeconds()) + 150) * 1_000,
+      // The outage, then the backlog it leaves to drain (every dispatch made meanwhile), then slack.
+      (Math.max(...outagesSeconds()) * 2 + 150) * 1_000,
     );
   },
 );
