@@ -447,7 +447,7 @@ describe('dashboard in Chromium over the demo agents, with named tokens', () => 
     // The first request asked for the retained window; the reconnect resumed from a position.
     expect(asked[0]).toBe('window');
     expect(asked.length).toBeGreaterThanOrEqual(2);
-    expect(asked.at(-1)).toMatch(/^[0-9a-f]{8}-\d+$/);
+    expect(asked.at(-1)).toMatch(/^[0-9a-f]{8}-\d+-\d+$/);
     await context.close();
     proxy.close();
     for (const s of sockets) s.destroy();

@@ -150,6 +150,8 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
   readonly #matchCache = new Map<string, MemorySubscription[]>();
   /** Events queued for durable subscriptions, until each of them is done with it. */
   readonly #handling = new Map<EventEnvelope, DurableHandling>();
+  /** The outbox row of each event relayed from one, for its deliveries. */
+  readonly #outboxSeqs = new WeakMap<EventEnvelope, number>();
   /** The same, by explicit event id: a duplicate publish waits for the first one's handling. */
   readonly #handlingById = new Map<string, DurableHandling>();
   readonly #duplicates: DuplicateWindow;
@@ -367,6 +369,7 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
       correlationId: options.correlationId ?? id,
       payload,
     };
+    if (options.outboxSeq !== undefined) this.#outboxSeqs.set(event, options.outboxSeq);
     let durable = 0;
     for (const sub of subs) if (sub.durable) durable += 1;
     let handling: DurableHandling | undefined;
@@ -404,7 +407,11 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
       const event = sub.queue.shift();
       if (event === undefined) break;
       try {
-        const result = sub.handler(event, sub.delivery);
+        const outboxSeq = this.#outboxSeqs.get(event);
+        const result = sub.handler(
+          event,
+          outboxSeq === undefined ? sub.delivery : { ...sub.delivery, outboxSeq },
+        );
         // Only a returned promise costs an await; synchronous handlers stay on the fast path.
         if (result !== undefined) await result;
         this.#stats.delivered += 1 + sub.taken.length;

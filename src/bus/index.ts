@@ -31,11 +31,13 @@ export { EventCollector } from './collecting-bus.js';
 export type { CollectedEvent, DeferredEffect, PublishTarget } from './collecting-bus.js';
 export { InMemoryEventBus, createInMemoryEventBus } from './in-memory-bus.js';
 export type { InMemoryBusStats, InMemoryEventBusOptions } from './in-memory-bus.js';
-export { createOutboxWriter, pruneOutbox, writeOutboxEvent } from './outbox.js';
+export { createOutboxWriter, pruneOutbox, createOutboxLog, writeOutboxEvent } from './outbox.js';
 export type { OutboxRelay, OutboxRelayOptions } from './outbox-relay.js';
 export { createOutboxRelay } from './outbox-relay.js';
 export { OUTBOX_MIGRATIONS } from './outbox-tables.js';
 export type {
+  LoggedEvent,
+  OutboxLog,
   OutboxDatabase,
   OutboxExecutor,
   OutboxParkedTable,

@@ -193,6 +193,7 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
             id: row.id,
             correlationId: row.correlation_id,
             time: row.time,
+            outboxSeq: Number(row.seq),
           });
         } catch (error) {
           if (isPoisonError(error)) {

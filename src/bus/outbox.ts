@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Generated, Kysely } from 'kysely';
 import { parseTopic } from './topic-pattern.js';
-import type { FleetgateTopics, TopicMap, TopicOf } from '../protocol/index.js';
+import type { EventEnvelope, FleetgateTopics, TopicMap, TopicOf } from '../protocol/index.js';
 
 /** Row shape of the `fleetgate_outbox` table. */
 export interface OutboxTable {
@@ -193,4 +193,77 @@ export async function pruneOutbox(
     total += n;
     if (n < batchSize) return total;
   }
+}
+
+/** An event of the outbox's log, as {@link readOutboxLog} reads it. */
+export interface LoggedEvent {
+  /** Its position in the outbox (`seq`). */
+  seq: number;
+  event: EventEnvelope;
+}
+
+/** The outbox read as a log of the events it relayed, by position (`seq`). */
+export interface OutboxLog {
+  /**
+   * The events at positions after `after` up to `upTo`, oldest first, at most `limit`, as the bus
+   * delivered them (id, topic, original time, correlation id, payload). A row that was parked, or
+   * pruned after `retention.outbox`, is not there.
+   */
+  read(range: { after: number; upTo: number; limit: number }): Promise<LoggedEvent[]>;
+  /** The newest position the relay has sent (0 for none). */
+  head(): Promise<number>;
+}
+
+/**
+ * The outbox as a log: rows are kept after they are sent, for `retention.outbox`, so a reader
+ * that lost its place (a live-event client on a bus that keeps no log) reads on from a position.
+ *
+ * @example
+ * ```ts
+ * const next = await createOutboxLog(store.db).read({ after: 1200, upTo: 1500, limit: 100 });
+ * ```
+ */
+export function createOutboxLog(database: OutboxRelayDatabase): OutboxLog {
+  const db = database as unknown as Kysely<OutboxDatabase>;
+  return {
+    async read(range) {
+      const rows = await db
+        .selectFrom('fleetgate_outbox')
+        .select(['seq', 'id', 'topic', 'payload', 'correlation_id', 'time'])
+        .where('seq', '>', range.after)
+        .where('seq', '<=', range.upTo)
+        .orderBy('seq')
+        .limit(range.limit)
+        .execute();
+      const out: LoggedEvent[] = [];
+      for (const row of rows) {
+        let payload: unknown;
+        try {
+          payload = JSON.parse(row.payload);
+        } catch {
+          // Not JSON: the relay parks such a row instead of publishing it.
+          continue;
+        }
+        out.push({
+          seq: Number(row.seq),
+          event: {
+            id: row.id,
+            topic: row.topic,
+            time: row.time,
+            correlationId: row.correlation_id,
+            payload,
+          },
+        });
+      }
+      return out;
+    },
+    async head() {
+      const row = await db
+        .selectFrom('fleetgate_outbox')
+        .select((eb) => eb.fn.max('seq').as('head'))
+        .where('sent_at', 'is not', null)
+        .executeTakeFirst();
+      return Number(row?.head ?? 0);
+    },
+  };
 }

@@ -19,6 +19,12 @@ export interface PublishOptions {
   correlationId?: string;
   /** RFC 3339 time of the event; defaults to now. The outbox keeps the original time. */
   time?: string;
+  /**
+   * The outbox row the event is relayed from (the relay sets it). The in-memory bus, which keeps
+   * no log of its own, hands it to subscribers as {@link Delivery.outboxSeq}: a position in the
+   * store's durable log of the event. JetStream ignores it (its stream sequence is the position).
+   */
+  outboxSeq?: number;
 }
 
 /** What {@link EventBus.publish} resolves to once the bus accepted the event. */
@@ -43,6 +49,11 @@ export interface PublishResult {
 export interface Delivery {
   /** The JetStream stream sequence; absent on the in-memory bus, which keeps no log. */
   sequence?: number;
+  /**
+   * In-memory bus: the outbox row the event was relayed from ({@link PublishOptions.outboxSeq}),
+   * absent for an event published straight to the bus.
+   */
+  outboxSeq?: number;
   /**
    * In-memory bus: takes up to `max` more events queued for this subscription, in order, for the
    * handler to handle with this one (a consumer that applies several events in one transaction).

@@ -23,12 +23,13 @@ import type {
   TaskTracker,
   TaskTrackerOptions,
 } from '../tasks/index.js';
-import type { EventBus, OutboxRelay } from '../bus/index.js';
+import type { EventBus, OutboxLog, OutboxRelay } from '../bus/index.js';
 import {
   createEventIdGenerator,
   createOutboxRelay,
   EventCollector,
   InMemoryEventBus,
+  createOutboxLog,
   warnUnreportedError,
   writeOutboxEvent,
 } from '../bus/index.js';
@@ -151,6 +152,12 @@ export interface Gateway {
   readonly world: Pick<WorldMaterialiser, 'getWorld' | 'getDomain' | 'history' | 'replay'>;
   /** Subscribe to bus events (NATS-syntax patterns). */
   readonly events: Pick<EventBus, 'subscribe' | 'publish'>;
+  /**
+   * The durable log of the events committed through the outbox (kept for `retention.outbox`), by
+   * outbox position: on a bus that keeps no log (in-memory) the live-event feed resumes from it;
+   * its deliveries carry the position (`Delivery.outboxSeq`).
+   */
+  readonly eventLog: OutboxLog;
   /** The approvals inbox: list, approve, reject, snooze, standing approvals, `explain`. */
   readonly approvals: GatewayApprovals;
   /** Cost and success summaries per agent and skill. */
@@ -515,6 +522,7 @@ export async function createGateway(
     },
     world,
     events: bus,
+    eventLog: createOutboxLog(store.db),
     costs,
     pushReceiver: tracker.pushReceiver(),
     internals: { store, bus, fleet, tracker, relay, retention, lease },

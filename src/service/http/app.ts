@@ -102,6 +102,7 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
     heartbeatMs: options.events.heartbeatMs,
     maxClients: options.events.maxClients,
     sequenced: options.sequencedBus,
+    log: gateway.eventLog,
     onError: report,
   });
   await hub.start();

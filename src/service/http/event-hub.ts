@@ -11,7 +11,13 @@
  * every replica: a client may reconnect to any replica, and one further behind than the retained
  * window gets its own consumer starting at its position, so it misses nothing the stream still
  * retains. On the in-process bus, which keeps no log, they are `<boot>-<n>` positions in this
- * process's window; a client whose position is gone is told so with a `fleetgate.gap` event.
+ * process's window. Given the store's durable log (`log`: the outbox, whose rows are kept for
+ * `retention.outbox`), they are `<boot>-<n>-<o>`, where `o` is the last outbox position the hub
+ * had seen: a client further behind than the window, or back after a restart, is answered from
+ * the durable log after `o` (paced by how fast it reads), merged with the window's events that
+ * did not come through the outbox, then goes live. Only events published outside the outbox
+ * (system errors, some ops alerts) can be gone; a client that may have missed some is told so
+ * with a `fleetgate.gap` event, as is one whose position cannot be resumed at all.
  */
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
@@ -19,6 +25,7 @@ import type { Socket } from 'node:net';
 import type { Delivery, EventBus, Subscription } from '../../bus/index.js';
 import { TopicTrie, parsePattern } from '../../bus/index.js';
 import type { EventEnvelope } from '../../protocol/index.js';
+import type { OutboxLog } from '../../bus/index.js';
 import { DEFAULT_EVENT_BYTES } from '../config-server.js';
 
 /** Options of {@link createEventHub}. */
@@ -41,6 +48,11 @@ export interface EventHubOptions {
   maxClients: number;
   /** True when the bus delivers log positions (JetStream): ids are stream sequences. */
   sequenced: boolean;
+  /**
+   * The durable log behind a bus that keeps none (the store's outbox; `Gateway.loggedEvents`):
+   * resumes past the window read from it. Not used when `sequenced`.
+   */
+  log?: OutboxLog | undefined;
   onError: (error: unknown, where: string) => void;
 }
 
@@ -76,6 +88,10 @@ export interface EventHub {
 interface Entry {
   seq: number;
   topic: string;
+  /** The outbox row the event was relayed from (in-memory bus with a durable log). */
+  outbox: number | undefined;
+  /** The last outbox position the hub had seen when the event came (its own, if it has one). */
+  mark: number;
   /**
    * The SSE frame, encoded on arrival: its size is what the window is bounded by, and the parsed
    * event is not kept (it would hold several times its size).
@@ -135,6 +151,8 @@ class SseClient {
   /** Bytes in `#queue`. */
   #queuedBytes = 0;
   #blocked = false;
+  /** Waiting for the socket to take what is queued (a paced replay). */
+  #drainWaiters: (() => void)[] = [];
   closed = false;
   onClose: (() => void) | undefined;
   onCut: (() => void) | undefined;
@@ -214,6 +232,13 @@ class SseClient {
     return this.#queuedBytes;
   }
 
+  /** Resolves once the socket took everything written so far, or the stream ended. */
+  async drained(): Promise<void> {
+    while (this.#blocked && !this.closed) {
+      await new Promise<void>((resolve) => this.#drainWaiters.push(resolve));
+    }
+  }
+
   end(frame?: string): void {
     if (this.closed) return;
     this.closed = true;
@@ -221,6 +246,7 @@ class SseClient {
     this.#res.end(frame);
     // A client that does not read is not waited for.
     setTimeout(() => this.#res.destroy(), 5000).unref();
+    this.#wake();
     this.onClose?.();
   }
 
@@ -234,11 +260,20 @@ class SseClient {
 
   #flush(): void {
     this.#blocked = false;
-    if (this.#queue.length === 0 || this.closed) return;
-    // Everything queued in one write.
-    const data = this.#queue.length === 1 ? this.#queue[0]! : Buffer.concat(this.#queue);
-    this.#drop();
-    this.#write(new SharedBytes(data, 0));
+    if (this.#queue.length > 0 && !this.closed) {
+      // Everything queued in one write.
+      const data = this.#queue.length === 1 ? this.#queue[0]! : Buffer.concat(this.#queue);
+      this.#drop();
+      this.#write(new SharedBytes(data, 0));
+    }
+    this.#wake();
+  }
+
+  #wake(): void {
+    const waiters = this.#drainWaiters;
+    if (waiters.length === 0) return;
+    this.#drainWaiters = [];
+    for (const resolve of waiters) resolve();
   }
 
   /**
@@ -269,6 +304,7 @@ class SseClient {
     if (this.closed) return;
     this.closed = true;
     this.#drop();
+    this.#wake();
     this.onClose?.();
   }
 }
@@ -298,6 +334,19 @@ interface Group {
  */
 const MAX_COALESCE_MS = 20;
 
+/** Events read from the durable log at a time when a client resumes from it. */
+const LOG_PAGE = 500;
+
+/** An event not from the outbox that is no longer retained. */
+interface Lost {
+  seq: number;
+  mark: number;
+  topic: string;
+}
+
+/** Lost events remembered by topic (past them, any client behind is told it may miss some). */
+const LOST_KEPT = 1024;
+
 /** Builds the hub of one gateway. */
 export function createEventHub(given: EventHubOptions): EventHub {
   const options = { ...DEFAULT_EVENT_BYTES, ...given };
@@ -319,10 +368,32 @@ export function createEventHub(given: EventHubOptions): EventHub {
   let cut = 0;
   let closed = false;
   let catchUpNames = 0;
+  /** A durable log to resume from (an in-memory bus's outbox). */
+  const log = options.sequenced ? undefined : options.log;
+  /** The last outbox position seen. */
+  let watermark = 0;
+  /**
+   * The newest events not from the outbox that are no longer retained (resume cannot give them),
+   * by topic, so only a client whose filter matches one is told; `lostBeyond` is the newest one
+   * too old even for this list.
+   */
+  const lostDirect: Lost[] = [];
+  let lostBeyond: Lost = { seq: 0, mark: -1, topic: '' };
+  const lose = (entry: Lost): void => {
+    lostDirect.push({ seq: entry.seq, mark: entry.mark, topic: entry.topic });
+    if (lostDirect.length > LOST_KEPT) lostBeyond = lostDirect.shift()!;
+  };
+  /** Clients being answered from the durable log, with the live entries that came meanwhile. */
+  const catchingUp = new Map<SseClient, { group: Group; entries: Entry[]; bytes: number }>();
 
-  const idOf = (seq: number): string => (options.sequenced ? String(seq) : `${boot}-${seq}`);
-  const frameOf = (seq: number, event: EventEnvelope): string =>
-    `id: ${idOf(seq)}\ndata: ${JSON.stringify(event)}\n\n`;
+  const idOf = (seq: number, mark: number): string =>
+    options.sequenced
+      ? String(seq)
+      : log === undefined
+        ? `${boot}-${seq}`
+        : `${boot}-${seq}-${mark}`;
+  const frameOf = (id: string, event: EventEnvelope): string =>
+    `id: ${id}\ndata: ${JSON.stringify(event)}\n\n`;
   const bytesOf = (entry: Entry): Buffer => entry.bytes;
 
   const groupOf = (patterns: readonly string[]): Group => {
@@ -412,7 +483,9 @@ export function createEventHub(given: EventHubOptions): EventHub {
   /** Drops the oldest retained entry. */
   const evict = (): void => {
     const at = (head - size + options.retain) % options.retain;
-    retainedBytes -= ring[at]!.bytes.length;
+    const entry = ring[at]!;
+    retainedBytes -= entry.bytes.length;
+    if (entry.outbox === undefined && log !== undefined) lose(entry);
     ring[at] = undefined;
     size -= 1;
   };
@@ -442,7 +515,15 @@ export function createEventHub(given: EventHubOptions): EventHub {
     const seq =
       options.sequenced && delivery.sequence !== undefined ? delivery.sequence : ++counter;
     lastSeq = seq;
-    const entry: Entry = { seq, topic: event.topic, bytes: Buffer.from(frameOf(seq, event)) };
+    const outbox = log === undefined ? undefined : delivery.outboxSeq;
+    if (outbox !== undefined && outbox > watermark) watermark = outbox;
+    const entry: Entry = {
+      seq,
+      topic: event.topic,
+      outbox,
+      mark: watermark,
+      bytes: Buffer.from(frameOf(idOf(seq, watermark), event)),
+    };
     // Oldest first, until the entry fits both bounds (one larger than the whole window is sent
     // to the clients there are, and not kept).
     if (entry.bytes.length <= options.retainBytes) {
@@ -456,6 +537,19 @@ export function createEventHub(given: EventHubOptions): EventHub {
       head = (head + 1) % options.retain;
       size += 1;
       retainedBytes += entry.bytes.length;
+    } else if (outbox === undefined && log !== undefined) {
+      lose(entry);
+    }
+    for (const [client, pending] of catchingUp) {
+      if (!matches(pending.group, entry.topic)) continue;
+      pending.entries.push(entry);
+      pending.bytes += entry.bytes.length;
+      if (pending.bytes > options.clientBufferBytes) {
+        client.cut(
+          'client-buffer-bytes',
+          `More than ${options.clientBufferBytes} bytes of live events came while this client was being answered from the durable log (events.clientBufferBytes)`,
+        );
+      }
     }
     for (const group of groups.values()) {
       if (group.clients.size === 0 || !matches(group, entry.topic)) continue;
@@ -478,14 +572,25 @@ export function createEventHub(given: EventHubOptions): EventHub {
     if (frames.length > 0) client.send(new SharedBytes(Buffer.concat(frames), frames.length));
   };
 
-  /** Parses a `Last-Event-ID` into a position of this hub's log, or why it cannot be used. */
-  const position = (lastEventId: string): number | 'foreign' | 'invalid' => {
+  /**
+   * Parses a `Last-Event-ID` into a position of this hub's log (`seq`; `foreign` when it is of an
+   * earlier run) and of the durable log (`mark`), or says it cannot be used.
+   */
+  const position = (
+    lastEventId: string,
+  ): { seq: number; mark: number | undefined; foreign: boolean } | 'invalid' => {
     if (options.sequenced) {
-      return /^\d{1,15}$/.test(lastEventId) ? Number(lastEventId) : 'invalid';
+      return /^\d{1,15}$/.test(lastEventId)
+        ? { seq: Number(lastEventId), mark: undefined, foreign: false }
+        : 'invalid';
     }
-    const match = /^([0-9a-f]{8})-(\d{1,15})$/.exec(lastEventId);
+    const match = /^([0-9a-f]{8})-(\d{1,15})(?:-(\d{1,15}))?$/.exec(lastEventId);
     if (match === null) return 'invalid';
-    return match[1] === boot ? Number(match[2]) : 'foreign';
+    return {
+      seq: Number(match[2]),
+      mark: match[3] === undefined ? undefined : Number(match[3]),
+      foreign: match[1] !== boot,
+    };
   };
 
   /** A client further behind than the window: its own consumer from its position (JetStream). */
@@ -497,7 +602,7 @@ export function createEventHub(given: EventHubOptions): EventHub {
       single,
       (event, delivery) => {
         if (single === '>' && !matches(group, event.topic)) return;
-        client.sendText(frameOf(delivery.sequence ?? 0, event));
+        client.sendText(frameOf(String(delivery.sequence ?? 0), event));
         delivered += 1;
       },
       { name: `sse_catchup_${process.pid}_${catchUpNames}`, from: { sequence: from } },
@@ -511,8 +616,97 @@ export function createEventHub(given: EventHubOptions): EventHub {
     else client.onClose = chain(client.onClose, stop);
   };
 
+  /**
+   * A client the window cannot answer, on a bus with a durable log: the log's events after its
+   * mark, read a page at a time as fast as the client takes them, merged with the window's newer
+   * events that did not come through the outbox (each after the log position it followed); then
+   * the live events that came meanwhile (those the log already gave skipped), and live.
+   */
+  const resumeFromLog = async (
+    durableLog: OutboxLog,
+    client: SseClient,
+    group: Group,
+    from: { id: string; seq: number; mark: number; foreign: boolean },
+  ): Promise<void> => {
+    // After a restart every event of this run is newer; in this run, those after its position
+    // (an id the log gave, `<boot>-0-<o>`, is after log position `o`).
+    const newer = (entry: Entry): boolean =>
+      from.foreign || (from.seq > 0 ? entry.seq > from.seq : entry.mark >= from.mark);
+    const direct = after(0).filter(
+      (e) => e.outbox === undefined && newer(e) && matches(group, e.topic),
+    );
+    const gone = (lost: Lost): boolean =>
+      lost.seq > 0 && (from.seq > 0 ? lost.seq > from.seq : lost.mark >= from.mark);
+    const lost =
+      from.foreign ||
+      gone(lostBeyond) ||
+      lostDirect.some((l) => gone(l) && matches(group, l.topic));
+    if (lost) {
+      client.sendText(
+        controlFrame('fleetgate.gap', {
+          lastEventId: from.id,
+          reason: from.foreign
+            ? 'the gateway restarted since: the durable log is replayed; events published outside it (errors, some ops alerts) in between are not retained'
+            : 'older than the retained window: the durable log is replayed; events published outside it (errors, some ops alerts) are not retained',
+          durable: true,
+        }),
+      );
+    }
+    const pending = { group, entries: [] as Entry[], bytes: 0 };
+    catchingUp.set(client, pending);
+    let d = 0;
+    /** The window's direct events that came before log position `seq`. */
+    const directBefore = (seq: number, out: Buffer[]): void => {
+      while (d < direct.length && direct[d]!.mark < seq) out.push(direct[d++]!.bytes);
+    };
+    let position = from.mark;
+    try {
+      for (;;) {
+        const upTo = watermark;
+        if (upTo <= position || client.closed) break;
+        const rows = await durableLog.read({ after: position, upTo, limit: LOG_PAGE });
+        const frames: Buffer[] = [];
+        for (const row of rows) {
+          directBefore(row.seq, frames);
+          if (matches(group, row.event.topic)) {
+            frames.push(Buffer.from(frameOf(`${boot}-0-${row.seq}`, row.event)));
+          }
+          position = row.seq;
+        }
+        // A short page read everything up to `upTo` (rows pruned or parked are not there).
+        if (rows.length < LOG_PAGE) position = upTo;
+        if (frames.length > 0) client.send(new SharedBytes(Buffer.concat(frames), frames.length));
+        await client.drained();
+      }
+    } catch (error) {
+      options.onError(error, 'event-hub.durable-log');
+      client.cut(
+        'durable-log',
+        `The durable log could not be read (${error instanceof Error ? error.message : String(error)})`,
+      );
+    } finally {
+      catchingUp.delete(client);
+    }
+    if (client.closed) return;
+    const frames: Buffer[] = [];
+    directBefore(Number.POSITIVE_INFINITY, frames);
+    for (const entry of pending.entries) {
+      if (entry.outbox === undefined || entry.outbox > position) frames.push(entry.bytes);
+    }
+    if (frames.length > 0) client.send(new SharedBytes(Buffer.concat(frames), frames.length));
+    group.clients.add(client);
+  };
+
   return {
     async start() {
+      if (log !== undefined) {
+        // Where the log stood when this run began: a client back from an earlier run is
+        // answered up to here before this run's first event.
+        watermark = await log.head().catch((error: unknown) => {
+          options.onError(error, 'event-hub.durable-log');
+          return 0;
+        });
+      }
       subscription = await options.bus.subscribe('>', onEvent, {
         name: `sse_hub_${process.pid}`,
         // The hub's handler never waits; if it ever falls behind, the newest events matter most.
@@ -560,19 +754,27 @@ export function createEventHub(given: EventHubOptions): EventHub {
       // The window covers `from` when it holds the event right after it; on the in-process bus
       // a client that saw the last event of this run missed nothing either. (On JetStream the
       // window starts where this replica joined the stream: before its first event it knows
-      // nothing, and a catch-up consumer answers instead.)
+      // nothing, and a catch-up consumer answers instead. An id the durable log gave has no
+      // position in the window.)
       const covered =
-        typeof from === 'number' &&
-        ((first !== undefined && from >= first.seq - 1) || (!options.sequenced && from >= lastSeq));
-      if (typeof from === 'number' && covered) {
+        from !== 'invalid' &&
+        !from.foreign &&
+        !(log !== undefined && from.seq === 0) &&
+        ((first !== undefined && from.seq >= first.seq - 1) ||
+          (!options.sequenced && from.seq >= lastSeq));
+      if (from !== 'invalid' && covered) {
         // Everything after `from` is in the window: replay it, then go live (no await between,
         // so no event slips through).
-        replay(client, group, after(from));
+        replay(client, group, after(from.seq));
         group.clients.add(client);
         return;
       }
-      if (typeof from === 'number' && options.sequenced) {
-        await catchUp(client, group, from + 1);
+      if (from !== 'invalid' && options.sequenced) {
+        await catchUp(client, group, from.seq + 1);
+        return;
+      }
+      if (from !== 'invalid' && log !== undefined && from.mark !== undefined) {
+        await resumeFromLog(log, client, group, { ...from, id: lastEventId, mark: from.mark });
         return;
       }
       // The position is gone (in-process bus, or from a previous run): say so, replay the window.
@@ -582,10 +784,10 @@ export function createEventHub(given: EventHubOptions): EventHub {
           reason:
             from === 'invalid'
               ? 'not an event id of this gateway'
-              : from === 'foreign'
+              : from.foreign
                 ? 'the gateway restarted since; events published in between are not retained'
                 : 'older than the retained window',
-          oldestRetained: first === undefined ? null : idOf(first.seq),
+          oldestRetained: first === undefined ? null : idOf(first.seq, first.mark),
         }),
       );
       replay(client, group, after(0));
@@ -607,6 +809,7 @@ export function createEventHub(given: EventHubOptions): EventHub {
       for (const group of [...groups.values()]) {
         for (const client of [...group.clients]) client.end(': the gateway is stopping\n\n');
       }
+      for (const client of [...catchingUp.keys()]) client.end(': the gateway is stopping\n\n');
       await Promise.allSettled([
         subscription?.unsubscribe(),
         ...[...catchUps].map((s) => s.unsubscribe()),
