@@ -9,6 +9,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentPlan, RunningAgent } from '../examples/agents/harness.js';
@@ -16,8 +17,10 @@ import { opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
 import { TaskState } from '@a2a-js/sdk';
 import { sdkClient, userMessage } from './support/a2a-client.js';
 import type { ServiceProcess } from './support/gateway-service.js';
-import { startServiceProcess } from './support/gateway-service.js';
+import { eventually, startServiceProcess } from './support/gateway-service.js';
 import { until } from './support/gateway.js';
+import type { TcpProxy } from './support/tcp-proxy.js';
+import { startTcpProxy } from './support/tcp-proxy.js';
 import {
   deleteNatsStream,
   NATS_URL,
@@ -41,7 +44,19 @@ interface Variant {
   name: string;
   skip: boolean;
   /** The `store:` and `bus:` lines of the config, and how to clean up after. */
-  prepare(): { store: string; bus: string; cleanup: () => Promise<void> };
+  prepare(): Prepared;
+}
+
+interface Prepared {
+  store: string;
+  bus: string;
+  cleanup: () => Promise<void>;
+  /**
+   * Takes the store's write lock from outside the gateway (another process would): its writes
+   * wait until `unlock`. Resolves once a write of the gateway is seen waiting, where the store
+   * can tell (PostgreSQL), or at once.
+   */
+  lockWrites(): Promise<{ waiting: () => Promise<boolean>; unlock: () => Promise<void> }>;
 }
 
 const VARIANTS: Variant[] = [
@@ -50,10 +65,20 @@ const VARIANTS: Variant[] = [
     skip: false,
     prepare() {
       const dir = mkdtempSync(join(tmpdir(), 'fleetgate-call-crash-'));
+      const file = join(dir, 'gw.db');
       return {
-        store: `sqlite:${join(dir, 'gw.db')}`,
+        store: `sqlite:${file}`,
         bus: 'memory',
         cleanup: () => Promise.resolve(rmSync(dir, { recursive: true, force: true })),
+        lockWrites() {
+          // One writer at a time: holding the write lock makes every write of the gateway wait.
+          const db = new Database(file);
+          db.exec('begin immediate');
+          return Promise.resolve({
+            waiting: () => Promise.resolve(true),
+            unlock: () => Promise.resolve(void (db.exec('rollback'), db.close())),
+          });
+        },
       };
     },
   },
@@ -73,6 +98,29 @@ const VARIANTS: Variant[] = [
           await client.query(`drop schema if exists ${name} cascade`);
           await client.end();
         },
+        async lockWrites() {
+          // The outbox takes every event a call's end commits: locked, the end's unit waits.
+          const client = new pg.Client({ connectionString: PG_URL });
+          await client.connect();
+          await client.query('begin');
+          await client.query(`lock table ${name}.fleetgate_outbox in access exclusive mode`);
+          const watcher = new pg.Client({ connectionString: PG_URL });
+          await watcher.connect();
+          return {
+            async waiting() {
+              const r = await watcher.query<{ n: string }>(
+                `select count(*) as n from pg_locks
+                 where not granted and relation = '${name}.fleetgate_outbox'::regclass`,
+              );
+              return Number(r.rows[0]!.n) > 0;
+            },
+            async unlock() {
+              await client.query('rollback').catch(() => undefined);
+              await client.end();
+              await watcher.end();
+            },
+          };
+        },
       };
     },
   },
@@ -84,6 +132,9 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
   let dir: string;
   let config: string;
   let cleanup: () => Promise<void> = () => Promise.resolve();
+  let prepared: Prepared;
+  /** Between the gateway and the agent: a network that can hang. */
+  let network: TcpProxy;
   let gateway: ServiceProcess | undefined;
   /** Each task the agent starts waits for this before it ends. */
   let hold: { promise: Promise<void>; release: () => void };
@@ -109,7 +160,8 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
     newHold();
     agent = await startAgent();
     port = Number(new URL(agent.url).port);
-    const prepared = variant.prepare();
+    network = await startTcpProxy('127.0.0.1', port);
+    prepared = variant.prepare();
     cleanup = prepared.cleanup;
     dir = mkdtempSync(join(tmpdir(), 'fleetgate-call-crash-config-'));
     config = join(dir, 'fleetgate.yaml');
@@ -119,7 +171,7 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
         'listen: { host: 127.0.0.1, port: 0 }',
         `store: ${prepared.store}`,
         `bus: ${prepared.bus}`,
-        `agents: [{ name: ops, url: ${agent.url} }]`,
+        `agents: [{ name: ops, url: http://127.0.0.1:${network.port} }]`,
         // A dead gateway's lease runs out fast; on one host its calls are taken back at once.
         'replicas: { leaseTtl: 3s }',
         // pr_review (repo, veto) keeps its veto window; bulk_migration (fleet) needs an approval.
@@ -131,11 +183,13 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
   afterEach(async () => {
     await gateway?.stop('SIGKILL');
     gateway = undefined;
+    network?.pass();
   });
 
   afterAll(async () => {
     if (variant.skip) return;
     hold.release();
+    await network.close();
     await agent.close();
     await cleanup();
     rmSync(dir, { recursive: true, force: true });
@@ -174,10 +228,10 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
     }
   }
 
-  async function appliedFor(g: ServiceProcess, taskId: string): Promise<number> {
+  async function appliedFor(g: ServiceProcess, taskId: string, domain = 'board'): Promise<number> {
     const history = await api<{ records?: { taskId?: string; status?: string }[] }>(
       g,
-      '/api/world/board/history?limit=10000',
+      `/api/world/${domain}/history?limit=10000`,
     );
     // The domain is unknown (an error answer) until its first delta is applied.
     return (history.records ?? []).filter((r) => r.taskId === taskId && r.status === 'applied')
@@ -400,6 +454,133 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
         await new Promise((r) => setTimeout(r, 100));
       }
       expect(applied).toBe(1);
+    },
+    120_000,
+  );
+  /** Waits for the task's delta to be applied, and says how often it was. */
+  async function appliedOnce(g: ServiceProcess, taskId: string, domain = 'board'): Promise<number> {
+    let applied = 0;
+    const end = Date.now() + 10_000;
+    while ((applied = await appliedFor(g, taskId, domain)) === 0 && Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return applied;
+  }
+
+  it.skipIf(variant.skip)(
+    'ends a call whose request was on the wire when its gateway died FLEETGATE_CALL_OUTCOME_UNKNOWN, never sent again',
+    async () => {
+      newHold();
+      hold.release();
+      const g = await start();
+      const before = agent.received.length;
+      const correlationId = uniqueName('midsend');
+      // The network hangs: the request leaves the gateway and never reaches the agent.
+      network.stall();
+      void api(g, '/api/dispatch?wait=60s', {
+        method: 'POST',
+        body: JSON.stringify({ agent: 'ops', skill: 'sitrep', text: 'status', correlationId }),
+      }).catch(() => undefined);
+      // The call is committed as sent before its first byte leaves.
+      await eventually(
+        async () => {
+          const page = await api<{ dispatches: Dispatch[] }>(
+            g,
+            `/api/dispatches?correlationId=${correlationId}`,
+          );
+          return page.dispatches[0]?.status === 'running' ? true : undefined;
+        },
+        20_000,
+        'the call on the wire',
+      );
+      await new Promise((r) => setTimeout(r, 300));
+      await g.stop('SIGKILL');
+      gateway = undefined;
+      // What was on the wire is lost with the connection.
+      network.cut();
+      network.pass();
+      const restarted = await start();
+      const done = await ended(restarted, correlationId);
+      expect(done.status).toBe('failed');
+      expect(done.result?.error?.code).toBe('FLEETGATE_CALL_OUTCOME_UNKNOWN');
+      // Asked, not re-sent: the agent never got it, and does not get it now.
+      await new Promise((r) => setTimeout(r, 500));
+      expect(agent.received.length).toBe(before);
+    },
+    120_000,
+  );
+
+  it.skipIf(variant.skip)(
+    'finishes a call whose gateway died after the agent answered, before the end was committed: completed, its delta once',
+    async () => {
+      newHold();
+      const g = await start();
+      const before = agent.received.length;
+      const correlationId = uniqueName('answered');
+      void api(g, '/api/dispatch?wait=60s', {
+        method: 'POST',
+        body: JSON.stringify({ agent: 'ops', skill: 'sitrep', text: 'status', correlationId }),
+      }).catch(() => undefined);
+      await until(() => agent.received.length > before, 20_000, 'the call to reach the agent');
+      const taskId = agent.received[before]!.taskId;
+      // The store stops taking writes; the agent answers; the gateway cannot commit the end.
+      const lock = await prepared.lockWrites();
+      try {
+        hold.release();
+        await eventually(
+          async () => ((await lock.waiting()) ? true : undefined),
+          20_000,
+          'the end of the call waiting for the store',
+        );
+        // The answer is in (SQLite cannot say when the gateway waits: give it the time).
+        await new Promise((r) => setTimeout(r, 1_000));
+        await g.stop('SIGKILL');
+        gateway = undefined;
+      } finally {
+        await lock.unlock();
+      }
+      const restarted = await start();
+      const done = await ended(restarted, correlationId);
+      expect(done).toMatchObject({ status: 'completed', taskId });
+      expect(await appliedOnce(restarted, taskId)).toBe(1);
+      expect(agent.received.length).toBe(before + 1);
+    },
+    120_000,
+  );
+
+  it.skipIf(variant.skip)(
+    'keeps a call held for approval across a restart and sends it once when approved there',
+    async () => {
+      newHold();
+      hold.release();
+      const g = await start();
+      const before = agent.received.length;
+      const correlationId = uniqueName('held');
+      const held = await api<Dispatch>(g, '/api/dispatch', {
+        method: 'POST',
+        body: JSON.stringify({ agent: 'ops', skill: 'bulk_migration', correlationId }),
+      });
+      expect(held.status).toBe('awaiting-approval');
+      await g.stop('SIGKILL');
+      gateway = undefined;
+      const restarted = await start();
+      expect(await dispatchOf(restarted, correlationId)).toMatchObject({
+        status: 'awaiting-approval',
+      });
+      const approvals = await api<{ approvals: { id: string; dispatchId?: string }[] }>(
+        restarted,
+        '/api/approvals?status=pending',
+      );
+      const approval = approvals.approvals.find((a) => a.dispatchId === held.id);
+      expect(approval).toBeDefined();
+      await api(restarted, `/api/approvals/${approval!.id}/approve`, {
+        method: 'POST',
+        body: JSON.stringify({ reason: 'go' }),
+      });
+      const done = await ended(restarted, correlationId);
+      expect(done.status).toBe('completed');
+      expect(await appliedOnce(restarted, done.taskId!, 'github_issues')).toBe(1);
+      expect(agent.received.length).toBe(before + 1);
     },
     120_000,
   );
