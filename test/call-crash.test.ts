@@ -238,6 +238,16 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
       .length;
   }
 
+  /** Waits for the task's delta to be applied, and says how often it was. */
+  async function appliedOnce(g: ServiceProcess, taskId: string, domain = 'board'): Promise<number> {
+    let applied = 0;
+    const end = Date.now() + 10_000;
+    while ((applied = await appliedFor(g, taskId, domain)) === 0 && Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return applied;
+  }
+
   /** Kills the gateway once the agent has the call (it holds the task), then lets the task end. */
   async function killWhileAtTheAgent(g: ServiceProcess, received: number): Promise<string> {
     await until(() => agent.received.length > received, 20_000, 'the call to reach the agent');
@@ -263,12 +273,7 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
       const restarted = await start();
       const done = await ended(restarted, correlationId);
       expect(done).toMatchObject({ status: 'completed', taskId });
-      let applied = 0;
-      const end = Date.now() + 10_000;
-      while ((applied = await appliedFor(restarted, taskId)) === 0 && Date.now() < end) {
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      expect(applied).toBe(1);
+      expect(await appliedOnce(restarted, taskId)).toBe(1);
       // Nothing was sent twice: the agent saw one call for this dispatch.
       expect(agent.received.length).toBe(before + 1);
     },
@@ -358,12 +363,7 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
       const restarted = await start();
       const done = await ended(restarted, correlationId);
       expect(done).toMatchObject({ status: 'completed', taskId });
-      let applied = 0;
-      const end = Date.now() + 10_000;
-      while ((applied = await appliedFor(restarted, taskId)) === 0 && Date.now() < end) {
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      expect(applied).toBe(1);
+      expect(await appliedOnce(restarted, taskId)).toBe(1);
       expect(agent.received.length).toBe(before + 1);
     },
     120_000,
@@ -415,12 +415,7 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
           task = await again.getTask({ tenant: '', id: proxied.id, historyLength: undefined });
         }
         expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
-        let applied = 0;
-        const deltas = Date.now() + 10_000;
-        while ((applied = await appliedFor(restarted, taskId)) === 0 && Date.now() < deltas) {
-          await new Promise((r) => setTimeout(r, 100));
-        }
-        expect(applied).toBe(1);
+        expect(await appliedOnce(restarted, taskId)).toBe(1);
         expect(agent.received.length).toBe(before + 1);
       },
       120_000,
@@ -448,25 +443,10 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
       expect(done.status).toBe('completed');
       expect(Date.now()).toBeGreaterThanOrEqual(held.decision!.goAt!);
       expect(agent.received.length).toBe(before + 1);
-      let applied = 0;
-      const end = Date.now() + 10_000;
-      while ((applied = await appliedFor(restarted, done.taskId!)) === 0 && Date.now() < end) {
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      expect(applied).toBe(1);
+      expect(await appliedOnce(restarted, done.taskId!)).toBe(1);
     },
     120_000,
   );
-  /** Waits for the task's delta to be applied, and says how often it was. */
-  async function appliedOnce(g: ServiceProcess, taskId: string, domain = 'board'): Promise<number> {
-    let applied = 0;
-    const end = Date.now() + 10_000;
-    while ((applied = await appliedFor(g, taskId, domain)) === 0 && Date.now() < end) {
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    return applied;
-  }
-
   it.skipIf(variant.skip)(
     'ends a call whose request was on the wire when its gateway died FLEETGATE_CALL_OUTCOME_UNKNOWN, never sent again',
     async () => {
