@@ -248,12 +248,24 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
     return applied;
   }
 
+  /** A blocking `?wait` dispatch whose answer nobody waits for (the gateway dies first). */
+  function sendWaiting(g: ServiceProcess, body: Record<string, unknown>): void {
+    void api(g, '/api/dispatch?wait=60s', { method: 'POST', body: JSON.stringify(body) }).catch(
+      () => undefined,
+    );
+  }
+
+  /** `kill -9`: the gateway dies where it is. */
+  async function kill(g: ServiceProcess): Promise<void> {
+    await g.stop('SIGKILL');
+    gateway = undefined;
+  }
+
   /** Kills the gateway once the agent has the call (it holds the task), then lets the task end. */
   async function killWhileAtTheAgent(g: ServiceProcess, received: number): Promise<string> {
     await until(() => agent.received.length > received, 20_000, 'the call to reach the agent');
     const taskId = agent.received[received]!.taskId;
-    await g.stop('SIGKILL');
-    gateway = undefined;
+    await kill(g);
     return taskId;
   }
 
@@ -264,10 +276,7 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
       const g = await start();
       const before = agent.received.length;
       const correlationId = uniqueName('wait');
-      void api(g, '/api/dispatch?wait=60s', {
-        method: 'POST',
-        body: JSON.stringify({ agent: 'ops', skill: 'sitrep', text: 'status', correlationId }),
-      }).catch(() => undefined);
+      sendWaiting(g, { agent: 'ops', skill: 'sitrep', text: 'status', correlationId });
       const taskId = await killWhileAtTheAgent(g, before);
       hold.release();
       const restarted = await start();
@@ -326,10 +335,7 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
       const g = await start();
       const before = agent.received.length;
       const correlationId = uniqueName('unknown');
-      void api(g, '/api/dispatch?wait=60s', {
-        method: 'POST',
-        body: JSON.stringify({ agent: 'ops', skill: 'sitrep', correlationId }),
-      }).catch(() => undefined);
+      sendWaiting(g, { agent: 'ops', skill: 'sitrep', correlationId });
       await killWhileAtTheAgent(g, before);
       // The agent restarts too, and forgets its tasks (an in-memory task store).
       hold.release();
@@ -436,8 +442,7 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
       });
       expect(held.status).toBe('awaiting-approval');
       expect(held.decision?.goAt).toBeGreaterThan(Date.now());
-      await g.stop('SIGKILL');
-      gateway = undefined;
+      await kill(g);
       const restarted = await start();
       const done = await ended(restarted, correlationId);
       expect(done.status).toBe('completed');
@@ -457,10 +462,7 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
       const correlationId = uniqueName('midsend');
       // The network hangs: the request leaves the gateway and never reaches the agent.
       network.stall();
-      void api(g, '/api/dispatch?wait=60s', {
-        method: 'POST',
-        body: JSON.stringify({ agent: 'ops', skill: 'sitrep', text: 'status', correlationId }),
-      }).catch(() => undefined);
+      sendWaiting(g, { agent: 'ops', skill: 'sitrep', text: 'status', correlationId });
       // The call is committed as sent before its first byte leaves.
       await eventually(
         async () => {
@@ -474,8 +476,7 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
         'the call on the wire',
       );
       await new Promise((r) => setTimeout(r, 300));
-      await g.stop('SIGKILL');
-      gateway = undefined;
+      await kill(g);
       // What was on the wire is lost with the connection.
       network.cut();
       network.pass();
@@ -497,10 +498,7 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
       const g = await start();
       const before = agent.received.length;
       const correlationId = uniqueName('answered');
-      void api(g, '/api/dispatch?wait=60s', {
-        method: 'POST',
-        body: JSON.stringify({ agent: 'ops', skill: 'sitrep', text: 'status', correlationId }),
-      }).catch(() => undefined);
+      sendWaiting(g, { agent: 'ops', skill: 'sitrep', text: 'status', correlationId });
       await until(() => agent.received.length > before, 20_000, 'the call to reach the agent');
       const taskId = agent.received[before]!.taskId;
       // The store stops taking writes; the agent answers; the gateway cannot commit the end.
@@ -514,8 +512,7 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
         );
         // The answer is in (SQLite cannot say when the gateway waits: give it the time).
         await new Promise((r) => setTimeout(r, 1_000));
-        await g.stop('SIGKILL');
-        gateway = undefined;
+        await kill(g);
       } finally {
         await lock.unlock();
       }
@@ -541,8 +538,7 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
         body: JSON.stringify({ agent: 'ops', skill: 'bulk_migration', correlationId }),
       });
       expect(held.status).toBe('awaiting-approval');
-      await g.stop('SIGKILL');
-      gateway = undefined;
+      await kill(g);
       const restarted = await start();
       expect(await dispatchOf(restarted, correlationId)).toMatchObject({
         status: 'awaiting-approval',

@@ -81,11 +81,10 @@ describe('live events resume from the durable log on the in-process bus', () => 
     return frames;
   };
 
-  const eventIds = (frames: readonly SseFrame[]): string[] =>
-    frames.filter((f) => f.event === undefined).map((f) => String(f.data!.id));
-
-  it('answers a client further behind than the window from the durable log, nothing missed or repeated', async () => {
-    // A reader connected throughout sees every event: what the resumed client must see too.
+  /** A reader of every event from now on, and the first delta it saw after one call. */
+  const watchFirstDelta = async (
+    label: string,
+  ): Promise<{ all: SseFrame[]; last: SseFrame; stop: () => Promise<void> }> => {
     const watching = new AbortController();
     const all: SseFrame[] = [];
     const watch = await readEvents(
@@ -94,12 +93,28 @@ describe('live events resume from the durable log on the in-process bus', () => 
       { signal: watching.signal },
       all,
     );
-    await sitreps(gw.url, 1, 'before');
+    await sitreps(gw.url, 1, label);
     const last = await eventually(
       () => all.find((f) => f.data?.topic === 'world.state.delta'),
       10_000,
       'the first delta',
     );
+    return {
+      all,
+      last,
+      stop: async () => {
+        watching.abort();
+        await watch.done;
+      },
+    };
+  };
+
+  const eventIds = (frames: readonly SseFrame[]): string[] =>
+    frames.filter((f) => f.event === undefined).map((f) => String(f.data!.id));
+
+  it('answers a client further behind than the window from the durable log, nothing missed or repeated', async () => {
+    // A reader connected throughout sees every event: what the resumed client must see too.
+    const { all, last, stop } = await watchFirstDelta('before');
     // Far more than the window holds (each call announces several events).
     await sitreps(gw.url, 40, 'away');
     await eventually(
@@ -129,25 +144,11 @@ describe('live events resume from the durable log on the in-process bus', () => 
     );
     const again = await resume(gw.url, middle.id!, (f) => eventIds(f).length >= fromMiddle.length);
     expect(eventIds(again)).toEqual(fromMiddle);
-    watching.abort();
-    await watch.done;
+    await stop();
   });
 
   it('answers a client back after a restart with what the gateway committed before it stopped', async () => {
-    const watching = new AbortController();
-    const all: SseFrame[] = [];
-    const watch = await readEvents(
-      gw.url,
-      `/api/events?topics=${TOPICS}`,
-      { signal: watching.signal },
-      all,
-    );
-    await sitreps(gw.url, 1, 'seen');
-    const last = await eventually(
-      () => all.find((f) => f.data?.topic === 'world.state.delta'),
-      10_000,
-      'a delta',
-    );
+    const { all, last, stop } = await watchFirstDelta('seen');
     // The client is away; three calls, then the gateway stops and starts again.
     const seenAt = all.indexOf(last);
     await sitreps(gw.url, 3, 'missed');
@@ -160,8 +161,7 @@ describe('live events resume from the durable log on the in-process bus', () => 
       'the missed deltas on the watching stream',
     );
     const missed = eventIds(all.slice(seenAt + 1));
-    watching.abort();
-    await watch.done;
+    await stop();
     expect(await gw.stop('SIGTERM')).toBe(0);
     gw = await startServiceProcess({ args: ['--config', config] });
 
