@@ -15,28 +15,7 @@ import type { ApiContext } from './context.js';
 import type { RouteSpec } from './route.js';
 import { defineRoute } from './route.js';
 import { statusSchema, storySchema } from './api-schemas.js';
-
-/** Bigints come back as strings from PostgreSQL. */
-function num(value: unknown): number | null {
-  if (value === null || value === undefined) return null;
-  const n = Number(value);
-  return Number.isFinite(n) ? n : null;
-}
-
-/** A text column, or null. */
-function text(value: unknown): string | null {
-  if (value === null || value === undefined) return null;
-  return typeof value === 'string' ? value : JSON.stringify(value);
-}
-
-function parseJson(text: unknown): unknown {
-  if (typeof text !== 'string') return text ?? null;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
-}
+import { num, parseJson, str } from './sql-values.js';
 
 /** Most events kept for one call (a call that reported a long stream of deltas). */
 const MAX_EVENTS = 2000;
@@ -174,7 +153,7 @@ export function callRoutes(ctx: ApiContext): RouteSpec[] {
                   createdAt: num(task.created_at) ?? 0,
                   updatedAt: num(task.updated_at) ?? 0,
                   terminalAt: num(task.terminal_at),
-                  terminalVia: text(task.terminal_via),
+                  terminalVia: str(task.terminal_via),
                 },
           events,
           approvals,
@@ -187,7 +166,7 @@ export function callRoutes(ctx: ApiContext): RouteSpec[] {
             previous: parseJson(r.previous),
             next: parseJson(r.next),
             status: r.status === 'rejected' ? ('rejected' as const) : ('applied' as const),
-            reason: text(r.reason),
+            reason: str(r.reason),
             version: num(r.version),
             at: num(r.recorded_at) ?? 0,
           })),

@@ -17,6 +17,7 @@ import type { ApiContext } from './context.js';
 import type { RouteSpec } from './route.js';
 import { defineRoute } from './route.js';
 import { fleetView } from '../fleet-view.js';
+import { num, page as pageOf, parseJson, str } from './sql-values.js';
 import {
   searchApprovalSchema as approvalItemSchema,
   searchDispatchSchema as dispatchItemSchema,
@@ -39,26 +40,6 @@ const common = {
     .default('true')
     .describe('`false`: leave the total out (a page after the first needs it no more)'),
 };
-
-function num(value: unknown): number | null {
-  if (value === null || value === undefined) return null;
-  const n = Number(value);
-  return Number.isFinite(n) ? n : null;
-}
-
-function str(value: unknown): string | null {
-  if (value === null || value === undefined) return null;
-  return typeof value === 'string' ? value : JSON.stringify(value);
-}
-
-function parseJson(text: unknown): unknown {
-  if (typeof text !== 'string') return text ?? null;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
-}
 
 function badCursor(cursor: string): FleetgateError {
   return new FleetgateError(
@@ -193,15 +174,7 @@ export function searchRoutes(ctx: ApiContext): RouteSpec[] {
           result: parseJson(r.result),
           radius: radii.get(`${String(r.agent)}\u0000${String(r.skill)}`) ?? null,
         }));
-        const last = items.at(-1);
-        return {
-          items,
-          next:
-            items.length === query.limit && last !== undefined
-              ? `${last.createdAt}:${last.id}`
-              : null,
-          total: total === undefined ? null : (num(total.rows[0]?.n) ?? 0),
-        };
+        return pageOf(items, query.limit, (l) => `${l.createdAt}:${l.id}`, total);
       },
     }),
     defineRoute({
@@ -266,12 +239,7 @@ export function searchRoutes(ctx: ApiContext): RouteSpec[] {
           taskId: String(r.task_id),
           recordedAt: num(r.recorded_at) ?? 0,
         }));
-        const last = items.at(-1);
-        return {
-          items,
-          next: items.length === query.limit && last !== undefined ? `${last.seq}:` : null,
-          total: total === undefined ? null : (num(total.rows[0]?.n) ?? 0),
-        };
+        return pageOf(items, query.limit, (l) => `${l.seq}:`, total);
       },
     }),
     defineRoute({
@@ -362,15 +330,7 @@ export function searchRoutes(ctx: ApiContext): RouteSpec[] {
             snoozedUntil: num(r.snoozed_until),
           };
         });
-        const last = items.at(-1);
-        return {
-          items,
-          next:
-            items.length === query.limit && last !== undefined
-              ? `${last.createdAt}:${last.id}`
-              : null,
-          total: total === undefined ? null : (num(total.rows[0]?.n) ?? 0),
-        };
+        return pageOf(items, query.limit, (l) => `${l.createdAt}:${l.id}`, total);
       },
     }),
   ];
