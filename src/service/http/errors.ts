@@ -47,6 +47,9 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   FLEETGATE_GATEWAY_CLOSED: 503,
   FLEETGATE_SERVICE_NOT_READY: 503,
   FLEETGATE_EVENTS_TOO_MANY_CLIENTS: 503,
+  // The database is away or slow: the request may succeed when retried.
+  FLEETGATE_STORE_UNAVAILABLE: 503,
+  FLEETGATE_STORE_TIMEOUT: 503,
   FLEETGATE_PUSH_UNKNOWN_TASK: 404,
   FLEETGATE_PUSH_UNAUTHORIZED: 401,
   FLEETGATE_PUSH_BODY_INVALID: 400,
@@ -106,6 +109,7 @@ export function handleError(error: unknown, request: FastifyRequest, reply: Fast
   }
   const status = statusOf(coded.code);
   if (status >= 500) request.log.error({ err: coded }, 'request failed');
+  if (status === 503) void reply.header('retry-after', '5');
   void reply.code(status).send(envelope(coded.code, coded.message, coded.details));
 }
 
