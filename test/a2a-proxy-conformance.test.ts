@@ -326,6 +326,13 @@ describe('the A2A proxy in front of a plain SDK agent', () => {
         // Bob's task in the same context is his, not Alice's; an admin sees both callers'.
         expect((await list(bob, { contextId: contextA })).tasks).toHaveLength(1);
         expect((await list(root, { contextId: contextA })).tasks).toHaveLength(3);
+        // What an admin lists, it reads; a caller does not read another's task.
+        const bobs = (await list(bob, { contextId: contextA })).tasks[0]!;
+        const read = await root.getTask({ tenant: '', id: bobs.id, historyLength: undefined });
+        expect(read.id).toBe(bobs.id);
+        await expect(
+          alice.getTask({ tenant: '', id: bobs.id, historyLength: undefined }),
+        ).rejects.toThrow(/not found/i);
 
         const working = await list(alice, { status: TaskState.TASK_STATE_WORKING, pageSize: 2 });
         expect(working.tasks).toHaveLength(2);

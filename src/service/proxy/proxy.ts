@@ -772,9 +772,22 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
   function handlerFor(agent: string): A2ARequestHandler {
     const notFound = (id: string): TaskNotFoundError =>
       new TaskNotFoundError(`Task not found: ${id}`);
-    const owned = async (id: string, context: ServerCallContext): Promise<ProxyTask> => {
+    /**
+     * The caller's task (another's is not found). To read, an admin reaches every caller's, as
+     * ListTasks shows them; to change one (cancel, push configs), only its caller.
+     */
+    const owned = async (
+      id: string,
+      context: ServerCallContext,
+      access: 'read' | 'write' = 'write',
+    ): Promise<ProxyTask> => {
       const task = await store.get(id);
-      if (task === undefined || task.agent !== agent || task.caller !== callerOf(context)) {
+      const reader = readerOf(context);
+      if (
+        task === undefined ||
+        task.agent !== agent ||
+        (task.caller !== reader.caller && !(access === 'read' && reader.admin))
+      ) {
         throw notFound(id);
       }
       return task;
@@ -1102,7 +1115,7 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
       },
 
       async getTask(params: GetTaskRequest, context) {
-        let task = await owned(params.id, context);
+        let task = await owned(params.id, context, 'read');
         if (!ended(task.state) && !local.has(task.id)) task = (await sync(task.id)) ?? task;
         return withHistory(task.task, params.historyLength);
       },
@@ -1142,7 +1155,7 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
       },
 
       async *resubscribe(params: SubscribeToTaskRequest, context) {
-        const task = await owned(params.id, context);
+        const task = await owned(params.id, context, 'read');
         const current =
           ended(task.state) || local.has(task.id) ? task : ((await sync(task.id)) ?? task);
         if (ended(current.state)) {
@@ -1181,7 +1194,7 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
       },
 
       async getTaskPushNotificationConfig(params: GetTaskPushNotificationConfigRequest, context) {
-        const task = await owned(params.taskId, context);
+        const task = await owned(params.taskId, context, 'read');
         const found = await store.getPush(task.id, params.id);
         if (found === undefined) {
           throw new TaskNotFoundError(`No push configuration ${params.id} for task ${task.id}`);
@@ -1193,7 +1206,7 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
         params: ListTaskPushNotificationConfigsRequest,
         context,
       ): Promise<ListTaskPushNotificationConfigsResponse> {
-        const task = await owned(params.taskId, context);
+        const task = await owned(params.taskId, context, 'read');
         return { configs: (await store.listPush(task.id)).map((c) => c.config), nextPageToken: '' };
       },
 
