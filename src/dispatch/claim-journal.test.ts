@@ -138,6 +138,56 @@ describe('directory claim journal', () => {
     expect(readFileSync(bad[0]!, 'utf8')).toContain('claims');
   });
 
+  it('gives a task back as the agent sent it: file bytes, data, metadata', async () => {
+    const journal = new DirectoryClaimJournal(tempDir());
+    const bytes = Buffer.from([0, 1, 2, 250, 255]);
+    const sent: Task = {
+      ...task('t4'),
+      artifacts: [
+        {
+          artifactId: 'a1',
+          name: 'report',
+          description: '',
+          parts: [
+            {
+              content: { $case: 'raw', value: bytes },
+              metadata: { page: 1 },
+              filename: 'report.bin',
+              mediaType: 'application/octet-stream',
+            },
+            {
+              content: { $case: 'data', value: { ok: true } },
+              metadata: undefined,
+              filename: '',
+              mediaType: '',
+            },
+          ],
+          metadata: undefined,
+          extensions: [],
+        },
+      ],
+    };
+    await journal.keep([{ ...claim('t4'), task: sent }]);
+    const [taken] = await journal.take();
+    const back = taken!.claims[0]!.task;
+    const raw = back.artifacts[0]!.parts[0]!.content;
+    expect(raw?.$case).toBe('raw');
+    expect(raw!.value).toBeInstanceOf(Uint8Array);
+    expect(Buffer.from(raw!.value as Uint8Array).equals(bytes)).toBe(true);
+    expect(back.artifacts[0]!.parts[0]!.filename).toBe('report.bin');
+    expect(back.artifacts[0]!.parts[1]!.content).toEqual({ $case: 'data', value: { ok: true } });
+  });
+
+  it('still reads a file an earlier version wrote (format v1)', async () => {
+    const dir = tempDir();
+    writeFileSync(
+      join(dir, '0-1-bbbb.json'),
+      JSON.stringify({ format: 'fleetgate.claims.v1', claims: [claim('t5')] }),
+    );
+    const taken = await new DirectoryClaimJournal(dir).take();
+    expect(taken[0]!.claims[0]).toMatchObject({ agent: 'a', task: { id: 't5' }, call: CALL });
+  });
+
   it('answers an empty list when the directory does not exist yet', async () => {
     expect(await new DirectoryClaimJournal(join(tempDir(), 'missing')).take()).toEqual([]);
   });

@@ -12,6 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Task as TaskCodec } from '@a2a-js/sdk';
 import type { ClaimJournal, JournaledClaim } from './terminal.js';
 
 /** One file taken for replay: its claims, and `done` with those still not committed. */
@@ -21,7 +22,12 @@ export interface TakenJournal {
   done(remaining: readonly JournaledClaim[]): Promise<void>;
 }
 
-const FORMAT = 'fleetgate.claims.v1';
+/**
+ * The format written: a task in the A2A JSON form (file bytes as base64), so it reads back as the
+ * agent sent it. Version 1 wrote the in-memory form, which lost file bytes; it is still read.
+ */
+const FORMAT = 'fleetgate.claims.v2';
+const FORMAT_V1 = 'fleetgate.claims.v1';
 
 /** A directory journal (see the module comment). */
 export class DirectoryClaimJournal implements ClaimJournal {
@@ -44,7 +50,12 @@ export class DirectoryClaimJournal implements ClaimJournal {
     const temporary = join(this.#dir, `${name}.tmp`);
     const handle = await open(temporary, 'w', 0o600);
     try {
-      await handle.writeFile(JSON.stringify({ format: FORMAT, claims }));
+      await handle.writeFile(
+        JSON.stringify({
+          format: FORMAT,
+          claims: claims.map((claim) => ({ ...claim, task: TaskCodec.toJSON(claim.task) })),
+        }),
+      );
       await handle.sync();
     } finally {
       await handle.close();
@@ -95,7 +106,7 @@ export class DirectoryClaimJournal implements ClaimJournal {
 
 function parseJournal(text: string): JournaledClaim[] {
   const parsed = JSON.parse(text) as { format?: unknown; claims?: unknown };
-  if (parsed.format !== FORMAT || !Array.isArray(parsed.claims)) {
+  if ((parsed.format !== FORMAT && parsed.format !== FORMAT_V1) || !Array.isArray(parsed.claims)) {
     throw new Error(`not a ${FORMAT} file`);
   }
   for (const [i, claim] of (parsed.claims as Partial<JournaledClaim>[]).entries()) {
@@ -108,5 +119,13 @@ function parseJournal(text: string): JournaledClaim[] {
       throw new Error(`claims[${i}] lacks agent, task.id, call.skill or events`);
     }
   }
-  return parsed.claims as JournaledClaim[];
+  const claims = parsed.claims as JournaledClaim[];
+  if (parsed.format === FORMAT_V1) return claims;
+  return claims.map((claim, i) => {
+    try {
+      return { ...claim, task: TaskCodec.fromJSON(claim.task) };
+    } catch (error) {
+      throw new Error(`claims[${i}].task is not an A2A task: ${String(error)}`);
+    }
+  });
 }
