@@ -190,9 +190,11 @@ export function VirtualTable<T>(props: {
   const [top, setTop] = useState(0);
   const box = useRef<HTMLDivElement>(null);
   const overscan = 8;
-  const first = Math.max(0, Math.floor(top / rowHeight) - overscan);
-  const count = Math.ceil(height / rowHeight) + 2 * overscan;
-  const last = Math.min(rows.length, first + count);
+  // `overscan` rows either side of the view: at the top of the list only below it (a live list at
+  // its top changes every rendered row at each batch, so each spare row costs a row's update).
+  const inView = Math.floor(top / rowHeight);
+  const first = Math.max(0, inView - overscan);
+  const last = Math.min(rows.length, inView + Math.ceil(height / rowHeight) + overscan);
   useEffect(() => {
     if (props.onEnd !== undefined && last >= rows.length - overscan && rows.length > 0) {
       props.onEnd();

@@ -86,7 +86,11 @@ export class Store {
   drift = new Map<string, string>();
   /** Bumped when `drift` changes. */
   driftVersion = 0;
-  deltaTimes: number[] = [];
+  /**
+   * Delta entries received, counted per second of their event time (oldest first): a live stream
+   * of thousands a second is counted in at most a few hundred buckets, not one number each.
+   */
+  #deltaSeconds: { second: number; count: number }[] = [];
   rejectedDeltas = 0;
   stream: StreamStatus = 'offline';
   /** When the page opened: events from before it (replayed on connect) are history, not news. */
@@ -287,8 +291,8 @@ export class Store {
           severity: '',
           message: '',
         });
-        this.deltaTimes.push(at);
       }
+      this.#countDeltas(at, deltas.length);
       for (const info of this.dispatches.values()) {
         if (
           info.record.correlationId === event.correlationId ||
@@ -372,6 +376,8 @@ export class Store {
         at,
       );
     }
+    if (this.effects.length > MAX_EFFECT_ROWS)
+      this.effects.splice(0, this.effects.length - MAX_EFFECT_ROWS);
     for (const l of this.#eventListeners) l(event);
     this.changed();
   }
@@ -381,11 +387,32 @@ export class Store {
     return this.#effectKey;
   }
 
+  /** Delta entries whose events are from `since` (ms) on; counts older than 2 minutes are gone. */
+  deltasSince(since: number): number {
+    const buckets = this.#deltaSeconds;
+    let old = 0;
+    while (old < buckets.length && (buckets[old]!.second + 1) * 1000 <= since - 60_000) old += 1;
+    if (old > 0) buckets.splice(0, old);
+    let n = 0;
+    for (const b of buckets) if (b.second * 1000 >= since) n += b.count;
+    return n;
+  }
+
+  #countDeltas(at: number, count: number): void {
+    if (count === 0) return;
+    const second = Math.floor(at / 1000);
+    const last = this.#deltaSeconds.at(-1);
+    if (last?.second === second) last.count += count;
+    else this.#deltaSeconds.push({ second, count });
+  }
+
+  /**
+   * Adds a row; the buffer is cut back to {@link MAX_EFFECT_ROWS} once per event by
+   * {@link Store.onEvent} (cutting per row moves the whole buffer for every row of a stream).
+   */
   #pushEffect(row: Omit<EffectRow, 'key'>): void {
     this.#effectKey += 1;
     this.effects.push({ key: this.#effectKey, ...row });
-    if (this.effects.length > MAX_EFFECT_ROWS)
-      this.effects.splice(0, this.effects.length - MAX_EFFECT_ROWS);
   }
 }
 

@@ -23,6 +23,7 @@ import type { ServiceDatabase } from './card-lease.js';
 import { SERVICE_MIGRATIONS } from './card-lease.js';
 import type { ProxyDatabase } from './proxy/index.js';
 import { PROXY_MIGRATIONS } from './proxy/index.js';
+import { STORY_MIGRATIONS } from './story-indexes.js';
 
 /** Every table of the gateway: each domain declares its own, the gateway joins them. */
 export interface FleetgateDatabase
@@ -52,6 +53,7 @@ export const GATEWAY_MIGRATIONS: StoreMigrations = composeMigrations(
   POLICY_MIGRATIONS,
   SERVICE_MIGRATIONS,
   PROXY_MIGRATIONS,
+  STORY_MIGRATIONS,
 );
 
 /** A store with every gateway table. */

@@ -4,7 +4,7 @@
  * domain and severity.
  */
 import { memo } from 'preact/compat';
-import { useRef, useState } from 'preact/hooks';
+import { useMemo, useRef, useState } from 'preact/hooks';
 import type { EffectRow, Store } from '../state.js';
 import { useStore } from '../state.js';
 import { EffectSearch } from './effect-search.js';
@@ -22,8 +22,11 @@ function valueText(v: unknown): string {
 const TIME = new Intl.DateTimeFormat(undefined, { timeStyle: 'medium' });
 
 /**
- * One row; rows never change once received, so a row already on screen is not rendered again
- * when the rows around it do (a live stream adds hundreds a second).
+ * One row of the table, rendered again only when its place shows another row. The table keys its
+ * rows by place, not by row: a live stream (thousands of rows a second, delivered in batches of
+ * hundreds) replaces every row in view at each batch, and a place that keeps its `<tr>` and cells
+ * only changes their text, where a row keyed by itself would cost a new row's elements, styles and
+ * layout for each place at every batch.
  */
 const EffectRowView = memo(function EffectRowView(props: { row: EffectRow }) {
   const r = props.row;
@@ -114,20 +117,32 @@ export function EffectsView(props: { store: Store }) {
   const [agent, setAgent] = useState('');
   const [domain, setDomain] = useState('');
   const [severity, setSeverity] = useState('');
-  const source = paused ? frozen.current : store.effects;
-  const rows: EffectRow[] = [];
-  for (let i = source.length - 1; i >= 0; i -= 1) {
-    const r = source[i]!;
-    if (agent !== '' && r.agent !== agent) continue;
-    if (domain !== '' && r.domain !== domain) continue;
-    if (severity !== '' && (r.kind !== 'alert' || r.severity !== severity)) continue;
-    rows.push(r);
-  }
-  const waiting = paused ? store.effects.length - frozen.current.length : 0;
-  const agents = [...new Set(store.effects.map((r) => r.agent))].sort();
-  const domains = [
-    ...new Set(store.effects.filter((r) => r.kind !== 'alert').map((r) => r.domain)),
-  ].sort();
+  // The buffer changes in place; `effectCount` moves whenever it does. Other changes of the store
+  // (snapshots, the stream's state) render the view without filtering 2,000 rows again.
+  const received = store.effectCount;
+  const rows = useMemo(() => {
+    const source = paused ? frozen.current : store.effects;
+    const shown: EffectRow[] = [];
+    for (let i = source.length - 1; i >= 0; i -= 1) {
+      const r = source[i]!;
+      if (agent !== '' && r.agent !== agent) continue;
+      if (domain !== '' && r.domain !== domain) continue;
+      if (severity !== '' && (r.kind !== 'alert' || r.severity !== severity)) continue;
+      shown.push(r);
+    }
+    return shown;
+  }, [paused ? frozen.current : received, agent, domain, severity]);
+  // Rows received since the pause (the buffer may be full, so its length says nothing).
+  const waiting = paused ? received - (frozen.current.at(-1)?.key ?? 0) : 0;
+  const { agents, domains } = useMemo(
+    () => ({
+      agents: [...new Set(store.effects.map((r) => r.agent))].sort(),
+      domains: [
+        ...new Set(store.effects.filter((r) => r.kind !== 'alert').map((r) => r.domain)),
+      ].sort(),
+    }),
+    [received],
+  );
   return (
     <section aria-labelledby="effects-title">
       <div class="toolbar">
@@ -140,7 +155,7 @@ export function EffectsView(props: { store: Store }) {
             setPaused(!paused);
           }}
         >
-          {paused ? `Resume (${Math.max(0, waiting)} new)` : 'Pause'}
+          {paused ? `Resume (${waiting} new)` : 'Pause'}
         </button>
         <label>
           agent{' '}
@@ -187,7 +202,7 @@ export function EffectsView(props: { store: Store }) {
             <th scope="col">task</th>
           </tr>
         }
-        row={(r) => <EffectRowView key={r.key} row={r} />}
+        row={(r, i) => <EffectRowView key={i} row={r} />}
       />
       {rows.length === 0 && (
         <p class="muted">No effects yet: they appear here as agents report them.</p>

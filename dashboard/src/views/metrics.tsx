@@ -40,10 +40,7 @@ export function MetricsStrip(props: { store: Store }) {
         .sort((x, y) => x - y),
     [store.history],
   );
-  const minuteAgo = now - 60_000;
-  while (store.deltaTimes.length > 0 && store.deltaTimes[0]! < minuteAgo - 60_000)
-    store.deltaTimes.shift();
-  const perMinute = store.deltaTimes.filter((t) => t >= minuteAgo).length;
+  const perMinute = store.deltasSince(now - 60_000);
   const stale = store.agents.filter((a) => a.status === 'stale' || a.status === 'failed').length;
   return (
     <dl class="metrics" aria-label="Metrics">
