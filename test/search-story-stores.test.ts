@@ -365,8 +365,11 @@ for (const variant of STORES) {
       expect(story.send).not.toBeNull();
       expect(story.task).not.toBeNull();
       const topics = story.events.map((e) => e.topic);
-      // The call's own events, in the order they were committed; its approval is told by
-      // `approvals` (the inbox's record), not by events.
+      // The call's own events, in the order they were committed, its approval's among them.
+      expect(topics.filter((t) => t.startsWith('hitl.approval.'))).toEqual([
+        'hitl.approval.requested',
+        'hitl.approval.decided',
+      ]);
       const lifecycle = topics.filter((t) => t.startsWith('skill.dispatch.'));
       expect(lifecycle).toEqual([
         'skill.dispatch.requested',
@@ -415,6 +418,7 @@ for (const variant of STORES) {
       expect(story.effects).toEqual([]);
       expect(story.approvals).toMatchObject([{ status: 'rejected', decidedBy: 'alice' }]);
       expect(story.events.map((e) => e.topic)).not.toContain('world.state.delta');
+      expect(story.events.map((e) => e.topic)).toContain('hitl.approval.decided');
     });
   });
 }

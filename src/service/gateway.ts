@@ -341,10 +341,12 @@ export async function createGateway(
       ...(deps.now === undefined ? {} : { now: deps.now }),
     }),
     rules: policyRules(config.policy),
-    // Through the outbox: a bus outage delays approval events and fails no dispatch.
+    // Through the outbox: a bus outage delays approval events and fails no dispatch. Each is
+    // correlated with its call, as the call's own events are.
     publish: async (topic, payload) => {
       await writeOutboxEvent(store.db, topic, payload, {
         id: eventId(),
+        ...(payload.correlationId === undefined ? {} : { correlationId: payload.correlationId }),
         ...(deps.now === undefined ? {} : { now: deps.now() }),
       });
       relay.notify();
