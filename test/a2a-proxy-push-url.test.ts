@@ -10,10 +10,16 @@ import { TaskState, type Task } from '@a2a-js/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FleetgateError } from '../src/protocol/index.js';
 import { loadA2aProxy, type ProxyTaskStore } from '../src/service/proxy/index.js';
+type PushUrlPolicy =
+  Awaited<ReturnType<typeof loadA2aProxy>> extends {
+    createPushUrlPolicy: (...args: never[]) => infer P;
+  }
+    ? P
+    : never;
 import { uniqueName } from './support/services.js';
 import { openTestStore, type TestStore } from './support/stores.js';
 
-const { createProxyTaskStore, createPushDelivery } = await loadA2aProxy();
+const { createProxyTaskStore, createPushDelivery, createPushUrlPolicy } = await loadA2aProxy();
 
 function task(id: string): Task {
   return {
@@ -59,7 +65,7 @@ describe('push deliveries and the push-URL policy', () => {
     await opened.remove();
   });
 
-  async function deliver(url: string, refuse: (url: string) => boolean) {
+  async function deliver(url: string, refuse: (url: string) => boolean, urls?: PushUrlPolicy) {
     const id = uniqueName('push-url');
     const now = Date.now();
     await tasks.claim({
@@ -90,13 +96,13 @@ describe('push deliveries and the push-URL policy', () => {
       backoffMs: 10,
       timeoutMs: 2000,
       sweepMs: 0,
-      urls: {
+      urls: urls ?? {
         check: (given) =>
           refuse(given)
             ? Promise.reject(
                 new FleetgateError('FLEETGATE_PUSH_URL_REFUSED', `Push URL ${given} is refused.`),
               )
-            : Promise.resolve(),
+            : Promise.resolve([]),
       },
       onError: (error) => errors.push(String(error)),
     });
@@ -126,5 +132,30 @@ describe('push deliveries and the push-URL policy', () => {
     const { deliveries } = await deliver(receiverUrl, () => false);
     expect(hits).toBe(before + 1);
     expect(deliveries).toMatchObject([{ status: 'delivered', attempts: 1 }]);
+  });
+
+  it('connects to the address it checked, not to what the name resolves to at connect time', async () => {
+    const before = hits;
+    const port = new URL(receiverUrl).port;
+    // The policy's resolver vets the name (loopback, allowed on a loopback gateway); the system's
+    // resolver knows no such name: a delivery that resolved it again could not connect.
+    let resolved = 0;
+    const urls = createPushUrlPolicy({
+      listenHost: '127.0.0.1',
+      ownAddresses: [],
+      resolve: (host) => {
+        resolved += 1;
+        return Promise.resolve(host === 'receiver.invalid' ? ['127.0.0.1'] : []);
+      },
+    });
+    const { deliveries, errors } = await deliver(
+      `http://receiver.invalid:${port}/hook`,
+      () => false,
+      urls,
+    );
+    expect(errors).toEqual([]);
+    expect(deliveries).toMatchObject([{ status: 'delivered', attempts: 1 }]);
+    expect(hits).toBe(before + 1);
+    expect(resolved).toBe(1);
   });
 });

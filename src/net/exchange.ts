@@ -18,6 +18,7 @@ import {
 } from 'node:http';
 import type * as Https from 'node:https';
 import { createRequire } from 'node:module';
+import { isIP, type LookupFunction } from 'node:net';
 import { Readable } from 'node:stream';
 import type * as Zlib from 'node:zlib';
 
@@ -187,10 +188,38 @@ function decoded(res: IncomingMessage): Readable {
 }
 
 /** The request, on the keep-alive pool of its scheme. */
-function send(url: URL, method: string, headers: OutgoingHttpHeaders): ClientRequest {
+function send(
+  url: URL,
+  method: string,
+  headers: OutgoingHttpHeaders,
+  addresses?: readonly string[],
+): ClientRequest {
+  // Pinned to addresses checked beforehand: a connection of its own, whose host name resolves to
+  // nothing else (the name still goes in `Host` and, over TLS, in SNI and the certificate check).
+  const pinned =
+    addresses === undefined ? undefined : { agent: false as const, lookup: only(addresses) };
   return url.protocol === 'https:'
-    ? httpsOnce().module.request(url, { method, headers, agent: httpsOnce().pool })
-    : httpRequest(url, { method, headers, agent: httpPool });
+    ? httpsOnce().module.request(url, { method, headers, agent: httpsOnce().pool, ...pinned })
+    : httpRequest(url, { method, headers, agent: httpPool, ...pinned });
+}
+
+/** A `lookup` that answers `addresses` whatever the name (see `WholeExchange.addresses`). */
+function only(addresses: readonly string[]): LookupFunction {
+  const entries = addresses.map((address) => ({ address, family: isIP(address) === 6 ? 6 : 4 }));
+  return (_host, options, callback) => {
+    const wanted = options.family === 4 || options.family === 6 ? options.family : undefined;
+    const usable = entries.filter((e) => wanted === undefined || e.family === wanted);
+    if (usable.length === 0) {
+      const error = Object.assign(new Error('no checked address of that family'), {
+        code: 'ENOTFOUND',
+      });
+      callback(error, '', 0);
+      return;
+    }
+    if (options.all === true) {
+      (callback as unknown as (e: null, all: typeof usable) => void)(null, usable);
+    } else callback(null, usable[0]!.address, usable[0]!.family);
+  };
 }
 
 /**
@@ -330,6 +359,13 @@ export interface WholeExchange {
   method?: string;
   /** Names in lower case. */
   headers: OutgoingHttpHeaders;
+  /** The request's body (none by default). */
+  body?: string | Uint8Array;
+  /**
+   * Connects only to these addresses, checked beforehand (a push receiver's): the URL's host name
+   * is not resolved again, so it cannot lead elsewhere between the check and the connection.
+   */
+  addresses?: readonly string[];
   maxBytes: number;
   tooLarge: (size: string, status: number) => Error;
   /**
@@ -359,7 +395,7 @@ export function exchangeWhole(url: URL, options: WholeExchange): Promise<WholeAn
       return;
     }
     const method = options.method ?? 'GET';
-    const req = send(url, method, options.headers);
+    const req = send(url, method, options.headers, options.addresses);
     let settled = false;
     let res: IncomingMessage | undefined;
     const stop = (error: Error): void => {
@@ -414,6 +450,6 @@ export function exchangeWhole(url: URL, options: WholeExchange): Promise<WholeAn
         fail,
       );
     });
-    req.end();
+    req.end(options.body);
   });
 }

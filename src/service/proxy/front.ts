@@ -36,6 +36,7 @@ import { createPushUrlPolicy } from './push-url.js';
 export { createA2aProxy } from './proxy.js';
 export { createProxyMetrics } from './metrics.js';
 export { createPushDelivery, type PushDelivery } from './push.js';
+export { createPushUrlPolicy, type PushUrlPolicy } from './push-url.js';
 export { createProxyTaskStore, UNSENT_PUSH_GRACE_MS } from './task-store.js';
 
 /** Options of {@link createProxyFront}. */

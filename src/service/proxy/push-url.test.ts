@@ -71,7 +71,7 @@ describe('push URL policy', () => {
     // Registered, it is taken: it is checked again, resolved, before every delivery.
     await expect(
       policy.check('http://nowhere.example/x', { unresolved: 'accept' }),
-    ).resolves.toBeUndefined();
+    ).resolves.toEqual([]);
     expect(await refusal(policy, 'ftp://hooks.example.com/x')).toContain('only http and https');
     expect(await refusal(policy, 'not a url')).toContain('not a URL');
   });

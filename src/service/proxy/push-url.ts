@@ -32,12 +32,14 @@ export interface PushUrlPolicyOptions {
 /** Decides whether a push URL may be registered. */
 export interface PushUrlPolicy {
   /**
-   * Resolves when `url` may be registered. With `unresolved: 'accept'` (registration) a host
-   * name that does not resolve is taken, since its addresses are checked before each delivery.
+   * Resolves with the addresses checked when `url` may be called: a delivery connects to those
+   * and no other (a name resolved again could lead elsewhere). With `unresolved: 'accept'`
+   * (registration) a host name that does not resolve is taken, resolving to none, since its
+   * addresses are checked before each delivery.
    *
    * @throws FleetgateError `FLEETGATE_PUSH_URL_REFUSED` naming the URL, the address and why.
    */
-  check(url: string, options?: { unresolved?: 'accept' | 'refuse' }): Promise<void>;
+  check(url: string, options?: { unresolved?: 'accept' | 'refuse' }): Promise<string[]>;
 }
 
 /** What kind of address an IP is, for the default policy. */
@@ -179,7 +181,7 @@ export function createPushUrlPolicy(options: PushUrlPolicyOptions): PushUrlPolic
         } catch (error) {
           // At registration a name that does not resolve yet is taken: what it resolves to is
           // checked before every delivery, where it is refused.
-          if (checkOptions.unresolved === 'accept' && entries === undefined) return;
+          if (checkOptions.unresolved === 'accept' && entries === undefined) return [];
           throw new FleetgateError(
             'FLEETGATE_PUSH_URL_REFUSED',
             `Push URL ${text} is refused: its host ${host} does not resolve.`,
@@ -193,7 +195,7 @@ export function createPushUrlPolicy(options: PushUrlPolicyOptions): PushUrlPolic
         if (!entries.some((e) => e.matches(url, addresses))) {
           refuse(text, 'no entry of proxy.pushUrls allows it');
         }
-        return;
+        return addresses;
       }
       for (const address of addresses) {
         const kind = classifyAddress(address);
@@ -213,6 +215,7 @@ export function createPushUrlPolicy(options: PushUrlPolicyOptions): PushUrlPolic
           refuse(text, `${address} is an address of this gateway's machine`, address);
         }
       }
+      return addresses;
     },
   };
 }

@@ -14,6 +14,7 @@ import type { StreamResponse, Task } from '@a2a-js/sdk';
 import { V1PushNotificationSerializer } from '@a2a-js/sdk/server';
 import { V03PushNotificationSerializer } from '@a2a-js/sdk/compat/v0_3/server';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
+import { exchangeWhole } from '../../net/index.js';
 import { isFleetgateError } from '../../protocol/index.js';
 import type { PushUrlPolicy } from './push-url.js';
 import type { DeliveryKey, ProxyPushConfig, ProxyTaskStore } from './task-store.js';
@@ -31,9 +32,11 @@ export interface PushDeliveryOptions {
   sweepMs: number;
   /**
    * Checked again before each try (a name may resolve elsewhere than when it was registered); a
-   * URL it refuses ends the delivery dead at once.
+   * URL it refuses ends the delivery dead at once, and a try connects only to the addresses it
+   * checked.
    */
   urls?: PushUrlPolicy;
+  /** Sends the pushes instead (tests); by default each goes on a connection of its own. */
   fetch?: typeof fetch;
   now?: () => number;
   /** A delivery went dead (or failed to be recorded). */
@@ -102,7 +105,37 @@ const keyOf = (key: DeliveryKey): string => `${key.taskId}\u0000${key.configId}\
 export function createPushDelivery(options: PushDeliveryOptions): PushDelivery {
   const { store } = options;
   const now = options.now ?? Date.now;
-  const doFetch = options.fetch ?? ((input, init) => fetch(input, init));
+  /** One try: the receiver's answer status, or the error it failed with. */
+  const post = async (
+    url: string,
+    addresses: readonly string[] | undefined,
+    request: { headers: Record<string, string>; body: string },
+  ): Promise<number> => {
+    if (options.fetch !== undefined) {
+      const response = await options.fetch(url, {
+        method: 'POST',
+        headers: request.headers,
+        body: request.body,
+        redirect: 'manual',
+        signal: AbortSignal.timeout(options.timeoutMs),
+      });
+      await response.body?.cancel();
+      return response.status;
+    }
+    // The answer's body is not read: its status says it all. A redirect is not followed (it could
+    // lead where the URL check would not let a push go).
+    const answer = await exchangeWhole(new URL(url), {
+      method: 'POST',
+      headers: lowerCased(request.headers),
+      body: request.body,
+      ...(addresses === undefined || addresses.length === 0 ? {} : { addresses }),
+      maxBytes: 0,
+      tooLarge: () => new Error('push answer too large'),
+      wanted: () => false,
+      timeoutMs: options.timeoutMs,
+    });
+    return answer.status;
+  };
   const running = new Set<Promise<void>>();
   /** Deliveries this process is trying or waiting to try again. */
   const held = new Set<string>();
@@ -125,15 +158,14 @@ export function createPushDelivery(options: PushDeliveryOptions): PushDelivery {
       sleepers.add(wake);
     });
 
-  /** Why a push URL may not be called now, or undefined when it may. */
-  async function refusal(url: string): Promise<string | undefined> {
-    if (options.urls === undefined) return undefined;
+  /** Why a push URL may not be called now, or the addresses it may be called at. */
+  async function vet(url: string): Promise<{ refused: string } | { addresses?: string[] }> {
+    if (options.urls === undefined) return {};
     try {
-      await options.urls.check(url);
-      return undefined;
+      return { addresses: await options.urls.check(url) };
     } catch (error) {
       if (!isFleetgateError(error)) throw error;
-      return `${error.code}: ${error.message}`;
+      return { refused: `${error.code}: ${error.message}` };
     }
   }
 
@@ -149,8 +181,9 @@ export function createPushDelivery(options: PushDeliveryOptions): PushDelivery {
     let attempt = taken;
     for (;;) {
       let lastError: string;
-      const refused = await refusal(config.config.url);
-      if (refused !== undefined) {
+      const vetted = await vet(config.config.url);
+      if ('refused' in vetted) {
+        const refused = vetted.refused;
         await store.endDelivery(key, {
           status: 'dead',
           attempts: attempt,
@@ -165,21 +198,16 @@ export function createPushDelivery(options: PushDeliveryOptions): PushDelivery {
         return;
       }
       try {
-        const response = await doFetch(config.config.url, {
-          method: 'POST',
+        const status = await post(config.config.url, vetted.addresses, {
           headers: { 'content-type': contentType, ...authHeaders(config.config) },
           body,
-          // A redirect is not followed: it could lead where the URL check would not let a push go.
-          redirect: 'manual',
-          signal: AbortSignal.timeout(options.timeoutMs),
         });
-        await response.body?.cancel();
-        if (response.ok) {
+        if (status >= 200 && status < 300) {
           await store.endDelivery(key, { status: 'delivered', attempts: attempt, at: now() });
           options.onOutcome?.('delivered');
           return;
         }
-        lastError = `HTTP ${response.status}`;
+        lastError = `HTTP ${status}`;
       } catch (error) {
         lastError = error instanceof Error ? error.message : String(error);
       }
@@ -289,4 +317,11 @@ export function createPushDelivery(options: PushDeliveryOptions): PushDelivery {
       for (const wake of [...sleepers]) wake();
     },
   };
+}
+
+/** Header names in lower case, as `node:http` sends them. */
+function lowerCased(headers: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) out[name.toLowerCase()] = value;
+  return out;
 }
