@@ -298,6 +298,36 @@ describe('SkillCallChain', () => {
   });
 });
 
+describe('optional hook failures and a bus that does not answer', () => {
+  it('does not hold the call while the failure is published (a bus outage)', async () => {
+    const log: string[] = [];
+    let publishes = 0;
+    // A bus that takes the publish and never answers, as NATS does while it is down.
+    const sink = createHookFailureLog({
+      bus: {
+        publish: () => {
+          publishes += 1;
+          return new Promise(() => undefined);
+        },
+      },
+    });
+    const chain = new SkillCallChain(
+      build(
+        [plain('A', { beforeThrows: true }), plain('B', { afterThrows: true, hasBefore: false })],
+        log,
+      ),
+      context(),
+      sink,
+    );
+    const within = <T>(work: Promise<T>): Promise<T | 'held'> =>
+      Promise.race([work, new Promise<'held'>((r) => setTimeout(() => r('held'), 1000))]);
+    expect(await within(chain.runBefore())).toBeUndefined();
+    expect(await within(chain.runAfter(OK))).toBeUndefined();
+    expect(sink.counts()).toEqual({ 'urn:A before': 1, 'urn:B after': 1 });
+    expect(publishes).toBe(2);
+  });
+});
+
 describe('createHookFailureLog', () => {
   it('counts failures and publishes each on system.error', async () => {
     const published: { topic: string; payload: unknown }[] = [];

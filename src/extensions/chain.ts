@@ -388,7 +388,8 @@ export interface HookFailureLog extends HookFailureSink {
 /**
  * A {@link HookFailureSink} that counts every failure and publishes it on `system.error`. When the
  * publish itself fails, that is counted too (under `system.error publish`) and reported to
- * `onPublishError`, so nothing disappears without a trace.
+ * `onPublishError`, so nothing disappears without a trace. `report` waits for the publish only
+ * within the turn of the event loop: a bus that does not answer never holds a call.
  */
 export function createHookFailureLog(options: {
   bus: ExtensionEventBus;
@@ -402,24 +403,29 @@ export function createHookFailureLog(options: {
       total += 1;
       bump(`${failure.uri} ${failure.hook}`);
       const error = failure.error;
-      try {
-        await options.bus.publish(
-          'system.error',
-          {
-            source: `extension:${failure.uri}`,
-            message: `${failure.hook} hook failed: ${error instanceof Error ? error.message : String(error)}`,
-            code: isFleetgateError(error) ? error.code : 'FLEETGATE_HOOK_ERROR',
-            hook: failure.hook,
-            agent: failure.agent,
-            skill: failure.skill,
-            correlationId: failure.correlationId,
-          },
-          { correlationId: failure.correlationId },
-        );
-      } catch (publishError) {
-        bump('system.error publish');
-        options.onPublishError?.(publishError, failure);
-      }
+      const published = (async () => {
+        try {
+          await options.bus.publish(
+            'system.error',
+            {
+              source: `extension:${failure.uri}`,
+              message: `${failure.hook} hook failed: ${error instanceof Error ? error.message : String(error)}`,
+              code: isFleetgateError(error) ? error.code : 'FLEETGATE_HOOK_ERROR',
+              hook: failure.hook,
+              agent: failure.agent,
+              skill: failure.skill,
+              correlationId: failure.correlationId,
+            },
+            { correlationId: failure.correlationId },
+          );
+        } catch (publishError) {
+          bump('system.error publish');
+          options.onPublishError?.(publishError, failure);
+        }
+      })();
+      // A bus that answers at once (in memory) is waited for; one that does not (NATS down, or
+      // far away) does not hold the call whose hook failed: the publish goes on without it.
+      await Promise.race([published, new Promise<void>((resolve) => setImmediate(resolve))]);
     },
     counts: () => Object.fromEntries(counts),
     total: () => total,
