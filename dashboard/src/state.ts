@@ -197,11 +197,30 @@ export class Store {
     this.changed();
   }
 
+  /**
+   * Before the first world snapshot and while one loads: the newest version of each domain that
+   * a `world.state.updated` named. An event that comes before its snapshot cannot be compared
+   * with it; once the snapshot is in, a domain it is behind on is read again (once).
+   */
+  #worldSeen: Map<string, number> | undefined = new Map();
+
   async loadWorld(): Promise<void> {
     if (this.api === undefined) return;
-    const { domains } = await this.api.get<{ domains: Record<string, WorldDomain> }>('/api/world');
+    const seen = (this.#worldSeen ??= new Map<string, number>());
+    let domains: Record<string, WorldDomain>;
+    try {
+      ({ domains } = await this.api.get<{ domains: Record<string, WorldDomain> }>('/api/world'));
+    } finally {
+      this.#worldSeen = undefined;
+    }
     this.world = domains;
     this.changed();
+    for (const [domain, version] of seen) {
+      if (version > (domains[domain]?.version ?? -1)) {
+        this.reloadSoon('world');
+        break;
+      }
+    }
   }
 
   async loadAll(): Promise<void> {
@@ -324,9 +343,13 @@ export class Store {
       }
     } else if (topic === 'world.state.updated') {
       // Events replayed on connect that the snapshot already holds change nothing.
-      const known = this.world[text(p.domain, '')];
-      if (known === undefined || typeof p.version !== 'number' || p.version > known.version)
-        this.reloadSoon('world');
+      const domain = text(p.domain, '');
+      const version = typeof p.version === 'number' ? p.version : Number.POSITIVE_INFINITY;
+      const known = this.world[domain];
+      if (this.#worldSeen !== undefined) {
+        // The snapshot is not in yet: it is compared with this once it is.
+        this.#worldSeen.set(domain, Math.max(version, this.#worldSeen.get(domain) ?? -1));
+      } else if (known === undefined || version > known.version) this.reloadSoon('world');
     } else if (topic.startsWith('ops.alert.')) {
       this.#pushEffect({
         at,
