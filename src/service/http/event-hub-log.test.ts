@@ -137,6 +137,10 @@ describe('event hub resuming from the durable log', () => {
     expect((await t.read('a.c', fromLog.id)).map((f) => f.event ?? f.data.payload.n)).toEqual([
       7, 8, 9, 10, 11, 12,
     ]);
+    // A position past the log's head is another store's: the window is replayed after a notice.
+    const elsewhere = await t.read('a.c', `${'0'.repeat(8)}-3-99999`);
+    expect(elsewhere[0]).toMatchObject({ event: 'fleetgate.gap' });
+    expect(elsewhere.slice(1).map((f) => f.data.payload.n)).toEqual([9, 10, 11, 12]);
     const fromWindow = seen.find((f) => f.data.payload.n === 11)!;
     expect((await t.read('a.>', fromWindow.id)).map((f) => f.event ?? f.data.payload.n)).toEqual([
       12,

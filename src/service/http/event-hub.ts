@@ -773,7 +773,9 @@ export function createEventHub(given: EventHubOptions): EventHub {
         await catchUp(client, group, from.seq + 1);
         return;
       }
-      if (from !== 'invalid' && log !== undefined && from.mark !== undefined) {
+      // A log position past the log's head is of another store: nothing to resume from.
+      const beyond = from !== 'invalid' && from.mark !== undefined && from.mark > watermark;
+      if (from !== 'invalid' && log !== undefined && from.mark !== undefined && !beyond) {
         await resumeFromLog(log, client, group, { ...from, id: lastEventId, mark: from.mark });
         return;
       }
@@ -784,9 +786,11 @@ export function createEventHub(given: EventHubOptions): EventHub {
           reason:
             from === 'invalid'
               ? 'not an event id of this gateway'
-              : from.foreign
-                ? 'the gateway restarted since; events published in between are not retained'
-                : 'older than the retained window',
+              : beyond
+                ? 'not a position of this gateway’s durable log (another store?)'
+                : from.foreign
+                  ? 'the gateway restarted since; events published in between are not retained'
+                  : 'older than the retained window',
           oldestRetained: first === undefined ? null : idOf(first.seq, first.mark),
         }),
       );
