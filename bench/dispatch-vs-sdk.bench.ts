@@ -25,6 +25,7 @@
  *   the agent process's, in the stamped rounds (Linux only); `cpu_bound_throughput_ratio`: the
  *   throughput ratio these predict when the agent and this process keep the machine's cores busy,
  *   (SDK + agent) ÷ (fleet + agent) — read `throughput_ratio` against it (informational).
+ * - `cpu_ratio`: `fleet_cpu_us_per_call` ÷ `sdk_cpu_us_per_call` (≤ 1.15).
  *
  * Rounds rotate which side goes first, after a warm-up of every side. The agent is the example ops
  * agent with a fixed answer (a text part, a two-entry worldstate-delta part, a cost part), so every
@@ -286,6 +287,13 @@ async function main(): Promise<void> {
       report({ bench: BENCH, metric, value: Math.round(value), unit: 'us' });
     cpuFigure('fleet_cpu_us_per_call', fleetCpu);
     cpuFigure('sdk_cpu_us_per_call', sdkCpu);
+    report({
+      bench: BENCH,
+      metric: 'cpu_ratio',
+      value: fleetCpu / sdkCpu,
+      unit: 'ratio',
+      target: '<=1.15',
+    });
     if (agentMs === undefined) note('no /proc here: the agent process CPU figures are left out');
     else {
       const agentUs = agentMs * 1000;

@@ -18,6 +18,8 @@
  *   `raw_p50_ms`, `forwarder_p50_ms`;
  * - `agent_cpu_ms_per_request` (the agent, in the raw rounds), `gateway_cpu_ms_per_request` and
  *   `forwarder_cpu_ms_per_request` (that process alone, in its rounds): where the cores go (Linux).
+ * - `gateway_cpu_vs_agent`: the gateway's CPU per request ÷ the agent's (≤ 1.0), and
+ *   `throughput_vs_forwarder`: gateway requests/s ÷ the bare forwarder's (≥ 0.8).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -174,6 +176,26 @@ async function main(): Promise<void> {
       agent_cpu_ms_per_request: 'raw',
       gateway_cpu_ms_per_request: 'gw',
       forwarder_cpu_ms_per_request: 'forwarded',
+    });
+    // The calls-room targets: the gateway's work per call against the agent's own, and its
+    // throughput against a bare forwarder's (the network hop alone).
+    const gwCpu = cpu.perRequest('gw');
+    const agentCpu = cpu.perRequest('raw');
+    if (gwCpu !== undefined && agentCpu !== undefined) {
+      report({
+        bench: BENCH,
+        metric: 'gateway_cpu_vs_agent',
+        value: gwCpu / agentCpu,
+        unit: 'ratio',
+        target: '<=1.0',
+      });
+    }
+    report({
+      bench: BENCH,
+      metric: 'throughput_vs_forwarder',
+      value: gwRps / fwRps,
+      unit: 'ratio',
+      target: '>=0.8',
     });
   } finally {
     gateway.child.kill('SIGTERM');

@@ -16,6 +16,8 @@
  *   `direct_p50_ms`, `forwarder_p50_ms`;
  * - `agent_cpu_ms_per_call` (the agent, in the direct rounds), `gateway_cpu_ms_per_call` and
  *   `forwarder_cpu_ms_per_call` (that process alone, in its rounds): where the cores go (Linux).
+ * - `proxy_cpu_vs_agent`: the gateway's CPU per proxied call ÷ the agent's (≤ 1.5), and
+ *   `p50_vs_forwarder`: proxied p50 ÷ the bare forwarder's p50 (≤ 1.5).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -188,6 +190,26 @@ async function main(): Promise<void> {
       agent_cpu_ms_per_call: 'direct',
       gateway_cpu_ms_per_call: 'proxied',
       forwarder_cpu_ms_per_call: 'forwarded',
+    });
+    // The calls-room targets: the proxy's work per call against the agent's own, and its median
+    // latency against a bare forwarder's (the network hop alone).
+    const proxyCpu = cpu.perRequest('proxied');
+    const agentCpu = cpu.perRequest('direct');
+    if (proxyCpu !== undefined && agentCpu !== undefined) {
+      report({
+        bench: BENCH,
+        metric: 'proxy_cpu_vs_agent',
+        value: proxyCpu / agentCpu,
+        unit: 'ratio',
+        target: '<=1.5',
+      });
+    }
+    report({
+      bench: BENCH,
+      metric: 'p50_vs_forwarder',
+      value: proxyP50 / forwardedP50,
+      unit: 'ratio',
+      target: '<=1.5',
     });
   } finally {
     gateway.child.kill('SIGTERM');
