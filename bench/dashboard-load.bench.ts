@@ -145,8 +145,10 @@ const gw = await startServiceProcess({
   env: { BENCH_TOKEN: TOKEN },
   timeoutMs: 90_000,
 });
-const browser = await launchBrowser();
+// Stopped whatever happens next, a browser that fails to start included.
+let browser: Awaited<ReturnType<typeof launchBrowser>> | undefined;
 try {
+  browser = await launchBrowser();
   const { agents } = await getJson<{ agents: { status: string; skills: unknown[] }[] }>(
     gw.url,
     '/api/agents',
@@ -471,7 +473,7 @@ try {
   });
   await context.close();
 } finally {
-  await browser.close();
+  await browser?.close();
   await gw.stop('SIGTERM');
   await agent.close();
   cardServer.close();
