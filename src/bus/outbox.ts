@@ -13,6 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Generated, Kysely } from 'kysely';
 import { parseTopic } from './topic-pattern.js';
+import { readRow } from './outbox-parking.js';
 import type { EventEnvelope, FleetgateTopics, TopicMap, TopicOf } from '../protocol/index.js';
 
 /** Row shape of the `fleetgate_outbox` table. */
@@ -237,13 +238,10 @@ export function createOutboxLog(database: OutboxRelayDatabase): OutboxLog {
         .execute();
       const out: LoggedEvent[] = [];
       for (const row of rows) {
-        let payload: unknown;
-        try {
-          payload = JSON.parse(row.payload);
-        } catch {
-          // Not JSON: the relay parks such a row instead of publishing it.
-          continue;
-        }
+        // Read as the relay reads it; a row it would park was never published.
+        const read = readRow(row, undefined);
+        if ('parked' in read) continue;
+        const payload = read.payload;
         out.push({
           seq: Number(row.seq),
           event: {

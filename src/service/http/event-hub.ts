@@ -49,7 +49,7 @@ export interface EventHubOptions {
   /** True when the bus delivers log positions (JetStream): ids are stream sequences. */
   sequenced: boolean;
   /**
-   * The durable log behind a bus that keeps none (the store's outbox; `Gateway.loggedEvents`):
+   * The durable log behind a bus that keeps none (the store's outbox; `Gateway.eventLog`):
    * resumes past the window read from it. Not used when `sequenced`.
    */
   log?: OutboxLog | undefined;

@@ -126,7 +126,7 @@ export function createPushDelivery(options: PushDeliveryOptions): PushDelivery {
     // lead where the URL check would not let a push go).
     const answer = await exchangeWhole(new URL(url), {
       method: 'POST',
-      headers: lowerCased(request.headers),
+      headers: request.headers,
       body: request.body,
       ...(addresses === undefined || addresses.length === 0 ? {} : { addresses }),
       maxBytes: 0,
@@ -317,11 +317,4 @@ export function createPushDelivery(options: PushDeliveryOptions): PushDelivery {
       for (const wake of [...sleepers]) wake();
     },
   };
-}
-
-/** Header names in lower case, as `node:http` sends them. */
-function lowerCased(headers: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) out[name.toLowerCase()] = value;
-  return out;
 }
