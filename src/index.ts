@@ -25,7 +25,7 @@ export type { FleetgateConfig, FleetgateConfigInput, Gateway, GatewayDeps };
  * ```ts
  * import { createGateway } from 'fleetgate';
  * const gw = await createGateway({ agents: [{ name: 'ci', url: 'http://127.0.0.1:9101' }] });
- * const record = await gw.dispatch({ agent: 'ci', skill: 'rerun_checks', text: 'PR 42' });
+ * const record = await gw.dispatch({ agent: 'ci', skill: 'rerun_checks', text: 'PR 42' }).result();
  * await gw.close();
  * ```
  */
@@ -45,6 +45,10 @@ export {
   type CallMode,
   type CallOptions,
   type CallResult,
+  type CallUpdate,
+  type DispatchHandle,
+  type DispatchRecord,
+  type DispatchRequest,
   type FleetClient,
   type FleetClientOptions,
 } from './dispatch/index.js';

@@ -75,7 +75,9 @@ describe('docs/agent-authoring.md', () => {
 
   it('runs as written: the gateway gates it as declared and lifts its delta once', async () => {
     expect(gw.agents.effectiveRadius('triage', 'triage').radius).toBe('project');
-    const record = await gw.dispatch({ agent: 'triage', skill: 'triage', text: 'issue #12' });
+    const record = await gw
+      .dispatch({ agent: 'triage', skill: 'triage', text: 'issue #12' })
+      .answered();
     expect(record.status).toBe('completed');
     await gw.settle();
     expect(deltas.map((e) => e.payload)).toEqual([

@@ -115,7 +115,7 @@ describe('an agent that requires its credential on every request', () => {
       dispatchMode: 'return-immediately',
       tracking: { polling: { intervalMs: 20, growth: 1 } },
     });
-    const record = await g.dispatch({ agent: 'ops', skill: 'pr_review', text: 'PR 1' });
+    const record = await g.dispatch({ agent: 'ops', skill: 'pr_review', text: 'PR 1' }).answered();
     expect(record.taskId).toBeTruthy();
     const w = watch(g, record.id);
     release();
@@ -141,7 +141,7 @@ describe('an agent that requires its credential on every request', () => {
       tracking: { polling: { intervalMs: 3_600_000 } },
     });
     callbacks.bind(g.pushReceiver);
-    const record = await g.dispatch({ agent: 'ops', skill: 'pr_review', text: 'PR 2' });
+    const record = await g.dispatch({ agent: 'ops', skill: 'pr_review', text: 'PR 2' }).answered();
     await until(
       () => proxy!.exchanges.some((e) => e.method === 'CreateTaskPushNotificationConfig'),
       10_000,
@@ -166,12 +166,14 @@ describe('an agent that requires its credential on every request', () => {
     const g = await start(true, { tracking: { polling: { intervalMs: 3_600_000 } } }, () =>
       release(),
     );
-    const record = await g.dispatch({
-      agent: 'ops',
-      skill: 'pr_review',
-      text: 'PR 3',
-      mode: 'streaming',
-    });
+    const record = await g
+      .dispatch({
+        agent: 'ops',
+        skill: 'pr_review',
+        text: 'PR 3',
+        mode: 'streaming',
+      })
+      .answered();
     expect(proxy!.cut()).toBe(1);
     const w = watch(g, record.id);
     try {
@@ -196,7 +198,7 @@ describe('an agent that requires its credential on every request', () => {
       dispatchMode: 'return-immediately',
       tracking: { polling: { intervalMs: 20, growth: 1 }, maxTrackingTimeMs: 200 },
     });
-    const record = await g.dispatch({ agent: 'ops', skill: 'pr_review', text: 'PR 4' });
+    const record = await g.dispatch({ agent: 'ops', skill: 'pr_review', text: 'PR 4' }).answered();
     const w = watch(g, record.id);
     try {
       await until(() => w.status() === 'failed', 15_000, 'the timed-out dispatch to fail');

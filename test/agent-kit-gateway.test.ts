@@ -184,7 +184,7 @@ describe('an agent built on fleetgate/agent, through the gateway', () => {
   });
 
   it('publishes the deltas reported during the task as one world.state.delta', async () => {
-    const record = await gw.dispatch({ agent: 'kit', skill: 'triage', text: 'go' });
+    const record = await gw.dispatch({ agent: 'kit', skill: 'triage', text: 'go' }).answered();
     expect(record.status).toBe('completed');
     await gw.settle();
     const mine = deltasOf(record.taskId);
@@ -231,7 +231,7 @@ describe('an agent built on fleetgate/agent, through the gateway', () => {
 
   it('still carries the reported deltas when the task is canceled', async () => {
     const before = new Set(held.keys());
-    const dispatched = gw.dispatch({ agent: 'kit', skill: 'triage', text: 'hold' });
+    const dispatched = gw.dispatch({ agent: 'kit', skill: 'triage', text: 'hold' }).answered();
     let taskId: string | undefined;
     await until(
       () => (taskId = [...held.keys()].find((id) => !before.has(id))) !== undefined,
@@ -305,7 +305,7 @@ describe('an agent built on fleetgate/agent, through the gateway', () => {
     expect(read(v03.result).entries).toEqual([D1, D2, D3]);
 
     // And a v0.3-only agent on the kit, through the gateway.
-    const record = await gw.dispatch({ agent: 'kit03', skill: 'triage', text: 'go' });
+    const record = await gw.dispatch({ agent: 'kit03', skill: 'triage', text: 'go' }).answered();
     expect(record.status).toBe('completed');
     await gw.settle();
     expect(deltasOf(record.taskId)[0]!.payload).toMatchObject({

@@ -52,7 +52,7 @@ async function harness(
   });
   return {
     g,
-    dispatch: (request) => g.gw.dispatch(request),
+    dispatch: (request) => g.gw.dispatch(request).answered(),
     record: (id) => g.gw.dispatchRecord(id),
     events,
     lookups: () => lookups,

@@ -62,7 +62,9 @@ describe('createGateway', () => {
   });
 
   it('dispatches a call: durable record, world state updated once, event on the bus', async () => {
-    const record = await gw.dispatch({ agent: 'ops', skill: 'pr_review', text: 'review #42' });
+    const record = await gw
+      .dispatch({ agent: 'ops', skill: 'pr_review', text: 'review #42' })
+      .answered();
     expect(record).toMatchObject({ agent: 'ops', skill: 'pr_review', status: 'completed' });
     expect(await gw.dispatchRecord(record.id)).toMatchObject({ status: 'completed' });
     await gw.settle();
@@ -91,7 +93,7 @@ describe('createGateway', () => {
     );
     const seen: EventEnvelope[] = [];
     await own.events.subscribe('world.state.delta', (e) => void seen.push(e), { name: 'seen' });
-    const inFlight = own.dispatch({ agent: 'slow', skill: 'pr_review', text: 'late' });
+    const inFlight = own.dispatch({ agent: 'slow', skill: 'pr_review', text: 'late' }).answered();
     // Close while the agent is still working on the call.
     await until(() => slow.received.some((c) => c.text === 'late'), 5000, 'the call to arrive');
     const closed = own.close();
@@ -107,7 +109,7 @@ describe('createGateway', () => {
   it('keeps state across a restart on the same SQLite file', async () => {
     const path = `sqlite:${join(dir, 'restart.db')}`;
     const first = await createGateway({ store: path, agents: [{ name: 'ops', url: ops.url }] });
-    const record = await first.dispatch({ agent: 'ops', skill: 'sitrep', text: 'one' });
+    const record = await first.dispatch({ agent: 'ops', skill: 'sitrep', text: 'one' }).answered();
     await first.close();
     const second = await createGateway({ store: path, agents: [{ name: 'ops', url: ops.url }] });
     try {

@@ -66,12 +66,14 @@ describe('fleetgate approvals on the store', () => {
   });
 
   it('lists pending approvals, approves one; the gateway then sends the call once', async () => {
-    const record = await gw.dispatch({
-      agent: 'ops',
-      skill: 'bulk_migration',
-      text: 'cli-1',
-      requestedBy: 'bob',
-    });
+    const record = await gw
+      .dispatch({
+        agent: 'ops',
+        skill: 'bulk_migration',
+        text: 'cli-1',
+        requestedBy: 'bob',
+      })
+      .answered();
     const table = await cli('approvals', '--store', url);
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(/ops\/bulk_migration\s+fleet\s+gated\s+1h\s+0\/1\s+github_issues/);
@@ -114,7 +116,9 @@ describe('fleetgate approvals on the store', () => {
   });
 
   it('snoozes without rejecting', async () => {
-    const record = await gw.dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'cli-2' });
+    const record = await gw
+      .dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'cli-2' })
+      .answered();
     const approval = (await gw.approvals.list()).find((a) => a.dispatchId === record.id)!;
     const snoozed = await cli('approvals', 'snooze', approval.id, '--for', '10m', '--store', url);
     expect(snoozed.code).toBe(0);

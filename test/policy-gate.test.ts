@@ -69,13 +69,15 @@ describe('HITL gate through createGateway', () => {
   });
 
   it('sends an autonomous skill at once', async () => {
-    const record = await gw.dispatch({ agent: 'ops', skill: 'sitrep', text: 'auto-1' });
+    const record = await gw.dispatch({ agent: 'ops', skill: 'sitrep', text: 'auto-1' }).answered();
     expect(record.status).toBe('completed');
     expect(received('auto-1')).toHaveLength(1);
   });
 
   it('sends a notification-mode call at once and publishes hitl.notification', async () => {
-    const record = await gw.dispatch({ agent: 'ops-public', skill: 'sitrep', text: 'notify-1' });
+    const record = await gw
+      .dispatch({ agent: 'ops-public', skill: 'sitrep', text: 'notify-1' })
+      .answered();
     expect(record.status).toBe('completed');
     expect(received('notify-1')).toHaveLength(1);
     await gw.settle();
@@ -86,7 +88,9 @@ describe('HITL gate through createGateway', () => {
   });
 
   it('refuses what an override denies, before anything is sent', async () => {
-    const record = await gw.dispatch({ agent: 'ops-public', skill: 'pr_review', text: 'deny-1' });
+    const record = await gw
+      .dispatch({ agent: 'ops-public', skill: 'pr_review', text: 'deny-1' })
+      .answered();
     expect(record).toMatchObject({
       status: 'rejected',
       result: { error: { code: 'FLEETGATE_DISPATCH_DENIED', message: 'frozen for the audit' } },
@@ -95,12 +99,14 @@ describe('HITL gate through createGateway', () => {
   });
 
   it('holds a gated call until approved, then sends it exactly once', async () => {
-    const record = await gw.dispatch({
-      agent: 'ops',
-      skill: 'bulk_migration',
-      text: 'migrate-1',
-      requestedBy: 'bob',
-    });
+    const record = await gw
+      .dispatch({
+        agent: 'ops',
+        skill: 'bulk_migration',
+        text: 'migrate-1',
+        requestedBy: 'bob',
+      })
+      .answered();
     expect(record.status).toBe('awaiting-approval');
     expect(received('migrate-1')).toHaveLength(0);
 
@@ -150,7 +156,7 @@ describe('HITL gate through createGateway', () => {
 
   it('never sends a rejected call, and refuses the identical call at once afterwards', async () => {
     const request = { agent: 'ops', skill: 'bulk_migration', text: 'migrate-2' };
-    const record = await gw.dispatch(request);
+    const record = await gw.dispatch(request).answered();
     const approval = (await gw.approvals.list()).find((a) => a.dispatchId === record.id)!;
     const outcome = await gw.approvals.reject(approval.id, 'alice', 'not this week');
     expect(outcome.dispatch).toMatchObject({
@@ -160,7 +166,7 @@ describe('HITL gate through createGateway', () => {
     await gw.approvals.sweep();
     expect(received('migrate-2')).toHaveLength(0);
 
-    const again = await gw.dispatch(request);
+    const again = await gw.dispatch(request).answered();
     expect(again.status).toBe('rejected');
     expect(again.result?.error).toMatchObject({
       code: 'FLEETGATE_APPROVAL_REJECTED_RECENTLY',
@@ -169,7 +175,7 @@ describe('HITL gate through createGateway', () => {
     expect((await gw.approvals.list()).filter((a) => a.dispatchId === again.id)).toHaveLength(0);
 
     // One byte changed: a different call, asked afresh.
-    const changed = await gw.dispatch({ ...request, text: 'migrate-3' });
+    const changed = await gw.dispatch({ ...request, text: 'migrate-3' }).answered();
     expect(changed.status).toBe('awaiting-approval');
     const fresh = (await gw.approvals.list()).find((a) => a.dispatchId === changed.id)!;
     expect(fresh.fingerprint).not.toBe(approval.fingerprint);
@@ -177,7 +183,9 @@ describe('HITL gate through createGateway', () => {
   });
 
   it('expires an undecided approval as a rejection, never approving it', async () => {
-    const record = await gw.dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'migrate-4' });
+    const record = await gw
+      .dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'migrate-4' })
+      .answered();
     const approval = (await gw.approvals.list()).find((a) => a.dispatchId === record.id)!;
     clock += HOUR + 1;
     await gw.approvals.sweep();
@@ -198,8 +206,12 @@ describe('HITL gate through createGateway', () => {
   });
 
   it('lets a veto call go after its window, and stops it when rejected inside it', async () => {
-    const goes = await gw.dispatch({ agent: 'ops', skill: 'pr_review', text: 'review-1' });
-    const stops = await gw.dispatch({ agent: 'ops', skill: 'pr_review', text: 'review-2' });
+    const goes = await gw
+      .dispatch({ agent: 'ops', skill: 'pr_review', text: 'review-1' })
+      .answered();
+    const stops = await gw
+      .dispatch({ agent: 'ops', skill: 'pr_review', text: 'review-2' })
+      .answered();
     expect([goes.status, stops.status]).toEqual(['awaiting-approval', 'awaiting-approval']);
     const veto = (await gw.approvals.list()).find((a) => a.dispatchId === stops.id)!;
     expect(veto).toMatchObject({ kind: 'veto', mode: 'veto', radius: 'repo' });
@@ -220,11 +232,13 @@ describe('HITL gate through createGateway', () => {
   });
 
   it('needs N distinct approvers for a public call', async () => {
-    const record = await gw.dispatch({
-      agent: 'ops-public',
-      skill: 'bulk_migration',
-      text: 'migrate-5',
-    });
+    const record = await gw
+      .dispatch({
+        agent: 'ops-public',
+        skill: 'bulk_migration',
+        text: 'migrate-5',
+      })
+      .answered();
     const approval = (await gw.approvals.list()).find((a) => a.dispatchId === record.id)!;
     expect(approval).toMatchObject({ radius: 'public', requiredApprovals: 2 });
     expect(approval.reasons.map((r) => r.kind)).toEqual(
@@ -258,11 +272,15 @@ describe('HITL gate through createGateway', () => {
     const explained = await gw.approvals.explain('ops', 'bulk_migration');
     expect(explained.decision.standing).toBe(grant.id);
 
-    const covered = await gw.dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'migrate-6' });
+    const covered = await gw
+      .dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'migrate-6' })
+      .answered();
     expect(covered.status).toBe('completed');
     expect(received('migrate-6')).toHaveLength(1);
 
-    const next = await gw.dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'migrate-7' });
+    const next = await gw
+      .dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'migrate-7' })
+      .answered();
     expect(next.status).toBe('awaiting-approval');
     expect((await gw.approvals.audit(grant.id)).map((a) => a.action)).toEqual(['grant', 'use']);
 
@@ -282,8 +300,12 @@ describe('HITL gate through createGateway', () => {
   });
 
   it('keeps pending approvals across a restart; a changed policy voids them', async () => {
-    const kept = await gw.dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'migrate-8' });
-    const voided = await gw.dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'migrate-9' });
+    const kept = await gw
+      .dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'migrate-8' })
+      .answered();
+    const voided = await gw
+      .dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'migrate-9' })
+      .answered();
     await gw.close();
 
     // Same store file, same policy: the approval is still there and can be decided.
@@ -357,12 +379,16 @@ describe('HITL gate and a narrowing card', () => {
     await gw.agents.refresh('ops');
 
     // Narrowed but not acknowledged: still gated at fleet, and the reasons say why.
-    const first = await gw.dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'narrow-1' });
+    const first = await gw
+      .dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'narrow-1' })
+      .answered();
     expect(first.status).toBe('awaiting-approval');
     const firstApproval = (await gw.approvals.list()).find((a) => a.dispatchId === first.id)!;
     expect(firstApproval.radius).toBe('fleet');
     expect(firstApproval.reasons.map((r) => r.kind)).toContain('narrowing-pending');
-    const second = await gw.dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'narrow-2' });
+    const second = await gw
+      .dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'narrow-2' })
+      .answered();
     const secondApproval = (await gw.approvals.list()).find((a) => a.dispatchId === second.id)!;
 
     // Approved before the acknowledgement: still the same call, it goes.
@@ -380,7 +406,9 @@ describe('HITL gate and a narrowing card', () => {
       result: { error: { code: 'FLEETGATE_APPROVAL_VOID' } },
     });
     expect(received('narrow-2')).toHaveLength(0);
-    const third = await gw.dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'narrow-3' });
+    const third = await gw
+      .dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'narrow-3' })
+      .answered();
     expect(third.status).toBe('completed');
     expect(received('narrow-3')).toHaveLength(1);
   });
@@ -439,12 +467,14 @@ describe('HITL gate: questions and compound checkpoints', () => {
   });
 
   it('gates a compound skill at dispatch, then turns its input-required into a checkpoint', async () => {
-    const record = await gw.dispatch({
-      agent: 'deployer',
-      skill: 'deploy',
-      text: 'v2',
-      requestedBy: 'bob',
-    });
+    const record = await gw
+      .dispatch({
+        agent: 'deployer',
+        skill: 'deploy',
+        text: 'v2',
+        requestedBy: 'bob',
+      })
+      .answered();
     expect(record.status).toBe('awaiting-approval');
     expect(agent.received).toHaveLength(0);
     const gate = (await gw.approvals.list()).find((a) => a.dispatchId === record.id)!;
@@ -487,12 +517,14 @@ describe('HITL gate: questions and compound checkpoints', () => {
   });
 
   it('puts the question of any skill in the inbox; the requester may answer it', async () => {
-    const record = await gw.dispatch({
-      agent: 'deployer',
-      skill: 'ask',
-      text: 'preview',
-      requestedBy: 'bob',
-    });
+    const record = await gw
+      .dispatch({
+        agent: 'deployer',
+        skill: 'ask',
+        text: 'preview',
+        requestedBy: 'bob',
+      })
+      .answered();
     expect(record.status).toBe('awaiting-input');
     const question = (await gw.approvals.list()).find((a) => a.dispatchId === record.id)!;
     expect(question).toMatchObject({ kind: 'checkpoint', mode: 'autonomous' });
@@ -501,7 +533,7 @@ describe('HITL gate: questions and compound checkpoints', () => {
   });
 
   it('rejecting a question ends the dispatch rejected; nothing more is sent', async () => {
-    const record = await gw.dispatch({ agent: 'deployer', skill: 'ask', text: 'never' });
+    const record = await gw.dispatch({ agent: 'deployer', skill: 'ask', text: 'never' }).answered();
     const question = (await gw.approvals.list()).find((a) => a.dispatchId === record.id)!;
     const before = agent.received.length;
     const rejected = await gw.approvals.reject(question.id, 'alice', 'no');
@@ -513,7 +545,9 @@ describe('HITL gate: questions and compound checkpoints', () => {
   });
 
   it('sends a veto call by itself when its window ends (the dispatcher times it)', async () => {
-    const record = await gw.dispatch({ agent: 'deployer', skill: 'quick', text: 'soon' });
+    const record = await gw
+      .dispatch({ agent: 'deployer', skill: 'quick', text: 'soon' })
+      .answered();
     expect(record.status).toBe('awaiting-approval');
     expect(agent.received.filter((c) => c.text === 'soon')).toHaveLength(0);
     const veto = (await gw.approvals.list()).find((a) => a.dispatchId === record.id);
@@ -572,7 +606,7 @@ describe('HITL gate: a question the tracker sees later', () => {
   });
 
   it('turns an input-required seen by a poll into an inbox question; the answer completes the task', async () => {
-    const record = await gw.dispatch({ agent: 'board', skill: 'triage', text: 'bug 7' });
+    const record = await gw.dispatch({ agent: 'board', skill: 'triage', text: 'bug 7' }).answered();
     expect(record.status).toBe('running');
     const taskId = agent.received[0]!.taskId;
 

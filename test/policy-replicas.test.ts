@@ -81,12 +81,14 @@ describe.skipIf(!natsUp || !pgUp)('approvals across replicas (PostgreSQL + JetSt
       name: `${name}_decided`,
     });
 
-    const record = await first.dispatch({
-      agent: 'ops',
-      skill: 'bulk_migration',
-      text: 'migrate-all',
-      requestedBy: 'bob',
-    });
+    const record = await first
+      .dispatch({
+        agent: 'ops',
+        skill: 'bulk_migration',
+        text: 'migrate-all',
+        requestedBy: 'bob',
+      })
+      .answered();
     expect(record.status).toBe('awaiting-approval');
     // The first replica restarts; the request is in the shared store.
     await first.close();
@@ -167,12 +169,14 @@ describe.skipIf(!natsUp || !pgUp)('approvals across replicas (PostgreSQL + JetSt
       },
     }));
 
-    const record = await fast.dispatch({
-      agent: 'ops',
-      skill: 'bulk_migration',
-      text: 'race-release',
-      requestedBy: 'bob',
-    });
+    const record = await fast
+      .dispatch({
+        agent: 'ops',
+        skill: 'bulk_migration',
+        text: 'race-release',
+        requestedBy: 'bob',
+      })
+      .answered();
     expect(record.status).toBe('awaiting-approval');
     heldId = record.id;
     const [approval] = (await fast.approvals.list()).filter((a) => a.dispatchId === record.id);

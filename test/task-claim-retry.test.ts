@@ -160,6 +160,7 @@ describe('dispatcher: a task that outlives the store going away', () => {
     try {
       const error = await g.gw
         .dispatch({ agent: 'ops', skill: 'sitrep', text: 'go' })
+        .answered()
         .catch((e: unknown) => e);
       expect(isFleetgateError(error, 'FLEETGATE_STORE_UNAVAILABLE')).toBe(true);
       // Followed from memory: polled to its end, its claim waiting for the store.

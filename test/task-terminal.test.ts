@@ -125,7 +125,9 @@ describe('task terminal: interrupted tasks', () => {
   it('reports a task handed over already input-required: dispatch awaiting-input, once', async () => {
     const h = await dispatching(w, { polling: { intervalMs: 60_000 } });
     try {
-      const record = await h.g.gw.dispatch({ agent: 'ops', skill: 'pr_review', text: 'go' });
+      const record = await h.g.gw
+        .dispatch({ agent: 'ops', skill: 'pr_review', text: 'go' })
+        .answered();
       expect(record.status).toBe('awaiting-input');
       await until(() => h.topicsOf(record.id).includes('skill.dispatch.awaiting-input'));
       await sleep(50);
@@ -142,7 +144,9 @@ describe('task terminal: interrupted tasks', () => {
   it('ends an answered dispatch when the follow-up call settles its task, the tracker seeing it later', async () => {
     const h = await dispatching(w, { polling: { intervalMs: 60_000 } });
     try {
-      const record = await h.g.gw.dispatch({ agent: 'ops', skill: 'pr_review', text: 'go' });
+      const record = await h.g.gw
+        .dispatch({ agent: 'ops', skill: 'pr_review', text: 'go' })
+        .answered();
       expect(record.status).toBe('awaiting-input');
       const taskId = record.taskId!;
       // The tracker follows it (and what its start recovered of the test before: still waiting).

@@ -256,7 +256,9 @@ describe('task tracker and interrupted tasks', () => {
     );
     const g = await gateway(w, { polling: { intervalMs: 10 }, dispatchMode: 'return-immediately' });
     try {
-      const record = await g.gw.dispatch({ agent: 'ops', skill: 'pr_review', text: 'go' });
+      const record = await g.gw
+        .dispatch({ agent: 'ops', skill: 'pr_review', text: 'go' })
+        .answered();
       const taskId = record.taskId!;
       await until(() => waiting.length > 0);
       await sleep(60);

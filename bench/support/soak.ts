@@ -67,11 +67,11 @@ async function startAgents(
 type Call = (gw: Gateway) => Promise<unknown>;
 
 const CALLS: readonly Call[] = [
-  (gw) => gw.dispatch({ agent: 'ops', skill: 'sitrep', text: 'status' }),
-  (gw) => gw.dispatch({ agent: 'legacy', skill: 'triage', text: 'triage' }),
+  (gw) => gw.dispatch({ agent: 'ops', skill: 'sitrep', text: 'status' }).answered(),
+  (gw) => gw.dispatch({ agent: 'legacy', skill: 'triage', text: 'triage' }).answered(),
   (gw) => gw.call('stream', 'build', 'build', { mode: 'streaming' }),
-  (gw) => gw.dispatch({ agent: 'ops', skill: 'sitrep', text: 'status' }),
-  (gw) => gw.dispatch({ agent: 'plain', skill: 'echo', text: 'echo' }),
+  (gw) => gw.dispatch({ agent: 'ops', skill: 'sitrep', text: 'status' }).answered(),
+  (gw) => gw.dispatch({ agent: 'plain', skill: 'echo', text: 'echo' }).answered(),
 ];
 
 export async function runSoak(options: SoakOptions): Promise<void> {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { StreamResponse, Task } from '@a2a-js/sdk';
+import type { Task } from '@a2a-js/sdk';
 import { FleetgateError, isFleetgateError } from '../protocol/index.js';
 import type { ErrorCode, HeldInput, TaskStateName } from '../protocol/index.js';
 import { isTerminalState, normalizeTaskState } from '../protocol/index.js';
@@ -16,6 +16,7 @@ import type {
 } from './dispatch-records.js';
 import { moveDispatch } from './dispatch-records.js';
 import type { CallMode, CallResult, TaskFollower } from './call-types.js';
+import type { DispatchObserver } from './handle.js';
 import type { GateVerdict, PolicyGate } from './policy-gate.js';
 import { ALLOW_ALL } from './policy-gate.js';
 import type { FleetClient } from './fleet-client.js';
@@ -51,12 +52,6 @@ export interface DispatchRequest {
   mode?: CallMode;
   /** Extra headers of the A2A call (a W3C `traceparent`, for instance). */
   headers?: Readonly<Record<string, string>>;
-  /** Told the gate's decision as soon as it is taken (the HTTP API returns it). */
-  onDecision?: (decision: GateVerdict) => void;
-  /** Every stream event of the call as it arrives (`streaming` mode, a call sent at once). */
-  onEvent?: (event: StreamResponse) => void;
-  /** Told the call's result when this dispatch sent it at once (not a call released later). */
-  onResult?: (result: CallResult) => void;
 }
 
 /** The question an interrupted task asks: its status message, else the text of its reply. */
@@ -158,8 +153,15 @@ export class Dispatcher {
     return this.#o.owner;
   }
 
-  /** Dispatches one call; resolves with the record once the call ended or was handed over. */
-  async dispatch(request: DispatchRequest): Promise<DispatchRecord> {
+  /**
+   * Dispatches one call; resolves with the record once the call ended or was handed over.
+   * `observer` is told the gate's decision, and of a call sent at once its stream events and the
+   * agent's answer (a dispatch handle's feed).
+   */
+  async dispatch(
+    request: DispatchRequest,
+    observer?: Partial<DispatchObserver>,
+  ): Promise<DispatchRecord> {
     const now = this.#o.now();
     const record: DispatchRecord = {
       id: request.id ?? randomUUID(),
@@ -197,7 +199,7 @@ export class Dispatcher {
       input,
       ...(request.requestedBy === undefined ? {} : { requestedBy: request.requestedBy }),
     });
-    request.onDecision?.(decision);
+    observer?.decided?.(decision);
     if (decision.action !== 'allow') return this.#held(record, decision);
 
     return this.#send(record, input, {
@@ -205,8 +207,7 @@ export class Dispatcher {
       ...(request.requestedBy === undefined ? {} : { requestedBy: request.requestedBy }),
       ...(request.mode === undefined ? {} : { mode: request.mode }),
       ...(request.headers === undefined ? {} : { headers: request.headers }),
-      ...(request.onEvent === undefined ? {} : { onEvent: request.onEvent }),
-      ...(request.onResult === undefined ? {} : { onResult: request.onResult }),
+      ...(observer === undefined ? {} : { observer }),
     });
   }
 
@@ -221,8 +222,7 @@ export class Dispatcher {
       contextId?: string;
       mode?: CallMode;
       headers?: Readonly<Record<string, string>>;
-      onEvent?: (event: StreamResponse) => void;
-      onResult?: (result: CallResult) => void;
+      observer?: Partial<DispatchObserver>;
     } = {},
   ): Promise<DispatchRecord> {
     let result: CallResult;
@@ -248,7 +248,9 @@ export class Dispatcher {
       }
       result = await this.#o.fleet.call(record.agent, record.skill, input, {
         ...options,
-        ...(more.onEvent === undefined ? {} : { onEvent: more.onEvent }),
+        ...(more.observer?.streamed === undefined
+          ? {}
+          : { onEvent: more.observer.streamed.bind(more.observer) }),
         correlationId: record.correlationId,
         mode: more.mode ?? this.#o.mode ?? 'blocking',
         ...(more.taskId === undefined ? {} : { taskId: more.taskId }),
@@ -270,7 +272,7 @@ export class Dispatcher {
       return (await this.#move(record, { type: 'send-failed', at: this.#o.now(), error: failure }))
         .record;
     }
-    more.onResult?.(result);
+    more.observer?.replied?.(result);
     try {
       return await this.#answered(record, result, more);
     } finally {

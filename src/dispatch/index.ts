@@ -48,5 +48,11 @@ export {
 export * from './claim-journal.js';
 export * from './dispatch-records.js';
 export * from './dispatcher.js';
+export * from './handle.js';
+export {
+  createDispatchWatcher,
+  type DispatchEventSource,
+  type DispatchWatcher,
+} from './watcher.js';
 export * from './store-tables.js';
 export * from './policy-gate.js';

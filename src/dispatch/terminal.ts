@@ -24,7 +24,7 @@ export function outcomeForTask(task: Task): CallOutcome {
 
 /** Which path saw a task's terminal state. */
 export type SettlePath =
-  'reply' | 'stream' | 'poll' | 'push' | 'resubscribe' | 'recovery' | 'timeout';
+  'reply' | 'stream' | 'poll' | 'push' | 'resubscribe' | 'recovery' | 'timeout' | 'cancel';
 
 /**
  * What the terminal keeps of the call that started a task: enough to rebuild the call's `after`

@@ -103,6 +103,8 @@ export const ERROR_CODES = {
   FLEETGATE_HTTP_REQUEST_TIMEOUT: 'The client took too long to send its request.',
   FLEETGATE_PUSH_URL_REFUSED: 'A push-notification URL is not one the gateway may call.',
   FLEETGATE_DISPATCH_NOT_FOUND: 'No dispatch with this id exists.',
+  FLEETGATE_DISPATCH_NOT_CANCELABLE:
+    'The dispatch cannot be canceled now: its task is not known yet (it is being sent).',
   FLEETGATE_SKILL_UNKNOWN: 'No agent offers this skill.',
   FLEETGATE_SERVICE_NOT_READY: 'The gateway is starting or stopping and cannot answer yet.',
   FLEETGATE_LISTEN_UNSAFE: 'The gateway would listen beyond loopback without any token configured.',

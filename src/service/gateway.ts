@@ -14,6 +14,7 @@
  * 6. start: cached cards, first refresh, recovery of tasks left in flight, then the approvals
  *    sweeper (held dispatches decided elsewhere or while the gateway was down move on).
  */
+import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { Task } from '@a2a-js/sdk';
 import type {
@@ -23,7 +24,8 @@ import type {
   TaskTracker,
   TaskTrackerOptions,
 } from '../tasks/index.js';
-import type { EventBus, OutboxLog, OutboxRelay } from '../bus/index.js';
+import type { EventBus, OutboxLog, OutboxRelay, Subscription } from '../bus/index.js';
+import { ENDED_STATUSES } from '../calls/index.js';
 import {
   createEventIdGenerator,
   createOutboxRelay,
@@ -39,6 +41,7 @@ import type {
   CallResult,
   DispatchQuery,
   DispatchRecord,
+  DispatchHandle,
   DispatchRecordStore,
   DispatchRequest,
   FleetClient,
@@ -48,6 +51,8 @@ import type {
   PolicyGate,
 } from '../dispatch/index.js';
 import {
+  CallHandle,
+  createDispatchWatcher,
   createFleetClient,
   createStoreDispatchRecords,
   createTaskTerminal,
@@ -138,8 +143,18 @@ export interface GatewayDeps {
 /** A running gateway. */
 export interface Gateway {
   readonly config: FleetgateConfig;
-  /** Dispatches a skill call through the policy gate, with a durable record. */
-  dispatch(request: DispatchRequest): Promise<DispatchRecord>;
+  /**
+   * Dispatches a skill call through the policy gate, with a durable record: the handle has the
+   * dispatch's id at once, then its decision, updates, end and a way to cancel it.
+   *
+   * @example
+   * ```ts
+   * const call = gw.dispatch({ agent: 'ci', skill: 'rerun_checks', text: 'PR 42' });
+   * for await (const update of call.events()) console.log(update.type);
+   * const { status, result } = await call.result();
+   * ```
+   */
+  dispatch(request: DispatchRequest): DispatchHandle;
   /** The durable record of a dispatch. */
   dispatchRecord(id: string): Promise<DispatchRecord | undefined>;
   /** Dispatch records matching the filters, newest first (see `DispatchQuery`). */
@@ -195,7 +210,7 @@ export interface Gateway {
  * @example
  * ```ts
  * const gw = await createGateway({ agents: [{ name: 'ci', url: 'http://127.0.0.1:9101' }] });
- * const record = await gw.dispatch({ agent: 'ci', skill: 'rerun_checks', text: 'PR 42' });
+ * const record = await gw.dispatch({ agent: 'ci', skill: 'rerun_checks', text: 'PR 42' }).result();
  * console.log(record.status, await gw.world.getDomain('ci'));
  * await gw.close();
  * ```
@@ -497,6 +512,95 @@ export async function createGateway(
     return promise;
   };
 
+  // Dispatch handles wait on their dispatch's own events, heard once the first handle waits.
+  const watcher = createDispatchWatcher(
+    (id) => dispatchRecords.get(id),
+    (listener) => {
+      let subscription: Subscription | undefined;
+      let stopped = false;
+      const ready = Promise.resolve()
+        .then(() =>
+          bus.subscribe(
+            'skill.dispatch.>',
+            (event) => {
+              const id = (event.payload as { id?: unknown } | null)?.id;
+              if (typeof id === 'string') listener(id);
+            },
+            // Never waits; a dropped event only delays a wait to its next safety read.
+            {
+              name: `dispatch_handles_${instanceId.replace(/[^\w-]/gu, '_')}`.slice(0, 64),
+              overflow: 'drop-oldest',
+            },
+          ),
+        )
+        .then(
+          (taken) => {
+            subscription = taken;
+            if (stopped) void taken.unsubscribe();
+          },
+          (error: unknown) => reportError(error, 'dispatch-handles'),
+        );
+      return {
+        ready,
+        stop() {
+          stopped = true;
+          void subscription?.unsubscribe();
+        },
+      };
+    },
+  );
+  const handleServices = {
+    watcher,
+    closing: closingSignal.signal,
+    cancel: (record: DispatchRecord, decision: GateVerdict | undefined, reason?: string) =>
+      accept(() => cancelDispatch(record, decision, reason)),
+  };
+
+  /** Cancels a dispatch (see `DispatchHandle.cancel`). */
+  async function cancelDispatch(
+    record: DispatchRecord,
+    decision: GateVerdict | undefined,
+    reason: string | undefined,
+  ): Promise<DispatchRecord> {
+    const why = reason ?? 'canceled by its caller';
+    if (record.status === 'awaiting-approval') {
+      const approvalId = decision?.action === 'hold' ? decision.approvalId : undefined;
+      if (approvalId !== undefined) {
+        await approvals.api.reject(approvalId, 'caller', why);
+        return (await dispatchRecords.get(record.id)) ?? record;
+      }
+    }
+    if (record.status === 'running' || record.status === 'awaiting-input') {
+      if (record.taskId === null) {
+        throw new FleetgateError(
+          'FLEETGATE_DISPATCH_NOT_CANCELABLE',
+          `Dispatch ${record.id} is being sent to ${record.agent}; its task is not known yet. Retry shortly.`,
+          { details: { id: record.id, status: record.status } },
+        );
+      }
+      const { client } = await fleet.agentClient(record.agent);
+      const task = await client.cancelTask({ tenant: '', id: record.taskId, metadata: undefined });
+      // The agent's answer is a sighting of the task: an end settles the dispatch at once (once,
+      // whichever path sees it first); a task still winding down is polled now.
+      if (!(await tracker.observe(record.agent, task, 'cancel'))) {
+        tracker.pollNow(record.agent, record.taskId);
+      }
+      return (
+        (await watcher.until(record.id, (r) => ENDED_STATUSES.has(r.status), {
+          timeoutMs: 10_000,
+        })) ?? record
+      );
+    }
+    if (record.status === 'awaiting-approval') {
+      throw new FleetgateError(
+        'FLEETGATE_DISPATCH_NOT_CANCELABLE',
+        `Dispatch ${record.id} waits on an approval this handle did not see; reject it in the inbox.`,
+        { details: { id: record.id, status: record.status } },
+      );
+    }
+    return record;
+  }
+
   const settle = async (): Promise<void> => {
     // Delivering an event can commit more (the materialiser's `world.state.updated` rows): relay
     // and deliver until a round finds nothing left to send.
@@ -509,7 +613,12 @@ export async function createGateway(
 
   return {
     config,
-    dispatch: (request) => accept(() => dispatcher.dispatch(request)),
+    dispatch(request) {
+      const id = request.id ?? randomUUID();
+      const handle = new CallHandle(id, handleServices);
+      handle.begin(accept(() => dispatcher.dispatch({ ...request, id }, handle)));
+      return handle;
+    },
     dispatchRecord: (id) => dispatchRecords.get(id),
     dispatches: (query) => dispatchRecords.list(query),
     call: (agent, skill, callInput, options) =>
@@ -532,6 +641,7 @@ export async function createGateway(
     close() {
       closing ??= (async () => {
         closingSignal.abort();
+        watcher.close();
         runtime.broker.stop();
         await retention.stop();
         dispatcher.stop();

@@ -3,6 +3,12 @@
  * (every room's migrations). `fleetgate/gateway`.
  */
 export { createGateway, type Gateway, type GatewayDeps } from './gateway.js';
+export type {
+  CallUpdate,
+  DispatchHandle,
+  DispatchRecord,
+  DispatchRequest,
+} from '../dispatch/index.js';
 export type { ApprovalOutcome, GatewayApprovals } from './approvals.js';
 export type {
   ApprovalRecord,

@@ -130,6 +130,7 @@ export class TaskTracker implements TaskFollower {
     resubscribe: 0,
     recovery: 0,
     timeout: 0,
+    cancel: 0,
     lost: 0,
   };
 

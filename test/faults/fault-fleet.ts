@@ -133,7 +133,7 @@ export async function startFaultFleet(options: FaultFleetOptions): Promise<Fault
       const worker = async (): Promise<void> => {
         while (running) {
           try {
-            await gateway.dispatch({ agent: 'ops', skill: 'sitrep', text: 'go' });
+            await gateway.dispatch({ agent: 'ops', skill: 'sitrep', text: 'go' }).answered();
             stats.ok += 1;
           } catch (error) {
             stats.failed += 1;

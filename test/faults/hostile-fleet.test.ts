@@ -270,20 +270,20 @@ describe('fault campaign: a hostile agent fleet', () => {
         state: result.state === 'message' ? 'unknown' : result.state,
       });
     };
-    const forged = await gw.dispatch({ agent: 'forger', skill: 's', text: 'hi' });
+    const forged = await gw.dispatch({ agent: 'forger', skill: 's', text: 'hi' }).answered();
     expect(forged.status).toBe('running');
 
     const hostile = Promise.allSettled([
-      gw.dispatch({ agent: 'redirector', skill: 's', text: 'the plan' }),
-      gw.dispatch({ agent: 'hoarder', skill: 's', text: 'all of it' }),
-      gw.dispatch({ agent: 'dripper', skill: 's', text: 'slowly' }),
-      gw.dispatch({ agent: 'garbler', skill: 's', text: 'mess' }),
-      gw.dispatch({ agent: 'undecodable', skill: 's', text: '?' }),
+      gw.dispatch({ agent: 'redirector', skill: 's', text: 'the plan' }).answered(),
+      gw.dispatch({ agent: 'hoarder', skill: 's', text: 'all of it' }).answered(),
+      gw.dispatch({ agent: 'dripper', skill: 's', text: 'slowly' }).answered(),
+      gw.dispatch({ agent: 'garbler', skill: 's', text: 'mess' }).answered(),
+      gw.dispatch({ agent: 'undecodable', skill: 's', text: '?' }).answered(),
     ]);
     // Honest work alongside: ten followed tasks and ten blocking dispatches.
     const honestDispatches = Promise.all(
       Array.from({ length: 10 }, () =>
-        gw.dispatch({ agent: 'honest', skill: 'sitrep', text: 'go' }),
+        gw.dispatch({ agent: 'honest', skill: 'sitrep', text: 'go' }).answered(),
       ),
     );
     for (let i = 0; i < 10; i += 1) await followHonest();
@@ -345,12 +345,14 @@ describe('fault campaign: a hostile agent fleet', () => {
   }, 60_000);
 
   it('keeps asking an agent that asks forever, one question at a time, until an operator stops it', async () => {
-    let record = await gw.dispatch({
-      agent: 'asker',
-      skill: 's',
-      text: 'start',
-      requestedBy: 'bob',
-    });
+    let record = await gw
+      .dispatch({
+        agent: 'asker',
+        skill: 's',
+        text: 'start',
+        requestedBy: 'bob',
+      })
+      .answered();
     expect(record.status).toBe('awaiting-input');
     for (let round = 0; round < 3; round += 1) {
       const open = (await gw.approvals.list()).filter(
@@ -371,7 +373,9 @@ describe('fault campaign: a hostile agent fleet', () => {
   }, 30_000);
 
   it('still serves the honest agent, and closes cleanly', async () => {
-    const record = await gw.dispatch({ agent: 'honest', skill: 'sitrep', text: 'after' });
+    const record = await gw
+      .dispatch({ agent: 'honest', skill: 'sitrep', text: 'after' })
+      .answered();
     expect(record.status).toBe('completed');
     expect(unhandled).toEqual([]);
   }, 30_000);

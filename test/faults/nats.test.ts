@@ -37,7 +37,7 @@ describe.skipIf(NATS_SERVER === undefined || !pgUp)(
           expect(stats.ok).toBeGreaterThan(0);
           // Every event of a call goes through the outbox: a bus outage fails no dispatch.
           expect(stats).toMatchObject({ failed: 0, codes: {} });
-          const record = await fleet.gateway.dispatch({ agent: 'ops', skill: 'sitrep' });
+          const record = await fleet.gateway.dispatch({ agent: 'ops', skill: 'sitrep' }).answered();
           expect(record.status).toBe('completed');
           const final = await fleet.converge(30_000);
           expect(final).toMatchObject({ lost: 0, doubled: 0, count: final.executed });

@@ -67,7 +67,7 @@ describe.skipIf(!privatePg)('fault: PostgreSQL killed and restarted under load',
           expect(Object.keys(stats.codes).every((c) => c.startsWith('FLEETGATE_'))).toBe(true);
           expect(fleet.reported['FLEETGATE_STORE_UNAVAILABLE'] ?? 0).toBeGreaterThan(0);
           // And it serves again, end to end.
-          const record = await fleet.gateway.dispatch({ agent: 'ops', skill: 'sitrep' });
+          const record = await fleet.gateway.dispatch({ agent: 'ops', skill: 'sitrep' }).answered();
           expect(record.status).toBe('completed');
           const final = await fleet.converge(30_000);
           expect(final).toMatchObject({ lost: 0, doubled: 0, count: final.executed });

@@ -184,6 +184,7 @@ export function startDemoTraffic(
     turn += 1;
     const work = gateway
       .dispatch({ ...call, requestedBy: 'demo-traffic', mode: 'return-immediately' })
+      .answered()
       .catch(onError);
     inFlight.add(work);
     void work.finally(() => inFlight.delete(work));
@@ -208,19 +209,23 @@ export async function seedDemoCalls(
     (a) => a.agent === 'deployer' && a.skill === 'production_deploy' && a.requestedBy === 'demo',
   );
   if (waiting !== undefined) return waiting.id;
-  const record = await gateway.dispatch({
-    agent: 'deployer',
-    skill: 'production_deploy',
-    text: 'ship 1.5.0',
-    requestedBy: 'demo',
-  });
-  await gateway.dispatch({
-    agent: 'ci',
-    skill: 'rerun_checks',
-    text: 'PR 127',
-    requestedBy: 'demo',
-    mode: 'return-immediately',
-  });
+  const record = await gateway
+    .dispatch({
+      agent: 'deployer',
+      skill: 'production_deploy',
+      text: 'ship 1.5.0',
+      requestedBy: 'demo',
+    })
+    .answered();
+  await gateway
+    .dispatch({
+      agent: 'ci',
+      skill: 'rerun_checks',
+      text: 'PR 127',
+      requestedBy: 'demo',
+      mode: 'return-immediately',
+    })
+    .answered();
   const approvals = await gateway.approvals.list({ status: 'pending' });
   return approvals.find((a) => a.dispatchId === record.id)?.id;
 }

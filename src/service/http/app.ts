@@ -15,7 +15,7 @@ import type { Gateway } from '../gateway.js';
 import type { ApiToken, Authenticator } from './auth.js';
 import { createAuthenticator } from './auth.js';
 import type { ApiContext } from './context.js';
-import { createDispatchWatcher } from './context.js';
+import { createHubDispatchWatcher } from './context.js';
 import { limitBodies } from './body-limit.js';
 import { createHostGuard } from './host-guard.js';
 import { handleError, handleNotFound } from './errors.js';
@@ -107,7 +107,7 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
   });
   await hub.start();
   await options.metrics.start(gateway, () => hub.stats());
-  const watcher = createDispatchWatcher(gateway, hub);
+  const watcher = createHubDispatchWatcher(gateway, hub);
   const auth = createAuthenticator({
     tokens: options.tokens,
     ...(options.maxAuthFailuresPerMinute === undefined

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createInMemoryEventBus } from '../../bus/index.js';
 import type { DispatchRecord } from '../../dispatch/index.js';
-import { createDispatchWatcher } from './context.js';
+import { createHubDispatchWatcher } from './context.js';
 import { createEventHub } from './event-hub.js';
 
 function recordOf(status: DispatchRecord['status']): DispatchRecord {
@@ -44,7 +44,7 @@ describe('dispatch watcher', () => {
       },
     });
     await hub.start();
-    const watcher = createDispatchWatcher({ dispatchRecord: () => read() }, hub);
+    const watcher = createHubDispatchWatcher({ dispatchRecord: () => read() }, hub);
     cleanup.push(
       () => bus.close(),
       () => hub.close(),

@@ -5,7 +5,7 @@
  */
 import { context as otelContext, trace, TraceFlags } from '@opentelemetry/api';
 import { z } from 'zod';
-import type { DispatchRecord, GateVerdict } from '../../dispatch/index.js';
+import type { GateVerdict } from '../../dispatch/index.js';
 import { FleetgateError } from '../../protocol/index.js';
 import { parseDuration } from '../config.js';
 import { agentView, cardSkills, fleetView } from '../fleet-view.js';
@@ -235,8 +235,7 @@ export function fleetRoutes(ctx: ApiContext): RouteSpec[] {
           }
         }
         const traceparent = traceOf(request.headers.traceparent);
-        let decision: GateVerdict | undefined;
-        let record: DispatchRecord | undefined = await gw.dispatch({
+        const call = gw.dispatch({
           agent,
           skill: body.skill,
           ...(body.text === undefined ? {} : { text: body.text }),
@@ -245,10 +244,9 @@ export function fleetRoutes(ctx: ApiContext): RouteSpec[] {
           ...(identity.authenticated ? { requestedBy: identity.name } : {}),
           mode: wait === undefined ? 'return-immediately' : 'blocking',
           ...(traceparent === undefined ? {} : { headers: { traceparent } }),
-          onDecision: (d) => {
-            decision = d;
-          },
         });
+        let record = await call.answered();
+        const decision = await call.decision;
         if (wait !== undefined && record.status === 'running') {
           record = (await ctx.watcher.settled(record.id, wait)) ?? record;
         }

@@ -32,7 +32,7 @@ import {
   UnsupportedOperationError,
 } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
-import type { CallResult, DispatchRecord, GateVerdict } from '../../dispatch/index.js';
+import type { CallResult, DispatchRecord } from '../../dispatch/index.js';
 import type { EventEnvelope, TaskStateName } from '../../protocol/index.js';
 import { FLEETGATE_GATEWAY_V1_URI, normalizeTaskState } from '../../protocol/index.js';
 import type { Kysely } from 'kysely';
@@ -718,12 +718,11 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
     onAnswered?: (result: CallResult) => void,
   ): Promise<{ record: DispatchRecord; held: boolean; result: CallResult | undefined }> {
     const id = opened.task.id;
-    let decision: GateVerdict | undefined;
     let result: CallResult | undefined;
     const requested = (context.requestedExtensions ?? []).filter(
       (uri) => uri !== FLEETGATE_GATEWAY_V1_URI,
     );
-    const record = await gateway.dispatch({
+    const call = gateway.dispatch({
       id,
       agent,
       skill: opened.skill.skill,
@@ -732,22 +731,27 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
       ...(requested.length === 0 ? {} : { extensions: requested }),
       requestedBy: callerOf(context),
       mode: streaming ? 'streaming' : 'blocking',
-      onDecision: (d) => {
-        decision = d;
-      },
-      onResult: (r) => {
-        result = r;
-        onAnswered?.(r);
-      },
-      ...(streaming
-        ? {
-            onEvent: (event: StreamResponse) =>
-              feed.publish(id, clientEvent(event, { id, contextId: opened.task.contextId })),
-          }
-        : {}),
     });
-    const held = decision !== undefined && decision.action === 'hold';
-    if (held && decision?.action === 'hold' && decision.approvalId !== undefined) {
+    // The agent's events to the task's subscribers as they come, and its answer, up to the record
+    // the dispatch answered with (every update before it has been read once that one is).
+    const ids = { id, contextId: opened.task.contextId };
+    const relayed = (async () => {
+      for await (const update of call.events()) {
+        if (update.type === 'stream') {
+          if (streaming) feed.publish(id, clientEvent(update.event, ids));
+        } else if (update.type === 'reply') {
+          result = update.result;
+          onAnswered?.(update.result);
+        } else if (update.type === 'status') {
+          return;
+        }
+      }
+    })();
+    const record = await call.answered();
+    await relayed;
+    const decision = await call.decision;
+    const held = decision.action === 'hold';
+    if (decision.action === 'hold' && decision.approvalId !== undefined) {
       // The approval id goes on the task before anyone reads it as waiting.
       const base = opened.task.task;
       const meta = fleetgateMeta(base);
