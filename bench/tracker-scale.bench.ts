@@ -34,10 +34,11 @@ import { OPS_DELTAS, opsBehaviour, startOpsAgent } from '../examples/agents/ops-
 import type { EventEnvelope, OpenTopics } from '../src/protocol/index.js';
 import { createInMemoryEventBus } from '../src/bus/index.js';
 import { ALLOW_ALL } from '../src/dispatch/index.js';
-import { createGateway, openGatewayStore } from '../src/service/index.js';
+import { openGatewayStore } from '../src/service/index.js';
 import { createPushToken } from '../src/tasks/index.js';
 import { note, percentile, report } from './report.js';
 import { startAgentProcess } from './support/agent-process.js';
+import { assembleGateway } from '../src/service/internal.js';
 
 const BENCH = 'tracker-scale';
 const SKILL = 'pr_review';
@@ -101,7 +102,7 @@ async function main(): Promise<void> {
     };
     const errors: unknown[] = [];
     // One gateway: the composition root that ships, lent the store and the bus.
-    const gw = await createGateway(
+    const { gateway: gw, parts } = await assembleGateway(
       { agents: [{ name: 'ops', url: agent.url }] },
       {
         store,
@@ -118,7 +119,7 @@ async function main(): Promise<void> {
         onError: (error) => errors.push(error),
       },
     );
-    const { fleet, tracker } = gw.internals;
+    const { fleet, tracker } = parts;
 
     // Arrival times by task id, handed to whoever waits for that id.
     const waiters = new Map<string, (at: number) => void>();

@@ -26,10 +26,10 @@ import {
   extractWorldStateDeltas,
 } from '../src/protocol/index.js';
 import type { Gateway } from '../src/service/index.js';
-import { createGateway } from '../src/service/index.js';
 import { until } from './support/gateway.js';
 import type { KitAgent } from './support/kit-agent.js';
 import { startKitAgent } from './support/kit-agent.js';
+import { assembleGateway, type GatewayParts } from '../src/service/internal.js';
 
 const D1: WorldStateDeltaEntry = { domain: 'board', path: 'data.untriaged', op: 'inc', value: -1 };
 const D2: WorldStateDeltaEntry = { domain: 'board', path: 'data.labels', op: 'push', value: 'bug' };
@@ -140,6 +140,7 @@ describe('an agent built on fleetgate/agent, through the gateway', () => {
   let kit: KitAgent;
   let legacy: KitAgent;
   let gw: Gateway;
+  let parts: GatewayParts;
   const deltas: EventEnvelope[] = [];
   const deltasOf = (taskId: string | null | undefined) =>
     deltas.filter((e) => (e.payload as { taskId: string }).taskId === taskId);
@@ -161,7 +162,7 @@ describe('an agent built on fleetgate/agent, through the gateway', () => {
       executor: triage,
       versions: '0.3',
     });
-    gw = await createGateway(
+    ({ gateway: gw, parts } = await assembleGateway(
       {
         store: `sqlite:${join(dir, 'gw.db')}`,
         agents: [
@@ -170,7 +171,7 @@ describe('an agent built on fleetgate/agent, through the gateway', () => {
         ],
       },
       { gate: ALLOW_ALL, tracking: { polling: { intervalMs: 20 } } },
-    );
+    ));
     await gw.events.subscribe('world.state.delta', (e) => void deltas.push(e), {
       name: 'kit-deltas',
     });
@@ -238,7 +239,7 @@ describe('an agent built on fleetgate/agent, through the gateway', () => {
       5_000,
       'the task to hold',
     );
-    const { client } = await gw.internals.fleet.agentClient('kit');
+    const { client } = await parts.fleet.agentClient('kit');
     const canceled = await client.cancelTask({ tenant: '', id: taskId!, metadata: undefined });
     expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
     const record = await dispatched;

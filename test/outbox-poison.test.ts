@@ -17,7 +17,7 @@ import type { EventEnvelope, OpenTopics } from '../src/protocol/index.js';
 import { isFleetgateError } from '../src/protocol/index.js';
 import { createJetStreamEventBus } from '../src/nats.js';
 import type { Gateway, GatewayStore } from '../src/service/index.js';
-import { createGateway, openGatewayStore } from '../src/service/index.js';
+import { openGatewayStore } from '../src/service/index.js';
 import type { RawAgent } from './support/raw-agent.js';
 import { deltaPartJson, rpcResult, startRawAgent, taskJson } from './support/raw-agent.js';
 import {
@@ -28,6 +28,7 @@ import {
   requirePostgres,
   uniqueName,
 } from './support/services.js';
+import { assembleGateway, type GatewayParts } from '../src/service/internal.js';
 
 const natsUp = await requireNats();
 const pgUp = await requirePostgres();
@@ -193,6 +194,7 @@ describe.skipIf(!natsUp)('deltas too large for one event, through the gateway on
   let agent: RawAgent;
   let nats: Awaited<ReturnType<typeof jetstream>>;
   let gw: Gateway;
+  let gwParts: GatewayParts;
   const VALUE = 'v'.repeat(60 * 1024);
 
   beforeAll(async () => {
@@ -217,14 +219,14 @@ describe.skipIf(!natsUp)('deltas too large for one event, through the gateway on
       });
     });
     nats = await jetstream();
-    gw = await createGateway(
+    ({ gateway: gw, parts: gwParts } = await assembleGateway(
       {
         store: `sqlite:${join(dir, 'gw.db')}`,
         agents: [{ name: 'bulk', url: agent.url }],
         policy: { unknownRadius: 'proceed' },
       },
       { bus: nats.bus, relay: { pollIntervalMs: 20 } },
-    );
+    ));
   });
   afterAll(async () => {
     await gw.close();
@@ -262,7 +264,7 @@ describe.skipIf(!natsUp)('deltas too large for one event, through the gateway on
     expect(Object.keys(data).filter((k) => k.startsWith('item'))).toHaveLength(20);
     expect(data['item19']).toBe(VALUE);
     expect(data['after']).toBe(1);
-    const parked = await gw.internals.store.db
+    const parked = await gwParts.store.db
       .selectFrom('fleetgate_outbox_parked')
       .select('id')
       .execute();

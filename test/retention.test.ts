@@ -11,10 +11,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { DispatchRecord } from '../src/dispatch/index.js';
 import { createStoreDispatchRecords } from '../src/dispatch/index.js';
 import type { GatewayStore } from '../src/service/index.js';
-import { createGateway, openGatewayStore } from '../src/service/index.js';
+import { openGatewayStore } from '../src/service/index.js';
 import type { TaskRecord } from '../src/tasks/index.js';
 import { createStoreTaskRecords, TaskTracker } from '../src/tasks/index.js';
 import { PG_URL, requirePostgres, uniqueName } from './support/services.js';
+import { assembleGateway } from '../src/service/internal.js';
 
 const pgUp = await requirePostgres();
 const DAY = 86_400_000;
@@ -161,15 +162,15 @@ describe('retention sweep', () => {
     const store = await openGatewayStore(url);
     await seed(store);
     await store.close();
-    const gw = await createGateway(
+    const { gateway: gw, parts } = await assembleGateway(
       { store: url, retention: { outbox: '7d', tasks: '7d', dispatches: '30d', interval: 0 } },
       { now: () => NOW, relay: false },
     );
     try {
-      expect(await gw.internals.retention.sweep()).toEqual({ outbox: 1, tasks: 1, dispatches: 2 });
-      expect(await left(gw.internals.store)).toEqual(EXPECTED_LEFT);
+      expect(await parts.retention.sweep()).toEqual({ outbox: 1, tasks: 1, dispatches: 2 });
+      expect(await left(parts.store)).toEqual(EXPECTED_LEFT);
       // A second sweep finds nothing more.
-      expect(await gw.internals.retention.sweep()).toEqual({ outbox: 0, tasks: 0, dispatches: 0 });
+      expect(await parts.retention.sweep()).toEqual({ outbox: 0, tasks: 0, dispatches: 0 });
     } finally {
       await gw.close();
     }
@@ -180,12 +181,12 @@ describe('retention sweep', () => {
     const store = await openGatewayStore(url);
     await seed(store);
     await store.close();
-    const gw = await createGateway(
+    const { gateway: gw, parts } = await assembleGateway(
       { store: url, retention: { outbox: 0, tasks: 0, dispatches: 0, interval: 0 } },
       { now: () => NOW, relay: false },
     );
     try {
-      expect(await gw.internals.retention.sweep()).toEqual({ outbox: 0, tasks: 0, dispatches: 0 });
+      expect(await parts.retention.sweep()).toEqual({ outbox: 0, tasks: 0, dispatches: 0 });
     } finally {
       await gw.close();
     }

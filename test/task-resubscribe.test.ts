@@ -13,9 +13,10 @@ import type { EventEnvelope, OpenTopics } from '../src/protocol/index.js';
 import { createInMemoryEventBus } from '../src/bus/index.js';
 import { ALLOW_ALL } from '../src/dispatch/index.js';
 import type { GatewayStore } from '../src/service/index.js';
-import { createGateway, openGatewayStore } from '../src/service/index.js';
+import { openGatewayStore } from '../src/service/index.js';
 import { createStoreTaskRecords } from '../src/tasks/index.js';
 import { startDroppingProxy } from './support/dropping-proxy.js';
+import { assembleGateway } from '../src/service/internal.js';
 
 /** Settled once the tracker's SubscribeToTask stream is attached at the agent. */
 const resubscribed = (() => {
@@ -52,7 +53,7 @@ describe('resubscribe', () => {
     const records = createStoreTaskRecords(store.db);
     const errors: unknown[] = [];
     // The agent is configured at the proxy's address: every call to it goes through the cut.
-    const gw = await createGateway(
+    const { gateway: gw, parts } = await assembleGateway(
       { agents: [{ name: 'stream', url: proxy.url }] },
       {
         store,
@@ -63,7 +64,7 @@ describe('resubscribe', () => {
         onError: (e) => errors.push(e),
       },
     );
-    const tracker = gw.internals.tracker;
+    const tracker = parts.tracker;
     try {
       const result = await gw.call('stream', 'build', 'go', { mode: 'streaming' });
       expect(proxy.cut()).toBe(1);

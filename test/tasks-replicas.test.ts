@@ -33,7 +33,8 @@ import {
   uniqueName,
 } from './support/services.js';
 import type { Gateway, GatewayStore } from '../src/service/index.js';
-import { createGateway, openGatewayStore } from '../src/service/index.js';
+import { openGatewayStore } from '../src/service/index.js';
+import { assembleGateway } from '../src/service/internal.js';
 
 const pgUp = await requirePostgres();
 const natsUp = await requireNats();
@@ -50,7 +51,7 @@ interface Replica {
   store: GatewayStore;
   bus: JetStreamEventBus<OpenTopics>;
   gw: Gateway;
-  /** `gw.internals.fleet` and `gw.internals.tracker`. */
+  /** `parts.fleet` and `parts.tracker`. */
   fleet: FleetClient;
   tracker: TaskTracker;
   /** Publishes of the replica that JetStream reported as duplicates (`Nats-Msg-Id`). */
@@ -93,7 +94,7 @@ async function replica(
     maxPayloadBytes: bus.maxPayloadBytes,
   };
   // On PostgreSQL the relay locks the outbox rows of each round: no row goes out twice.
-  const gw = await createGateway(
+  const { gateway: gw, parts } = await assembleGateway(
     { agents: [{ name: 'ops', url: s.agent.url }] },
     {
       store,
@@ -108,8 +109,8 @@ async function replica(
     store,
     bus,
     gw,
-    fleet: gw.internals.fleet,
-    tracker: gw.internals.tracker,
+    fleet: parts.fleet,
+    tracker: parts.tracker,
     duplicates: () => duplicates,
     errors,
     stop: () => gw.close(),

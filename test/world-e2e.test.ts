@@ -13,13 +13,14 @@ import { OPS_DELTAS, startOpsAgent } from '../examples/agents/index.js';
 import { listLearnedFloors } from '../src/alerts/index.js';
 import type { EventEnvelope, OpsAlertEvent } from '../src/protocol/index.js';
 import type { Gateway } from '../src/service/index.js';
-import { createGateway } from '../src/service/index.js';
+import { assembleGateway, type GatewayParts } from '../src/service/internal.js';
 
 describe('world state end to end with a real SDK agent', () => {
   let dir: string;
   let agent: RunningAgent;
   let failing: RunningAgent;
   let gw: Gateway;
+  let parts: GatewayParts;
   const alerts: EventEnvelope<string, OpsAlertEvent>[] = [];
   const updated: EventEnvelope[] = [];
 
@@ -29,7 +30,7 @@ describe('world state end to end with a real SDK agent', () => {
     dir = mkdtempSync(join(tmpdir(), 'fleetgate-world-e2e-'));
     agent = await startOpsAgent();
     failing = await startOpsAgent({ behaviour: () => ({ state: 'failed', artifacts: [] }) });
-    gw = await createGateway(
+    ({ gateway: gw, parts } = await assembleGateway(
       {
         store: `sqlite:${join(dir, 'fleetgate.db')}`,
         agents: [
@@ -39,7 +40,7 @@ describe('world state end to end with a real SDK agent', () => {
         domains: { github_issues: { minRadius: 'public' } },
       },
       { seeds: { ci: { data: { blockedPRs: 5 } }, board: { data: { untriaged: 12 } } } },
-    );
+    ));
     await gw.events.subscribe('ops.alert.>', (e) => void alerts.push(e), { name: 'alerts' });
     await gw.events.subscribe('world.state.updated', (e) => void updated.push(e), {
       name: 'updated',
@@ -114,7 +115,7 @@ describe('world state end to end with a real SDK agent', () => {
       severity: 'error',
       evidence: { taskId: result.task!.id, effectiveRadius: 'self', floorRaised: 'project' },
     });
-    expect(await listLearnedFloors(gw.internals.store.db)).toEqual([
+    expect(await listLearnedFloors(parts.store.db)).toEqual([
       expect.objectContaining({ agent: 'ops', skill: 'sitrep', radius: 'project' }),
     ]);
     expect(gw.agents.effectiveRadius('ops', 'sitrep').radius).toBe('project');

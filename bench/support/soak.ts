@@ -18,9 +18,10 @@ import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { isFleetgateError } from '../../src/protocol/index.js';
-import { createGateway, type Gateway } from '../../src/service/index.js';
+import { type Gateway } from '../../src/service/index.js';
 import { startPrivatePostgres } from '../../test/support/private-servers.js';
 import { note, percentile, report } from '../report.js';
+import { assembleGateway } from '../../src/service/internal.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const SOAK_DOMAIN = 'soak';
@@ -86,7 +87,7 @@ export async function runSoak(options: SoakOptions): Promise<void> {
   await admin.end();
   const agents = await startAgents(idsFile);
   const errors: Record<string, number> = {};
-  const gw = await createGateway(
+  const { gateway: gw, parts } = await assembleGateway(
     {
       store: server.url.replace(/\/postgres$/u, '/soak'),
       agents: Object.entries(agents.urls).map(([name, url]) => ({ name, url })),
@@ -168,7 +169,7 @@ export async function runSoak(options: SoakOptions): Promise<void> {
         .split('\n')
         .filter((l) => l !== ''),
     );
-    const db = gw.internals.store.db;
+    const db = parts.store.db;
     let lost = executed.size;
     let doubled = 0;
     const deadline = Date.now() + 120_000;
@@ -183,7 +184,7 @@ export async function runSoak(options: SoakOptions): Promise<void> {
         doubled = 0;
         for (const id of executed) if ((applied.get(id) ?? 0) === 0) lost += 1;
         for (const n of applied.values()) if (n > 1) doubled += n - 1;
-        if (lost === 0 && gw.internals.fleet.terminal.retrying() === 0) break;
+        if (lost === 0 && parts.fleet.terminal.retrying() === 0) break;
       } catch {
         // still coming back
       }

@@ -36,6 +36,7 @@ import {
   writeOutboxEvent,
 } from '../bus/index.js';
 import type {
+  AgentClient,
   CallInput,
   CallOptions,
   CallResult,
@@ -83,7 +84,6 @@ import { parseConfig } from './config.js';
 import type { FleetRuntime } from './fleet-runtime.js';
 import { policyDeclarations, policyRules } from './policy-wiring.js';
 import { createFleetRuntime } from './fleet-runtime.js';
-import type { Lease } from './card-lease.js';
 import { createStoreLease, instanceAlive, instanceLeaseName, newInstanceId } from './card-lease.js';
 import type { GatewayStore } from './migrations.js';
 import type { RetentionSweeper } from './retention.js';
@@ -184,17 +184,6 @@ export interface Gateway {
    * `discardBody`. The contract is spelled out in `src/tasks/push-receiver.ts`.
    */
   readonly pushReceiver: (request: PushRequest) => Promise<PushResponse>;
-  /** Internals for the service layer and tests (tracker statistics, relay). */
-  readonly internals: {
-    readonly store: GatewayStore;
-    readonly bus: EventBus;
-    readonly fleet: FleetClient;
-    readonly tracker: TaskTracker;
-    readonly relay: OutboxRelay;
-    readonly retention: RetentionSweeper;
-    /** The card-refresh lease replicas share (held: this replica fetches the cards). */
-    readonly lease: Pick<Lease, 'held' | 'holder'>;
-  };
   /** Publishes everything committed so far and waits for the bus to deliver it. */
   settle(): Promise<void>;
   /**
@@ -202,6 +191,40 @@ export interface Gateway {
    * flushes the outbox, then closes what the gateway opened. Idempotent.
    */
   close(): Promise<void>;
+}
+
+/**
+ * What the service layer reads of a gateway beside its public interface, handed over by the
+ * composition root ({@link assembleGateway}) and never reachable from a `Gateway`: the store for
+ * the service's read models (a call's story, search, the proxy's tasks, outbox lag), the agent
+ * clients (each request with its agent's credential), and two readings for `/readyz` and metrics.
+ */
+export interface GatewayPorts {
+  readonly store: GatewayStore;
+  /** The agent's client: its card, its transport, its configured headers on every request. */
+  agentClient(agent: string): Promise<AgentClient>;
+  /** Whether this replica holds the card-refresh lease (it fetches the cards). */
+  leaseHeld(): boolean;
+  /** Tasks the task tracker follows in this process. */
+  trackedTasks(): number;
+}
+
+/**
+ * The parts a gateway is made of, for white-box suites and benchmarks that drive one directly (a
+ * tracker fed a task, a retention sweep run now). Product code reads {@link GatewayPorts} only.
+ */
+export interface GatewayParts extends GatewayPorts {
+  readonly bus: EventBus;
+  readonly fleet: FleetClient;
+  readonly tracker: TaskTracker;
+  readonly relay: OutboxRelay;
+  readonly retention: RetentionSweeper;
+}
+
+/** A gateway with what its composition root hands to the service layer. */
+export interface AssembledGateway {
+  readonly gateway: Gateway;
+  readonly parts: GatewayParts;
 }
 
 /**
@@ -219,6 +242,17 @@ export async function createGateway(
   input: FleetgateConfigInput | FleetgateConfig = {},
   deps: GatewayDeps = {},
 ): Promise<Gateway> {
+  return (await assembleGateway(input, deps)).gateway;
+}
+
+/**
+ * {@link createGateway} for the service layer (and white-box suites): the gateway with its
+ * {@link GatewayParts}. Not part of the package's API.
+ */
+export async function assembleGateway(
+  input: FleetgateConfigInput | FleetgateConfig = {},
+  deps: GatewayDeps = {},
+): Promise<AssembledGateway> {
   const config = parseConfig(input);
   // A lost database connection is reported once the bus exists (the store opens first).
   let reportStoreError = (error: unknown): void => void error;
@@ -611,7 +645,7 @@ export async function createGateway(
     }
   };
 
-  return {
+  const gateway: Gateway = {
     config,
     dispatch(request) {
       const id = request.id ?? randomUUID();
@@ -636,7 +670,6 @@ export async function createGateway(
     eventLog: createOutboxLog(store.db),
     costs,
     pushReceiver: tracker.pushReceiver(),
-    internals: { store, bus, fleet, tracker, relay, retention, lease },
     settle,
     close() {
       closing ??= (async () => {
@@ -673,6 +706,20 @@ export async function createGateway(
         if (deps.store === undefined) await store.close();
       })();
       return closing;
+    },
+  };
+  return {
+    gateway,
+    parts: {
+      store,
+      agentClient: (agent) => fleet.agentClient(agent),
+      leaseHeld: () => lease.held(),
+      trackedTasks: () => tracker.size,
+      bus,
+      fleet,
+      tracker,
+      relay,
+      retention,
     },
   };
 }

@@ -10,8 +10,8 @@ import { isIP } from 'node:net';
 import type { Logger } from 'pino';
 import { FleetgateError, isFleetgateError } from '../protocol/index.js';
 import type { FleetgateConfig } from './config.js';
-import type { Gateway, GatewayDeps } from './gateway.js';
-import { createGateway } from './gateway.js';
+import type { Gateway, GatewayDeps, GatewayPorts } from './gateway.js';
+import { assembleGateway } from './gateway.js';
 import type { ApiToken } from './http/auth.js';
 import type { HttpApp } from './http/app.js';
 import { envelope } from './http/errors.js';
@@ -172,13 +172,14 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   ]);
   const metrics = createGatewayMetrics();
   let gateway: Gateway;
+  let ports: GatewayPorts;
   try {
-    gateway = await createGateway(config, {
+    ({ gateway, parts: ports } = await assembleGateway(config, {
       ...options.deps,
       secrets: (name) => options.env[name],
       pushBaseUrl: config.listen.publicUrl ?? reachable,
       onGateDecision: (request, decision) => metrics.observeDecision(request, decision),
-    });
+    }));
   } catch (error) {
     server.close();
     throw error;
@@ -189,6 +190,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   try {
     http = await createHttpApp({
       gateway,
+      ports,
       metrics,
       logger,
       tokens,

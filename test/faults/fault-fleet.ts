@@ -11,7 +11,7 @@ import { textPart } from '../../examples/agents/harness.js';
 import type { EventBus } from '../../src/bus/index.js';
 import { createWorldStateDeltaPart, isFleetgateError } from '../../src/protocol/index.js';
 import type { Gateway, GatewayDeps, GatewayStore } from '../../src/service/index.js';
-import { createGateway } from '../../src/service/index.js';
+import { assembleGateway } from '../../src/service/internal.js';
 
 /** The domain every task of the fault fleet reports into. */
 export const FAULT_DOMAIN = 'fault';
@@ -90,7 +90,7 @@ export async function startFaultFleet(options: FaultFleetOptions): Promise<Fault
   const deps: GatewayDeps = {};
   if (typeof options.store !== 'string') deps.store = options.store;
   if (typeof options.bus !== 'string') deps.bus = options.bus;
-  const gateway = await createGateway(
+  const { gateway: gateway, parts } = await assembleGateway(
     {
       ...(typeof options.store === 'string' ? { store: options.store } : {}),
       ...(typeof options.bus === 'string' ? { bus: options.bus } : {}),
@@ -107,7 +107,7 @@ export async function startFaultFleet(options: FaultFleetOptions): Promise<Fault
       },
     },
   );
-  const db = gateway.internals.store.db;
+  const db = parts.store.db;
 
   async function tally(): Promise<Tally> {
     const rows = await sql<{ task_id: string; n: number | string }>`
@@ -168,7 +168,7 @@ export async function startFaultFleet(options: FaultFleetOptions): Promise<Fault
             .select((eb) => eb.fn.countAll<number>().as('n'))
             .where('sent_at', 'is', null)
             .executeTakeFirstOrThrow();
-          const waiting = gateway.internals.fleet.terminal.retrying();
+          const waiting = parts.fleet.terminal.retrying();
           if (last.lost === 0 && Number(unsent.n) === 0 && waiting === 0) return last;
           const left = Number(unsent.n) + last.lost;
           if (left < backlog) {

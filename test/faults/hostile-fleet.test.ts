@@ -18,9 +18,9 @@ import { textPart, type RunningAgent } from '../../examples/agents/harness.js';
 import type { EventEnvelope } from '../../src/protocol/index.js';
 import { createWorldStateDeltaPart, WORLDSTATE_DELTA_MIME } from '../../src/protocol/index.js';
 import type { Gateway } from '../../src/service/index.js';
-import { createGateway } from '../../src/service/index.js';
 import type { RawAgent, RawHandler } from '../support/raw-agent.js';
 import { deltaPartJson, rpcResult, startRawAgent, taskJson } from '../support/raw-agent.js';
+import { assembleGateway, type GatewayParts } from '../../src/service/internal.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -168,6 +168,7 @@ describe('fault campaign: a hostile agent fleet', () => {
   const raw: Record<string, RawAgent> = {};
   let capture: { url: string; hits: number; close: () => Promise<void> };
   let gw: Gateway;
+  let parts: GatewayParts;
   const systemErrors: string[] = [];
   const deltas: EventEnvelope[] = [];
   const rejections: EventEnvelope[] = [];
@@ -214,7 +215,7 @@ describe('fault campaign: a hostile agent fleet', () => {
     raw.asker = await startRawAgent('asker', asker);
     raw.garbler = await startRawAgent('garbler', garbler);
     raw.undecodable = await startRawAgent('undecodable', undecodable);
-    gw = await createGateway(
+    ({ gateway: gw, parts } = await assembleGateway(
       {
         store: `sqlite:${join(dir, 'gw.db')}`,
         agents: [
@@ -232,7 +233,7 @@ describe('fault campaign: a hostile agent fleet', () => {
         secrets: (name) => (name === 'FLEET_KEY' ? 'k-123' : undefined),
         tracking: { polling: { intervalMs: 50, maxIntervalMs: 200 } },
       },
-    );
+    ));
     await gw.events.subscribe('system.error', (e) => void systemErrors.push(e.payload.message), {
       name: 'hostile-errors',
     });
@@ -262,7 +263,7 @@ describe('fault campaign: a hostile agent fleet', () => {
       const taskId = result.task!.id;
       honestTasks.push(taskId);
       inFlight.unshift(taskId);
-      await gw.internals.tracker.follow({
+      await parts.tracker.follow({
         agent: 'honest',
         skill: 'sitrep',
         correlationId: result.correlationId,

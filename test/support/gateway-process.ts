@@ -6,7 +6,7 @@
  * - `committed`: a blocking call whose terminal reply was claimed, its events in the outbox, the
  *   outbox relay never started.
  */
-import { createGateway } from '../../src/service/index.js';
+import { assembleGateway } from '../../src/service/internal.js';
 
 const [agentUrl, file, scenario] = process.argv.slice(2);
 if (agentUrl === undefined || file === undefined || scenario === undefined) {
@@ -14,7 +14,7 @@ if (agentUrl === undefined || file === undefined || scenario === undefined) {
   process.exit(64);
 }
 // The outbox relay never starts: the process dies with its events in the outbox.
-const gateway = await createGateway(
+const { gateway: gateway, parts } = await assembleGateway(
   { store: `sqlite:${file}`, agents: [{ name: 'ops', url: agentUrl }] },
   { relay: false, tracking: { polling: { intervalMs: 3_600_000 } } },
 );
@@ -22,7 +22,7 @@ const gateway = await createGateway(
 if (scenario === 'tracked') {
   const result = await gateway.call('ops', 'pr_review', 'go', { mode: 'return-immediately' });
   const taskId = result.task!.id;
-  await gateway.internals.tracker.follow({
+  await parts.tracker.follow({
     agent: 'ops',
     skill: 'pr_review',
     correlationId: result.correlationId,

@@ -18,8 +18,9 @@ import { createInMemoryEventBus } from '../../src/bus/index.js';
 import type { FleetClient, PolicyGate } from '../../src/dispatch/index.js';
 import { ALLOW_ALL } from '../../src/dispatch/index.js';
 import type { Gateway, GatewayDeps, GatewayStore } from '../../src/service/index.js';
-import { createGateway, openGatewayStore } from '../../src/service/index.js';
+import { openGatewayStore } from '../../src/service/index.js';
 import type { TaskTracker, TaskTrackerOptions } from '../../src/tasks/index.js';
+import { assembleGateway } from '../../src/service/internal.js';
 
 export interface World {
   agent: RunningAgent;
@@ -67,9 +68,9 @@ export type GatewayRecords = Parameters<NonNullable<GatewayDeps['records']>>[0];
 /** One gateway process on the shared store and bus, with short-hands for its parts. */
 export interface TestGateway {
   gw: Gateway;
-  /** `gw.internals.fleet`: agent clients and the task terminal. */
+  /** `parts.fleet`: agent clients and the task terminal. */
   fleet: FleetClient;
-  /** `gw.internals.tracker`. */
+  /** `parts.tracker`. */
   tracker: TaskTracker;
   /** The gateway's `close()`. */
   stop: () => Promise<void>;
@@ -104,7 +105,7 @@ export async function gateway(w: World, options: GatewayOptions = {}): Promise<T
       ? {}
       : { maxTrackingTimeMs: options.maxTrackingTimeMs }),
   };
-  const gw = await createGateway(
+  const { gateway: gw, parts } = await assembleGateway(
     {
       agents: [
         { name: 'ops', url: w.agent.url },
@@ -125,8 +126,8 @@ export async function gateway(w: World, options: GatewayOptions = {}): Promise<T
   );
   return {
     gw,
-    fleet: gw.internals.fleet,
-    tracker: gw.internals.tracker,
+    fleet: parts.fleet,
+    tracker: parts.tracker,
     stop: () => gw.close(),
   };
 }

@@ -11,7 +11,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import Fastify, { LogController } from 'fastify';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import type { Gateway } from '../gateway.js';
+import type { Gateway, GatewayPorts } from '../gateway.js';
 import type { ApiToken, Authenticator } from './auth.js';
 import { createAuthenticator } from './auth.js';
 import type { ApiContext } from './context.js';
@@ -34,6 +34,8 @@ import { loadA2aProxy } from '../proxy/index.js';
 /** Options of {@link createHttpApp}. */
 export interface HttpAppOptions {
   gateway: Gateway;
+  /** What the composition root hands the service layer beside the gateway. */
+  ports: GatewayPorts;
   metrics: GatewayMetrics;
   logger: Logger;
   tokens: readonly ApiToken[];
@@ -106,7 +108,7 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
     onError: report,
   });
   await hub.start();
-  await options.metrics.start(gateway, () => hub.stats());
+  await options.metrics.start(gateway, options.ports, () => hub.stats());
   const watcher = createHubDispatchWatcher(gateway, hub);
   const auth = createAuthenticator({
     tokens: options.tokens,
@@ -117,6 +119,7 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
 
   const ctx: ApiContext = {
     gateway,
+    ports: options.ports,
     hub,
     metrics: options.metrics,
     watcher,
@@ -236,6 +239,7 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
   const bound = options.server.address();
   const proxy = createProxyFront({
     gateway,
+    ports: options.ports,
     listen: (listener) => hub.listen(listener),
     auth,
     publicUrl:

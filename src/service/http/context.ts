@@ -3,13 +3,15 @@
  * dispatch watcher and the service's readiness.
  */
 import { createDispatchWatcher, type DispatchWatcher } from '../../dispatch/index.js';
-import type { Gateway } from '../gateway.js';
+import type { Gateway, GatewayPorts } from '../gateway.js';
 import type { EventHub } from './event-hub.js';
 import type { GatewayMetrics } from './metrics.js';
 
 /** The routes' shared context. */
 export interface ApiContext {
   gateway: Gateway;
+  /** The store and readings the composition root hands over (`GatewayPorts`). */
+  ports: GatewayPorts;
   hub: EventHub;
   metrics: GatewayMetrics;
   watcher: DispatchWatcher;

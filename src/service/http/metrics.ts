@@ -13,7 +13,7 @@ import type { Subscription } from '../../bus/index.js';
 import type { GateVerdict, GateCall } from '../../dispatch/index.js';
 import type { EventEnvelope } from '../../protocol/index.js';
 import { BLAST_RADII } from '../../protocol/index.js';
-import type { Gateway } from '../gateway.js';
+import type { Gateway, GatewayPorts } from '../gateway.js';
 import type { EventHubStats } from './event-hub.js';
 
 /** The metrics of one gateway process. */
@@ -24,7 +24,7 @@ export interface GatewayMetrics {
   /** Counts one answered HTTP request. */
   observeRequest(route: string, method: string, status: number, seconds: number): void;
   /** Starts counting bus events and reading gauges from `gateway`. */
-  start(gateway: Gateway, hub: () => EventHubStats): Promise<void>;
+  start(gateway: Gateway, ports: GatewayPorts, hub: () => EventHubStats): Promise<void>;
   /** Prometheus text. */
   scrape(): Promise<string>;
   stop(): Promise<void>;
@@ -55,6 +55,7 @@ export function createGatewayMetrics(): GatewayMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'fleetgate_' });
   let gateway: Gateway | undefined;
+  let ports: GatewayPorts | undefined;
   let hubStats: (() => EventHubStats) | undefined;
   let subscription: Subscription | undefined;
 
@@ -130,7 +131,7 @@ export function createGatewayMetrics(): GatewayMetrics {
     help: '1 when this replica holds the card-refresh lease (fetches the cards), else 0',
     registers: [registry],
     collect() {
-      if (gateway !== undefined) this.set(gateway.internals.lease.held() ? 1 : 0);
+      if (ports !== undefined) this.set(ports.leaseHeld() ? 1 : 0);
     },
   });
   new Gauge({
@@ -138,7 +139,7 @@ export function createGatewayMetrics(): GatewayMetrics {
     help: 'Tasks the task tracker follows in this process',
     registers: [registry],
     collect() {
-      if (gateway !== undefined) this.set(gateway.internals.tracker.size);
+      if (ports !== undefined) this.set(ports.trackedTasks());
     },
   });
   const outboxLag = new Gauge({
@@ -151,8 +152,8 @@ export function createGatewayMetrics(): GatewayMetrics {
     help: 'Age of the oldest unpublished outbox event (0 when none)',
     registers: [registry],
     async collect() {
-      if (gateway === undefined) return;
-      const row = await gateway.internals.store.db
+      if (ports === undefined) return;
+      const row = await ports.store.db
         .selectFrom('fleetgate_outbox')
         .select([
           sql<number | string>`count(*)`.as('unsent'),
@@ -283,8 +284,9 @@ export function createGatewayMetrics(): GatewayMetrics {
     observeRequest(route, method, status, seconds) {
       requests.observe({ route, method, status: String(status) }, seconds);
     },
-    async start(gw, hub) {
+    async start(gw, given, hub) {
       gateway = gw;
+      ports = given;
       hubStats = hub;
       subscription = await gw.events.subscribe('>', (event) => onEvent(event as EventEnvelope), {
         name: 'fleetgate_metrics',

@@ -26,7 +26,7 @@ export function callRoutes(ctx: ApiContext): RouteSpec[] {
   const gw = ctx.gateway;
   const instance = randomUUID();
   const startedAt = Date.now();
-  const db = gw.internals.store.db;
+  const db = ctx.ports.store.db;
   return [
     defineRoute({
       method: 'GET',

@@ -70,7 +70,7 @@ function where(conditions: RawBuilder<unknown>[]): RawBuilder<unknown> {
 /** The search routes. */
 export function searchRoutes(ctx: ApiContext): RouteSpec[] {
   const gw = ctx.gateway;
-  const db = gw.internals.store.db;
+  const db = ctx.ports.store.db;
 
   /** The (agent, skill) pairs of the fleet with this radius now, or declaring this domain. */
   const skillsWhere = (filter: { radius?: string; domain?: string }) => {

@@ -58,7 +58,7 @@ export function systemRoutes(ctx: ApiContext): RouteSpec[] {
         return Promise.resolve({
           status: 'ready',
           agents,
-          cardRefresh: gw.internals.lease.held() ? 'lease-holder' : 'follower',
+          cardRefresh: ctx.ports.leaseHeld() ? 'lease-holder' : 'follower',
         });
       },
     }),

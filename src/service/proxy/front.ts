@@ -22,7 +22,7 @@ import {
   isFleetgateError,
 } from '../../protocol/index.js';
 import type { Role } from '../config-server.js';
-import type { Gateway } from '../gateway.js';
+import type { Gateway, GatewayPorts } from '../gateway.js';
 import type { Authenticator } from '../http/auth.js';
 import { statusOf } from '../http/errors.js';
 import type { Identity } from '../http/route.js';
@@ -42,6 +42,7 @@ export { createProxyTaskStore, UNSENT_PUSH_GRACE_MS } from './task-store.js';
 /** Options of {@link createProxyFront}. */
 export interface ProxyFrontOptions {
   gateway: Gateway;
+  ports: Pick<GatewayPorts, 'store' | 'agentClient'>;
   /** Every bus event this process receives (the live-event hub's `listen`). */
   listen: (listener: (event: EventEnvelope) => void) => () => void;
   auth: Authenticator;
@@ -171,6 +172,7 @@ export function createProxyFront(options: ProxyFrontOptions): ProxyFront {
   const metrics: ProxyMetrics = createProxyMetrics(options.registry);
   const proxy = createA2aProxy({
     gateway,
+    ports: options.ports,
     listen: options.listen,
     publicUrl: options.publicUrl,
     holdForMs: config.holdFor,

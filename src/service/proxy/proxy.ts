@@ -36,7 +36,7 @@ import type { CallResult, DispatchRecord } from '../../dispatch/index.js';
 import type { EventEnvelope, TaskStateName } from '../../protocol/index.js';
 import { FLEETGATE_GATEWAY_V1_URI, normalizeTaskState } from '../../protocol/index.js';
 import type { Kysely } from 'kysely';
-import type { Gateway } from '../gateway.js';
+import type { Gateway, GatewayPorts } from '../gateway.js';
 import type { ProxyDatabase } from './store-tables.js';
 import { proxyCard } from './card.js';
 import { EventQueue, TaskFeed } from './feed.js';
@@ -62,6 +62,8 @@ import {
 /** Options of {@link createA2aProxy}. */
 export interface A2aProxyOptions {
   gateway: Gateway;
+  /** The gateway's store (the proxy's tables) and agent clients. */
+  ports: Pick<GatewayPorts, 'store' | 'agentClient'>;
   /** Every bus event this process receives (the live-event hub's `listen`). */
   listen: (listener: (event: EventEnvelope) => void) => () => void;
   /** The gateway's public base URL: the card's interfaces and the dashboard links point there. */
@@ -170,10 +172,9 @@ function sameView(a: Task, b: Task, aAgentTask: string | null, bAgentTask: strin
 /** Builds the proxy of a gateway. */
 export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
   const { gateway } = options;
-  const store = createProxyTaskStore(gateway.internals.store.db, {
-    sqlite: gateway.internals.store.sqlite,
-  });
-  const database = gateway.internals.store.db as unknown as Kysely<ProxyDatabase>;
+  const { ports } = options;
+  const store = createProxyTaskStore(ports.store.db, { sqlite: ports.store.sqlite });
+  const database = ports.store.db as unknown as Kysely<ProxyDatabase>;
   const push = createPushDelivery({
     store,
     attempts: options.push.attempts,
@@ -278,7 +279,7 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
   /** The agent's task, read from the agent (another replica sent the call). */
   async function agentTask(agent: string, taskId: string): Promise<Task | undefined> {
     try {
-      const built = await gateway.internals.fleet.agentClient(agent);
+      const built = await ports.agentClient(agent);
       return await built.client.getTask(
         { tenant: '', id: taskId },
         { serviceParameters: { ...built.headers } },
@@ -903,7 +904,7 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
       feed.open(task.id);
       const work = (async () => {
         try {
-          const built = await gateway.internals.fleet.agentClient(agent);
+          const built = await ports.agentClient(agent);
           for await (const event of built.client.resubscribeTask(
             { tenant: '', id: agentTaskId },
             { serviceParameters: { ...built.headers } },
@@ -1149,7 +1150,7 @@ export function createA2aProxy(options: A2aProxyOptions): A2aProxy {
             `Task ${task.id} is being sent to the agent; try again.`,
           );
         }
-        const built = await gateway.internals.fleet.agentClient(agent);
+        const built = await ports.agentClient(agent);
         await built.client.cancelTask(
           { tenant: '', id: task.agentTaskId, metadata: params.metadata },
           { serviceParameters: { ...built.headers } },
