@@ -57,6 +57,41 @@ interface Prepared {
    * can tell (PostgreSQL), or at once.
    */
   lockWrites(): Promise<{ waiting: () => Promise<boolean>; unlock: () => Promise<void> }>;
+  /**
+   * Locks one table from outside the gateway: the gateway's first statement on it waits (a point
+   * between two of its commits). Undefined on SQLite: one write lock holds the whole file, so no
+   * point between two commits can be held from outside the process.
+   */
+  lockTable?(
+    table: string,
+  ): Promise<{ waiting: () => Promise<boolean>; unlock: () => Promise<void> }>;
+}
+
+/** A table lock held by another PostgreSQL session, and a second session that sees who waits. */
+async function lockPgTable(
+  schema: string,
+  table: string,
+): Promise<{ waiting: () => Promise<boolean>; unlock: () => Promise<void> }> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  await client.query('begin');
+  await client.query(`lock table ${schema}.${table} in access exclusive mode`);
+  const watcher = new pg.Client({ connectionString: PG_URL });
+  await watcher.connect();
+  return {
+    async waiting() {
+      const r = await watcher.query<{ n: string }>(
+        `select count(*) as n from pg_locks
+         where not granted and relation = '${schema}.${table}'::regclass`,
+      );
+      return Number(r.rows[0]!.n) > 0;
+    },
+    async unlock() {
+      await client.query('rollback').catch(() => undefined);
+      await client.end();
+      await watcher.end();
+    },
+  };
 }
 
 const VARIANTS: Variant[] = [
@@ -98,29 +133,9 @@ const VARIANTS: Variant[] = [
           await client.query(`drop schema if exists ${name} cascade`);
           await client.end();
         },
-        async lockWrites() {
-          // The outbox takes every event a call's end commits: locked, the end's unit waits.
-          const client = new pg.Client({ connectionString: PG_URL });
-          await client.connect();
-          await client.query('begin');
-          await client.query(`lock table ${name}.fleetgate_outbox in access exclusive mode`);
-          const watcher = new pg.Client({ connectionString: PG_URL });
-          await watcher.connect();
-          return {
-            async waiting() {
-              const r = await watcher.query<{ n: string }>(
-                `select count(*) as n from pg_locks
-                 where not granted and relation = '${name}.fleetgate_outbox'::regclass`,
-              );
-              return Number(r.rows[0]!.n) > 0;
-            },
-            async unlock() {
-              await client.query('rollback').catch(() => undefined);
-              await client.end();
-              await watcher.end();
-            },
-          };
-        },
+        // The outbox takes every event a call's end commits: locked, the end's unit waits.
+        lockWrites: () => lockPgTable(name, 'fleetgate_outbox'),
+        lockTable: (table) => lockPgTable(name, table),
       };
     },
   },
@@ -520,6 +535,96 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
       const done = await ended(restarted, correlationId);
       expect(done).toMatchObject({ status: 'completed', taskId });
       expect(await appliedOnce(restarted, taskId)).toBe(1);
+      expect(agent.received.length).toBe(before + 1);
+    },
+    120_000,
+  );
+
+  it.skipIf(variant.skip || variant.name === 'SQLite')(
+    "ends a call whose gateway died after its record, before the gate's commit: never sent, no approval left",
+    async () => {
+      newHold();
+      hold.release();
+      const g = await start();
+      const before = agent.received.length;
+      const correlationId = uniqueName('pregate');
+      // The gate's first statement on the approvals waits: the dispatch is recorded, the gate's
+      // unit (the approval request and the record's move) not committed.
+      const lock = await prepared.lockTable!('fleetgate_policy_approval');
+      try {
+        void api(g, '/api/dispatch', {
+          method: 'POST',
+          body: JSON.stringify({ agent: 'ops', skill: 'bulk_migration', correlationId }),
+        }).catch(() => undefined);
+        await eventually(
+          async () => ((await lock.waiting()) ? true : undefined),
+          20_000,
+          'the gate waiting for the store',
+        );
+        expect((await dispatchOf(g, correlationId)).status).toBe('running');
+        await kill(g);
+      } finally {
+        await lock.unlock();
+      }
+      const restarted = await start();
+      const done = await ended(restarted, correlationId);
+      expect(done.status).toBe('failed');
+      expect(done.result?.error?.code).toBe('FLEETGATE_CALL_INTERRUPTED');
+      const approvals = await api<{ approvals: { dispatchId?: string }[] }>(
+        restarted,
+        '/api/approvals?status=pending',
+      );
+      expect(approvals.approvals.filter((a) => a.dispatchId === done.id)).toEqual([]);
+      expect(agent.received.length).toBe(before);
+    },
+    120_000,
+  );
+
+  it.skipIf(variant.skip || variant.name === 'SQLite')(
+    'sends a call once when its gateway died right after its approval was committed, before the release',
+    async () => {
+      newHold();
+      hold.release();
+      const g = await start();
+      const before = agent.received.length;
+      const correlationId = uniqueName('approved');
+      const held = await api<Dispatch>(g, '/api/dispatch', {
+        method: 'POST',
+        body: JSON.stringify({ agent: 'ops', skill: 'bulk_migration', correlationId }),
+      });
+      expect(held.status).toBe('awaiting-approval');
+      const pending = await api<{ approvals: { id: string; dispatchId?: string }[] }>(
+        g,
+        '/api/approvals?status=pending',
+      );
+      const approval = pending.approvals.find((a) => a.dispatchId === held.id)!;
+      // The release's unit (the approval consumed, the record moved) waits on the dispatch table.
+      const lock = await prepared.lockTable!('fleetgate_dispatch');
+      try {
+        void api(g, `/api/approvals/${approval.id}/approve`, {
+          method: 'POST',
+          body: JSON.stringify({ reason: 'go' }),
+        }).catch(() => undefined);
+        await eventually(
+          async () => ((await lock.waiting()) ? true : undefined),
+          20_000,
+          'the release waiting for the store',
+        );
+        await kill(g);
+      } finally {
+        await lock.unlock();
+      }
+      const restarted = await start();
+      const done = await ended(restarted, correlationId);
+      // The point was the one named: the approval was committed before the gateway died (and
+      // consumed by the restarted gateway's release), not given again.
+      const consumed = await api<{ approvals: { id: string; decidedBy?: string | null }[] }>(
+        restarted,
+        '/api/approvals?status=consumed',
+      );
+      expect(consumed.approvals.map((a) => a.id)).toContain(approval.id);
+      expect(done.status).toBe('completed');
+      expect(await appliedOnce(restarted, done.taskId!, 'github_issues')).toBe(1);
       expect(agent.received.length).toBe(before + 1);
     },
     120_000,
