@@ -284,6 +284,44 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
     return taskId;
   }
 
+  /** Dispatches bulk_migration (gated: it waits for an approval); the dispatch and its approval. */
+  async function holdForApproval(
+    g: ServiceProcess,
+    correlationId: string,
+  ): Promise<{ held: Dispatch; approvalId: string }> {
+    const held = await api<Dispatch>(g, '/api/dispatch', {
+      method: 'POST',
+      body: JSON.stringify({ agent: 'ops', skill: 'bulk_migration', correlationId }),
+    });
+    expect(held.status).toBe('awaiting-approval');
+    const pending = await api<{ approvals: { id: string; dispatchId?: string }[] }>(
+      g,
+      '/api/approvals?status=pending',
+    );
+    const approval = pending.approvals.find((a) => a.dispatchId === held.id);
+    expect(approval).toBeDefined();
+    return { held, approvalId: approval!.id };
+  }
+
+  /**
+   * Kills the gateway once one of its statements waits on `lock` (after `check`, run while it
+   * waits), then lets the store go.
+   */
+  async function killWhileLocked(
+    g: ServiceProcess,
+    lock: { waiting: () => Promise<boolean>; unlock: () => Promise<void> },
+    what: string,
+    check: () => Promise<void> = () => Promise.resolve(),
+  ): Promise<void> {
+    try {
+      await eventually(async () => ((await lock.waiting()) ? true : undefined), 20_000, what);
+      await check();
+      await kill(g);
+    } finally {
+      await lock.unlock();
+    }
+  }
+
   it.skipIf(variant.skip)(
     'finishes a blocking (?wait) call whose gateway died while the agent worked: completed, its delta once',
     async () => {
@@ -311,25 +349,10 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
       const g = await start();
       const before = agent.received.length;
       const correlationId = uniqueName('released');
-      // bulk_migration is gated: it waits for an approval.
-      const held = await api<Dispatch & { decision?: { approvalId?: string } }>(
-        g,
-        '/api/dispatch',
-        {
-          method: 'POST',
-          body: JSON.stringify({ agent: 'ops', skill: 'bulk_migration', correlationId }),
-        },
-      );
-      expect(held.status).toBe('awaiting-approval');
-      const approvals = await api<{ approvals: { id: string; dispatchId?: string }[] }>(
-        g,
-        '/api/approvals?status=pending',
-      );
-      const approval = approvals.approvals.find((a) => a.dispatchId === held.id);
-      expect(approval).toBeDefined();
+      const { approvalId } = await holdForApproval(g, correlationId);
       // The approval releases the call: the answer comes once the agent ends it, which it does
       // only after the gateway is gone.
-      void api(g, `/api/approvals/${approval!.id}/approve`, {
+      void api(g, `/api/approvals/${approvalId}/approve`, {
         method: 'POST',
         body: JSON.stringify({ reason: 'go' }),
       }).catch(() => undefined);
@@ -551,21 +574,13 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
       // The gate's first statement on the approvals waits: the dispatch is recorded, the gate's
       // unit (the approval request and the record's move) not committed.
       const lock = await prepared.lockTable!('fleetgate_policy_approval');
-      try {
-        void api(g, '/api/dispatch', {
-          method: 'POST',
-          body: JSON.stringify({ agent: 'ops', skill: 'bulk_migration', correlationId }),
-        }).catch(() => undefined);
-        await eventually(
-          async () => ((await lock.waiting()) ? true : undefined),
-          20_000,
-          'the gate waiting for the store',
-        );
+      void api(g, '/api/dispatch', {
+        method: 'POST',
+        body: JSON.stringify({ agent: 'ops', skill: 'bulk_migration', correlationId }),
+      }).catch(() => undefined);
+      await killWhileLocked(g, lock, 'the gate waiting for the store', async () => {
         expect((await dispatchOf(g, correlationId)).status).toBe('running');
-        await kill(g);
-      } finally {
-        await lock.unlock();
-      }
+      });
       const restarted = await start();
       const done = await ended(restarted, correlationId);
       expect(done.status).toBe('failed');
@@ -588,32 +603,14 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
       const g = await start();
       const before = agent.received.length;
       const correlationId = uniqueName('approved');
-      const held = await api<Dispatch>(g, '/api/dispatch', {
-        method: 'POST',
-        body: JSON.stringify({ agent: 'ops', skill: 'bulk_migration', correlationId }),
-      });
-      expect(held.status).toBe('awaiting-approval');
-      const pending = await api<{ approvals: { id: string; dispatchId?: string }[] }>(
-        g,
-        '/api/approvals?status=pending',
-      );
-      const approval = pending.approvals.find((a) => a.dispatchId === held.id)!;
+      const { approvalId } = await holdForApproval(g, correlationId);
       // The release's unit (the approval consumed, the record moved) waits on the dispatch table.
       const lock = await prepared.lockTable!('fleetgate_dispatch');
-      try {
-        void api(g, `/api/approvals/${approval.id}/approve`, {
-          method: 'POST',
-          body: JSON.stringify({ reason: 'go' }),
-        }).catch(() => undefined);
-        await eventually(
-          async () => ((await lock.waiting()) ? true : undefined),
-          20_000,
-          'the release waiting for the store',
-        );
-        await kill(g);
-      } finally {
-        await lock.unlock();
-      }
+      void api(g, `/api/approvals/${approvalId}/approve`, {
+        method: 'POST',
+        body: JSON.stringify({ reason: 'go' }),
+      }).catch(() => undefined);
+      await killWhileLocked(g, lock, 'the release waiting for the store');
       const restarted = await start();
       const done = await ended(restarted, correlationId);
       // The point was the one named: the approval was committed before the gateway died (and
@@ -622,7 +619,7 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
         restarted,
         '/api/approvals?status=consumed',
       );
-      expect(consumed.approvals.map((a) => a.id)).toContain(approval.id);
+      expect(consumed.approvals.map((a) => a.id)).toContain(approvalId);
       expect(done.status).toBe('completed');
       expect(await appliedOnce(restarted, done.taskId!, 'github_issues')).toBe(1);
       expect(agent.received.length).toBe(before + 1);
@@ -638,23 +635,13 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
       const g = await start();
       const before = agent.received.length;
       const correlationId = uniqueName('held');
-      const held = await api<Dispatch>(g, '/api/dispatch', {
-        method: 'POST',
-        body: JSON.stringify({ agent: 'ops', skill: 'bulk_migration', correlationId }),
-      });
-      expect(held.status).toBe('awaiting-approval');
+      const { approvalId } = await holdForApproval(g, correlationId);
       await kill(g);
       const restarted = await start();
       expect(await dispatchOf(restarted, correlationId)).toMatchObject({
         status: 'awaiting-approval',
       });
-      const approvals = await api<{ approvals: { id: string; dispatchId?: string }[] }>(
-        restarted,
-        '/api/approvals?status=pending',
-      );
-      const approval = approvals.approvals.find((a) => a.dispatchId === held.id);
-      expect(approval).toBeDefined();
-      await api(restarted, `/api/approvals/${approval!.id}/approve`, {
+      await api(restarted, `/api/approvals/${approvalId}/approve`, {
         method: 'POST',
         body: JSON.stringify({ reason: 'go' }),
       });

@@ -57,6 +57,14 @@ describe('dispatch handle', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  /** A call the agent keeps working on (until `release`), handed to the tracker. */
+  async function startLong(text: string) {
+    const call = gw.dispatch({ agent: 'ops', skill: 'sitrep', text, mode: 'return-immediately' });
+    const answered = await call.answered();
+    expect(answered).toMatchObject({ status: 'running', taskId: expect.any(String) });
+    return { call, answered };
+  }
+
   it('names the call at once, then gives its decision, its updates in order and its end', async () => {
     const call = gw.dispatch({ agent: 'ops', skill: 'sitrep', text: 'status', id: 'handle-1' });
     expect(call.id).toBe('handle-1');
@@ -92,15 +100,7 @@ describe('dispatch handle', () => {
   });
 
   it('follows a call handed to the tracker to its end', async () => {
-    const call = gw.dispatch({
-      agent: 'ops',
-      skill: 'sitrep',
-      text: 'long-tracked',
-      mode: 'return-immediately',
-    });
-    const answered = await call.answered();
-    expect(answered.status).toBe('running');
-    expect(answered.taskId).not.toBeNull();
+    const { call, answered } = await startLong('long-tracked');
     const updates = updatesOf(call);
     release.get('long-tracked')!();
     expect(await call.result()).toMatchObject({ status: 'completed', taskId: answered.taskId });
@@ -150,14 +150,7 @@ describe('dispatch handle', () => {
   });
 
   it('cancels a running task at the agent: the call ends canceled', async () => {
-    const call = gw.dispatch({
-      agent: 'ops',
-      skill: 'sitrep',
-      text: 'long-canceled',
-      mode: 'return-immediately',
-    });
-    const answered = await call.answered();
-    expect(answered.status).toBe('running');
+    const { call, answered } = await startLong('long-canceled');
     const canceled = await call.cancel();
     expect(canceled.status).toBe('canceled');
     expect(await call.result()).toMatchObject({ status: 'canceled', taskId: answered.taskId });
