@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { insertOutboxRows, writeOutboxEvent } from '../bus/index.js';
 import type { OutboxExecutor } from '../bus/index.js';
 import type {
@@ -289,302 +289,416 @@ async function upsertSend(executor: unknown, id: string, send: DispatchSend): Pr
     .execute();
 }
 
-/** Dispatch records in the store (SQLite or PostgreSQL). */
+/** What the methods of {@link createStoreDispatchRecords} share. */
+interface RecordsContext {
+  db: Kysely<DispatchDatabase>;
+  /** The SQLite store's direct access, when given: reads and writes run as prepared statements. */
+  direct: SqliteAccess | undefined;
+  /** Ids of the events written into the outbox. */
+  eventId: () => string;
+  /** Called after a unit that wrote an event committed (wakes the outbox relay). */
+  committed: () => void;
+}
+
+/** A change of {@link DispatchRecordStore.update}. */
+type DispatchChange = Parameters<DispatchRecordStore['update']>[1];
+
+/** One record, read through the SQLite store's direct access. */
+async function readOne(
+  direct: SqliteAccess,
+  sql: string,
+  params: readonly unknown[],
+): Promise<DispatchRecord | undefined> {
+  const row = await direct.read((q) => q.get<DispatchRow>(sql, params));
+  return row === undefined ? undefined : fromRow(row);
+}
+
+/** A query of the records with their trace context, through `executor` (store or transaction). */
+function rowsOf(executor: Kysely<DispatchDatabase>) {
+  return executor
+    .selectFrom('fleetgate_dispatch')
+    .leftJoin(
+      'fleetgate_dispatch_trace',
+      'fleetgate_dispatch_trace.dispatch_id',
+      'fleetgate_dispatch.id',
+    )
+    .selectAll('fleetgate_dispatch')
+    .select('fleetgate_dispatch_trace.traceparent');
+}
+
+/** Writes a record and its trace context through `executor` (a transaction or not). */
+async function insertRecord(
+  executor: Kysely<DispatchDatabase>,
+  record: DispatchRecord,
+  result: string | null,
+): Promise<void> {
+  await executor
+    .insertInto('fleetgate_dispatch')
+    .values({
+      id: record.id,
+      agent: record.agent,
+      skill: record.skill,
+      correlation_id: record.correlationId,
+      status: record.status,
+      task_id: record.taskId,
+      created_at: record.createdAt,
+      updated_at: record.updatedAt,
+      result,
+    })
+    .execute();
+  if (record.traceparent !== undefined) {
+    await executor
+      .insertInto('fleetgate_dispatch_trace')
+      .values({ dispatch_id: record.id, traceparent: record.traceparent })
+      .execute();
+  }
+}
+
+/** {@link DispatchRecordStore.create}. */
+async function createRecord(
+  ctx: RecordsContext,
+  record: DispatchRecord,
+  createOptions: { announce?: DispatchAnnouncement; send?: DispatchSend } = {},
+): Promise<void> {
+  const { direct, db, eventId } = ctx;
+  const { announce, send } = createOptions;
+  const result = record.result === null ? null : JSON.stringify(record.result);
+  if (direct !== undefined) {
+    // The record, its trace context and its event in one unit, committed with the writes of
+    // this turn.
+    await direct.write((sql) => {
+      sql.run(INSERT, [
+        record.id,
+        record.agent,
+        record.skill,
+        record.correlationId,
+        record.status,
+        record.taskId,
+        record.createdAt,
+        record.updatedAt,
+        result,
+      ]);
+      if (record.traceparent !== undefined) {
+        sql.run(INSERT_TRACE, [record.id, record.traceparent]);
+      }
+      if (send !== undefined) sql.run(UPSERT_SEND, sendParams(record.id, send));
+      if (announce !== undefined) {
+        insertOutboxRows(sql, [eventOf(record, announce, eventId())], record.createdAt);
+      }
+    });
+  } else if (announce === undefined && send === undefined) {
+    await insertRecord(db, record, result);
+  } else {
+    await db.transaction().execute(async (trx) => {
+      await insertRecord(trx, record, result);
+      if (send !== undefined) await upsertSend(trx, record.id, send);
+      if (announce !== undefined) {
+        await writeAnnouncement(trx, record, announce, eventId(), record.createdAt);
+      }
+    });
+  }
+  if (announce !== undefined) ctx.committed();
+}
+
+/** {@link DispatchRecordStore.sending}. */
+async function recordSending(
+  ctx: RecordsContext,
+  record: DispatchRecord,
+  send: DispatchSend,
+  announce: DispatchAnnouncement | undefined,
+): Promise<void> {
+  const { direct, eventId } = ctx;
+  const at = send.sentAt ?? record.updatedAt;
+  if (direct !== undefined) {
+    await direct.write((sql) => {
+      sql.run(UPSERT_SEND, sendParams(record.id, send));
+      if (announce !== undefined) insertOutboxRows(sql, [eventOf(record, announce, eventId())], at);
+    });
+  } else {
+    await ctx.db.transaction().execute(async (trx) => {
+      await upsertSend(trx, record.id, send);
+      if (announce !== undefined) await writeAnnouncement(trx, record, announce, eventId(), at);
+    });
+  }
+  if (announce !== undefined) ctx.committed();
+}
+
+/** {@link DispatchRecordStore.orphans}. */
+async function findOrphans(ctx: RecordsContext, limit: number): Promise<HeldDispatch[]> {
+  const found = await rowsOf(ctx.db)
+    .innerJoin(
+      'fleetgate_dispatch_send',
+      'fleetgate_dispatch_send.dispatch_id',
+      'fleetgate_dispatch.id',
+    )
+    .select([
+      'fleetgate_dispatch_send.owner',
+      'fleetgate_dispatch_send.message_id',
+      'fleetgate_dispatch_send.context_id',
+      'fleetgate_dispatch_send.sent_at',
+    ])
+    .where('fleetgate_dispatch.status', 'in', ['running', 'awaiting-input'])
+    .where('fleetgate_dispatch.task_id', 'is', null)
+    .orderBy('fleetgate_dispatch.created_at')
+    .limit(limit)
+    .execute();
+  return found.map((row) => ({
+    record: fromRow(row),
+    send: {
+      owner: row.owner,
+      messageId: row.message_id,
+      contextId: row.context_id,
+      sentAt: row.sent_at === null ? null : Number(row.sent_at),
+    },
+  }));
+}
+
+/** {@link DispatchRecordStore.takeOver}. */
+async function takeOverDispatch(
+  ctx: RecordsContext,
+  id: string,
+  from: string,
+  to: string,
+): Promise<boolean> {
+  const moved = await ctx.db
+    .updateTable('fleetgate_dispatch_send')
+    .set({ owner: to })
+    .where('dispatch_id', '=', id)
+    .where('owner', '=', from)
+    .executeTakeFirst();
+  return Number(moved.numUpdatedRows) === 1;
+}
+
+/** {@link DispatchRecordStore.get}. */
+async function getRecord(ctx: RecordsContext, id: string): Promise<DispatchRecord | undefined> {
+  if (ctx.direct !== undefined) return readOne(ctx.direct, SELECT_BY_ID, [id]);
+  const row = await rowsOf(ctx.db).where('fleetgate_dispatch.id', '=', id).executeTakeFirst();
+  return row === undefined ? undefined : fromRow(row);
+}
+
+/** {@link DispatchRecordStore.list}. */
+async function listRecords(ctx: RecordsContext, query: DispatchQuery): Promise<DispatchRecord[]> {
+  let q = rowsOf(ctx.db);
+  if (query.agent !== undefined) q = q.where('fleetgate_dispatch.agent', '=', query.agent);
+  if (query.skill !== undefined) q = q.where('fleetgate_dispatch.skill', '=', query.skill);
+  if (query.status !== undefined) q = q.where('fleetgate_dispatch.status', '=', query.status);
+  if (query.correlationId !== undefined) {
+    q = q.where('fleetgate_dispatch.correlation_id', '=', query.correlationId);
+  }
+  if (query.before !== undefined) {
+    const after = await getRecord(ctx, query.before);
+    if (after === undefined) return [];
+    q = q.where((eb) =>
+      eb.or([
+        eb('fleetgate_dispatch.created_at', '<', after.createdAt),
+        eb.and([
+          eb('fleetgate_dispatch.created_at', '=', after.createdAt),
+          eb('fleetgate_dispatch.id', '<', after.id),
+        ]),
+      ]),
+    );
+  }
+  const found = await q
+    .orderBy('fleetgate_dispatch.created_at', 'desc')
+    .orderBy('fleetgate_dispatch.id', 'desc')
+    .limit(query.limit)
+    .execute();
+  return found.map(fromRow);
+}
+
+/** {@link DispatchRecordStore.byTask}. */
+async function recordByTask(
+  ctx: RecordsContext,
+  agent: string,
+  taskId: string,
+): Promise<DispatchRecord | undefined> {
+  if (ctx.direct !== undefined) return readOne(ctx.direct, SELECT_BY_TASK, [agent, taskId]);
+  const row = await rowsOf(ctx.db)
+    .where('fleetgate_dispatch.agent', '=', agent)
+    .where('fleetgate_dispatch.task_id', '=', taskId)
+    .executeTakeFirst();
+  return row === undefined ? undefined : fromRow(row);
+}
+
+/**
+ * Whether a dispatch in `status` (undefined: there is none) may move: one that ended never moves
+ * again, and with `from` only one in that status moves.
+ */
+function movable(status: string | undefined, from: DispatchStatus | undefined): status is string {
+  return (
+    status !== undefined &&
+    !ENDED.includes(status as DispatchStatus) &&
+    (from === undefined || status === from)
+  );
+}
+
+/** {@link DispatchRecordStore.update}. */
+async function updateRecord(
+  ctx: RecordsContext,
+  id: string,
+  change: DispatchChange,
+): Promise<DispatchUpdate> {
+  // A move applies to the status read just before it (compare-and-set), so `changed` says
+  // whether this call moved the dispatch to a new status, whoever else moves it meanwhile.
+  const result = change.result === undefined ? null : JSON.stringify(change.result);
+  if (ctx.direct !== undefined) return updateDirect(ctx, ctx.direct, id, change, result);
+  return updateInTransactions(ctx, id, change, result);
+}
+
+/** {@link updateRecord} through the SQLite store's direct access (`result`: as stored, or null). */
+function updateDirect(
+  ctx: RecordsContext,
+  direct: SqliteAccess,
+  id: string,
+  change: DispatchChange,
+  result: string | null,
+): Promise<DispatchUpdate> {
+  // Read, change and the record as it stands after, in one unit: nothing comes between.
+  return direct
+    .write((sql) => {
+      const before = sql.get<{ status: string }>(SELECT_STATUS, [id])?.status;
+      let changed = false;
+      if (movable(before, change.from)) {
+        sql.run(UPDATE_FROM, [change.status, change.at, change.taskId ?? null, result, id, before]);
+        changed = before !== change.status;
+      }
+      const row = sql.get<DispatchRow>(SELECT_BY_ID, [id]);
+      const record = row === undefined ? undefined : fromRow(row);
+      if (changed && record !== undefined && change.announce !== undefined) {
+        insertOutboxRows(sql, [eventOf(record, change.announce, ctx.eventId())], change.at);
+      }
+      return { changed, record };
+    })
+    .then((moved) => {
+      if (moved.changed && change.announce !== undefined) ctx.committed();
+      return moved;
+    });
+}
+
+/** {@link updateRecord} through kysely transactions (`result`: as stored, or null). */
+async function updateInTransactions(
+  ctx: RecordsContext,
+  id: string,
+  change: DispatchChange,
+  result: string | null,
+): Promise<DispatchUpdate> {
+  for (;;) {
+    // Read, compare-and-set and the announcement in one transaction: the event exists exactly
+    // when the move does.
+    const outcome = await ctx.db
+      .transaction()
+      .execute((trx) => tryMove(ctx, trx, id, change, result));
+    // Another writer moved it between the read and the update: judged again on what it is now.
+    if (!outcome.moved) continue;
+    if (outcome.changed && change.announce !== undefined) ctx.committed();
+    return { changed: outcome.changed, record: await getRecord(ctx, id) };
+  }
+}
+
+/**
+ * One attempt of {@link updateInTransactions} inside `trx`: `moved` false when another writer
+ * moved the dispatch between the read and the update.
+ */
+async function tryMove(
+  ctx: RecordsContext,
+  trx: Transaction<DispatchDatabase>,
+  id: string,
+  change: DispatchChange,
+  result: string | null,
+): Promise<{ changed: boolean; moved: boolean }> {
+  const before = (
+    await trx
+      .selectFrom('fleetgate_dispatch')
+      .select('status')
+      .where('id', '=', id)
+      .executeTakeFirst()
+  )?.status;
+  if (!movable(before, change.from)) return { changed: false, moved: true };
+  const moved = await trx
+    .updateTable('fleetgate_dispatch')
+    .set({
+      status: change.status,
+      updated_at: change.at,
+      ...(change.taskId === undefined ? {} : { task_id: change.taskId }),
+      ...(result === null ? {} : { result }),
+    })
+    .where('id', '=', id)
+    .where('status', '=', before)
+    .executeTakeFirst();
+  if (Number(moved.numUpdatedRows) !== 1) return { changed: false, moved: false };
+  const changed = before !== change.status;
+  if (changed && change.announce !== undefined) {
+    const row = await rowsOf(trx).where('fleetgate_dispatch.id', '=', id).executeTakeFirst();
+    if (row !== undefined) {
+      await writeAnnouncement(trx, fromRow(row), change.announce, ctx.eventId(), change.at);
+    }
+  }
+  return { changed, moved: true };
+}
+
+/** {@link DispatchRecordStore.prune}. */
+async function pruneRecords(
+  ctx: RecordsContext,
+  before: number,
+  batchSize = 1_000,
+): Promise<number> {
+  let total = 0;
+  for (;;) {
+    // In batches: one huge delete would hold its locks (and grow the log) for long. Who held
+    // an ended dispatch goes with it.
+    await ctx.db
+      .deleteFrom('fleetgate_dispatch_send')
+      .where('dispatch_id', 'in', (eb) =>
+        eb
+          .selectFrom('fleetgate_dispatch')
+          .select('id')
+          .where('status', 'in', [...ENDED])
+          .where('updated_at', '<', before)
+          .limit(batchSize),
+      )
+      .execute();
+    const result = await ctx.db
+      .deleteFrom('fleetgate_dispatch')
+      .where('id', 'in', (eb) =>
+        eb
+          .selectFrom('fleetgate_dispatch')
+          .select('id')
+          .where('status', 'in', [...ENDED])
+          .where('updated_at', '<', before)
+          .limit(batchSize),
+      )
+      .executeTakeFirst();
+    const n = Number(result.numDeletedRows);
+    total += n;
+    if (n < batchSize) return total;
+  }
+}
+
+/**
+ * Dispatch records in the store (SQLite or PostgreSQL). The methods close over one context, never
+ * over `this`: the records stay a plain object that callers may spread and override in part.
+ */
 export function createStoreDispatchRecords<DB extends DispatchDatabase>(
   database: Kysely<DB>,
   options: StoreDispatchRecordsOptions = {},
 ): DispatchRecordStore {
-  // kysely's types are invariant in DB; the constraint guarantees the table exists.
-  const db = database as unknown as Kysely<DispatchDatabase>;
-  const direct = options.sqlite;
-  const readOne = async (sql: string, params: readonly unknown[]) => {
-    const row = await direct!.read((q) => q.get<DispatchRow>(sql, params));
-    return row === undefined ? undefined : fromRow(row);
-  };
-  const rowsOf = (executor: Kysely<DispatchDatabase>) =>
-    executor
-      .selectFrom('fleetgate_dispatch')
-      .leftJoin(
-        'fleetgate_dispatch_trace',
-        'fleetgate_dispatch_trace.dispatch_id',
-        'fleetgate_dispatch.id',
-      )
-      .selectAll('fleetgate_dispatch')
-      .select('fleetgate_dispatch_trace.traceparent');
-  const rows = () => rowsOf(db);
-  const get = async (id: string): Promise<DispatchRecord | undefined> => {
-    if (direct !== undefined) return readOne(SELECT_BY_ID, [id]);
-    const row = await rows().where('fleetgate_dispatch.id', '=', id).executeTakeFirst();
-    return row === undefined ? undefined : fromRow(row);
-  };
-  const eventId = options.eventId ?? (() => randomUUID());
-  const committed = options.onCommitted ?? (() => undefined);
-  const insertRecord = async (
-    executor: Kysely<DispatchDatabase>,
-    record: DispatchRecord,
-    result: string | null,
-  ): Promise<void> => {
-    await executor
-      .insertInto('fleetgate_dispatch')
-      .values({
-        id: record.id,
-        agent: record.agent,
-        skill: record.skill,
-        correlation_id: record.correlationId,
-        status: record.status,
-        task_id: record.taskId,
-        created_at: record.createdAt,
-        updated_at: record.updatedAt,
-        result,
-      })
-      .execute();
-    if (record.traceparent !== undefined) {
-      await executor
-        .insertInto('fleetgate_dispatch_trace')
-        .values({ dispatch_id: record.id, traceparent: record.traceparent })
-        .execute();
-    }
+  const ctx: RecordsContext = {
+    // kysely's types are invariant in DB; the constraint guarantees the table exists.
+    db: database as unknown as Kysely<DispatchDatabase>,
+    direct: options.sqlite,
+    eventId: options.eventId ?? (() => randomUUID()),
+    committed: options.onCommitted ?? (() => undefined),
   };
   return {
-    async create(record, createOptions = {}) {
-      const { announce, send } = createOptions;
-      const result = record.result === null ? null : JSON.stringify(record.result);
-      if (direct !== undefined) {
-        // The record, its trace context and its event in one unit, committed with the writes of
-        // this turn.
-        await direct.write((sql) => {
-          sql.run(INSERT, [
-            record.id,
-            record.agent,
-            record.skill,
-            record.correlationId,
-            record.status,
-            record.taskId,
-            record.createdAt,
-            record.updatedAt,
-            result,
-          ]);
-          if (record.traceparent !== undefined) {
-            sql.run(INSERT_TRACE, [record.id, record.traceparent]);
-          }
-          if (send !== undefined) sql.run(UPSERT_SEND, sendParams(record.id, send));
-          if (announce !== undefined) {
-            insertOutboxRows(sql, [eventOf(record, announce, eventId())], record.createdAt);
-          }
-        });
-      } else if (announce === undefined && send === undefined) {
-        await insertRecord(db, record, result);
-      } else {
-        await db.transaction().execute(async (trx) => {
-          await insertRecord(trx, record, result);
-          if (send !== undefined) await upsertSend(trx, record.id, send);
-          if (announce !== undefined) {
-            await writeAnnouncement(trx, record, announce, eventId(), record.createdAt);
-          }
-        });
-      }
-      if (announce !== undefined) committed();
-    },
-    async sending(record, send, announce) {
-      const at = send.sentAt ?? record.updatedAt;
-      if (direct !== undefined) {
-        await direct.write((sql) => {
-          sql.run(UPSERT_SEND, sendParams(record.id, send));
-          if (announce !== undefined)
-            insertOutboxRows(sql, [eventOf(record, announce, eventId())], at);
-        });
-      } else {
-        await db.transaction().execute(async (trx) => {
-          await upsertSend(trx, record.id, send);
-          if (announce !== undefined) await writeAnnouncement(trx, record, announce, eventId(), at);
-        });
-      }
-      if (announce !== undefined) committed();
-    },
-    async orphans(limit) {
-      const found = await rows()
-        .innerJoin(
-          'fleetgate_dispatch_send',
-          'fleetgate_dispatch_send.dispatch_id',
-          'fleetgate_dispatch.id',
-        )
-        .select([
-          'fleetgate_dispatch_send.owner',
-          'fleetgate_dispatch_send.message_id',
-          'fleetgate_dispatch_send.context_id',
-          'fleetgate_dispatch_send.sent_at',
-        ])
-        .where('fleetgate_dispatch.status', 'in', ['running', 'awaiting-input'])
-        .where('fleetgate_dispatch.task_id', 'is', null)
-        .orderBy('fleetgate_dispatch.created_at')
-        .limit(limit)
-        .execute();
-      return found.map((row) => ({
-        record: fromRow(row),
-        send: {
-          owner: row.owner,
-          messageId: row.message_id,
-          contextId: row.context_id,
-          sentAt: row.sent_at === null ? null : Number(row.sent_at),
-        },
-      }));
-    },
-    async takeOver(id, from, to) {
-      const moved = await db
-        .updateTable('fleetgate_dispatch_send')
-        .set({ owner: to })
-        .where('dispatch_id', '=', id)
-        .where('owner', '=', from)
-        .executeTakeFirst();
-      return Number(moved.numUpdatedRows) === 1;
-    },
-    get,
-    async list(query) {
-      let q = rows();
-      if (query.agent !== undefined) q = q.where('fleetgate_dispatch.agent', '=', query.agent);
-      if (query.skill !== undefined) q = q.where('fleetgate_dispatch.skill', '=', query.skill);
-      if (query.status !== undefined) q = q.where('fleetgate_dispatch.status', '=', query.status);
-      if (query.correlationId !== undefined) {
-        q = q.where('fleetgate_dispatch.correlation_id', '=', query.correlationId);
-      }
-      if (query.before !== undefined) {
-        const after = await get(query.before);
-        if (after === undefined) return [];
-        q = q.where((eb) =>
-          eb.or([
-            eb('fleetgate_dispatch.created_at', '<', after.createdAt),
-            eb.and([
-              eb('fleetgate_dispatch.created_at', '=', after.createdAt),
-              eb('fleetgate_dispatch.id', '<', after.id),
-            ]),
-          ]),
-        );
-      }
-      const found = await q
-        .orderBy('fleetgate_dispatch.created_at', 'desc')
-        .orderBy('fleetgate_dispatch.id', 'desc')
-        .limit(query.limit)
-        .execute();
-      return found.map(fromRow);
-    },
-    async byTask(agent, taskId) {
-      if (direct !== undefined) return readOne(SELECT_BY_TASK, [agent, taskId]);
-      const row = await rows()
-        .where('fleetgate_dispatch.agent', '=', agent)
-        .where('fleetgate_dispatch.task_id', '=', taskId)
-        .executeTakeFirst();
-      return row === undefined ? undefined : fromRow(row);
-    },
-    async update(id, change) {
-      // A move applies to the status read just before it (compare-and-set), so `changed` says
-      // whether this call moved the dispatch to a new status, whoever else moves it meanwhile.
-      const movable = (status: string | undefined): status is string =>
-        status !== undefined &&
-        !ENDED.includes(status as DispatchStatus) &&
-        (change.from === undefined || status === change.from);
-      const result = change.result === undefined ? null : JSON.stringify(change.result);
-      if (direct !== undefined) {
-        // Read, change and the record as it stands after, in one unit: nothing comes between.
-        return direct
-          .write((sql) => {
-            const before = sql.get<{ status: string }>(SELECT_STATUS, [id])?.status;
-            let changed = false;
-            if (movable(before)) {
-              sql.run(UPDATE_FROM, [
-                change.status,
-                change.at,
-                change.taskId ?? null,
-                result,
-                id,
-                before,
-              ]);
-              changed = before !== change.status;
-            }
-            const row = sql.get<DispatchRow>(SELECT_BY_ID, [id]);
-            const record = row === undefined ? undefined : fromRow(row);
-            if (changed && record !== undefined && change.announce !== undefined) {
-              insertOutboxRows(sql, [eventOf(record, change.announce, eventId())], change.at);
-            }
-            return { changed, record };
-          })
-          .then((moved) => {
-            if (moved.changed && change.announce !== undefined) committed();
-            return moved;
-          });
-      }
-      for (;;) {
-        // Read, compare-and-set and the announcement in one transaction: the event exists exactly
-        // when the move does.
-        const outcome = await db.transaction().execute(async (trx) => {
-          const before = (
-            await trx
-              .selectFrom('fleetgate_dispatch')
-              .select('status')
-              .where('id', '=', id)
-              .executeTakeFirst()
-          )?.status;
-          if (!movable(before)) return { changed: false, moved: true };
-          const moved = await trx
-            .updateTable('fleetgate_dispatch')
-            .set({
-              status: change.status,
-              updated_at: change.at,
-              ...(change.taskId === undefined ? {} : { task_id: change.taskId }),
-              ...(result === null ? {} : { result }),
-            })
-            .where('id', '=', id)
-            .where('status', '=', before)
-            .executeTakeFirst();
-          if (Number(moved.numUpdatedRows) !== 1) return { changed: false, moved: false };
-          const changed = before !== change.status;
-          if (changed && change.announce !== undefined) {
-            const row = await rowsOf(trx)
-              .where('fleetgate_dispatch.id', '=', id)
-              .executeTakeFirst();
-            if (row !== undefined) {
-              await writeAnnouncement(trx, fromRow(row), change.announce, eventId(), change.at);
-            }
-          }
-          return { changed, moved: true };
-        });
-        // Another writer moved it between the read and the update: judged again on what it is now.
-        if (!outcome.moved) continue;
-        if (outcome.changed && change.announce !== undefined) committed();
-        return { changed: outcome.changed, record: await get(id) };
-      }
-    },
-    async prune(before, batchSize = 1_000) {
-      let total = 0;
-      for (;;) {
-        // In batches: one huge delete would hold its locks (and grow the log) for long. Who held
-        // an ended dispatch goes with it.
-        await db
-          .deleteFrom('fleetgate_dispatch_send')
-          .where('dispatch_id', 'in', (eb) =>
-            eb
-              .selectFrom('fleetgate_dispatch')
-              .select('id')
-              .where('status', 'in', [...ENDED])
-              .where('updated_at', '<', before)
-              .limit(batchSize),
-          )
-          .execute();
-        const result = await db
-          .deleteFrom('fleetgate_dispatch')
-          .where('id', 'in', (eb) =>
-            eb
-              .selectFrom('fleetgate_dispatch')
-              .select('id')
-              .where('status', 'in', [...ENDED])
-              .where('updated_at', '<', before)
-              .limit(batchSize),
-          )
-          .executeTakeFirst();
-        const n = Number(result.numDeletedRows);
-        total += n;
-        if (n < batchSize) return total;
-      }
-    },
+    create: (record, createOptions) => createRecord(ctx, record, createOptions),
+    sending: (record, send, announce) => recordSending(ctx, record, send, announce),
+    orphans: (limit) => findOrphans(ctx, limit),
+    takeOver: (id, from, to) => takeOverDispatch(ctx, id, from, to),
+    get: (id) => getRecord(ctx, id),
+    list: (query) => listRecords(ctx, query),
+    byTask: (agent, taskId) => recordByTask(ctx, agent, taskId),
+    update: (id, change) => updateRecord(ctx, id, change),
+    prune: (before, batchSize) => pruneRecords(ctx, before, batchSize),
   };
 }
 

@@ -1,10 +1,20 @@
 import type { Task } from '@a2a-js/sdk';
 
 import type { CollectedEvent, EventCollector } from '../bus/index.js';
-import { FleetgateError, isStoreUnavailable } from '../protocol/index.js';
+import { FleetgateError } from '../protocol/index.js';
 import type { CallOutcome, SkillCallChain } from '../extensions/index.js';
 import type { TaskStateName } from '../protocol/index.js';
 import { isTerminalState, normalizeTaskState } from '../protocol/index.js';
+import {
+  afterWin,
+  claimDurably,
+  keyOf,
+  memoryClaim,
+  replayClaims,
+  settledWith,
+  stopClaims,
+  type ClaimState,
+} from './terminal-claims.js';
 
 /**
  * The outcome `after` hooks get for a task at its terminal state: `{ ok: true }` for `completed`,
@@ -233,20 +243,6 @@ export interface TaskTerminal {
   replay(claims: readonly JournaledClaim[]): Promise<JournaledClaim[]>;
 }
 
-/** A claim waiting for the store to come back. */
-interface PendingClaim {
-  readonly agent: string;
-  readonly taskId: string;
-  /** What the journal keeps of it when the terminal stops before the store is back. */
-  readonly kept: JournaledClaim;
-  /** Claims again; resolves whether this process won. */
-  readonly claim: () => Promise<boolean>;
-  /** Runs after a won claim (events out, effects, `onSettled`). */
-  readonly won: () => Promise<void>;
-  delayMs: number;
-  timer?: NodeJS.Timeout;
-}
-
 interface Held {
   skill: string;
   correlationId: string;
@@ -254,43 +250,117 @@ interface Held {
   since: number;
 }
 
-const keyOf = (agent: string, taskId: string): string => `${agent}\u0000${taskId}`;
-
-/** Claims a kept task with its events, as the live path does. */
-function claimKept(records: TerminalRecords, kept: JournaledClaim): Promise<boolean> {
-  const { skill, correlationId, startedAt } = kept.call;
-  return records.claim(
-    kept.agent,
-    kept.task.id,
-    {
-      via: kept.via,
-      state: kept.state,
-      at: kept.at,
-      call: { skill, correlationId, startedAt },
-      ...(kept.group === undefined ? {} : { group: kept.group }),
-    },
-    kept.events,
-  );
+/** What the terminal's methods share: the claim side's state, the held calls and the chains. */
+interface TerminalState extends ClaimState {
+  /** The calls held, by {@link keyOf}. */
+  readonly held: Map<string, Held>;
+  /** The claim without the outbox: `options.claim`, else in memory. */
+  readonly claim: (agent: string, taskId: string) => Promise<boolean>;
+  /** Where chains are rebuilt from, once the fleet client is bound. */
+  chains: ChainSource | undefined;
 }
 
-function settledOf(kept: JournaledClaim): SettledTask {
-  const { agent, task, via, call } = kept;
-  return kept.fresh === true
-    ? { agent, taskId: task.id, task, via, call, fresh: true }
-    : { agent, taskId: task.id, task, via, call };
+/** The options of one {@link TaskTerminal.settle}. */
+type SettleOptions = NonNullable<Parameters<TaskTerminal['settle']>[3]>;
+
+function rebuild(terminal: TerminalState, call: TaskCall): Promise<SkillCallChain> {
+  if (terminal.chains === undefined) {
+    return Promise.reject(
+      new FleetgateError('FLEETGATE_CALL_FAILED', 'The task terminal has no fleet client bound.'),
+    );
+  }
+  return terminal.chains(call);
 }
 
-/** The in-memory claim: first caller wins among the last `size` tasks claimed. */
-function memoryClaim(size: number): (agent: string, taskId: string) => Promise<boolean> {
-  const claimed = new Set<string>();
-  return (agent, taskId) => {
-    const key = keyOf(agent, taskId);
-    if (claimed.has(key)) return Promise.resolve(false);
-    claimed.add(key);
-    // A Set iterates in insertion order: the first key is the oldest.
-    if (claimed.size > size) claimed.delete(claimed.values().next().value!);
-    return Promise.resolve(true);
-  };
+/**
+ * Claims the task and runs the call's `after` hooks: with `durable` the hooks run first (their
+ * events go with the claim), else the claim comes first.
+ */
+async function run(
+  terminal: TerminalState,
+  task: Task,
+  via: SettlePath,
+  call: TaskCall,
+  given: SkillCallChain | undefined,
+  group: ClaimGroup | undefined,
+  fresh: boolean,
+): Promise<SettleResult> {
+  const chain = given ?? (await rebuild(terminal, call)).resumeAfterBefore();
+  const outcome = outcomeForTask(task);
+  const settled: SettledTask = fresh
+    ? { agent: call.agent, taskId: task.id, task, via, call, fresh }
+    : { agent: call.agent, taskId: task.id, task, via, call };
+  const durable = terminal.options.durable;
+  if (durable !== undefined) {
+    return claimDurably(terminal, durable, { settled, chain, outcome, group });
+  }
+  if (!(await terminal.claim(call.agent, task.id))) {
+    return { settled: false, reason: 'claimed' };
+  }
+  const failure = await chain.runAfter(outcome);
+  await afterWin(terminal, settled, []);
+  return settledWith(outcome, failure);
+}
+
+/** {@link TaskTerminal.settle}: finds the task's call, then {@link run}s it once. */
+async function settleTask(
+  terminal: TerminalState,
+  agent: string,
+  task: Task,
+  via: SettlePath,
+  settleOptions: SettleOptions,
+): Promise<SettleResult> {
+  if (!isTerminalState(normalizeTaskState(task.status?.state))) {
+    return { settled: false, reason: 'not-terminal' };
+  }
+  const { held } = terminal;
+  const key = keyOf(agent, task.id);
+  const waiting = terminal.pending.get(key);
+  // Already settled here, waiting for the store: this path has nothing to add.
+  if (waiting !== undefined) return { settled: false, reason: 'retrying', error: undefined };
+  const entry = held.get(key);
+  const chain = settleOptions.chain;
+  const call: TaskCall | undefined =
+    chain !== undefined
+      ? {
+          agent,
+          skill: chain.ctx.skill,
+          correlationId: chain.ctx.correlationId,
+          startedAt: chain.ctx.startedAt,
+        }
+      : entry !== undefined
+        ? { agent, ...entry }
+        : settleOptions.call;
+  if (call === undefined) return { settled: false, reason: 'unknown' };
+  // Synchronous delete before any await: a second path in this process sees `unknown` (or,
+  // with the record's call, loses the claim).
+  held.delete(key);
+  try {
+    // Fresh only when nothing here held the task either.
+    const fresh = settleOptions.fresh === true && entry === undefined;
+    return await run(terminal, task, via, call, chain, settleOptions.group, fresh);
+  } catch (error) {
+    // The claim failed (or the chain could not be rebuilt): the task is not settled. Put the
+    // held call back so the path that retries finds it.
+    if (entry !== undefined && !held.has(key)) held.set(key, entry);
+    throw error;
+  }
+}
+
+/** {@link TaskTerminal.abandon}: the held call's `after` hooks run with the error. */
+async function abandonHeld(
+  terminal: TerminalState,
+  agent: string,
+  taskId: string,
+  error: FleetgateError,
+): Promise<SettleResult> {
+  const key = keyOf(agent, taskId);
+  const entry = terminal.held.get(key);
+  if (entry === undefined) return { settled: false, reason: 'unknown' };
+  terminal.held.delete(key);
+  const chain = (await rebuild(terminal, { agent, ...entry })).resumeAfterBefore();
+  const outcome: CallOutcome = { ok: false, error };
+  return settledWith(outcome, await chain.runAfter(outcome));
 }
 
 /**
@@ -308,147 +378,22 @@ function memoryClaim(size: number): (agent: string, taskId: string) => Promise<b
  * ```
  */
 export function createTaskTerminal(options: TaskTerminalOptions = {}): TaskTerminal {
-  const now = options.now ?? Date.now;
-  const held = new Map<string, Held>();
-  const claim = options.claim ?? memoryClaim(10_000);
-  let chains: ChainSource | undefined;
-  const pending = new Map<string, PendingClaim>();
-  const firstDelay = options.claimRetry?.initialDelayMs ?? 250;
-  const maxDelay = options.claimRetry?.maxDelayMs ?? 10_000;
-  let stopped = false;
-
-  function schedule(entry: PendingClaim): void {
-    entry.timer = setTimeout(() => void retry(entry), entry.delayMs);
-    entry.delayMs = Math.min(maxDelay, entry.delayMs * 2);
-  }
-
-  /**
-   * One more try of a waiting claim; scheduled again while the store stays away. The last try
-   * (at stop) resolves with the claim when the store is still away and a journal can keep it.
-   */
-  async function retry(entry: PendingClaim, last = false): Promise<JournaledClaim | undefined> {
-    const key = keyOf(entry.agent, entry.taskId);
-    let won: boolean;
-    try {
-      won = await entry.claim();
-    } catch (error) {
-      const context = { agent: entry.agent, taskId: entry.taskId };
-      if (isStoreUnavailable(error) && !last && !stopped) {
-        // Reported when it first failed; the store being away longer says nothing new.
-        schedule(entry);
-        return undefined;
-      }
-      pending.delete(key);
-      if (isStoreUnavailable(error) && options.durable?.journal !== undefined) return entry.kept;
-      options.onError?.(error, { ...context, where: 'claim-abandoned' });
-      return undefined;
-    }
-    pending.delete(key);
-    if (won) await entry.won();
-    return undefined;
-  }
-
-  const rebuild = (call: TaskCall): Promise<SkillCallChain> => {
-    if (chains === undefined) {
-      return Promise.reject(
-        new FleetgateError('FLEETGATE_CALL_FAILED', 'The task terminal has no fleet client bound.'),
-      );
-    }
-    return chains(call);
+  const terminal: TerminalState = {
+    options,
+    now: options.now ?? Date.now,
+    held: new Map(),
+    claim: options.claim ?? memoryClaim(10_000),
+    chains: undefined,
+    pending: new Map(),
+    firstDelay: options.claimRetry?.initialDelayMs ?? 250,
+    maxDelay: options.claimRetry?.maxDelayMs ?? 10_000,
+    stopped: false,
   };
-
-  const result = (outcome: CallOutcome, failure: FleetgateError | undefined): SettleResult =>
-    failure === undefined ? { settled: true, outcome } : { settled: true, outcome, failure };
-
-  async function afterWin(settled: SettledTask, effects: readonly (() => unknown)[]) {
-    for (const effect of effects) {
-      try {
-        await effect();
-      } catch (error) {
-        options.onError?.(error, { agent: settled.agent, taskId: settled.taskId, where: 'effect' });
-      }
-    }
-    if (options.onSettled === undefined) return;
-    try {
-      await options.onSettled(settled);
-    } catch (error) {
-      options.onError?.(error, { agent: settled.agent, taskId: settled.taskId, where: 'settled' });
-    }
-  }
-
-  async function run(
-    task: Task,
-    via: SettlePath,
-    call: TaskCall,
-    given: SkillCallChain | undefined,
-    group: ClaimGroup | undefined,
-    fresh: boolean,
-  ): Promise<SettleResult> {
-    const chain = given ?? (await rebuild(call)).resumeAfterBefore();
-    const outcome = outcomeForTask(task);
-    const state = normalizeTaskState(task.status?.state);
-    const settled: SettledTask = fresh
-      ? { agent: call.agent, taskId: task.id, task, via, call, fresh }
-      : { agent: call.agent, taskId: task.id, task, via, call };
-    const durable = options.durable;
-    if (durable !== undefined) {
-      const collected = await durable.collector.collect(() => chain.runAfter(outcome));
-      // The same events on every try: the `after` hooks ran once, their output is kept.
-      const kept: JournaledClaim = {
-        agent: call.agent,
-        task,
-        via,
-        state,
-        at: now(),
-        call: {
-          agent: call.agent,
-          skill: call.skill,
-          correlationId: call.correlationId,
-          startedAt: call.startedAt,
-        },
-        ...(group === undefined ? {} : { group }),
-        ...(fresh ? { fresh } : {}),
-        events: collected.events,
-      };
-      const claimOnce = (): Promise<boolean> => claimKept(durable.records, kept);
-      const won = async (): Promise<void> => {
-        durable.onCommitted?.(settled, kept.events);
-        await afterWin(settled, collected.effects);
-      };
-      let claimed: boolean;
-      try {
-        claimed = await claimOnce();
-      } catch (error) {
-        if (!isStoreUnavailable(error) || stopped) throw error;
-        // The store is away: the task is not dropped. The terminal keeps it and claims again.
-        const entry: PendingClaim = {
-          agent: call.agent,
-          taskId: task.id,
-          kept,
-          claim: claimOnce,
-          won,
-          delayMs: firstDelay,
-        };
-        pending.set(keyOf(call.agent, task.id), entry);
-        options.onError?.(error, { agent: call.agent, taskId: task.id, where: 'claim' });
-        schedule(entry);
-        return { settled: false, reason: 'retrying', error };
-      }
-      if (!claimed) return { settled: false, reason: 'claimed' };
-      await won();
-      return result(outcome, collected.value);
-    }
-    if (!(await claim(call.agent, task.id))) {
-      return { settled: false, reason: 'claimed' };
-    }
-    const failure = await chain.runAfter(outcome);
-    await afterWin(settled, []);
-    return result(outcome, failure);
-  }
-
+  const { held, now } = terminal;
+  // The methods close over `terminal` and never use `this`: callers pass them around detached.
   return {
     bindChains(source) {
-      chains = source;
+      terminal.chains = source;
     },
     hold(call, taskId) {
       const entry: Held = {
@@ -466,105 +411,17 @@ export function createTaskTerminal(options: TaskTerminalOptions = {}): TaskTermi
         return { agent: key.slice(0, at), taskId: key.slice(at + 1), ...h };
       });
     },
-    async settle(agent, task, via = 'poll', settleOptions = {}) {
-      if (!isTerminalState(normalizeTaskState(task.status?.state))) {
-        return { settled: false, reason: 'not-terminal' };
-      }
-      const key = keyOf(agent, task.id);
-      const waiting = pending.get(key);
-      // Already settled here, waiting for the store: this path has nothing to add.
-      if (waiting !== undefined) return { settled: false, reason: 'retrying', error: undefined };
-      const entry = held.get(key);
-      const chain = settleOptions.chain;
-      const call: TaskCall | undefined =
-        chain !== undefined
-          ? {
-              agent,
-              skill: chain.ctx.skill,
-              correlationId: chain.ctx.correlationId,
-              startedAt: chain.ctx.startedAt,
-            }
-          : entry !== undefined
-            ? { agent, ...entry }
-            : settleOptions.call;
-      if (call === undefined) return { settled: false, reason: 'unknown' };
-      // Synchronous delete before any await: a second path in this process sees `unknown` (or,
-      // with the record's call, loses the claim).
-      held.delete(key);
-      try {
-        // Fresh only when nothing here held the task either.
-        const fresh = settleOptions.fresh === true && entry === undefined;
-        return await run(task, via, call, chain, settleOptions.group, fresh);
-      } catch (error) {
-        // The claim failed (or the chain could not be rebuilt): the task is not settled. Put the
-        // held call back so the path that retries finds it.
-        if (entry !== undefined && !held.has(key)) held.set(key, entry);
-        throw error;
-      }
+    settle(agent, task, via = 'poll', settleOptions = {}) {
+      return settleTask(terminal, agent, task, via, settleOptions);
     },
     release(agent, taskId) {
       return held.delete(keyOf(agent, taskId));
     },
-    async abandon(agent, taskId, error) {
-      const key = keyOf(agent, taskId);
-      const entry = held.get(key);
-      if (entry === undefined) return { settled: false, reason: 'unknown' };
-      held.delete(key);
-      const chain = (await rebuild({ agent, ...entry })).resumeAfterBefore();
-      const outcome: CallOutcome = { ok: false, error };
-      return result(outcome, await chain.runAfter(outcome));
+    abandon(agent, taskId, error) {
+      return abandonHeld(terminal, agent, taskId, error);
     },
-    retrying: () => pending.size,
-    async stop() {
-      stopped = true;
-      const waiting = [...pending.values()];
-      for (const entry of waiting) clearTimeout(entry.timer);
-      const kept = (await Promise.all(waiting.map((entry) => retry(entry, true)))).filter(
-        (claim) => claim !== undefined,
-      );
-      const journal = options.durable?.journal;
-      if (kept.length === 0 || journal === undefined) return;
-      try {
-        await journal.keep(kept);
-      } catch (error) {
-        for (const claim of kept) {
-          options.onError?.(error, {
-            agent: claim.agent,
-            taskId: claim.task.id,
-            where: 'claim-abandoned',
-          });
-        }
-        return;
-      }
-      for (const claim of kept) {
-        options.onError?.(
-          new FleetgateError(
-            'FLEETGATE_STORE_UNAVAILABLE',
-            "The store was away at stop: the task's terminal claim was journaled for the next start.",
-          ),
-          { agent: claim.agent, taskId: claim.task.id, where: 'claim-journaled' },
-        );
-      }
-    },
-    async replay(claims) {
-      const durable = options.durable;
-      if (durable === undefined) return [...claims];
-      const remaining: JournaledClaim[] = [];
-      for (const kept of claims) {
-        let won: boolean;
-        try {
-          won = await claimKept(durable.records, kept);
-        } catch (error) {
-          if (!isStoreUnavailable(error)) throw error;
-          remaining.push(kept);
-          continue;
-        }
-        if (!won) continue;
-        const settled = settledOf(kept);
-        durable.onCommitted?.(settled, kept.events);
-        await afterWin(settled, []);
-      }
-      return remaining;
-    },
+    retrying: () => terminal.pending.size,
+    stop: () => stopClaims(terminal),
+    replay: (claims) => replayClaims(terminal, claims),
   };
 }

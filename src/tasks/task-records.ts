@@ -133,6 +133,129 @@ function fromRow(row: TaskTable): TaskRecord {
   };
 }
 
+/** The claim {@link TaskRecordStore.claim} takes: how the task ended, and the call when known. */
+type TaskClaim = Parameters<TaskRecordStore['claim']>[2];
+
+/** The claim as prepared statements, grouped with the other writes of the turn of the loop. */
+function claimByStatements(
+  direct: SqliteAccess,
+  agent: string,
+  taskId: string,
+  claim: TaskClaim,
+  events: readonly OutboxEventInput[],
+): Promise<boolean> {
+  // The claims of one turn of the loop share a transaction (each in a savepoint) and its
+  // commit; the promise resolves after that commit.
+  return direct.write(
+    (sql) => {
+      const { state, at, via, call } = claim;
+      // With the call, the record is written terminal unless one exists (a reply's task is
+      // usually new: one statement); an existing record is claimed by compare-and-set. The
+      // same outcome as the other order, one statement less for a reply.
+      const won =
+        (call !== undefined &&
+          sql.run(CLAIM_INSERT, [
+            agent,
+            taskId,
+            call.skill,
+            call.correlationId,
+            state,
+            call.startedAt,
+            at,
+            at,
+            via,
+          ]).changes === 1) ||
+        sql.run(CLAIM_UPDATE, [state, at, at, via, agent, taskId]).changes === 1;
+      if (won && events.length > 0) insertOutboxRows(sql, events, Date.now());
+      return won;
+    },
+    { group: claim.group ?? 'loop' },
+  );
+}
+
+/** The claim as a kysely transaction: compare-and-set, else insert, then the outbox rows. */
+function claimInTransaction(
+  db: Kysely<ClaimDatabase>,
+  agent: string,
+  taskId: string,
+  claim: TaskClaim,
+  events: readonly OutboxEventInput[],
+): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    const updated = await trx
+      .updateTable('fleetgate_task')
+      .set({
+        state: claim.state,
+        updated_at: claim.at,
+        terminal_at: claim.at,
+        terminal_via: claim.via,
+      })
+      .where('agent', '=', agent)
+      .where('task_id', '=', taskId)
+      .where('terminal_at', 'is', null)
+      .executeTakeFirst();
+    let won = Number(updated.numUpdatedRows) === 1;
+    if (!won && claim.call !== undefined) {
+      // Never tracked (the reply was terminal): record it terminal now, unless a record exists.
+      const inserted = await trx
+        .insertInto('fleetgate_task')
+        .values({
+          agent,
+          task_id: taskId,
+          skill: claim.call.skill,
+          correlation_id: claim.call.correlationId,
+          state: claim.state,
+          push_token_hash: null,
+          created_at: claim.call.startedAt,
+          updated_at: claim.at,
+          terminal_at: claim.at,
+          terminal_via: claim.via,
+        })
+        .onConflict((oc) => oc.columns(['agent', 'task_id']).doNothing())
+        .executeTakeFirst();
+      won = Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1;
+    }
+    if (!won) return false;
+    for (const event of events) {
+      await outbox.write(trx, event.topic, event.payload, {
+        id: event.id,
+        ...(event.correlationId === undefined ? {} : { correlationId: event.correlationId }),
+      });
+    }
+    return true;
+  });
+}
+
+/** Deletes terminal records claimed before `before`, `batchSize` per statement (retention). */
+async function pruneTerminal(
+  db: Kysely<ClaimDatabase>,
+  before: number,
+  batchSize: number,
+): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const result = await db
+      .deleteFrom('fleetgate_task')
+      .where((eb) =>
+        eb(
+          eb.refTuple('agent', 'task_id'),
+          'in',
+          eb
+            .selectFrom('fleetgate_task')
+            .select(['agent', 'task_id'])
+            .where('terminal_at', 'is not', null)
+            .where('terminal_at', '<', before)
+            .limit(batchSize)
+            .$asTuple('agent', 'task_id'),
+        ),
+      )
+      .executeTakeFirst();
+    const n = Number(result.numDeletedRows);
+    total += n;
+    if (n < batchSize) return total;
+  }
+}
+
 /** Task records in the store (SQLite or PostgreSQL). */
 export function createStoreTaskRecords<DB extends ClaimDatabase>(
   database: Kysely<DB>,
@@ -141,6 +264,8 @@ export function createStoreTaskRecords<DB extends ClaimDatabase>(
   // kysely's types are invariant in DB; the constraint guarantees the table exists.
   const db = database as unknown as Kysely<ClaimDatabase>;
   const direct = options.sqlite;
+  // A plain object, not a class: callers wrap the records with a spread, which copies own
+  // properties only.
   return {
     async create(record) {
       await db
@@ -212,29 +337,8 @@ export function createStoreTaskRecords<DB extends ClaimDatabase>(
         .execute();
       return rows.map(fromRow);
     },
-    async prune(before, batchSize = 1_000) {
-      let total = 0;
-      for (;;) {
-        const result = await db
-          .deleteFrom('fleetgate_task')
-          .where((eb) =>
-            eb(
-              eb.refTuple('agent', 'task_id'),
-              'in',
-              eb
-                .selectFrom('fleetgate_task')
-                .select(['agent', 'task_id'])
-                .where('terminal_at', 'is not', null)
-                .where('terminal_at', '<', before)
-                .limit(batchSize)
-                .$asTuple('agent', 'task_id'),
-            ),
-          )
-          .executeTakeFirst();
-        const n = Number(result.numDeletedRows);
-        total += n;
-        if (n < batchSize) return total;
-      }
+    prune(before, batchSize = 1_000) {
+      return pruneTerminal(db, before, batchSize);
     },
     async noteState(agent, taskId, state, at) {
       await db
@@ -246,78 +350,9 @@ export function createStoreTaskRecords<DB extends ClaimDatabase>(
         .execute();
     },
     claim(agent, taskId, claim, events = []) {
-      if (direct !== undefined) {
-        // The claims of one turn of the loop share a transaction (each in a savepoint) and its
-        // commit; the promise resolves after that commit.
-        return direct.write(
-          (sql) => {
-            const { state, at, via, call } = claim;
-            // With the call, the record is written terminal unless one exists (a reply's task is
-            // usually new: one statement); an existing record is claimed by compare-and-set. The
-            // same outcome as the other order, one statement less for a reply.
-            const won =
-              (call !== undefined &&
-                sql.run(CLAIM_INSERT, [
-                  agent,
-                  taskId,
-                  call.skill,
-                  call.correlationId,
-                  state,
-                  call.startedAt,
-                  at,
-                  at,
-                  via,
-                ]).changes === 1) ||
-              sql.run(CLAIM_UPDATE, [state, at, at, via, agent, taskId]).changes === 1;
-            if (won && events.length > 0) insertOutboxRows(sql, events, Date.now());
-            return won;
-          },
-          { group: claim.group ?? 'loop' },
-        );
-      }
-      return db.transaction().execute(async (trx) => {
-        const updated = await trx
-          .updateTable('fleetgate_task')
-          .set({
-            state: claim.state,
-            updated_at: claim.at,
-            terminal_at: claim.at,
-            terminal_via: claim.via,
-          })
-          .where('agent', '=', agent)
-          .where('task_id', '=', taskId)
-          .where('terminal_at', 'is', null)
-          .executeTakeFirst();
-        let won = Number(updated.numUpdatedRows) === 1;
-        if (!won && claim.call !== undefined) {
-          // Never tracked (the reply was terminal): record it terminal now, unless a record exists.
-          const inserted = await trx
-            .insertInto('fleetgate_task')
-            .values({
-              agent,
-              task_id: taskId,
-              skill: claim.call.skill,
-              correlation_id: claim.call.correlationId,
-              state: claim.state,
-              push_token_hash: null,
-              created_at: claim.call.startedAt,
-              updated_at: claim.at,
-              terminal_at: claim.at,
-              terminal_via: claim.via,
-            })
-            .onConflict((oc) => oc.columns(['agent', 'task_id']).doNothing())
-            .executeTakeFirst();
-          won = Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1;
-        }
-        if (!won) return false;
-        for (const event of events) {
-          await outbox.write(trx, event.topic, event.payload, {
-            id: event.id,
-            ...(event.correlationId === undefined ? {} : { correlationId: event.correlationId }),
-          });
-        }
-        return true;
-      });
+      return direct !== undefined
+        ? claimByStatements(direct, agent, taskId, claim, events)
+        : claimInTransaction(db, agent, taskId, claim, events);
     },
   };
 }

@@ -165,6 +165,17 @@ function refuse(
   }
 }
 
+/** What the front's handlers share: the options, the proxy, its metrics and one app per agent. */
+interface FrontContext {
+  readonly options: ProxyFrontOptions;
+  /** The gateway's `proxy:` configuration, as the front was built with it. */
+  readonly config: Gateway['config']['proxy'];
+  readonly proxy: A2aProxy;
+  readonly metrics: ProxyMetrics;
+  /** The SDK's handlers of each agent, built on its first request. */
+  readonly apps: Map<string, express.Express>;
+}
+
 /** Builds the proxy and its front. */
 export function createProxyFront(options: ProxyFrontOptions): ProxyFront {
   const { gateway } = options;
@@ -189,213 +200,244 @@ export function createProxyFront(options: ProxyFrontOptions): ProxyFront {
     }),
     onError: options.onError,
   });
-  const apps = new Map<string, express.Express>();
-  const roleOf = (agent: string): Role => config.agents[agent]?.role ?? config.role;
-
-  /**
-   * Activates, when the request arrives, the extensions the client asks for that the agent's card
-   * declares (and the gateway's own): the SDK writes the response's `A2A-Extensions` header from
-   * the context, on streams before the agent has answered. A blocking call adds the extensions the
-   * agent echoed once it has (the proxy's `sendMessage`).
-   */
-  const activateRequested =
-    (agent: string): ServerCallContextBuilder =>
-    (builderOptions) => {
-      const context = defaultServerCallContextBuilder(builderOptions);
-      const card = gateway.agents.state(agent)?.card;
-      const declared =
-        card === undefined || card === null || typeof card !== 'object'
-          ? new Map<string, string>()
-          : declaredExtensionUris(card);
-      for (const uri of builderOptions.extensions ?? []) {
-        if (uri === FLEETGATE_GATEWAY_V1_URI || declared.has(uri)) {
-          context.addActivatedExtension(uri);
-        }
-      }
-      return context;
-    };
-
-  const appFor = (agent: string): express.Express => {
-    let app = apps.get(agent);
-    if (app !== undefined) return app;
-    app = express();
-    app.disable('x-powered-by');
-    const requestHandler = measured(agent, proxy.handler(agent), metrics);
-    const userBuilder = (req: express.Request): Promise<User> =>
-      Promise.resolve(new GatewayUser((req as ProxiedRequest)[IDENTITY]!));
-    const legacyCompat = { enabled: true };
-    const contextBuilder = activateRequested(agent);
-    app.use(
-      ['/.well-known/agent-card.json', '/.well-known/agent.json'],
-      agentCardHandler({ agentCardProvider: requestHandler, legacyCompat, cache: { maxAge: 0 } }),
-    );
-    app.use('/rest', restHandler({ requestHandler, userBuilder, legacyCompat, contextBuilder }));
-    app.use('/', jsonRpcHandler({ requestHandler, userBuilder, legacyCompat, contextBuilder }));
-    app.use((req: express.Request, res: express.Response) => {
-      res.status(404).json({
-        error: {
-          code: 404,
-          status: 'NOT_FOUND',
-          message: `No A2A method at ${req.method} ${req.originalUrl}`,
-          details: [errorInfo('FLEETGATE_HTTP_ROUTE_NOT_FOUND')],
-        },
-      });
-    });
-    apps.set(agent, app);
-    return app;
-  };
-
-  /**
-   * The v1.0 card in the spec's JSON form (the protobuf JSON mapping: `{"httpAuthSecurityScheme":
-   * …}`, not the SDK's in-memory `{ $case, value }` union), with an ETag and no caching: the card
-   * follows the agent's. A v0.3 client gets the SDK's v0.3 rendering of the same card.
-   */
-  async function sendCard(
-    agent: string,
-    request: FastifyRequest,
-    reply: FastifyReply,
-  ): Promise<FastifyReply> {
-    let card: AgentCard;
-    try {
-      card = await proxy.card(agent)!;
-    } catch (error) {
-      options.onError(error, 'proxy.card');
-      metrics.request(agent, 'card', 'agent_unavailable');
-      return refuse(
-        reply,
-        'card',
-        503,
-        'FLEETGATE_AGENT_UNAVAILABLE',
-        `The card of agent ${agent} does not decode; retry once the agent serves a valid one.`,
-      );
-    }
-    const body = JSON.stringify(AgentCard.toJSON(card));
-    const etag = `W/"${createHash('sha256').update(body).digest('hex').slice(0, 16)}"`;
-    metrics.request(agent, 'card', 'ok');
-    reply
-      .header('etag', etag)
-      .header('cache-control', 'no-cache')
-      .header('vary', 'A2A-Version')
-      .header('access-control-allow-origin', '*');
-    if (request.headers['if-none-match'] === etag) return reply.code(304).send();
-    return reply.code(200).header('content-type', 'application/json').send(body);
-  }
-
-  async function handle(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-    const agent = (request.params as { agent: string }).agent;
-    const rest = restOf(request.url);
-    const surface = surfaceOf(request.method, rest);
-    const count = (status: string): void => metrics.request(agent, 'unknown', status);
-    if (!proxy.knows(agent)) {
-      count('agent_unknown');
-      return refuse(reply, surface, 404, 'FLEETGATE_AGENT_UNKNOWN', `No agent named ${agent}.`);
-    }
-    // The card holds no secret and tells clients which token to send: it is public. Every other
-    // route of the agent (the extended card included) needs the agent's proxy role.
-    const cardFetch = isCardFetch(request.method, rest);
-    let identity: Identity;
-    try {
-      identity = options.auth.check(
-        cardFetch ? 'public' : roleOf(agent),
-        request.headers.authorization,
-        request.ip,
-      );
-    } catch (error) {
-      const coded = isFleetgateError(error)
-        ? error
-        : new FleetgateError('FLEETGATE_AUTH_INVALID', String(error));
-      count(coded.code.replace(/^FLEETGATE_/, '').toLowerCase());
-      return refuse(reply, surface, statusOf(coded.code), coded.code, coded.message);
-    }
-    if (proxy.card(agent) === undefined) {
-      count('agent_unavailable');
-      return refuse(
-        reply,
-        surface,
-        503,
-        'FLEETGATE_AGENT_UNAVAILABLE',
-        `The card of agent ${agent} has not loaded; retry shortly.`,
-      );
-    }
-    if (cardFetch && !wantsLegacy(request)) return sendCard(agent, request, reply);
-    let body: unknown;
-    const raw = request.body;
-    if (Buffer.isBuffer(raw) && raw.length > 0) {
-      try {
-        body = JSON.parse(raw.toString('utf8'));
-      } catch {
-        count('parse_error');
-        return surface === 'jsonrpc'
-          ? refuse(reply, surface, 200, 'FLEETGATE_HTTP_JSON_INVALID', 'Invalid JSON payload.', {
-              code: -32700,
-            })
-          : refuse(reply, surface, 400, 'FLEETGATE_HTTP_JSON_INVALID', 'Invalid JSON payload.');
-      }
-    }
-    reply.hijack();
-    const req = request.raw as ProxiedRequest;
-    req.url = rest === '' || rest.startsWith('?') ? `/${rest}` : rest;
-    req.body = body;
-    req[IDENTITY] = identity;
-    appFor(agent)(req as express.Request, reply.raw as express.Response);
-    return reply;
-  }
-
+  const context: FrontContext = { options, config, proxy, metrics, apps: new Map() };
   return {
     proxy,
-    async register(app) {
-      await app.register((scope, _opts, done) => {
-        scope.removeAllContentTypeParsers();
-        scope.addContentTypeParser(
-          '*',
-          { parseAs: 'buffer', bodyLimit: options.bodyLimit },
-          (_request, payload, parsed) => parsed(null, payload),
-        );
-        scope.setErrorHandler((error: { code?: string }, request, reply) => {
-          const surface = surfaceOf(request.method, restOf(request.url));
-          const agent = (request.params as { agent?: string } | undefined)?.agent ?? 'unknown';
-          if (
-            error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ||
-            error.code === 'FLEETGATE_HTTP_BODY_TOO_LARGE'
-          ) {
-            metrics.request(agent, 'unknown', 'body_too_large');
-            void refuse(
-              reply,
-              surface,
-              413,
-              'FLEETGATE_HTTP_BODY_TOO_LARGE',
-              `The request body exceeds ${options.bodyLimit} bytes; nothing was forwarded.`,
-            );
-            return;
-          }
-          // The app's own refusals (Host, Origin), in the proxy's error shape.
-          if (isFleetgateError(error) && statusOf(error.code) < 500) {
-            metrics.request(agent, 'unknown', error.code.replace(/^FLEETGATE_/, '').toLowerCase());
-            void refuse(reply, surface, statusOf(error.code), error.code, error.message);
-            return;
-          }
-          options.onError(error, 'proxy.front');
-          void refuse(
-            reply,
-            surface,
-            500,
-            'FLEETGATE_HTTP_INTERNAL',
-            `The gateway failed to answer (request ${request.id}); see its log.`,
-            { code: -32603 },
-          );
-        });
-        for (const url of ['/a2a/:agent', '/a2a/:agent/*']) {
-          scope.route({
-            method: ['GET', 'POST', 'DELETE'],
-            url,
-            // The proxy checks the caller itself: the role it needs is the agent's.
-            config: { access: 'public' },
-            handler: handle,
-          });
-        }
-        done();
-      });
-    },
+    register: (app) => register(context, app),
     close: () => proxy.close(),
   };
+}
+
+/** The role a token needs to call `agent` through the proxy. */
+function roleOf(config: FrontContext['config'], agent: string): Role {
+  return config.agents[agent]?.role ?? config.role;
+}
+
+/**
+ * Activates, when the request arrives, the extensions the client asks for that the agent's card
+ * declares (and the gateway's own): the SDK writes the response's `A2A-Extensions` header from
+ * the context, on streams before the agent has answered. A blocking call adds the extensions the
+ * agent echoed once it has (the proxy's `sendMessage`).
+ */
+function activateRequested(gateway: Gateway, agent: string): ServerCallContextBuilder {
+  return (builderOptions) => {
+    const context = defaultServerCallContextBuilder(builderOptions);
+    const card = gateway.agents.state(agent)?.card;
+    const declared =
+      card === undefined || card === null || typeof card !== 'object'
+        ? new Map<string, string>()
+        : declaredExtensionUris(card);
+    for (const uri of builderOptions.extensions ?? []) {
+      if (uri === FLEETGATE_GATEWAY_V1_URI || declared.has(uri)) {
+        context.addActivatedExtension(uri);
+      }
+    }
+    return context;
+  };
+}
+
+/** The SDK's handlers of `agent` (card, HTTP+JSON, JSON-RPC) as one express app, built once. */
+function appFor(context: FrontContext, agent: string): express.Express {
+  const { apps, proxy, metrics } = context;
+  let app = apps.get(agent);
+  if (app !== undefined) return app;
+  app = express();
+  app.disable('x-powered-by');
+  const requestHandler = measured(agent, proxy.handler(agent), metrics);
+  const userBuilder = (req: express.Request): Promise<User> =>
+    Promise.resolve(new GatewayUser((req as ProxiedRequest)[IDENTITY]!));
+  const legacyCompat = { enabled: true };
+  const contextBuilder = activateRequested(context.options.gateway, agent);
+  app.use(
+    ['/.well-known/agent-card.json', '/.well-known/agent.json'],
+    agentCardHandler({ agentCardProvider: requestHandler, legacyCompat, cache: { maxAge: 0 } }),
+  );
+  app.use('/rest', restHandler({ requestHandler, userBuilder, legacyCompat, contextBuilder }));
+  app.use('/', jsonRpcHandler({ requestHandler, userBuilder, legacyCompat, contextBuilder }));
+  app.use((req: express.Request, res: express.Response) => {
+    res.status(404).json({
+      error: {
+        code: 404,
+        status: 'NOT_FOUND',
+        message: `No A2A method at ${req.method} ${req.originalUrl}`,
+        details: [errorInfo('FLEETGATE_HTTP_ROUTE_NOT_FOUND')],
+      },
+    });
+  });
+  apps.set(agent, app);
+  return app;
+}
+
+/**
+ * The v1.0 card in the spec's JSON form (the protobuf JSON mapping: `{"httpAuthSecurityScheme":
+ * …}`, not the SDK's in-memory `{ $case, value }` union), with an ETag and no caching: the card
+ * follows the agent's. A v0.3 client gets the SDK's v0.3 rendering of the same card.
+ */
+async function sendCard(
+  context: FrontContext,
+  agent: string,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  const { proxy, metrics } = context;
+  let card: AgentCard;
+  try {
+    card = await proxy.card(agent)!;
+  } catch (error) {
+    context.options.onError(error, 'proxy.card');
+    metrics.request(agent, 'card', 'agent_unavailable');
+    return refuse(
+      reply,
+      'card',
+      503,
+      'FLEETGATE_AGENT_UNAVAILABLE',
+      `The card of agent ${agent} does not decode; retry once the agent serves a valid one.`,
+    );
+  }
+  const body = JSON.stringify(AgentCard.toJSON(card));
+  const etag = `W/"${createHash('sha256').update(body).digest('hex').slice(0, 16)}"`;
+  metrics.request(agent, 'card', 'ok');
+  reply
+    .header('etag', etag)
+    .header('cache-control', 'no-cache')
+    .header('vary', 'A2A-Version')
+    .header('access-control-allow-origin', '*');
+  if (request.headers['if-none-match'] === etag) return reply.code(304).send();
+  return reply.code(200).header('content-type', 'application/json').send(body);
+}
+
+/**
+ * Takes a request to `/a2a/:agent/…`: refuses what the gateway refuses itself (an unknown agent,
+ * a caller without the role, a card not loaded, a body that is not JSON), serves the v1.0 card,
+ * and hands the rest to the agent's app.
+ */
+async function handle(
+  context: FrontContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  const { options, proxy, metrics } = context;
+  const agent = (request.params as { agent: string }).agent;
+  const rest = restOf(request.url);
+  const surface = surfaceOf(request.method, rest);
+  const count = (status: string): void => metrics.request(agent, 'unknown', status);
+  if (!proxy.knows(agent)) {
+    count('agent_unknown');
+    return refuse(reply, surface, 404, 'FLEETGATE_AGENT_UNKNOWN', `No agent named ${agent}.`);
+  }
+  // The card holds no secret and tells clients which token to send: it is public. Every other
+  // route of the agent (the extended card included) needs the agent's proxy role.
+  const cardFetch = isCardFetch(request.method, rest);
+  let identity: Identity;
+  try {
+    identity = options.auth.check(
+      cardFetch ? 'public' : roleOf(context.config, agent),
+      request.headers.authorization,
+      request.ip,
+    );
+  } catch (error) {
+    const coded = isFleetgateError(error)
+      ? error
+      : new FleetgateError('FLEETGATE_AUTH_INVALID', String(error));
+    count(coded.code.replace(/^FLEETGATE_/, '').toLowerCase());
+    return refuse(reply, surface, statusOf(coded.code), coded.code, coded.message);
+  }
+  if (proxy.card(agent) === undefined) {
+    count('agent_unavailable');
+    return refuse(
+      reply,
+      surface,
+      503,
+      'FLEETGATE_AGENT_UNAVAILABLE',
+      `The card of agent ${agent} has not loaded; retry shortly.`,
+    );
+  }
+  if (cardFetch && !wantsLegacy(request)) return sendCard(context, agent, request, reply);
+  let body: unknown;
+  const raw = request.body;
+  if (Buffer.isBuffer(raw) && raw.length > 0) {
+    try {
+      body = JSON.parse(raw.toString('utf8'));
+    } catch {
+      count('parse_error');
+      return surface === 'jsonrpc'
+        ? refuse(reply, surface, 200, 'FLEETGATE_HTTP_JSON_INVALID', 'Invalid JSON payload.', {
+            code: -32700,
+          })
+        : refuse(reply, surface, 400, 'FLEETGATE_HTTP_JSON_INVALID', 'Invalid JSON payload.');
+    }
+  }
+  reply.hijack();
+  const req = request.raw as ProxiedRequest;
+  req.url = rest === '' || rest.startsWith('?') ? `/${rest}` : rest;
+  req.body = body;
+  req[IDENTITY] = identity;
+  appFor(context, agent)(req as express.Request, reply.raw as express.Response);
+  return reply;
+}
+
+/** Answers an error of the proxy's routes (a body too large, the app's own refusals, a failure). */
+function answerError(
+  context: FrontContext,
+  error: { code?: string },
+  request: FastifyRequest,
+  reply: FastifyReply,
+): void {
+  const { options, metrics } = context;
+  const surface = surfaceOf(request.method, restOf(request.url));
+  const agent = (request.params as { agent?: string } | undefined)?.agent ?? 'unknown';
+  if (
+    error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ||
+    error.code === 'FLEETGATE_HTTP_BODY_TOO_LARGE'
+  ) {
+    metrics.request(agent, 'unknown', 'body_too_large');
+    void refuse(
+      reply,
+      surface,
+      413,
+      'FLEETGATE_HTTP_BODY_TOO_LARGE',
+      `The request body exceeds ${options.bodyLimit} bytes; nothing was forwarded.`,
+    );
+    return;
+  }
+  // The app's own refusals (Host, Origin), in the proxy's error shape.
+  if (isFleetgateError(error) && statusOf(error.code) < 500) {
+    metrics.request(agent, 'unknown', error.code.replace(/^FLEETGATE_/, '').toLowerCase());
+    void refuse(reply, surface, statusOf(error.code), error.code, error.message);
+    return;
+  }
+  options.onError(error, 'proxy.front');
+  void refuse(
+    reply,
+    surface,
+    500,
+    'FLEETGATE_HTTP_INTERNAL',
+    `The gateway failed to answer (request ${request.id}); see its log.`,
+    { code: -32603 },
+  );
+}
+
+/** Adds `/a2a/:agent` and `/a2a/:agent/*` to `app`, in a scope that keeps bodies raw. */
+async function register(context: FrontContext, app: FastifyInstance): Promise<void> {
+  await app.register((scope, _opts, done) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser(
+      '*',
+      { parseAs: 'buffer', bodyLimit: context.options.bodyLimit },
+      (_request, payload, parsed) => parsed(null, payload),
+    );
+    scope.setErrorHandler((error: { code?: string }, request, reply) =>
+      answerError(context, error, request, reply),
+    );
+    for (const url of ['/a2a/:agent', '/a2a/:agent/*']) {
+      scope.route({
+        method: ['GET', 'POST', 'DELETE'],
+        url,
+        // The proxy checks the caller itself: the role it needs is the agent's.
+        config: { access: 'public' },
+        handler: (request, reply) => handle(context, request, reply),
+      });
+    }
+    done();
+  });
 }

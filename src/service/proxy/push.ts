@@ -101,220 +101,265 @@ function authHeaders(config: ProxyPushConfig['config']): Record<string, string> 
 
 const keyOf = (key: DeliveryKey): string => `${key.taskId}\u0000${key.configId}\u0000${key.state}`;
 
+/** What a push delivery's tries and sweeps share: the options and this process's own state. */
+interface DeliveryContext {
+  readonly options: PushDeliveryOptions;
+  readonly store: ProxyTaskStore;
+  readonly now: () => number;
+  /** The deliveries started here and not yet ended or paused. */
+  readonly running: Set<Promise<void>>;
+  /** Deliveries this process is trying or waiting to try again. */
+  readonly held: Set<string>;
+  /** Wakes each wait between tries (`stop`). */
+  readonly sleepers: Set<() => void>;
+  stopped: boolean;
+  /** The sweep under way, if any (one at a time). */
+  sweeping: Promise<void> | undefined;
+}
+
 /** Builds the push delivery of the proxy (its sweeper runs until `stop`). */
 export function createPushDelivery(options: PushDeliveryOptions): PushDelivery {
-  const { store } = options;
-  const now = options.now ?? Date.now;
-  /** One try: the receiver's answer status, or the error it failed with. */
-  const post = async (
-    url: string,
-    addresses: readonly string[] | undefined,
-    request: { headers: Record<string, string>; body: string },
-  ): Promise<number> => {
-    if (options.fetch !== undefined) {
-      const response = await options.fetch(url, {
-        method: 'POST',
-        headers: request.headers,
-        body: request.body,
-        redirect: 'manual',
-        signal: AbortSignal.timeout(options.timeoutMs),
-      });
-      await response.body?.cancel();
-      return response.status;
-    }
-    // The answer's body is not read: its status says it all. A redirect is not followed (it could
-    // lead where the URL check would not let a push go).
-    const answer = await exchangeWhole(new URL(url), {
-      method: 'POST',
-      headers: request.headers,
-      body: request.body,
-      ...(addresses === undefined || addresses.length === 0 ? {} : { addresses }),
-      maxBytes: 0,
-      tooLarge: () => new Error('push answer too large'),
-      wanted: () => false,
-      timeoutMs: options.timeoutMs,
-    });
-    return answer.status;
+  const context: DeliveryContext = {
+    options,
+    store: options.store,
+    now: options.now ?? Date.now,
+    running: new Set(),
+    held: new Set(),
+    sleepers: new Set(),
+    stopped: false,
+    sweeping: undefined,
   };
-  const running = new Set<Promise<void>>();
-  /** Deliveries this process is trying or waiting to try again. */
-  const held = new Set<string>();
-  const sleepers = new Set<() => void>();
-  let stopped = false;
-  let sweeping: Promise<void> | undefined;
-
-  const lease = (): number => now() + options.timeoutMs + LEASE_MARGIN_MS;
-
-  /** Waits `ms`, or less when stopped. */
-  const sleep = (ms: number): Promise<void> =>
-    new Promise((resolve) => {
-      const wake = (): void => {
-        clearTimeout(timer);
-        sleepers.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, ms);
-      timer.unref();
-      sleepers.add(wake);
-    });
-
-  /** Why a push URL may not be called now, or the addresses it may be called at. */
-  async function vet(url: string): Promise<{ refused: string } | { addresses?: string[] }> {
-    if (options.urls === undefined) return {};
-    try {
-      return { addresses: await options.urls.check(url) };
-    } catch (error) {
-      if (!isFleetgateError(error)) throw error;
-      return { refused: `${error.code}: ${error.message}` };
-    }
-  }
-
-  /** Tries a delivery whose try number `taken` this process holds, until it ends or pauses. */
-  async function deliver(
-    config: ProxyPushConfig,
-    key: DeliveryKey,
-    task: Task,
-    taken: number,
-  ): Promise<void> {
-    const event: StreamResponse = { payload: { $case: 'task', value: task } };
-    const { body, contentType } = serializers[config.protocol].serialize(event, task);
-    let attempt = taken;
-    for (;;) {
-      let lastError: string;
-      const vetted = await vet(config.config.url);
-      if ('refused' in vetted) {
-        const refused = vetted.refused;
-        await store.endDelivery(key, {
-          status: 'dead',
-          attempts: attempt,
-          error: refused,
-          at: now(),
-        });
-        options.onOutcome?.('dead');
-        options.onError(
-          new Error(`Push of task ${key.taskId} (${key.state}) not sent: ${refused}`),
-          'proxy.push',
-        );
-        return;
-      }
-      try {
-        const status = await post(config.config.url, vetted.addresses, {
-          headers: { 'content-type': contentType, ...authHeaders(config.config) },
-          body,
-        });
-        if (status >= 200 && status < 300) {
-          await store.endDelivery(key, { status: 'delivered', attempts: attempt, at: now() });
-          options.onOutcome?.('delivered');
-          return;
-        }
-        lastError = `HTTP ${status}`;
-      } catch (error) {
-        lastError = error instanceof Error ? error.message : String(error);
-      }
-      if (attempt >= options.attempts) {
-        await store.endDelivery(key, {
-          status: 'dead',
-          attempts: attempt,
-          error: lastError,
-          at: now(),
-        });
-        options.onOutcome?.('dead');
-        options.onError(
-          new Error(
-            `Push of task ${key.taskId} (${key.state}) to ${config.config.url} failed ${attempt} times: ${lastError}`,
-          ),
-          'proxy.push',
-        );
-        return;
-      }
-      const delay = options.backoffMs * 2 ** (attempt - 1);
-      await store.retryAt(key, attempt, now() + delay, lastError);
-      options.onOutcome?.('retried');
-      await sleep(delay);
-      // Stopped: the next try stays due in the store for whichever replica sweeps first.
-      if (stopped) return;
-      if (!(await store.takeAttempt(key, attempt, now(), lease()))) return;
-      attempt += 1;
-    }
-  }
-
-  function start(config: ProxyPushConfig, key: DeliveryKey, task: Task, taken: number): void {
-    const id = keyOf(key);
-    held.add(id);
-    const work = deliver(config, key, task, taken)
-      .catch((error: unknown) => options.onError(error, 'proxy.push'))
-      .finally(() => held.delete(id));
-    running.add(work);
-    void work.finally(() => running.delete(work));
-  }
-
-  async function sweepOnce(): Promise<void> {
-    for (const due of await store.dueDeliveries(now(), SWEEP_BATCH)) {
-      if (stopped) return;
-      if (held.has(keyOf(due))) continue;
-      const config = await store.getPush(due.taskId, due.configId);
-      const task = due.task ?? (await store.get(due.taskId))?.task;
-      const gone =
-        config === undefined
-          ? 'the push configuration was deleted'
-          : task === undefined
-            ? 'no such task'
-            : due.attempts >= options.attempts
-              ? `the last of ${options.attempts} tries was left unanswered (its sender stopped)`
-              : undefined;
-      if (gone !== undefined || config === undefined || task === undefined) {
-        if (await store.takeAttempt(due, due.attempts, now(), lease())) {
-          await store.endDelivery(due, {
-            status: 'dead',
-            attempts: due.attempts,
-            error: gone ?? 'gone',
-            at: now(),
-          });
-          options.onOutcome?.('dead');
-        }
-        continue;
-      }
-      if (!(await store.takeAttempt(due, due.attempts, now(), lease()))) continue;
-      start(config, due, task, due.attempts + 1);
-    }
-  }
-
-  const sweep = (): Promise<void> => {
-    sweeping ??= sweepOnce()
-      .catch((error: unknown) => options.onError(error, 'proxy.push.sweep'))
-      .finally(() => {
-        sweeping = undefined;
-      });
-    return sweeping;
-  };
-
   const timer =
     options.sweepMs > 0
       ? setInterval(() => {
-          if (!stopped) void sweep();
+          if (!context.stopped) void sweep(context);
         }, options.sweepMs)
       : undefined;
   timer?.unref();
 
   return {
-    async notify(task, state) {
-      if (stopped) return;
-      for (const config of await store.listPush(task.id)) {
-        const key = { taskId: task.id, configId: config.configId, state };
-        if (!(await store.claimDelivery(key, task, now(), lease()))) continue;
-        start(config, key, task, 1);
-      }
-    },
-    sweep,
+    notify: (task, state) => notify(context, task, state),
+    sweep: () => sweep(context),
     async idle() {
-      while (running.size > 0 || sweeping !== undefined) {
-        await Promise.allSettled([...running, ...(sweeping === undefined ? [] : [sweeping])]);
+      while (context.running.size > 0 || context.sweeping !== undefined) {
+        await Promise.allSettled([
+          ...context.running,
+          ...(context.sweeping === undefined ? [] : [context.sweeping]),
+        ]);
       }
     },
     stop() {
-      stopped = true;
+      context.stopped = true;
       if (timer !== undefined) clearInterval(timer);
-      for (const wake of [...sleepers]) wake();
+      for (const wake of [...context.sleepers]) wake();
     },
   };
+}
+
+/** One try: the receiver's answer status, or the error it failed with. */
+async function post(
+  options: PushDeliveryOptions,
+  url: string,
+  addresses: readonly string[] | undefined,
+  request: { headers: Record<string, string>; body: string },
+): Promise<number> {
+  if (options.fetch !== undefined) {
+    const response = await options.fetch(url, {
+      method: 'POST',
+      headers: request.headers,
+      body: request.body,
+      redirect: 'manual',
+      signal: AbortSignal.timeout(options.timeoutMs),
+    });
+    await response.body?.cancel();
+    return response.status;
+  }
+  // The answer's body is not read: its status says it all. A redirect is not followed (it could
+  // lead where the URL check would not let a push go).
+  const answer = await exchangeWhole(new URL(url), {
+    method: 'POST',
+    headers: request.headers,
+    body: request.body,
+    ...(addresses === undefined || addresses.length === 0 ? {} : { addresses }),
+    maxBytes: 0,
+    tooLarge: () => new Error('push answer too large'),
+    wanted: () => false,
+    timeoutMs: options.timeoutMs,
+  });
+  return answer.status;
+}
+
+/** Until when a try taken now is leased. */
+function lease(context: DeliveryContext): number {
+  return context.now() + context.options.timeoutMs + LEASE_MARGIN_MS;
+}
+
+/** Waits `ms`, or less when stopped. */
+function sleep(context: DeliveryContext, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const wake = (): void => {
+      clearTimeout(timer);
+      context.sleepers.delete(wake);
+      resolve();
+    };
+    const timer = setTimeout(wake, ms);
+    timer.unref();
+    context.sleepers.add(wake);
+  });
+}
+
+/** Why a push URL may not be called now, or the addresses it may be called at. */
+async function vet(
+  urls: PushUrlPolicy | undefined,
+  url: string,
+): Promise<{ refused: string } | { addresses?: string[] }> {
+  if (urls === undefined) return {};
+  try {
+    return { addresses: await urls.check(url) };
+  } catch (error) {
+    if (!isFleetgateError(error)) throw error;
+    return { refused: `${error.code}: ${error.message}` };
+  }
+}
+
+/** Tries a delivery whose try number `taken` this process holds, until it ends or pauses. */
+async function deliver(
+  context: DeliveryContext,
+  config: ProxyPushConfig,
+  key: DeliveryKey,
+  task: Task,
+  taken: number,
+): Promise<void> {
+  const { options, store, now } = context;
+  const event: StreamResponse = { payload: { $case: 'task', value: task } };
+  const { body, contentType } = serializers[config.protocol].serialize(event, task);
+  let attempt = taken;
+  for (;;) {
+    let lastError: string;
+    const vetted = await vet(options.urls, config.config.url);
+    if ('refused' in vetted) {
+      const refused = vetted.refused;
+      await store.endDelivery(key, {
+        status: 'dead',
+        attempts: attempt,
+        error: refused,
+        at: now(),
+      });
+      options.onOutcome?.('dead');
+      options.onError(
+        new Error(`Push of task ${key.taskId} (${key.state}) not sent: ${refused}`),
+        'proxy.push',
+      );
+      return;
+    }
+    try {
+      const status = await post(options, config.config.url, vetted.addresses, {
+        headers: { 'content-type': contentType, ...authHeaders(config.config) },
+        body,
+      });
+      if (status >= 200 && status < 300) {
+        await store.endDelivery(key, { status: 'delivered', attempts: attempt, at: now() });
+        options.onOutcome?.('delivered');
+        return;
+      }
+      lastError = `HTTP ${status}`;
+    } catch (error) {
+      lastError = error instanceof Error ? error.message : String(error);
+    }
+    if (attempt >= options.attempts) {
+      await store.endDelivery(key, {
+        status: 'dead',
+        attempts: attempt,
+        error: lastError,
+        at: now(),
+      });
+      options.onOutcome?.('dead');
+      options.onError(
+        new Error(
+          `Push of task ${key.taskId} (${key.state}) to ${config.config.url} failed ${attempt} times: ${lastError}`,
+        ),
+        'proxy.push',
+      );
+      return;
+    }
+    const delay = options.backoffMs * 2 ** (attempt - 1);
+    await store.retryAt(key, attempt, now() + delay, lastError);
+    options.onOutcome?.('retried');
+    await sleep(context, delay);
+    // Stopped: the next try stays due in the store for whichever replica sweeps first.
+    if (context.stopped) return;
+    if (!(await store.takeAttempt(key, attempt, now(), lease(context)))) return;
+    attempt += 1;
+  }
+}
+
+/** Starts trying a delivery this process holds, in the background (`idle` waits for it). */
+function start(
+  context: DeliveryContext,
+  config: ProxyPushConfig,
+  key: DeliveryKey,
+  task: Task,
+  taken: number,
+): void {
+  const { options, held, running } = context;
+  const id = keyOf(key);
+  held.add(id);
+  const work = deliver(context, config, key, task, taken)
+    .catch((error: unknown) => options.onError(error, 'proxy.push'))
+    .finally(() => held.delete(id));
+  running.add(work);
+  void work.finally(() => running.delete(work));
+}
+
+/** Claims and starts the delivery of `task` in `state` to each configuration of it. */
+async function notify(context: DeliveryContext, task: Task, state: string): Promise<void> {
+  const { store, now } = context;
+  if (context.stopped) return;
+  for (const config of await store.listPush(task.id)) {
+    const key = { taskId: task.id, configId: config.configId, state };
+    if (!(await store.claimDelivery(key, task, now(), lease(context)))) continue;
+    start(context, config, key, task, 1);
+  }
+}
+
+async function sweepOnce(context: DeliveryContext): Promise<void> {
+  const { options, store, now } = context;
+  for (const due of await store.dueDeliveries(now(), SWEEP_BATCH)) {
+    if (context.stopped) return;
+    if (context.held.has(keyOf(due))) continue;
+    const config = await store.getPush(due.taskId, due.configId);
+    const task = due.task ?? (await store.get(due.taskId))?.task;
+    const gone =
+      config === undefined
+        ? 'the push configuration was deleted'
+        : task === undefined
+          ? 'no such task'
+          : due.attempts >= options.attempts
+            ? `the last of ${options.attempts} tries was left unanswered (its sender stopped)`
+            : undefined;
+    if (gone !== undefined || config === undefined || task === undefined) {
+      if (await store.takeAttempt(due, due.attempts, now(), lease(context))) {
+        await store.endDelivery(due, {
+          status: 'dead',
+          attempts: due.attempts,
+          error: gone ?? 'gone',
+          at: now(),
+        });
+        options.onOutcome?.('dead');
+      }
+      continue;
+    }
+    if (!(await store.takeAttempt(due, due.attempts, now(), lease(context)))) continue;
+    start(context, config, due, task, due.attempts + 1);
+  }
+}
+
+/** Runs a sweep, or joins the one under way. */
+function sweep(context: DeliveryContext): Promise<void> {
+  context.sweeping ??= sweepOnce(context)
+    .catch((error: unknown) => context.options.onError(error, 'proxy.push.sweep'))
+    .finally(() => {
+      context.sweeping = undefined;
+    });
+  return context.sweeping;
 }

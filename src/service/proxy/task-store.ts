@@ -136,227 +136,20 @@ export function createProxyTaskStore<DB extends ProxyDatabase>(
 ): ProxyTaskStore {
   // kysely's types are invariant in DB; the constraint guarantees the tables exist.
   const db = database as unknown as Kysely<ProxyDatabase>;
-  const get = async (id: string): Promise<ProxyTask | undefined> => {
-    const row = await db
-      .selectFrom('fleetgate_proxy_task')
-      .selectAll()
-      .where('id', '=', id)
-      .executeTakeFirst();
-    return row === undefined ? undefined : fromRow(row);
-  };
-  /** An update of a delivery still `sending` after exactly `attempts` tries. */
-  const atTry = (key: DeliveryKey, attempts: number) =>
-    db
-      .updateTable('fleetgate_proxy_push_delivery')
-      .where('task_id', '=', key.taskId)
-      .where('config_id', '=', key.configId)
-      .where('state', '=', key.state)
-      .where('status', '=', 'sending')
-      .where('attempts', '=', attempts);
-  const takeAttempt: ProxyTaskStore['takeAttempt'] = async (key, seen, at, leaseUntil) => {
-    const updated = await atTry(key, seen)
-      .set({ attempts: seen + 1, next_at: leaseUntil, updated_at: at })
-      .executeTakeFirst();
-    return Number(updated.numUpdatedRows) === 1;
-  };
   const store: ProxyTaskStore = {
-    async claim(task) {
-      const inserted = await db
-        .insertInto('fleetgate_proxy_task')
-        .values({
-          id: task.id,
-          agent: task.agent,
-          caller: task.caller,
-          message_id: task.messageId,
-          context_id: task.contextId,
-          agent_task_id: task.agentTaskId,
-          state: task.state,
-          task: JSON.stringify(TaskCodec.toJSON(task.task)),
-          protocol: task.protocol,
-          created_at: task.createdAt,
-          updated_at: task.createdAt,
-        })
-        .onConflict((oc) => oc.columns(['agent', 'caller', 'message_id']).doNothing())
-        .executeTakeFirst();
-      const created = Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1;
-      if (created) return { created, task: { ...task, updatedAt: task.createdAt } };
-      const row = await db
-        .selectFrom('fleetgate_proxy_task')
-        .selectAll()
-        .where('agent', '=', task.agent)
-        .where('caller', '=', task.caller)
-        .where('message_id', '=', task.messageId)
-        .executeTakeFirstOrThrow();
-      return { created, task: fromRow(row) };
-    },
-    get,
-    async update(id, change) {
-      const state = normalizeTaskState(change.task.status?.state);
-      const json = JSON.stringify(TaskCodec.toJSON(change.task));
-      const row = await db.transaction().execute(async (trx) => {
-        const before = await trx
-          .selectFrom('fleetgate_proxy_task')
-          .select('state')
-          .where('id', '=', id)
-          .executeTakeFirst();
-        // The row as it stands after the update, or nothing when it had ended.
-        const after = await trx
-          .updateTable('fleetgate_proxy_task')
-          .set({
-            state,
-            task: json,
-            updated_at: change.at,
-            ...(change.agentTaskId === undefined ? {} : { agent_task_id: change.agentTaskId }),
-          })
-          .where('id', '=', id)
-          .where('state', 'not in', TERMINAL_STATES)
-          .returningAll()
-          .executeTakeFirst();
-        if (after === undefined || before?.state === state) return after;
-        const configs = await trx
-          .selectFrom('fleetgate_proxy_push')
-          .select('config_id')
-          .where('task_id', '=', id)
-          .execute();
-        if (configs.length > 0) {
-          await trx
-            .insertInto('fleetgate_proxy_push_delivery')
-            .values(
-              configs.map((c) => ({
-                task_id: id,
-                config_id: c.config_id,
-                state,
-                status: 'sending' as const,
-                attempts: 0,
-                last_error: null,
-                updated_at: change.at,
-                next_at: change.at + UNSENT_PUSH_GRACE_MS,
-                task: json,
-              })),
-            )
-            .onConflict((oc) => oc.columns(['task_id', 'config_id', 'state']).doNothing())
-            .execute();
-        }
-        return after;
-      });
-      if (row !== undefined) return { changed: true, task: fromRow(row) };
-      return { changed: false, task: await get(id) };
-    },
-    async setPush(config, at) {
-      const json = JSON.stringify(TaskPushNotificationConfig.toJSON(config.config));
-      await db
-        .insertInto('fleetgate_proxy_push')
-        .values({
-          task_id: config.taskId,
-          config_id: config.configId,
-          config: json,
-          protocol: config.protocol,
-          created_at: at,
-        })
-        .onConflict((oc) =>
-          oc
-            .columns(['task_id', 'config_id'])
-            .doUpdateSet({ config: json, protocol: config.protocol }),
-        )
-        .execute();
-    },
-    async getPush(taskId, configId) {
-      const row = await db
-        .selectFrom('fleetgate_proxy_push')
-        .selectAll()
-        .where('task_id', '=', taskId)
-        .where('config_id', '=', configId)
-        .executeTakeFirst();
-      return row === undefined ? undefined : pushFromRow(row);
-    },
-    async listPush(taskId) {
-      const rows = await db
-        .selectFrom('fleetgate_proxy_push')
-        .selectAll()
-        .where('task_id', '=', taskId)
-        .orderBy('created_at')
-        .orderBy('config_id')
-        .execute();
-      return rows.map(pushFromRow);
-    },
-    async deletePush(taskId, configId) {
-      await db
-        .deleteFrom('fleetgate_proxy_push')
-        .where('task_id', '=', taskId)
-        .where('config_id', '=', configId)
-        .execute();
-    },
-    async claimDelivery(key, task, at, leaseUntil) {
-      const inserted = await db
-        .insertInto('fleetgate_proxy_push_delivery')
-        .values({
-          task_id: key.taskId,
-          config_id: key.configId,
-          state: key.state,
-          status: 'sending',
-          attempts: 1,
-          last_error: null,
-          updated_at: at,
-          next_at: leaseUntil,
-          task: JSON.stringify(TaskCodec.toJSON(task)),
-        })
-        .onConflict((oc) => oc.columns(['task_id', 'config_id', 'state']).doNothing())
-        .executeTakeFirst();
-      if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1) return true;
-      // Recorded with the state change and not tried yet: its first try is taken here.
-      return takeAttempt(key, 0, at, leaseUntil);
-    },
-    takeAttempt,
-    async retryAt(key, attempts, nextAt, error) {
-      await atTry(key, attempts).set({ next_at: nextAt, last_error: error }).execute();
-    },
-    async dueDeliveries(now, limit) {
-      const rows = await db
-        .selectFrom('fleetgate_proxy_push_delivery')
-        .select(['task_id', 'config_id', 'state', 'attempts', 'task'])
-        .where('status', '=', 'sending')
-        .where((eb) => eb.or([eb('next_at', 'is', null), eb('next_at', '<=', now)]))
-        .orderBy('updated_at')
-        .limit(limit)
-        .execute();
-      return rows.map((r) => ({
-        taskId: r.task_id,
-        configId: r.config_id,
-        state: r.state,
-        attempts: Number(r.attempts),
-        task: r.task === null ? undefined : TaskCodec.fromJSON(JSON.parse(r.task)),
-      }));
-    },
-    async endDelivery(key, outcome) {
-      await db
-        .updateTable('fleetgate_proxy_push_delivery')
-        .set({
-          status: outcome.status,
-          attempts: outcome.attempts,
-          last_error: outcome.error ?? null,
-          updated_at: outcome.at,
-          next_at: null,
-        })
-        .where('task_id', '=', key.taskId)
-        .where('config_id', '=', key.configId)
-        .where('state', '=', key.state)
-        .execute();
-    },
-    async deliveries(taskId) {
-      const rows = await db
-        .selectFrom('fleetgate_proxy_push_delivery')
-        .selectAll()
-        .where('task_id', '=', taskId)
-        .orderBy('updated_at')
-        .execute();
-      return rows.map((r) => ({
-        configId: r.config_id,
-        state: r.state,
-        status: r.status,
-        attempts: Number(r.attempts),
-        error: r.last_error,
-      }));
-    },
+    claim: (task) => claimTask(db, task),
+    get: (id) => getTask(db, id),
+    update: (id, change) => updateTask(db, id, change),
+    setPush: (config, at) => setPush(db, config, at),
+    getPush: (taskId, configId) => getPush(db, taskId, configId),
+    listPush: (taskId) => listPush(db, taskId),
+    deletePush: (taskId, configId) => deletePush(db, taskId, configId),
+    claimDelivery: (key, task, at, leaseUntil) => claimDelivery(db, key, task, at, leaseUntil),
+    takeAttempt: (key, seen, at, leaseUntil) => takeAttempt(db, key, seen, at, leaseUntil),
+    retryAt: (key, attempts, nextAt, error) => retryAt(db, key, attempts, nextAt, error),
+    dueDeliveries: (now, limit) => dueDeliveries(db, now, limit),
+    endDelivery: (key, outcome) => endDelivery(db, key, outcome),
+    deliveries: (taskId) => deliveries(db, taskId),
   };
   if (options.sqlite === undefined) return store;
   return {
@@ -368,6 +161,293 @@ export function createProxyTaskStore<DB extends ProxyDatabase>(
       graceMs: UNSENT_PUSH_GRACE_MS,
     }),
   };
+}
+
+/**
+ * The proxy's tables through kysely. The functions below are the store's methods on them, one each
+ * ({@link ProxyTaskStore} says what each does).
+ */
+type ProxyDb = Kysely<ProxyDatabase>;
+
+async function getTask(db: ProxyDb, id: string): Promise<ProxyTask | undefined> {
+  const row = await db
+    .selectFrom('fleetgate_proxy_task')
+    .selectAll()
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return row === undefined ? undefined : fromRow(row);
+}
+
+async function claimTask(
+  db: ProxyDb,
+  task: Omit<ProxyTask, 'updatedAt'>,
+): Promise<{ created: boolean; task: ProxyTask }> {
+  const inserted = await db
+    .insertInto('fleetgate_proxy_task')
+    .values({
+      id: task.id,
+      agent: task.agent,
+      caller: task.caller,
+      message_id: task.messageId,
+      context_id: task.contextId,
+      agent_task_id: task.agentTaskId,
+      state: task.state,
+      task: JSON.stringify(TaskCodec.toJSON(task.task)),
+      protocol: task.protocol,
+      created_at: task.createdAt,
+      updated_at: task.createdAt,
+    })
+    .onConflict((oc) => oc.columns(['agent', 'caller', 'message_id']).doNothing())
+    .executeTakeFirst();
+  const created = Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1;
+  if (created) return { created, task: { ...task, updatedAt: task.createdAt } };
+  const row = await db
+    .selectFrom('fleetgate_proxy_task')
+    .selectAll()
+    .where('agent', '=', task.agent)
+    .where('caller', '=', task.caller)
+    .where('message_id', '=', task.messageId)
+    .executeTakeFirstOrThrow();
+  return { created, task: fromRow(row) };
+}
+
+async function updateTask(
+  db: ProxyDb,
+  id: string,
+  change: { task: Task; agentTaskId?: string; at: number },
+): Promise<{ changed: boolean; task: ProxyTask | undefined }> {
+  const state = normalizeTaskState(change.task.status?.state);
+  const json = JSON.stringify(TaskCodec.toJSON(change.task));
+  const row = await db.transaction().execute(async (trx) => {
+    const before = await trx
+      .selectFrom('fleetgate_proxy_task')
+      .select('state')
+      .where('id', '=', id)
+      .executeTakeFirst();
+    // The row as it stands after the update, or nothing when it had ended.
+    const after = await trx
+      .updateTable('fleetgate_proxy_task')
+      .set({
+        state,
+        task: json,
+        updated_at: change.at,
+        ...(change.agentTaskId === undefined ? {} : { agent_task_id: change.agentTaskId }),
+      })
+      .where('id', '=', id)
+      .where('state', 'not in', TERMINAL_STATES)
+      .returningAll()
+      .executeTakeFirst();
+    if (after === undefined || before?.state === state) return after;
+    await recordDeliveries(trx, id, state, json, change.at);
+    return after;
+  });
+  if (row !== undefined) return { changed: true, task: fromRow(row) };
+  return { changed: false, task: await getTask(db, id) };
+}
+
+/**
+ * Records, in the transaction of a task's change to `state`, that state's delivery to each push
+ * configuration of the task, not tried yet and due after {@link UNSENT_PUSH_GRACE_MS}.
+ */
+async function recordDeliveries(
+  trx: ProxyDb,
+  id: string,
+  state: TaskStateName,
+  json: string,
+  at: number,
+): Promise<void> {
+  const configs = await trx
+    .selectFrom('fleetgate_proxy_push')
+    .select('config_id')
+    .where('task_id', '=', id)
+    .execute();
+  if (configs.length === 0) return;
+  await trx
+    .insertInto('fleetgate_proxy_push_delivery')
+    .values(
+      configs.map((c) => ({
+        task_id: id,
+        config_id: c.config_id,
+        state,
+        status: 'sending' as const,
+        attempts: 0,
+        last_error: null,
+        updated_at: at,
+        next_at: at + UNSENT_PUSH_GRACE_MS,
+        task: json,
+      })),
+    )
+    .onConflict((oc) => oc.columns(['task_id', 'config_id', 'state']).doNothing())
+    .execute();
+}
+
+async function setPush(db: ProxyDb, config: ProxyPushConfig, at: number): Promise<void> {
+  const json = JSON.stringify(TaskPushNotificationConfig.toJSON(config.config));
+  await db
+    .insertInto('fleetgate_proxy_push')
+    .values({
+      task_id: config.taskId,
+      config_id: config.configId,
+      config: json,
+      protocol: config.protocol,
+      created_at: at,
+    })
+    .onConflict((oc) =>
+      oc.columns(['task_id', 'config_id']).doUpdateSet({ config: json, protocol: config.protocol }),
+    )
+    .execute();
+}
+
+async function getPush(
+  db: ProxyDb,
+  taskId: string,
+  configId: string,
+): Promise<ProxyPushConfig | undefined> {
+  const row = await db
+    .selectFrom('fleetgate_proxy_push')
+    .selectAll()
+    .where('task_id', '=', taskId)
+    .where('config_id', '=', configId)
+    .executeTakeFirst();
+  return row === undefined ? undefined : pushFromRow(row);
+}
+
+async function listPush(db: ProxyDb, taskId: string): Promise<ProxyPushConfig[]> {
+  const rows = await db
+    .selectFrom('fleetgate_proxy_push')
+    .selectAll()
+    .where('task_id', '=', taskId)
+    .orderBy('created_at')
+    .orderBy('config_id')
+    .execute();
+  return rows.map(pushFromRow);
+}
+
+async function deletePush(db: ProxyDb, taskId: string, configId: string): Promise<void> {
+  await db
+    .deleteFrom('fleetgate_proxy_push')
+    .where('task_id', '=', taskId)
+    .where('config_id', '=', configId)
+    .execute();
+}
+
+/** An update of a delivery still `sending` after exactly `attempts` tries. */
+function atTry(db: ProxyDb, key: DeliveryKey, attempts: number) {
+  return db
+    .updateTable('fleetgate_proxy_push_delivery')
+    .where('task_id', '=', key.taskId)
+    .where('config_id', '=', key.configId)
+    .where('state', '=', key.state)
+    .where('status', '=', 'sending')
+    .where('attempts', '=', attempts);
+}
+
+async function takeAttempt(
+  db: ProxyDb,
+  key: DeliveryKey,
+  seen: number,
+  at: number,
+  leaseUntil: number,
+): Promise<boolean> {
+  const updated = await atTry(db, key, seen)
+    .set({ attempts: seen + 1, next_at: leaseUntil, updated_at: at })
+    .executeTakeFirst();
+  return Number(updated.numUpdatedRows) === 1;
+}
+
+async function claimDelivery(
+  db: ProxyDb,
+  key: DeliveryKey,
+  task: Task,
+  at: number,
+  leaseUntil: number,
+): Promise<boolean> {
+  const inserted = await db
+    .insertInto('fleetgate_proxy_push_delivery')
+    .values({
+      task_id: key.taskId,
+      config_id: key.configId,
+      state: key.state,
+      status: 'sending',
+      attempts: 1,
+      last_error: null,
+      updated_at: at,
+      next_at: leaseUntil,
+      task: JSON.stringify(TaskCodec.toJSON(task)),
+    })
+    .onConflict((oc) => oc.columns(['task_id', 'config_id', 'state']).doNothing())
+    .executeTakeFirst();
+  if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1) return true;
+  // Recorded with the state change and not tried yet: its first try is taken here.
+  return takeAttempt(db, key, 0, at, leaseUntil);
+}
+
+async function retryAt(
+  db: ProxyDb,
+  key: DeliveryKey,
+  attempts: number,
+  nextAt: number,
+  error: string,
+): Promise<void> {
+  await atTry(db, key, attempts).set({ next_at: nextAt, last_error: error }).execute();
+}
+
+async function dueDeliveries(
+  db: ProxyDb,
+  now: number,
+  limit: number,
+): Promise<(DeliveryKey & { attempts: number; task: Task | undefined })[]> {
+  const rows = await db
+    .selectFrom('fleetgate_proxy_push_delivery')
+    .select(['task_id', 'config_id', 'state', 'attempts', 'task'])
+    .where('status', '=', 'sending')
+    .where((eb) => eb.or([eb('next_at', 'is', null), eb('next_at', '<=', now)]))
+    .orderBy('updated_at')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({
+    taskId: r.task_id,
+    configId: r.config_id,
+    state: r.state,
+    attempts: Number(r.attempts),
+    task: r.task === null ? undefined : TaskCodec.fromJSON(JSON.parse(r.task)),
+  }));
+}
+
+async function endDelivery(
+  db: ProxyDb,
+  key: DeliveryKey,
+  outcome: { status: 'delivered' | 'dead'; attempts: number; error?: string; at: number },
+): Promise<void> {
+  await db
+    .updateTable('fleetgate_proxy_push_delivery')
+    .set({
+      status: outcome.status,
+      attempts: outcome.attempts,
+      last_error: outcome.error ?? null,
+      updated_at: outcome.at,
+      next_at: null,
+    })
+    .where('task_id', '=', key.taskId)
+    .where('config_id', '=', key.configId)
+    .where('state', '=', key.state)
+    .execute();
+}
+
+async function deliveries(db: ProxyDb, taskId: string): ReturnType<ProxyTaskStore['deliveries']> {
+  const rows = await db
+    .selectFrom('fleetgate_proxy_push_delivery')
+    .selectAll()
+    .where('task_id', '=', taskId)
+    .orderBy('updated_at')
+    .execute();
+  return rows.map((r) => ({
+    configId: r.config_id,
+    state: r.state,
+    status: r.status,
+    attempts: Number(r.attempts),
+    error: r.last_error,
+  }));
 }
 
 function pushFromRow(row: {
