@@ -169,6 +169,25 @@ describe('dispatch handle', () => {
     expect(await gw.dispatchRecord(call.id)).toMatchObject({ status: 'awaiting-approval' });
   });
 
+  it('refuses an agent or a skill the fleet does not have at once, naming what it has, recording nothing', async () => {
+    const typo = gw.dispatch({ agent: 'opps', skill: 'sitrep', text: 'status' });
+    await expect(typo.result()).rejects.toMatchObject({
+      code: 'FLEETGATE_AGENT_UNKNOWN',
+      message: expect.stringContaining('configured: ops') as unknown,
+    });
+    await expect(typo.decision).rejects.toMatchObject({ code: 'FLEETGATE_AGENT_UNKNOWN' });
+    const skill = gw.dispatch({ agent: 'ops', skill: 'sitrepp', text: 'status' });
+    await expect(skill.answered()).rejects.toMatchObject({
+      code: 'FLEETGATE_SKILL_UNKNOWN',
+      details: { agent: 'ops', skill: 'sitrepp', skills: expect.arrayContaining(['sitrep']) },
+    });
+    expect(await gw.dispatchRecord(typo.id)).toBeUndefined();
+    expect(await gw.dispatchRecord(skill.id)).toBeUndefined();
+    expect(await gw.approvals.list()).not.toContainEqual(
+      expect.objectContaining({ dispatchId: skill.id }),
+    );
+  });
+
   it('reports a dispatch it could not record through the handle, with a coded error', async () => {
     const other = await createGateway({
       store: `sqlite:${join(dir, 'closed.db')}`,

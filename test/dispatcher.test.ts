@@ -158,15 +158,16 @@ describe('dispatcher', () => {
     }
   });
 
-  it('fails a dispatch to an unknown agent with the reason', async () => {
+  it('refuses a dispatch to an unknown agent with the reason, recording nothing', async () => {
     const h = await harness(w);
     try {
-      const record = await h.dispatch({ agent: 'nobody', skill: 'x' });
-      expect(record).toMatchObject({
-        status: 'failed',
-        result: { error: { code: 'FLEETGATE_AGENT_UNKNOWN' } },
+      const call = h.g.gw.dispatch({ agent: 'nobody', skill: 'x' });
+      await expect(call.answered()).rejects.toMatchObject({
+        code: 'FLEETGATE_AGENT_UNKNOWN',
+        details: { agent: 'nobody', agents: ['ops'] },
       });
-      await until(() => topicsFor(h, record.id).includes('skill.dispatch.failed'));
+      expect(await h.record(call.id)).toBeUndefined();
+      expect(topicsFor(h, call.id)).toEqual([]);
     } finally {
       await h.stop();
     }

@@ -5,6 +5,7 @@
  */
 import type { AgentCardState } from '../fleet/index.js';
 import type { BlastRadius, Diagnostic, HitlMode } from '../protocol/index.js';
+import { FleetgateError } from '../protocol/index.js';
 import type { Gateway } from './gateway.js';
 
 /** One skill of an agent, with what is in effect for it. */
@@ -39,6 +40,37 @@ export interface AgentView {
 }
 
 /** The skills a card lists, as `{ id, name }`. */
+/**
+ * Refuses a call to an agent that is not configured (`FLEETGATE_AGENT_UNKNOWN`) or, once its card
+ * is in, to a skill the card does not offer (`FLEETGATE_SKILL_UNKNOWN`): a typo is an error
+ * naming what the fleet has, never a call held for an approval that could not help it. An agent
+ * whose card has not loaded is called as configured (the gate treats its unknown radius).
+ */
+export function checkCallTarget(
+  agents: Pick<Gateway['agents'], 'state' | 'states'>,
+  agent: string,
+  skill: string,
+): void {
+  const state = agents.state(agent);
+  if (state === undefined) {
+    const names = agents.states().map((s) => s.name);
+    throw new FleetgateError(
+      'FLEETGATE_AGENT_UNKNOWN',
+      `No agent named ${agent} is configured (configured: ${names.join(', ') || 'none'}).`,
+      { details: { agent, agents: names } },
+    );
+  }
+  if (state.card === undefined || state.card === null) return;
+  const skills = cardSkills(state.card).map((s) => s.id);
+  if (!skills.includes(skill)) {
+    throw new FleetgateError(
+      'FLEETGATE_SKILL_UNKNOWN',
+      `Agent ${agent} offers no skill ${skill} (it offers ${skills.join(', ') || 'none'}).`,
+      { details: { agent, skill, skills } },
+    );
+  }
+}
+
 export function cardSkills(card: unknown): { id: string; name: string | undefined }[] {
   const skills =
     typeof card === 'object' && card !== null ? (card as { skills?: unknown }).skills : undefined;

@@ -84,6 +84,7 @@ import { parseConfig } from './config.js';
 import type { FleetRuntime } from './fleet-runtime.js';
 import { policyDeclarations, policyRules } from './policy-wiring.js';
 import { createFleetRuntime } from './fleet-runtime.js';
+import { checkCallTarget } from './fleet-view.js';
 import { createStoreLease, instanceAlive, instanceLeaseName, newInstanceId } from './card-lease.js';
 import type { GatewayStore } from './migrations.js';
 import type { RetentionSweeper } from './retention.js';
@@ -650,7 +651,12 @@ export async function assembleGateway(
     dispatch(request) {
       const id = request.id ?? randomUUID();
       const handle = new CallHandle(id, handleServices);
-      handle.begin(accept(() => dispatcher.dispatch({ ...request, id }, handle)));
+      handle.begin(
+        accept(async () => {
+          checkCallTarget(runtime.broker, request.agent, request.skill);
+          return dispatcher.dispatch({ ...request, id }, handle);
+        }),
+      );
       return handle;
     },
     dispatchRecord: (id) => dispatchRecords.get(id),

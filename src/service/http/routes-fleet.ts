@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { GateVerdict } from '../../dispatch/index.js';
 import { FleetgateError } from '../../protocol/index.js';
 import { parseDuration } from '../config.js';
-import { agentView, cardSkills, fleetView } from '../fleet-view.js';
+import { agentView, fleetView } from '../fleet-view.js';
 import type { SkillRoute } from '../skill-routing.js';
 import { routeSkill } from '../skill-routing.js';
 import type { ApiContext } from './context.js';
@@ -222,18 +222,8 @@ export function fleetRoutes(ctx: ApiContext): RouteSpec[] {
         if (agent === undefined) {
           routing = routeSkill(gw, body.skill);
           agent = routing.agent;
-        } else {
-          const state = gw.agents.state(agent);
-          if (state === undefined) throw unknownAgent(agent);
-          const skills = cardSkills(state.card);
-          if (state.card !== undefined && !skills.some((s) => s.id === body.skill)) {
-            throw new FleetgateError(
-              'FLEETGATE_SKILL_UNKNOWN',
-              `Agent ${agent} offers no skill ${body.skill} (it offers ${skills.map((s) => s.id).join(', ') || 'none'}).`,
-              { details: { agent, skill: body.skill, skills: skills.map((s) => s.id) } },
-            );
-          }
         }
+        // An unknown agent or skill is refused by the gateway's dispatch (nothing recorded).
         const traceparent = traceOf(request.headers.traceparent);
         const call = gw.dispatch({
           agent,
