@@ -43,25 +43,6 @@ export class CallExchange {
     this.#wire = clients.wire;
   }
 
-  /**
-   * Calls `skill` on `agent` and settles the answer. `timeoutSignal` aborts with the caller's
-   * timeout: the hooks see it, the request does not (see `callWithTimeout`).
-   */
-  async run(
-    agent: string,
-    skill: string,
-    input: CallInput,
-    callOptions: CallOptions,
-    timeoutSignal: AbortSignal | undefined,
-  ): Promise<CallResult> {
-    this.#inFlight += 1;
-    try {
-      return await this.#exchangeOnce(agent, skill, input, callOptions, timeoutSignal);
-    } finally {
-      this.#inFlight -= 1;
-    }
-  }
-
   /** The chain of a held call, rebuilt from the four fields the terminal kept, at settle time. */
   async chainFor(held: TaskCall): Promise<SkillCallChain> {
     const clients = this.#clients;
@@ -77,132 +58,145 @@ export class CallExchange {
     return new SkillCallChain(clients.activeExtensions(held.agent, built).list, ctx, this.#sink);
   }
 
-  async #exchangeOnce(
+  /**
+   * Calls `skill` on `agent` and settles the answer. `timeoutSignal` aborts with the caller's
+   * timeout: the hooks see it, the request does not (see `callWithTimeout`).
+   */
+  async run(
     agent: string,
     skill: string,
     input: CallInput,
     callOptions: CallOptions,
     timeoutSignal: AbortSignal | undefined,
   ): Promise<CallResult> {
-    const startedAt = Date.now();
-    const t0 = performance.now();
-    const clients = this.#clients;
-    const built = clients.builtClient(agent) ?? (await clients.agentClient(agent));
-    const active = clients.activeExtensions(agent, built);
-    const correlationId =
-      callOptions.correlationId ??
-      `${this.#correlationPrefix}-${(this.#correlationSeq += 1).toString(36)}`;
-
-    // Hooks see the call time out; the request itself only stops when the caller aborts it.
-    const transportSignal = callOptions.signal ?? NEVER_ABORTED;
-    const ctx = createSkillCallContext({
-      agent,
-      skill,
-      correlationId,
-      metadata: callOptions.metadata,
-      signal: hookSignal(callOptions.signal, timeoutSignal),
-      declarations: built.declarations,
-      startedAt,
-    });
-    const chain = new SkillCallChain(active.list, ctx, this.#sink);
-    const activated = active.uris;
-
+    this.#inFlight += 1;
     try {
-      await chain.runBefore();
-    } catch (error) {
-      const failure = callError(error, { agent, skill, timedOut: false, aborted: false });
-      return failAfterHooks(chain, failure);
-    }
-    const t1 = performance.now();
+      const startedAt = Date.now();
+      const t0 = performance.now();
+      const clients = this.#clients;
+      const built = clients.builtClient(agent) ?? (await clients.agentClient(agent));
+      const active = clients.activeExtensions(agent, built);
+      const correlationId = callOptions.correlationId ?? this.#nextCorrelationId();
 
-    const callId = String((this.#callSeq += 1));
-    const record: WireRecord = {};
-    this.#wire.set(callId, record);
-    const serviceParameters = callHeaders(clients, agent, built, callOptions, activated);
-    serviceParameters[CALL_ID_HEADER] = callId;
-    const mode = callOptions.mode ?? 'blocking';
-    const request = sendMessageRequest(input, callOptions, mode, ctx.outboundMetadata());
-    // No signal at all when nobody can abort: an AbortSignal makes fetch register listeners.
-    const requestOptions =
-      transportSignal === NEVER_ABORTED
-        ? { serviceParameters }
-        : { signal: transportSignal, serviceParameters };
+      // Hooks see the call time out; the request itself only stops when the caller aborts it.
+      const transportSignal = callOptions.signal ?? NEVER_ABORTED;
+      const ctx = createSkillCallContext({
+        agent,
+        skill,
+        correlationId,
+        metadata: callOptions.metadata,
+        signal: hookSignal(callOptions.signal, timeoutSignal),
+        declarations: built.declarations,
+        startedAt,
+      });
+      const chain = new SkillCallChain(active.list, ctx, this.#sink);
+      const activated = active.uris;
 
-    const acc = new TaskAccumulator();
-    let streamDropped = false;
-    try {
-      if (mode === 'streaming') {
-        for await (const event of built.client.sendMessageStream(request, requestOptions)) {
-          acc.apply(event);
-          callOptions.onEvent?.(event);
+      try {
+        await chain.runBefore();
+      } catch (error) {
+        const failure = callError(error, { agent, skill, timedOut: false, aborted: false });
+        return await failAfterHooks(chain, failure);
+      }
+      const t1 = performance.now();
+
+      const callId = String((this.#callSeq += 1));
+      const record: WireRecord = {};
+      this.#wire.set(callId, record);
+      const serviceParameters = callHeaders(clients, agent, built, callOptions, activated);
+      serviceParameters[CALL_ID_HEADER] = callId;
+      const mode = callOptions.mode ?? 'blocking';
+      const request = sendMessageRequest(input, callOptions, mode, ctx.outboundMetadata());
+      // No signal at all when nobody can abort: an AbortSignal makes fetch register listeners.
+      const requestOptions =
+        transportSignal === NEVER_ABORTED
+          ? { serviceParameters }
+          : { signal: transportSignal, serviceParameters };
+
+      const acc = new TaskAccumulator();
+      let streamDropped = false;
+      try {
+        if (mode === 'streaming') {
+          for await (const event of built.client.sendMessageStream(request, requestOptions)) {
+            acc.apply(event);
+            callOptions.onEvent?.(event);
+          }
+        } else {
+          const reply = await built.client.sendMessage(request, requestOptions);
+          // The reply is ours alone: adopt it instead of copying it.
+          if ('messageId' in reply) acc.adoptMessage(reply);
+          else acc.adoptTask(reply);
         }
-      } else {
-        const reply = await built.client.sendMessage(request, requestOptions);
-        // The reply is ours alone: adopt it instead of copying it.
-        if ('messageId' in reply) acc.adoptMessage(reply);
-        else acc.adoptTask(reply);
+      } catch (error) {
+        this.#wire.delete(callId);
+        // The timeout never aborts the request (it detaches the caller): only the caller's signal.
+        const aborted = callOptions.signal?.aborted ?? false;
+        // The stream broke but the task lives on at the agent: it goes to the tracker like any
+        // task still running, which resumes it with SubscribeToTask.
+        streamDropped = mode === 'streaming' && !aborted && isRunning(acc.task);
+        if (!streamDropped) {
+          const failure = requestError(error, agent, skill, aborted, record);
+          return await failAfterHooks(chain, failure, acc.task);
+        }
       }
-    } catch (error) {
       this.#wire.delete(callId);
-      // The timeout never aborts the request (it detaches the caller): only the caller's signal.
-      const aborted = callOptions.signal?.aborted ?? false;
-      // The stream broke but the task lives on at the agent: it goes to the tracker like any
-      // task still running, which resumes it with SubscribeToTask.
-      streamDropped = mode === 'streaming' && !aborted && isRunning(acc.task);
-      if (!streamDropped) {
-        return failAfterHooks(chain, requestError(error, agent, skill, aborted, record), acc.task);
-      }
-    }
-    this.#wire.delete(callId);
-    const t2 = performance.now();
+      const t2 = performance.now();
 
-    const task = acc.task;
-    const refusal = task === undefined ? undefined : refuseTask(task, agent, skill, callOptions);
-    if (refusal !== undefined) return failAfterHooks(chain, refusal);
-    const message = task === undefined ? acc.message : undefined;
-    let terminalState = false;
-    let state: TaskStateName | 'message' = 'message';
-    let ok = true;
-    if (task !== undefined) {
-      state = normalizeTaskState(task.status?.state);
-      terminalState = isTerminalState(state);
-      ok = state === 'completed';
-      if (terminalState) {
-        const done = await this.#settleAnswer(agent, task, mode, chain, callOptions);
-        if (done.settled && done.failure !== undefined) throw done.failure;
+      const task = acc.task;
+      const refusal = task === undefined ? undefined : refuseTask(task, agent, skill, callOptions);
+      if (refusal !== undefined) return await failAfterHooks(chain, refusal);
+      const message = task === undefined ? acc.message : undefined;
+      let terminalState = false;
+      let state: TaskStateName | 'message' = 'message';
+      let ok = true;
+      if (task !== undefined) {
+        state = normalizeTaskState(task.status?.state);
+        terminalState = isTerminalState(state);
+        ok = state === 'completed';
+        if (terminalState) {
+          const done = await this.#settleAnswer(agent, task, mode, chain, callOptions);
+          if (done.settled && done.failure !== undefined) throw done.failure;
+        } else {
+          this.#terminal.hold({ agent, skill, correlationId, startedAt }, task.id);
+        }
+      } else if (message !== undefined) {
+        terminalState = true;
+        const failure = await chain.runAfter({ ok: true, message });
+        if (failure !== undefined) throw failure;
       } else {
-        this.#terminal.hold({ agent, skill, correlationId, startedAt }, task.id);
+        return await failAfterHooks(chain, noAnswer(agent, skill));
       }
-    } else if (message !== undefined) {
-      terminalState = true;
-      const failure = await chain.runAfter({ ok: true, message });
-      if (failure !== undefined) throw failure;
-    } else {
-      return failAfterHooks(chain, noAnswer(agent, skill));
-    }
-    const t3 = performance.now();
+      const t3 = performance.now();
 
-    const reply = readReply(task, message);
-    const result: CallResult = {
-      agent,
-      skill,
-      correlationId,
-      ok,
-      state,
-      terminal: terminalState,
-      text: reply.text,
-      data: reply.data,
-      activated: [...activated],
-      stamps: { ...ctx.stamps },
-      transport: built.binding,
-      protocolVersion: built.protocolVersion,
-      timing: callTiming(startedAt, t0, t1, t2, t3, terminalState),
-    };
-    if (task !== undefined) result.task = task;
-    if (message !== undefined) result.message = message;
-    if (record.echoed !== undefined) result.echoedExtensions = record.echoed;
-    if (streamDropped) result.streamDropped = true;
-    return result;
+      const reply = readReply(task, message);
+      const result: CallResult = {
+        agent,
+        skill,
+        correlationId,
+        ok,
+        state,
+        terminal: terminalState,
+        text: reply.text,
+        data: reply.data,
+        activated: [...activated],
+        stamps: { ...ctx.stamps },
+        transport: built.binding,
+        protocolVersion: built.protocolVersion,
+        timing: callTiming(startedAt, t0, t1, t2, t3, terminalState),
+      };
+      if (task !== undefined) result.task = task;
+      if (message !== undefined) result.message = message;
+      if (record.echoed !== undefined) result.echoedExtensions = record.echoed;
+      if (streamDropped) result.streamDropped = true;
+      return result;
+    } finally {
+      this.#inFlight -= 1;
+    }
+  }
+
+  /** A correlation id for a call that brings none. */
+  #nextCorrelationId(): string {
+    return `${this.#correlationPrefix}-${(this.#correlationSeq += 1).toString(36)}`;
   }
 
   /**

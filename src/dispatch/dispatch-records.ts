@@ -8,6 +8,7 @@ import type {
   DispatchStatus,
   FleetgateTopics,
 } from '../protocol/index.js';
+import { deleteInBatches } from '../store/index.js';
 import type { SqliteAccess } from '../store/index.js';
 
 export type { DispatchResult, DispatchStatus } from '../protocol/index.js';
@@ -637,15 +638,9 @@ async function tryMove(
 }
 
 /** {@link DispatchRecordStore.prune}. */
-async function pruneRecords(
-  ctx: RecordsContext,
-  before: number,
-  batchSize = 1_000,
-): Promise<number> {
-  let total = 0;
-  for (;;) {
-    // In batches: one huge delete would hold its locks (and grow the log) for long. Who held
-    // an ended dispatch goes with it.
+function pruneRecords(ctx: RecordsContext, before: number, batchSize = 1_000): Promise<number> {
+  return deleteInBatches(batchSize, async (limit) => {
+    // Who held an ended dispatch goes with it.
     await ctx.db
       .deleteFrom('fleetgate_dispatch_send')
       .where('dispatch_id', 'in', (eb) =>
@@ -654,10 +649,10 @@ async function pruneRecords(
           .select('id')
           .where('status', 'in', [...ENDED])
           .where('updated_at', '<', before)
-          .limit(batchSize),
+          .limit(limit),
       )
       .execute();
-    const result = await ctx.db
+    return ctx.db
       .deleteFrom('fleetgate_dispatch')
       .where('id', 'in', (eb) =>
         eb
@@ -665,13 +660,10 @@ async function pruneRecords(
           .select('id')
           .where('status', 'in', [...ENDED])
           .where('updated_at', '<', before)
-          .limit(batchSize),
+          .limit(limit),
       )
       .executeTakeFirst();
-    const n = Number(result.numDeletedRows);
-    total += n;
-    if (n < batchSize) return total;
-  }
+  });
 }
 
 /**

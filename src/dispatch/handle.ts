@@ -66,6 +66,8 @@ export interface DispatchHandle {
 /** What a {@link CallHandle} needs of the gateway. */
 export interface CallHandleServices {
   watcher: Pick<DispatchWatcher, 'until'>;
+  /** The dispatch's record as the store holds it now. */
+  read(id: string): Promise<DispatchRecord | undefined>;
   cancel(
     record: DispatchRecord,
     decision: GateVerdict | undefined,
@@ -189,7 +191,7 @@ export class CallHandle implements DispatchHandle, DispatchObserver {
 
   async cancel(reason?: string): Promise<DispatchRecord> {
     const record = await this.answered().catch(() => undefined);
-    const current = await this.#services.watcher.until(this.id, () => true);
+    const current = await this.#services.read(this.id);
     const base = current ?? record;
     if (base === undefined) {
       throw new FleetgateError('FLEETGATE_DISPATCH_NOT_FOUND', `No dispatch ${this.id}.`, {

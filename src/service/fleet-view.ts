@@ -39,7 +39,6 @@ export interface AgentView {
   diagnostics: Diagnostic[];
 }
 
-/** The skills a card lists, as `{ id, name }`. */
 /**
  * Refuses a call to an agent that is not configured (`FLEETGATE_AGENT_UNKNOWN`) or, once its card
  * is in, to a skill the card does not offer (`FLEETGATE_SKILL_UNKNOWN`): a typo is an error
@@ -61,8 +60,9 @@ export function checkCallTarget(
     );
   }
   if (state.card === undefined || state.card === null) return;
-  const skills = cardSkills(state.card).map((s) => s.id);
-  if (!skills.includes(skill)) {
+  // Every dispatch passes here: the list of the card's skills is built only to refuse.
+  if (!listsSkill(state.card, skill)) {
+    const skills = cardSkills(state.card).map((s) => s.id);
     throw new FleetgateError(
       'FLEETGATE_SKILL_UNKNOWN',
       `Agent ${agent} offers no skill ${skill} (it offers ${skills.join(', ') || 'none'}).`,
@@ -71,6 +71,22 @@ export function checkCallTarget(
   }
 }
 
+/**
+ * Whether `card` lists a skill `skill` (a skill {@link cardSkills} would name), read in place:
+ * nothing is allocated.
+ */
+function listsSkill(card: unknown, skill: string): boolean {
+  if (skill === '' || typeof card !== 'object' || card === null) return false;
+  const skills = (card as { skills?: unknown }).skills;
+  if (!Array.isArray(skills)) return false;
+  for (let i = 0; i < skills.length; i += 1) {
+    const s: unknown = skills[i];
+    if (typeof s === 'object' && s !== null && (s as { id?: unknown }).id === skill) return true;
+  }
+  return false;
+}
+
+/** The skills a card lists, as `{ id, name }`. */
 export function cardSkills(card: unknown): { id: string; name: string | undefined }[] {
   const skills =
     typeof card === 'object' && card !== null ? (card as { skills?: unknown }).skills : undefined;

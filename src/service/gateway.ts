@@ -586,6 +586,7 @@ export async function assembleGateway(
   );
   const handleServices = {
     watcher,
+    read: (id: string) => dispatchRecords.get(id),
     closing: closingSignal.signal,
     cancel: (record: DispatchRecord, decision: GateVerdict | undefined, reason?: string) =>
       accept(() => cancelDispatch(record, decision, reason)),

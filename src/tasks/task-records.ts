@@ -4,6 +4,7 @@ import { createOutboxWriter, insertOutboxRows } from '../bus/index.js';
 import type { SettlePath } from '../dispatch/index.js';
 import type { OpenTopics, TaskStateName } from '../protocol/index.js';
 import { normalizeTaskState } from '../protocol/index.js';
+import { deleteInBatches } from '../store/index.js';
 import type { SqliteAccess } from '../store/index.js';
 
 /** The durable record of one task the gateway follows. */
@@ -227,14 +228,13 @@ function claimInTransaction(
 }
 
 /** Deletes terminal records claimed before `before`, `batchSize` per statement (retention). */
-async function pruneTerminal(
+function pruneTerminal(
   db: Kysely<ClaimDatabase>,
   before: number,
   batchSize: number,
 ): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const result = await db
+  return deleteInBatches(batchSize, (limit) =>
+    db
       .deleteFrom('fleetgate_task')
       .where((eb) =>
         eb(
@@ -245,15 +245,12 @@ async function pruneTerminal(
             .select(['agent', 'task_id'])
             .where('terminal_at', 'is not', null)
             .where('terminal_at', '<', before)
-            .limit(batchSize)
+            .limit(limit)
             .$asTuple('agent', 'task_id'),
         ),
       )
-      .executeTakeFirst();
-    const n = Number(result.numDeletedRows);
-    total += n;
-    if (n < batchSize) return total;
-  }
+      .executeTakeFirst(),
+  );
 }
 
 /** Task records in the store (SQLite or PostgreSQL). */

@@ -222,6 +222,23 @@ async function vet(
   }
 }
 
+/**
+ * Ends a delivery that is tried no more: recorded `dead` after `attempts` tries with `error`,
+ * counted, and published on `system.error` as `why`.
+ */
+async function endDead(
+  context: DeliveryContext,
+  key: DeliveryKey,
+  attempts: number,
+  error: string,
+  why: string,
+): Promise<void> {
+  const { options, store, now } = context;
+  await store.endDelivery(key, { status: 'dead', attempts, error, at: now() });
+  options.onOutcome?.('dead');
+  options.onError(new Error(why), 'proxy.push');
+}
+
 /** Tries a delivery whose try number `taken` this process holds, until it ends or pauses. */
 async function deliver(
   context: DeliveryContext,
@@ -238,18 +255,8 @@ async function deliver(
     let lastError: string;
     const vetted = await vet(options.urls, config.config.url);
     if ('refused' in vetted) {
-      const refused = vetted.refused;
-      await store.endDelivery(key, {
-        status: 'dead',
-        attempts: attempt,
-        error: refused,
-        at: now(),
-      });
-      options.onOutcome?.('dead');
-      options.onError(
-        new Error(`Push of task ${key.taskId} (${key.state}) not sent: ${refused}`),
-        'proxy.push',
-      );
+      const why = `Push of task ${key.taskId} (${key.state}) not sent: ${vetted.refused}`;
+      await endDead(context, key, attempt, vetted.refused, why);
       return;
     }
     try {
@@ -267,19 +274,8 @@ async function deliver(
       lastError = error instanceof Error ? error.message : String(error);
     }
     if (attempt >= options.attempts) {
-      await store.endDelivery(key, {
-        status: 'dead',
-        attempts: attempt,
-        error: lastError,
-        at: now(),
-      });
-      options.onOutcome?.('dead');
-      options.onError(
-        new Error(
-          `Push of task ${key.taskId} (${key.state}) to ${config.config.url} failed ${attempt} times: ${lastError}`,
-        ),
-        'proxy.push',
-      );
+      const why = `Push of task ${key.taskId} (${key.state}) to ${config.config.url} failed ${attempt} times: ${lastError}`;
+      await endDead(context, key, attempt, lastError, why);
       return;
     }
     const delay = options.backoffMs * 2 ** (attempt - 1);
