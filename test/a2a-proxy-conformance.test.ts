@@ -413,9 +413,10 @@ describe('the A2A proxy in front of a plain SDK agent', () => {
       ).rejects.toThrow(/already ended/);
     }, 20_000);
 
-    it("gates a follow-up as a call of the task's skill", async () => {
+    it("holds a follow-up as a call of the task's skill, and sends it on the task once approved", async () => {
       // A deploy is gated: approved once for the message that started it, a follow-up to it
-      // would need approval again and is not sent.
+      // needs approval again. It waits in the inbox, is not sent until approved, then is sent on
+      // the agent's task once.
       const client = await sdkClient(base, { token: ALICE });
       const held = (await client.sendMessage({
         ...send('deploy', { skill: 'deploy' }),
@@ -439,11 +440,78 @@ describe('the A2A proxy in front of a plain SDK agent', () => {
         const t = await client.getTask({ tenant: '', id: held.id, historyLength: undefined });
         return t.status?.state === TaskState.TASK_STATE_WORKING ? t : undefined;
       });
+      const agentTaskId = agent.received.at(-1)!.taskId;
       const calls = agent.received.length;
-      await expect(
-        client.sendMessage(send('and the rest', { taskId: held.id, contextId: held.contextId })),
-      ).rejects.toThrow(/needs approval \(gated\)/);
+
+      const answer = (await client.sendMessage(
+        send('and the rest', { taskId: held.id, contextId: held.contextId, skill: 'deploy' }),
+      )) as Task;
+      // Answered at once: the task as it is, and the approval the follow-up waits for.
+      expect(answer.id).toBe(held.id);
+      expect(answer.status?.state).toBe(TaskState.TASK_STATE_WORKING);
+      const followUp = (
+        answer.metadata?.['fleetgate'] as { followUp?: { approvalId: string; approvalUrl: string } }
+      ).followUp!;
+      expect(followUp.approvalUrl).toContain(followUp.approvalId);
       expect(agent.received.length).toBe(calls);
-    }, 20_000);
+      const pending = await api<{
+        kind: string;
+        dispatchId: string;
+        requestedBy: string;
+        taskId: string;
+      }>(gw.url, `/api/approvals/${followUp.approvalId}`, { token: ROOT });
+      expect(pending.body).toMatchObject({
+        kind: 'follow-up',
+        dispatchId: held.id,
+        requestedBy: 'alice',
+        taskId: agentTaskId,
+      });
+      // The caller may not approve its own follow-up.
+      const self = await api(gw.url, `/api/approvals/${followUp.approvalId}/approve`, {
+        token: ALICE,
+        body: {},
+      });
+      expect(self.status).toBe(403);
+      expect(agent.received.length).toBe(calls);
+
+      const ok = await api(gw.url, `/api/approvals/${followUp.approvalId}/approve`, {
+        token: ROOT,
+        body: {},
+      });
+      expect(ok.status).toBe(200);
+      const sent = await eventually(() =>
+        agent.received.length > calls ? agent.received.at(-1) : undefined,
+      );
+      expect(sent).toMatchObject({ taskId: agentTaskId, followUp: true });
+      expect(JSON.stringify(sent.message.parts)).toContain('and the rest');
+      await eventually(async () => {
+        const a = await api<{ status: string }>(gw.url, `/api/approvals/${followUp.approvalId}`, {
+          token: ROOT,
+        });
+        return a.body.status === 'consumed' ? true : undefined;
+      });
+      // Approving again sends nothing more.
+      const again = await api(gw.url, `/api/approvals/${followUp.approvalId}/approve`, {
+        token: ROOT,
+        body: {},
+      });
+      expect(again.status).toBe(409);
+      expect(agent.received.length).toBe(calls + 1);
+
+      // A rejected follow-up is never sent, and the task goes on.
+      const second = (await client.sendMessage(
+        send('one more thing', { taskId: held.id, contextId: held.contextId, skill: 'deploy' }),
+      )) as Task;
+      const secondId = (second.metadata?.['fleetgate'] as { followUp: { approvalId: string } })
+        .followUp.approvalId;
+      const rejected = await api(gw.url, `/api/approvals/${secondId}/reject`, {
+        token: ROOT,
+        body: { reason: 'not now' },
+      });
+      expect(rejected.status).toBe(200);
+      expect(agent.received.length).toBe(calls + 1);
+      const after = await client.getTask({ tenant: '', id: held.id, historyLength: undefined });
+      expect(after.status?.state).not.toBe(TaskState.TASK_STATE_REJECTED);
+    }, 30_000);
   });
 });

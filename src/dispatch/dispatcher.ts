@@ -481,6 +481,34 @@ export class Dispatcher {
   }
 
   /**
+   * Sends a held follow-up (a `follow-up` approval) on its dispatch's task once the approval let it
+   * go (approved, or its veto window ended): the approval is consumed in one transaction with a
+   * compare-and-set on the dispatch still `running`, so one replica sends it and a task that ended
+   * or asks for input meanwhile takes nothing; then the message goes on the agent's task. A
+   * rejected, expired or void follow-up sends nothing and leaves the dispatch as it was: its task
+   * goes on without the message. Resolves the dispatch as it is after.
+   */
+  async continueFollowUp(approval: {
+    id: string;
+    dispatchId: string;
+  }): Promise<DispatchRecord | undefined> {
+    const gate = this.#o.gate;
+    const record = await this.#o.records.get(approval.dispatchId);
+    if (record?.status !== 'running' || gate.continueFollowUp === undefined) return record;
+    const verdict = await gate.continueFollowUp({ approvalId: approval.id });
+    if (verdict.action !== 'go' || verdict.dispatchId !== record.id) return record;
+    const at = this.#o.now();
+    const claimed = await verdict.claim((trx) =>
+      moveDispatch(trx, record.id, 'running', 'running', at),
+    );
+    if (!claimed) return this.#o.records.get(record.id);
+    return this.#send({ ...record, updatedAt: at }, verdict.input, {
+      taskId: verdict.taskId,
+      ...(verdict.contextId === undefined ? {} : { contextId: verdict.contextId }),
+    });
+  }
+
+  /**
    * Ends a held dispatch `rejected` with the gate's reason — only while it is still in status
    * `from`, as read before the gate was asked (once: an ended record stays, and a dispatch another
    * replica moved on meanwhile is left to it).

@@ -6,6 +6,7 @@ import type { PolicyGate } from '../protocol/index.js';
 
 export type {
   CheckpointCall,
+  FollowUpVerdict,
   GateCall,
   GateVerdict,
   PolicyGate,

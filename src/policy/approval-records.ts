@@ -62,6 +62,14 @@ export interface PolicyAuditEntry {
 }
 
 /** Parses a JSON column. */
+/**
+ * True for a request that goes unless vetoed: a `veto` call, or a follow-up of a `veto` skill.
+ * Its end is not an expiry but the call going (its window ended unvetoed).
+ */
+export function hasVetoWindow(record: Pick<ApprovalRecord, 'kind' | 'mode'>): boolean {
+  return record.kind === 'veto' || (record.kind === 'follow-up' && record.mode === 'veto');
+}
+
 export function parse<T>(text: string | null, fallback: T): T {
   return text === null ? fallback : (JSON.parse(text) as T);
 }

@@ -4,6 +4,7 @@
  */
 import type {
   CheckpointCall,
+  FollowUpVerdict,
   GateCall,
   GateVerdict as ProtocolGateVerdict,
   HeldInput,
@@ -12,7 +13,13 @@ import type {
 } from '../protocol/index.js';
 import type { ApprovalInbox, ApprovalRecord, StandingRecord } from './inbox.js';
 
-export type { CheckpointCall, GateCall, ReleaseVerdict, ResumeVerdict } from '../protocol/index.js';
+export type {
+  CheckpointCall,
+  FollowUpVerdict,
+  GateCall,
+  ReleaseVerdict,
+  ResumeVerdict,
+} from '../protocol/index.js';
 import type { Decision, EffectiveDeclarations, PolicyPublish, PolicyRules } from './types.js';
 
 /** What the HITL gate says at dispatch: the protocol's verdict with the policy's decision. */
@@ -54,6 +61,8 @@ export interface HitlGate {
   checkpoint(call: CheckpointCall): Promise<ApprovalRecord>;
   /** The dispatcher's seam: the answer to a checkpoint, once it was given. */
   resume(call: { dispatchId: string }): Promise<ResumeVerdict>;
+  /** The dispatcher's seam: a held follow-up, once decided (`go` when it may be sent now). */
+  continueFollowUp(call: { approvalId: string }): Promise<FollowUpVerdict>;
   /** Answers a checkpoint. */
   answer(id: string, by: string, text: string, reason?: string): Promise<ApprovalRecord>;
   /** The decision for an agent/skill now, with every reason (for `policy explain`). */

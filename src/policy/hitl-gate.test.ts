@@ -98,4 +98,86 @@ describe('HITL gate re-check', () => {
     expect((await gate.inbox.get(held.approvalId!))?.status).toBe('void');
     declared.radius = 'repo';
   });
+  describe('a follow-up to a running task', () => {
+    const followUp = (dispatchId: string) => ({
+      ...call(dispatchId),
+      input: { text: 'and the rest' },
+      requestedBy: 'alice',
+      followUp: { taskId: `agent-task-${dispatchId}`, contextId: 'ctx' },
+    });
+
+    it('of a veto skill waits as a follow-up approval, and goes on the task when its window ends', async () => {
+      declared.mode = 'veto';
+      const held = await gate.decide(followUp('f1'));
+      expect(held).toMatchObject({ action: 'hold' });
+      if (held.action !== 'hold') return;
+      const approval = (await gate.inbox.get(held.approvalId!))!;
+      expect(approval).toMatchObject({
+        kind: 'follow-up',
+        dispatchId: 'f1',
+        taskId: 'agent-task-f1',
+        contextId: 'ctx',
+        requestedBy: 'alice',
+        input: { text: 'and the rest' },
+      });
+      // Not a hold of the dispatch itself: releasing the dispatch finds no approval of its own.
+      expect(await gate.release(call('f1'))).toMatchObject({ action: 'deny' });
+      expect(await gate.continueFollowUp({ approvalId: approval.id })).toMatchObject({
+        action: 'wait',
+        reason: 'waiting for the veto window',
+      });
+      // A window is not an expiry: the sweep leaves it pending, then hands it on once it ended.
+      clock += 1000;
+      await gate.sweep();
+      expect((await gate.inbox.get(approval.id))?.status).toBe('pending');
+      expect((await gate.inbox.unsettled()).map((a) => a.id)).toContain(approval.id);
+      const go = await gate.continueFollowUp({ approvalId: approval.id });
+      expect(go).toMatchObject({
+        action: 'go',
+        dispatchId: 'f1',
+        taskId: 'agent-task-f1',
+        contextId: 'ctx',
+        input: { text: 'and the rest' },
+      });
+      if (go.action !== 'go') return;
+      expect(await go.claim(() => Promise.resolve(true))).toBe(true);
+      expect(await go.claim(() => Promise.resolve(true))).toBe(false);
+      expect(await gate.continueFollowUp({ approvalId: approval.id })).toMatchObject({
+        action: 'deny',
+        code: 'FLEETGATE_APPROVAL_VOID',
+      });
+    });
+
+    it('of a gated skill needs an approver other than its sender, and expires unanswered', async () => {
+      declared.radius = 'fleet';
+      declared.mode = 'veto';
+      const held = await gate.decide(followUp('f2'));
+      if (held.action !== 'hold') throw new Error(`held expected, got ${held.action}`);
+      await expect(gate.approve(held.approvalId!, 'alice')).rejects.toMatchObject({
+        code: 'FLEETGATE_APPROVAL_SELF',
+      });
+      expect(await gate.continueFollowUp({ approvalId: held.approvalId! })).toMatchObject({
+        action: 'wait',
+        reason: 'waiting for approval',
+      });
+      clock += gate.rules.approvalTtlMs;
+      expect((await gate.sweep()).map((a) => a.id)).toContain(held.approvalId);
+      expect((await gate.inbox.get(held.approvalId!))?.status).toBe('expired');
+      expect(await gate.continueFollowUp({ approvalId: held.approvalId! })).toMatchObject({
+        action: 'deny',
+        code: 'FLEETGATE_APPROVAL_EXPIRED',
+      });
+      declared.radius = 'repo';
+    });
+
+    it('is refused for an approval that is not a follow-up', async () => {
+      declared.mode = 'veto';
+      const held = await gate.decide(call('f3'));
+      if (held.action !== 'hold') throw new Error(`held expected, got ${held.action}`);
+      expect(await gate.continueFollowUp({ approvalId: held.approvalId! })).toMatchObject({
+        action: 'deny',
+        code: 'FLEETGATE_APPROVAL_VOID',
+      });
+    });
+  });
 });

@@ -5,7 +5,9 @@
  * - veto → hold until the window ends, then go unless an approver rejected it;
  * - gated / compound → hold until approved by the required approvers, then go once;
  * - an identical call rejected within the cooldown is refused at once with the earlier reason;
- * - a standing approval covering the call lets it go without asking (one use taken, audited).
+ * - a standing approval covering the call lets it go without asking (one use taken, audited);
+ * - a follow-up to a running task (`call.followUp`) is decided the same way; held, it waits as a
+ *   `follow-up` approval (a `veto` skill's with its window) and is sent on the task once let go.
  *
  * Releasing a held call re-checks it first: the fingerprint is computed again from the current
  * declarations and rules, and the approval is consumed in the same transaction that moves the
@@ -15,12 +17,20 @@ import { HITL_ORDER } from '../protocol/index.js';
 import type { ApprovalEvent } from '../protocol/index.js';
 import { decide } from './decide.js';
 import { callFingerprint, normaliseInput, policyVersion, sha256Hex } from './fingerprint.js';
-import type { GateCall, GateVerdict, HitlGate, HitlGateOptions } from './gate-types.js';
+import type {
+  GateCall,
+  GateVerdict,
+  HitlGate,
+  HitlGateOptions,
+  ReleaseVerdict,
+} from './gate-types.js';
 import type { ApprovalRecord, HeldInput, StandingRecord } from './inbox.js';
+import { hasVetoWindow } from './inbox.js';
 
 export type {
   CheckpointCall,
   Explanation,
+  FollowUpVerdict,
   GateCall,
   GateVerdict,
   HitlGate,
@@ -84,8 +94,9 @@ export function createHitlGate(options: HitlGateOptions): HitlGate {
   ): Promise<GateVerdict> => {
     const veto = decision.mode === 'veto';
     const at = now();
+    const followUp = call.followUp;
     const record = await inbox.request({
-      kind: veto ? 'veto' : 'dispatch',
+      kind: followUp !== undefined ? 'follow-up' : veto ? 'veto' : 'dispatch',
       dispatchId: call.dispatchId ?? call.correlationId,
       agent: call.agent,
       skill: call.skill,
@@ -103,6 +114,12 @@ export function createHitlGate(options: HitlGateOptions): HitlGate {
       })(),
       reasons: decision.reasons,
       expiresAt: at + (veto ? (decision.vetoTtlMs ?? rules.vetoWindowMs) : rules.approvalTtlMs),
+      ...(followUp === undefined
+        ? {}
+        : {
+            taskId: followUp.taskId,
+            ...(followUp.contextId === undefined ? {} : { contextId: followUp.contextId }),
+          }),
     });
     await publish('hitl.approval.requested', approvalEvent(record));
     return veto
@@ -119,6 +136,86 @@ export function createHitlGate(options: HitlGateOptions): HitlGate {
           approvalId: record.id,
           decision,
         };
+  };
+
+  /**
+   * Whether a held call (or follow-up) may go now: approved, or a veto window that ended unvetoed,
+   * and the same call under the policy as it is now (else the approval is void).
+   */
+  const releaseVerdict = async (approval: ApprovalRecord): Promise<ReleaseVerdict> => {
+    switch (approval.status) {
+      case 'rejected':
+        return {
+          action: 'deny',
+          reason: `rejected by ${approval.decidedBy ?? '?'}: ${approval.reason ?? 'rejected'}`,
+          code: 'FLEETGATE_APPROVAL_REJECTED',
+        };
+      case 'expired':
+        return {
+          action: 'deny',
+          reason: 'the approval expired',
+          code: 'FLEETGATE_APPROVAL_EXPIRED',
+        };
+      case 'void':
+      case 'consumed':
+        return {
+          action: 'deny',
+          reason: `the approval is ${approval.status}${approval.reason === null ? '' : `: ${approval.reason}`}`,
+          code: 'FLEETGATE_APPROVAL_VOID',
+        };
+      case 'pending':
+        if (approval.expiresAt > now()) {
+          return {
+            action: 'wait',
+            reason: `waiting for ${hasVetoWindow(approval) ? 'the veto window' : 'approval'}`,
+          };
+        }
+        if (!hasVetoWindow(approval)) {
+          await gate.sweep();
+          return {
+            action: 'deny',
+            reason: 'the approval expired',
+            code: 'FLEETGATE_APPROVAL_EXPIRED',
+          };
+        }
+        break;
+      case 'approved':
+        break;
+    }
+    // Re-check just before the call goes out: a changed radius or policy voids the approval.
+    const decision = decide(facts(approval.agent, approval.skill), rules);
+    const fingerprint = fingerprintOf(approval, decision, approval.input);
+    // A mode that tightened since (a veto skill now declared gated) needs the stricter decision.
+    const stricter = HITL_ORDER[decision.mode] > HITL_ORDER[approval.mode];
+    if (decision.deny !== undefined || fingerprint !== approval.fingerprint || stricter) {
+      const why =
+        decision.deny?.reason ??
+        (stricter
+          ? `the call now needs ${decision.mode}, it was held as ${approval.mode}`
+          : `the call changed since it was approved (radius now ${decision.effectiveRadius ?? 'unknown'}, policy ${version})`);
+      await inbox.voidApproval(approval.id, why);
+      return { action: 'deny', reason: why, code: 'FLEETGATE_APPROVAL_VOID' };
+    }
+    return {
+      action: 'go',
+      input: approval.input,
+      claim: async (move) => {
+        const ok = await inbox.consume(approval.id, approval.fingerprint, move);
+        if (ok) {
+          const decided = await inbox.get(approval.id);
+          if (decided !== undefined) {
+            await publish('hitl.approval.decided', {
+              ...approvalEvent(decided),
+              outcome:
+                hasVetoWindow(approval) && approval.status === 'pending'
+                  ? 'not-vetoed'
+                  : 'approved',
+            });
+          }
+        }
+        return ok;
+      },
+    };
   };
 
   const gate: HitlGate = {
@@ -187,78 +284,25 @@ export function createHitlGate(options: HitlGateOptions): HitlGate {
           code: 'FLEETGATE_APPROVAL_VOID',
         };
       }
-      switch (approval.status) {
-        case 'rejected':
-          return {
-            action: 'deny',
-            reason: `rejected by ${approval.decidedBy ?? '?'}: ${approval.reason ?? 'rejected'}`,
-            code: 'FLEETGATE_APPROVAL_REJECTED',
-          };
-        case 'expired':
-          return {
-            action: 'deny',
-            reason: 'the approval expired',
-            code: 'FLEETGATE_APPROVAL_EXPIRED',
-          };
-        case 'void':
-        case 'consumed':
-          return {
-            action: 'deny',
-            reason: `the approval is ${approval.status}${approval.reason === null ? '' : `: ${approval.reason}`}`,
-            code: 'FLEETGATE_APPROVAL_VOID',
-          };
-        case 'pending':
-          if (approval.expiresAt > now()) {
-            return {
-              action: 'wait',
-              reason: `waiting for ${approval.kind === 'veto' ? 'the veto window' : 'approval'}`,
-            };
-          }
-          if (approval.kind !== 'veto') {
-            await gate.sweep();
-            return {
-              action: 'deny',
-              reason: 'the approval expired',
-              code: 'FLEETGATE_APPROVAL_EXPIRED',
-            };
-          }
-          break;
-        case 'approved':
-          break;
+      return releaseVerdict(approval);
+    },
+
+    async continueFollowUp(call) {
+      const approval = await inbox.get(call.approvalId);
+      if (approval?.kind !== 'follow-up' || approval.taskId === null) {
+        return {
+          action: 'deny',
+          reason: `no follow-up approval ${call.approvalId}`,
+          code: 'FLEETGATE_APPROVAL_VOID',
+        };
       }
-      // Re-check just before the call goes out: a changed radius or policy voids the approval.
-      const decision = decide(facts(approval.agent, approval.skill), rules);
-      const fingerprint = fingerprintOf(approval, decision, approval.input);
-      // A mode that tightened since (a veto skill now declared gated) needs the stricter decision.
-      const stricter = HITL_ORDER[decision.mode] > HITL_ORDER[approval.mode];
-      if (decision.deny !== undefined || fingerprint !== approval.fingerprint || stricter) {
-        const why =
-          decision.deny?.reason ??
-          (stricter
-            ? `the call now needs ${decision.mode}, it was held as ${approval.mode}`
-            : `the call changed since it was approved (radius now ${decision.effectiveRadius ?? 'unknown'}, policy ${version})`);
-        await inbox.voidApproval(approval.id, why);
-        return { action: 'deny', reason: why, code: 'FLEETGATE_APPROVAL_VOID' };
-      }
+      const verdict = await releaseVerdict(approval);
+      if (verdict.action !== 'go') return verdict;
       return {
-        action: 'go',
-        input: approval.input,
-        claim: async (move) => {
-          const ok = await inbox.consume(approval.id, approval.fingerprint, move);
-          if (ok) {
-            const decided = await inbox.get(approval.id);
-            if (decided !== undefined) {
-              await publish('hitl.approval.decided', {
-                ...approvalEvent(decided),
-                outcome:
-                  approval.kind === 'veto' && approval.status === 'pending'
-                    ? 'not-vetoed'
-                    : 'approved',
-              });
-            }
-          }
-          return ok;
-        },
+        ...verdict,
+        dispatchId: approval.dispatchId,
+        taskId: approval.taskId,
+        ...(approval.contextId === null ? {} : { contextId: approval.contextId }),
       };
     },
 

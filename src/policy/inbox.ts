@@ -6,7 +6,7 @@
  * two replicas deciding at once cannot both win, on SQLite and PostgreSQL alike.
  */
 import { randomUUID } from 'node:crypto';
-import type { Kysely, Transaction } from 'kysely';
+import type { ExpressionBuilder, Kysely, Transaction } from 'kysely';
 import { FleetgateError } from '../protocol/index.js';
 import type {
   ApprovalKind,
@@ -15,7 +15,7 @@ import type {
   NewApproval,
   PolicyAuditEntry,
 } from './approval-records.js';
-import { alreadyDecided, fromRow, notFound } from './approval-records.js';
+import { alreadyDecided, fromRow, hasVetoWindow, notFound } from './approval-records.js';
 import type { StandingApprovals } from './standing.js';
 import { createStandingApprovals } from './standing.js';
 import type { ApprovalTable, PolicyDatabase } from './store-tables.js';
@@ -30,7 +30,7 @@ export type {
   PolicyAuditEntry,
   StandingRecord,
 } from './approval-records.js';
-export { alreadyDecided } from './approval-records.js';
+export { alreadyDecided, hasVetoWindow } from './approval-records.js';
 
 /** The store-backed approvals inbox. */
 export interface ApprovalInbox extends StandingApprovals {
@@ -57,11 +57,14 @@ export interface ApprovalInbox extends StandingApprovals {
   reject(id: string, by: string, reason?: string): Promise<ApprovalRecord>;
   /** Hides a pending request from the default list until `until` (not a rejection). */
   snooze(id: string, by: string, until: number, reason?: string): Promise<ApprovalRecord>;
-  /** Expires every open `dispatch` or `checkpoint` request past its time; returns the ones it expired. */
+  /**
+   * Expires every open request past its time but those with a veto window (they go then);
+   * returns the ones it expired.
+   */
   expireDue(): Promise<ApprovalRecord[]>;
   /**
    * Consumes an approval, once, in one transaction with `work` (the dispatch moving on). The
-   * approval must be `approved` (or a `veto` whose window ended unvetoed) and carry `fingerprint`;
+   * approval must be `approved` (or one whose veto window ended unvetoed) and carry `fingerprint`;
    * when `work` returns false, nothing is consumed. Resolves false when the approval was not usable.
    */
   consume(
@@ -71,7 +74,7 @@ export interface ApprovalInbox extends StandingApprovals {
   ): Promise<boolean>;
   /**
    * Requests whose dispatch must move on: decided (approved, rejected, expired, void) but not
-   * settled, and `veto` requests whose window ended.
+   * settled, and requests whose veto window ended.
    */
   unsettled(): Promise<ApprovalRecord[]>;
   /** Marks a decided request settled; true for the one caller that did it (publish once). */
@@ -90,6 +93,14 @@ export interface ApprovalInboxOptions<DB extends PolicyDatabase> {
 }
 
 const CAS_ATTEMPTS = 5;
+
+/** {@link hasVetoWindow} as a condition on approval rows. */
+function vetoWindow(eb: ExpressionBuilder<PolicyDatabase, 'fleetgate_policy_approval'>) {
+  return eb.or([
+    eb('kind', '=', 'veto'),
+    eb.and([eb('kind', '=', 'follow-up'), eb('mode', '=', 'veto')]),
+  ]);
+}
 
 /** Thrown inside a consume transaction to roll it back when the dispatch could not move on. */
 const ROLLBACK = new Error('approval consumption rolled back');
@@ -147,7 +158,7 @@ export function createApprovalInbox<DB extends PolicyDatabase>(
       const record = await get(id);
       if (record === undefined) throw notFound(id);
       const at = now();
-      if (record.status === 'pending' && record.kind !== 'veto' && record.expiresAt <= at) {
+      if (record.status === 'pending' && !hasVetoWindow(record) && record.expiresAt <= at) {
         await expireOne(record, at);
         throw alreadyDecided((await get(id))!);
       }
@@ -374,7 +385,7 @@ export function createApprovalInbox<DB extends PolicyDatabase>(
         .selectFrom('fleetgate_policy_approval')
         .selectAll()
         .where('status', '=', 'pending')
-        .where('kind', '!=', 'veto')
+        .where((eb) => eb.not(vetoWindow(eb)))
         .where('expires_at', '<=', at)
         .execute();
       const expired: ApprovalRecord[] = [];
@@ -396,11 +407,7 @@ export function createApprovalInbox<DB extends PolicyDatabase>(
             .where((eb) =>
               eb.or([
                 eb('status', '=', 'approved'),
-                eb.and([
-                  eb('kind', '=', 'veto'),
-                  eb('status', '=', 'pending'),
-                  eb('expires_at', '<=', at),
-                ]),
+                eb.and([vetoWindow(eb), eb('status', '=', 'pending'), eb('expires_at', '<=', at)]),
               ]),
             )
             .executeTakeFirst();
@@ -424,11 +431,7 @@ export function createApprovalInbox<DB extends PolicyDatabase>(
         .where((eb) =>
           eb.or([
             eb('status', 'in', ['approved', 'rejected', 'expired', 'void']),
-            eb.and([
-              eb('kind', '=', 'veto'),
-              eb('status', '=', 'pending'),
-              eb('expires_at', '<=', at),
-            ]),
+            eb.and([vetoWindow(eb), eb('status', '=', 'pending'), eb('expires_at', '<=', at)]),
           ]),
         )
         .orderBy('created_at')

@@ -29,6 +29,7 @@ export {
   createHitlGate,
   type CheckpointCall,
   type Explanation,
+  type FollowUpVerdict,
   type GateCall,
   type GateVerdict,
   type HitlGate,

@@ -32,6 +32,11 @@ export interface GateCall {
   input?: HeldInput;
   /** Who asked for the call: they can never approve it themselves. */
   requestedBy?: string;
+  /**
+   * A follow-up message to the dispatch's running task (the agent's task id and context): held,
+   * it waits as a `follow-up` approval and is sent on that task once approved.
+   */
+  followUp?: { taskId: string; contextId?: string };
 }
 
 /** What the gate says at dispatch. */
@@ -85,6 +90,22 @@ export type ResumeVerdict =
   | { action: 'deny'; reason: string; code: ErrorCode }
   | { action: 'wait'; reason: string };
 
+/** What the gate says when a held follow-up may be sent on its task. */
+export type FollowUpVerdict =
+  | {
+      action: 'go';
+      /** The dispatch whose task the message continues. */
+      dispatchId: string;
+      taskId: string;
+      contextId?: string;
+      /** The message the approval was given for: exactly what is sent. */
+      input: HeldInput;
+      /** Consumes the approval in one transaction with `move`; false when either could not. */
+      claim(move: DispatchMove): Promise<boolean>;
+    }
+  | { action: 'deny'; reason: string; code: ErrorCode }
+  | { action: 'wait'; reason: string };
+
 /**
  * Decides whether a call may go out. A gate that holds calls implements `release`; one that turns
  * a task's questions into inbox entries implements `checkpoint` and `resume`.
@@ -94,4 +115,6 @@ export interface PolicyGate<D = unknown> {
   release?(call: GateCall): Promise<ReleaseVerdict>;
   checkpoint?(call: CheckpointCall): Promise<unknown>;
   resume?(call: { dispatchId: string }): Promise<ResumeVerdict>;
+  /** A held follow-up (`follow-up` approval `approvalId`) once decided: `go` when it may be sent. */
+  continueFollowUp?(call: { approvalId: string }): Promise<FollowUpVerdict>;
 }

@@ -145,9 +145,11 @@ export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'expired' | '
 
 /**
  * `dispatch`: a gated call waits for approval; `veto`: a call goes when its window ends;
- * `checkpoint`: a running task asks for input, and the answer is sent back on the same task.
+ * `checkpoint`: a running task asks for input, and the answer is sent back on the same task;
+ * `follow-up`: a message to a running task (A2A proxy) is a call of the task's skill the policy
+ * holds — approved (or, for a `veto` skill, not vetoed within its window), it is sent on the task.
  */
-export type ApprovalKind = 'dispatch' | 'veto' | 'checkpoint';
+export type ApprovalKind = 'dispatch' | 'veto' | 'checkpoint' | 'follow-up';
 
 /** One approver's yes. */
 export interface ApprovalVote {
@@ -188,7 +190,7 @@ export interface ApprovalEvent {
   consumedAt: number | null;
   /** When the request's outcome was published (each outcome is published once). */
   settledAt: number | null;
-  /** Checkpoints: the task waiting on input and its conversation. */
+  /** Checkpoints and follow-ups: the agent's task and its conversation. */
   taskId: string | null;
   contextId: string | null;
   /** Checkpoints: what the agent asked. */

@@ -39,7 +39,10 @@ export interface GatewayApprovals {
    * the same task; resolves when the task ended or asked again.
    */
   answer(id: string, by: string, text: string, reason?: string): Promise<ApprovalOutcome>;
-  /** Rejects (a veto inside its window, a gated call, a checkpoint); the dispatch ends `rejected`. */
+  /**
+   * Rejects (a veto inside its window, a gated call, a checkpoint); the dispatch ends `rejected`.
+   * A rejected follow-up is not sent, and its task goes on.
+   */
   reject(id: string, by: string, reason?: string): Promise<ApprovalOutcome>;
   /** Hides a pending request for `forMs` (not a rejection: it still expires on time). */
   snooze(id: string, by: string, forMs: number, reason?: string): Promise<ApprovalRecord>;
@@ -58,7 +61,7 @@ export interface GatewayApprovals {
 /** Options of {@link createGatewayApprovals}. */
 export interface GatewayApprovalsOptions {
   gate: HitlGate;
-  dispatcher: Pick<Dispatcher, 'release' | 'resume'>;
+  dispatcher: Pick<Dispatcher, 'release' | 'resume' | 'continueFollowUp'>;
   sweepIntervalMs: number;
   onError: (error: unknown, where: string) => void;
 }
@@ -74,14 +77,21 @@ export function createGatewayApprovals(options: GatewayApprovalsOptions): {
 
   /** Moves the dispatch behind a decided request on, then settles the request (publishes once). */
   const moveOn = async (approval: ApprovalRecord): Promise<ApprovalOutcome> => {
-    const checkpoint = approval.kind === 'checkpoint';
-    const dispatch = checkpoint
-      ? await dispatcher.resume(approval.dispatchId)
-      : await dispatcher.release(approval.dispatchId);
+    const { kind } = approval;
+    const dispatch =
+      kind === 'checkpoint'
+        ? await dispatcher.resume(approval.dispatchId)
+        : kind === 'follow-up'
+          ? await dispatcher.continueFollowUp(approval)
+          : await dispatcher.release(approval.dispatchId);
     let latest = (await inbox.get(approval.id)) ?? approval;
-    const stillWaiting = checkpoint
-      ? dispatch?.status === 'running' && latest.status !== 'approved'
-      : dispatch?.status === 'awaiting-approval';
+    const stillWaiting =
+      kind === 'checkpoint'
+        ? dispatch?.status === 'running' && latest.status !== 'approved'
+        : kind === 'follow-up'
+          ? // A veto window still open, on a task still running.
+            dispatch?.status === 'running' && latest.status === 'pending'
+          : dispatch?.status === 'awaiting-approval';
     if (!stillWaiting) {
       if (latest.status === 'approved' || latest.status === 'pending') {
         // The dispatch ended another way (canceled, or refused on re-check): the approval can

@@ -63,5 +63,8 @@ export function observedGate(
     ...(gate.release === undefined ? {} : { release: (r) => gate.release!(r) }),
     ...(gate.checkpoint === undefined ? {} : { checkpoint: (r) => gate.checkpoint!(r) }),
     ...(gate.resume === undefined ? {} : { resume: (r) => gate.resume!(r) }),
+    ...(gate.continueFollowUp === undefined
+      ? {}
+      : { continueFollowUp: (r) => gate.continueFollowUp!(r) }),
   };
 }

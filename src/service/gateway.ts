@@ -61,6 +61,7 @@ import {
   Dispatcher,
 } from '../dispatch/index.js';
 import { FleetgateError, isFleetgateError } from '../protocol/index.js';
+import type { HeldInput } from '../protocol/index.js';
 import { parseStoreUrl } from '../store/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../extensions/index.js';
 import type { CardSource, SecretResolver } from '../fleet/index.js';
@@ -142,6 +143,18 @@ export interface GatewayDeps {
 }
 
 /** A running gateway. */
+/** A follow-up message to the running task of a dispatch ({@link Gateway.decideFollowUp}). */
+export interface FollowUpRequest {
+  dispatchId: string;
+  /** The agent's task the dispatch is on. */
+  taskId: string;
+  contextId?: string;
+  /** What is sent once let go: the message (v1.0 wire JSON), the request's metadata, extensions. */
+  input: HeldInput;
+  /** Who sent it: they can never approve it themselves. */
+  requestedBy?: string;
+}
+
 export interface Gateway {
   readonly config: FleetgateConfig;
   /**
@@ -160,6 +173,17 @@ export interface Gateway {
   dispatchRecord(id: string): Promise<DispatchRecord | undefined>;
   /** Dispatch records matching the filters, newest first (see `DispatchQuery`). */
   dispatches(query: DispatchQuery): Promise<DispatchRecord[]>;
+  /**
+   * Decides a follow-up message to the running task of a dispatch as a call of its skill (the
+   * same radius rules, standing approvals and denials): `allow` — the caller sends it on the task
+   * (`call` with its `taskId`); `hold` — it waits in the approvals inbox as a `follow-up` approval
+   * holding `input`, and is sent on the task once approved (or its veto window ended); `deny` —
+   * nothing is sent.
+   *
+   * @throws FleetgateError `FLEETGATE_DISPATCH_NOT_FOUND`; `FLEETGATE_USAGE` when the dispatch is
+   *   not running on `taskId`.
+   */
+  decideFollowUp(request: FollowUpRequest): Promise<GateVerdict>;
   /** Calls a skill directly (no gate, no dispatch record): the library path. */
   call(agent: string, skill: string, input: CallInput, options?: CallOptions): Promise<CallResult>;
   /** The fleet: card states, effective declarations, refresh and acknowledgement. */
@@ -418,12 +442,13 @@ export async function assembleGateway(
   instance.start();
   /** Journaled task ends by context id, for recovery to find the calls they answered. */
   const journaled = new Map<string, Task[]>();
+  const gate = observedGate(deps.gate ?? hitl, deps.onGateDecision);
   const dispatcher: Dispatcher = new Dispatcher({
     fleet,
     records: dispatchRecords,
     tracker,
     owner: instanceId,
-    gate: observedGate(deps.gate ?? hitl, deps.onGateDecision),
+    gate,
     onError: reportError,
     endedTask: (contextId, messageId) =>
       journaled.get(contextId)?.find((task) => task.history.some((m) => m.messageId === messageId)),
@@ -662,6 +687,36 @@ export async function assembleGateway(
     },
     dispatchRecord: (id) => dispatchRecords.get(id),
     dispatches: (query) => dispatchRecords.list(query),
+    decideFollowUp: (request) =>
+      accept(async () => {
+        const record = await dispatchRecords.get(request.dispatchId);
+        if (record === undefined) {
+          throw new FleetgateError(
+            'FLEETGATE_DISPATCH_NOT_FOUND',
+            `No dispatch ${request.dispatchId} to follow up.`,
+            { details: { id: request.dispatchId } },
+          );
+        }
+        if (record.status !== 'running' || record.taskId !== request.taskId) {
+          throw new FleetgateError(
+            'FLEETGATE_USAGE',
+            `Dispatch ${record.id} is ${record.status}${record.taskId === null ? '' : ` on task ${record.taskId}`}: a follow-up goes to the running task it is on.`,
+            { details: { id: record.id, status: record.status, taskId: request.taskId } },
+          );
+        }
+        return gate.decide({
+          dispatchId: record.id,
+          agent: record.agent,
+          skill: record.skill,
+          correlationId: record.correlationId,
+          input: request.input,
+          ...(request.requestedBy === undefined ? {} : { requestedBy: request.requestedBy }),
+          followUp: {
+            taskId: request.taskId,
+            ...(request.contextId === undefined ? {} : { contextId: request.contextId }),
+          },
+        });
+      }),
     call: (agent, skill, callInput, options) =>
       accept(() => fleet.call(agent, skill, callInput, options)),
     agents: runtime.broker,

@@ -44,7 +44,13 @@ export function renderApprovals(
       s.bold(a.id),
       `${a.agent}/${a.skill}`,
       a.radius === null ? s.dim('unknown') : s.radius(a.radius),
-      a.kind === 'veto' ? `veto ${left(ttl)}` : a.kind === 'checkpoint' ? 'question' : a.mode,
+      a.kind === 'veto'
+        ? `veto ${left(ttl)}`
+        : a.kind === 'checkpoint'
+          ? 'question'
+          : a.kind === 'follow-up'
+            ? `follow-up ${a.mode === 'veto' ? `veto ${left(ttl)}` : a.mode}`
+            : a.mode,
       ttl < 5 * 60_000 ? s.red(left(ttl)) : left(ttl),
       `${a.approvals.length}/${a.requiredApprovals}`,
       a.domains === null ? '-' : a.domains.join(','),

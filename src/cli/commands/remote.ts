@@ -257,7 +257,11 @@ export async function remoteApprovals(
           s.bold(a.id),
           `${a.agent}/${a.skill}`,
           radiusCell(a.radius, s),
-          a.kind === 'checkpoint' ? 'question' : a.mode,
+          a.kind === 'checkpoint'
+            ? 'question'
+            : a.kind === 'follow-up'
+              ? `follow-up ${a.mode}`
+              : a.mode,
           left(a.expiresAt),
           `${a.approvals.length}/${a.requiredApprovals}`,
           a.kind === 'checkpoint'

@@ -97,7 +97,7 @@ export const APPROVAL_STATUSES = [
 export const approvalSchema = z
   .object({
     id: z.string(),
-    kind: z.enum(['dispatch', 'veto', 'checkpoint']),
+    kind: z.enum(['dispatch', 'veto', 'checkpoint', 'follow-up']),
     dispatchId: z.string(),
     agent: z.string(),
     skill: z.string(),

@@ -254,7 +254,7 @@ export function searchRoutes(ctx: ApiContext): RouteSpec[] {
           .enum(['pending', 'approved', 'rejected', 'expired', 'consumed', 'void', 'decided'])
           .optional()
           .describe('`decided`: every status but pending'),
-        kind: z.enum(['dispatch', 'veto', 'checkpoint']).optional(),
+        kind: z.enum(['dispatch', 'veto', 'checkpoint', 'follow-up']).optional(),
         by: z.string().min(1).max(200).optional().describe('asked, approved or decided by'),
       }),
       responses: { 200: { description: 'a page', schema: page(approvalItemSchema) } },

@@ -2,15 +2,15 @@
  * A follow-up message to a proxy task the agent is still working on (not ended, not asking for
  * input, not held for approval): the A2A way of adding to a task. The message is a call of the
  * task's skill, so the policy decides it as one — the same radius rules, standing approvals and
- * denials — before anything reaches the agent; let go, it is sent to the agent on the agent's own
- * task through the fleet client (the stamps, the merged extensions, the agent's credential, the
- * task terminal that settles the task once, whichever call sees its end).
- *
- * A follow-up the policy would hold for a person (`veto`, `gated`, `compound`) is refused, saying
- * so: the task's dispatch was approved for the message that started it, and a held follow-up needs
- * a record of its own that the dispatch path does not keep.
+ * denials — before anything reaches the agent. Let go at once, it is sent to the agent on the
+ * agent's own task through the fleet client (the stamps, the merged extensions, the agent's
+ * credential, the task terminal that settles the task once, whichever call sees its end). Held
+ * (`veto`, `gated`, `compound`), it waits in the inbox as a `follow-up` approval of the task's
+ * dispatch, with the message as it will be sent; once approved (or its veto window ended) the
+ * gateway sends it on the task, once, from whichever replica moves it on.
  */
 import type { Message, StreamResponse } from '@a2a-js/sdk';
+import { Message as MessageCodec } from '@a2a-js/sdk';
 import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import type { CallResult } from '../../dispatch/index.js';
 import type { Gateway } from '../gateway.js';
@@ -19,7 +19,7 @@ import type { Gateway } from '../gateway.js';
 export interface FollowUp {
   agent: string;
   skill: string;
-  /** The proxy's task id (for errors). */
+  /** The proxy's task id: the id of the dispatch that carries the task. */
   taskId: string;
   agentTaskId: string;
   contextId: string;
@@ -32,33 +32,53 @@ export interface FollowUp {
   onEvent?: (event: StreamResponse) => void;
 }
 
+/** How the policy took a follow-up: to send now, or held for `approvalId`. */
+export type FollowUpAdmission = { held: false } | { held: true; approvalId: string };
+
 /**
- * Decides a follow-up to `taskId` as a call of `skill` on `agent`.
+ * Decides a follow-up to `call.taskId` as a call of its skill; a follow-up the policy holds is
+ * recorded in the inbox with the message it will send.
  *
- * @throws UnsupportedOperationError when the policy refuses it or would hold it for a person.
+ * @throws UnsupportedOperationError when the policy refuses it.
  */
 export async function admitFollowUp(
   gateway: Gateway,
-  call: Pick<FollowUp, 'agent' | 'skill' | 'taskId'>,
-): Promise<void> {
-  const { decision } = await gateway.approvals.explain(call.agent, call.skill);
-  if (decision.deny !== undefined) {
-    throw new UnsupportedOperationError(
-      `The follow-up to task ${call.taskId} is refused by the policy (skill ${call.skill}): ${decision.deny.reason}. Nothing was sent to the agent.`,
-    );
-  }
-  if (
-    decision.standing === undefined &&
-    decision.mode !== 'autonomous' &&
-    decision.mode !== 'notification'
-  ) {
-    throw new UnsupportedOperationError(
-      `A follow-up to task ${call.taskId} is a call of skill ${call.skill}, which needs approval (${decision.mode}); follow-ups are not held for approval. Send a new message (without taskId) to start a gated call.`,
-    );
+  call: Omit<FollowUp, 'streaming' | 'onEvent'> & { requestedBy: string },
+): Promise<FollowUpAdmission> {
+  const { message } = call;
+  const verdict = await gateway.decideFollowUp({
+    dispatchId: call.taskId,
+    taskId: call.agentTaskId,
+    contextId: call.contextId,
+    requestedBy: call.requestedBy,
+    input: {
+      message: MessageCodec.toJSON({
+        ...message,
+        taskId: call.agentTaskId,
+        contextId: call.contextId,
+      }) as Record<string, unknown>,
+      ...(call.metadata === undefined ? {} : { metadata: call.metadata }),
+      ...(call.extensions.length === 0 ? {} : { extensions: [...call.extensions] }),
+    },
+  });
+  switch (verdict.action) {
+    case 'allow':
+      return { held: false };
+    case 'deny':
+      throw new UnsupportedOperationError(
+        `The follow-up to task ${call.taskId} is refused by the policy (skill ${call.skill}): ${verdict.reason}. Nothing was sent to the agent.`,
+      );
+    case 'hold':
+      if (verdict.approvalId === undefined) {
+        throw new UnsupportedOperationError(
+          `The follow-up to task ${call.taskId} was held without an approval to wait for (skill ${call.skill}): ${verdict.reason}. Nothing was sent to the agent.`,
+        );
+      }
+      return { held: true, approvalId: verdict.approvalId };
   }
 }
 
-/** Sends an admitted follow-up ({@link admitFollowUp}) to the agent's task. */
+/** Sends a follow-up the policy let go at once ({@link admitFollowUp}) to the agent's task. */
 export function sendFollowUp(gateway: Gateway, call: FollowUp): Promise<CallResult> {
   const message = call.message;
   return gateway.call(

@@ -10,6 +10,7 @@ import {
 } from '@a2a-js/sdk/errors';
 import type { ServerCallContext } from '@a2a-js/sdk/server';
 import { FLEETGATE_GATEWAY_V1_URI } from '../../protocol/index.js';
+import type { FollowUp } from './follow-up.js';
 import { admitFollowUp, sendFollowUp } from './follow-up.js';
 import type { ProxyCore } from './proxy-core.js';
 import { agentReferences } from './proxy-send.js';
@@ -42,9 +43,10 @@ export interface ContinuedTask {
 export async function continueTask(
   core: ProxyCore,
   agent: string,
-  message: Message,
+  params: SendMessageRequest & { message: Message },
   context: ServerCallContext,
 ): Promise<ContinuedTask> {
+  const { message } = params;
   const { gateway, store, local } = core;
   if (message.messageId === '') {
     throw new RequestMalformedError('message.messageId is required');
@@ -74,12 +76,31 @@ export async function continueTask(
         `Task ${task.id} is still being sent to the agent; send the follow-up once GetTask shows it working.`,
       );
     }
-    await admitFollowUp(gateway, { agent, skill, taskId: task.id });
+    const call = {
+      agent,
+      skill,
+      taskId: task.id,
+      agentTaskId: task.agentTaskId,
+      contextId: task.contextId,
+      message: { ...message, referenceTaskIds: await agentReferences(core, agent, message) },
+      extensions: (context.requestedExtensions ?? []).filter(
+        (uri) => uri !== FLEETGATE_GATEWAY_V1_URI,
+      ),
+    };
+    const admitted = await admitFollowUp(gateway, {
+      ...call,
+      metadata: params.metadata,
+      requestedBy: callerOf(context),
+    });
+    if (admitted.held) {
+      const held = heldFollowUp(core, task, admitted.approvalId);
+      return { task: held, followUp: true, answer: () => Promise.resolve(held) };
+    }
     return {
       task,
       followUp: true,
-      answer: (params, streaming) =>
-        followUp(core, agent, task, skill, message, params, context, streaming),
+      answer: (_params, streaming) =>
+        followUp(core, task, { ...call, metadata: params.metadata, streaming }, context),
     };
   }
   const text = message.parts
@@ -133,38 +154,43 @@ export async function continueTask(
 }
 
 /**
+ * The answer to a follow-up the policy held: the task as it is (the agent goes on working), with
+ * the approval the follow-up waits for under `metadata.fleetgate.followUp`.
+ */
+function heldFollowUp(core: ProxyCore, task: ProxyTask, approvalId: string): ProxyTask {
+  const base = task.task;
+  const followUp = { approvalId, approvalUrl: core.dashboardLink(approvalId) };
+  return {
+    ...task,
+    task: {
+      ...base,
+      metadata: {
+        ...(base.metadata ?? {}),
+        fleetgate: { ...fleetgateMeta(base), followUp },
+      },
+    },
+  };
+}
+
+/**
  * Sends an admitted follow-up to the agent's task (`follow-up.ts`); a streaming one publishes
  * the agent's events to the task's subscribers here. Resolves the task with the agent's answer.
  */
 async function followUp(
   core: ProxyCore,
-  agent: string,
   task: ProxyTask,
-  skill: string,
-  message: Message,
-  params: SendMessageRequest,
+  call: Omit<FollowUp, 'onEvent'>,
   context: ServerCallContext,
-  streaming: boolean,
 ): Promise<ProxyTask | undefined> {
   const { gateway, feed } = core;
   const ids = { id: task.id, contextId: task.contextId };
   const result = await sendFollowUp(gateway, {
-    agent,
-    skill,
-    taskId: task.id,
-    agentTaskId: task.agentTaskId!,
-    contextId: task.contextId,
-    message: { ...message, referenceTaskIds: await agentReferences(core, agent, message) },
-    metadata: params.metadata,
-    extensions: (context.requestedExtensions ?? []).filter(
-      (uri) => uri !== FLEETGATE_GATEWAY_V1_URI,
-    ),
-    streaming,
-    ...(streaming
+    ...call,
+    ...(call.streaming
       ? { onEvent: (event: StreamResponse) => feed.publish(task.id, clientEvent(event, ids)) }
       : {}),
   });
-  if (!streaming) {
+  if (!call.streaming) {
     for (const uri of result.echoedExtensions ?? []) context.addActivatedExtension(uri);
   }
   const record = await gateway.dispatchRecord(task.id);

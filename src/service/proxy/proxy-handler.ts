@@ -101,7 +101,12 @@ export class ProxyHandler implements A2ARequestHandler {
     context: ServerCallContext,
   ): Promise<Task> {
     const core = this.#core;
-    const { task, answer, followUp } = await continueTask(core, this.#agent, message, context);
+    const { task, answer, followUp } = await continueTask(
+      core,
+      this.#agent,
+      { ...params, message },
+      context,
+    );
     if (params.configuration?.returnImmediately === true) {
       core.keep(answer(params, false), 'proxy.continue');
       return withHistory(task.task, params.configuration.historyLength);
@@ -153,7 +158,12 @@ export class ProxyHandler implements A2ARequestHandler {
     context: ServerCallContext,
   ): AsyncGenerator<StreamResponse, void, undefined> {
     const core = this.#core;
-    const { task, answer, followUp } = await continueTask(core, this.#agent, message, context);
+    const { task, answer, followUp } = await continueTask(
+      core,
+      this.#agent,
+      { ...params, message },
+      context,
+    );
     if (followUp) {
       // The agent's events of the follow-up, live, to the end of the agent's stream.
       core.feed.open(task.id);

@@ -20,6 +20,11 @@ export interface ProxyMetadata {
   approvalId?: string;
   approvalUrl?: string;
   reason?: string;
+  /**
+   * On the answer to a follow-up the policy held: the approval it waits for. Once let go it is
+   * sent on the task; GetTask, a subscription or a push show what follows.
+   */
+  followUp?: { approvalId: string; approvalUrl: string };
 }
 
 /** The proxy's metadata of a task, when it has some. */

@@ -43,10 +43,12 @@ async function agentTask(
   }
 }
 
-/** The pending approval (not a question) that holds a dispatch, from the inbox. */
+/** The pending approval that holds a dispatch (not a question, not a follow-up), from the inbox. */
 async function heldApprovalOf(core: ProxyCore, dispatchId: string): Promise<string | undefined> {
   const pending = await core.gateway.approvals.list({ status: 'pending', includeSnoozed: true });
-  return pending.find((a) => a.dispatchId === dispatchId && a.kind !== 'checkpoint')?.id;
+  return pending.find(
+    (a) => a.dispatchId === dispatchId && (a.kind === 'dispatch' || a.kind === 'veto'),
+  )?.id;
 }
 
 /** What the client sees of a task, from its dispatch (and the call's result when known). */
