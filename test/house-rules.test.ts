@@ -1,11 +1,16 @@
 /**
  * The house rules are enforced by the linter (eslint.config.js); this proves the rules still
- * fire, so they cannot rot into a configuration that allows everything.
+ * fire, so they cannot rot into a configuration that allows everything — and that they are what
+ * the imports draw: every room is listed in house-rules.json with exactly the rooms it imports,
+ * no file imports a file that imports it back, and docs/architecture.md's table of rooms is the
+ * one written from house-rules.json (`npm run docs:house`, FLEETGATE_WRITE_DOCS=1, rewrites it).
  */
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ESLint } from 'eslint';
+import { format, resolveConfig } from 'prettier';
 import { afterAll, describe, expect, it } from 'vitest';
+import { fileCircles, readHouse } from './support/house-graph.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const probes: string[] = [];
@@ -60,7 +65,14 @@ describe('house rules (lint)', () => {
       'src/fleet/house-rules-probe.ts',
       "export { scaleSeverity } from '../alerts/index.js';\n",
     );
-    expect(fleet).toEqual([expect.stringContaining('must not import src/alerts')]);
+    expect(fleet).toEqual([
+      expect.stringContaining('src/fleet may import only bus, net, protocol, store (house'),
+    ]);
+    const dispatch = await lintAs(
+      'src/dispatch/house-rules-probe.ts',
+      "export type { TaskTracker } from '../tasks/index.js';\n",
+    );
+    expect(dispatch).toEqual([expect.stringContaining('src/dispatch may import only')]);
   }, 60_000);
 
   it('refuses process.env outside service and cli, and tests skipping a door', async () => {
@@ -152,4 +164,75 @@ describe('house rules (lint)', () => {
     );
     expect(messages).toEqual([]);
   }, 60_000);
+});
+
+interface HouseRules {
+  rooms: Record<string, { imports: string[]; why: string }>;
+}
+
+const HOUSE_DOC = fileURLToPath(new URL('../docs/architecture.md', import.meta.url));
+const BEGIN = '<!-- rooms:begin (generated from house-rules.json: npm run docs:house) -->';
+const END = '<!-- rooms:end -->';
+
+function houseRules(): HouseRules {
+  return JSON.parse(readFileSync(`${ROOT}house-rules.json`, 'utf8')) as HouseRules;
+}
+
+/** The table of rooms: each with the rooms it may import (what its files import) and why. */
+function roomTable(rules: HouseRules): string {
+  const rows = Object.entries(rules.rooms).map(
+    ([room, rule]) =>
+      `| \`${room}\` | ${rule.imports.length === 0 ? '—' : rule.imports.map((r) => `\`${r}\``).join(', ')} | ${rule.why} |`,
+  );
+  return ['| room | imports | why |', '| --- | --- | --- |', ...rows].join('\n');
+}
+
+describe('house rules (the imports as they are)', () => {
+  const house = readHouse(ROOT);
+
+  it('lists every room with exactly the rooms its files import', () => {
+    const rules = houseRules();
+    const rooms = [...house.rooms.keys()].filter((room) => !room.startsWith('src/'));
+    expect(Object.keys(rules.rooms).sort()).toEqual(rooms.sort());
+    for (const room of rooms) {
+      expect([...house.rooms.get(room)!].sort(), `the rooms src/${room} imports`).toEqual(
+        [...rules.rooms[room]!.imports].sort(),
+      );
+    }
+  });
+
+  it('has no import circle between files', () => {
+    expect(fileCircles(house)).toEqual([]);
+  });
+
+  it('finds a circle when there is one (the check can fail)', () => {
+    const files = new Map([
+      ['src/a/x.ts', new Set(['src/a/y.ts'])],
+      ['src/a/y.ts', new Set(['src/a/z.ts'])],
+      ['src/a/z.ts', new Set(['src/a/x.ts'])],
+      ['src/a/w.ts', new Set(['src/a/x.ts'])],
+    ]);
+    expect(fileCircles({ files, rooms: new Map() })).toEqual([
+      ['src/a/x.ts', 'src/a/y.ts', 'src/a/z.ts'],
+    ]);
+  });
+
+  it("writes docs/architecture.md's table of rooms from house-rules.json", async () => {
+    const doc = readFileSync(HOUSE_DOC, 'utf8');
+    const begin = doc.indexOf(BEGIN);
+    const end = doc.indexOf(END);
+    expect(begin, `docs/architecture.md needs the line ${BEGIN}`).toBeGreaterThanOrEqual(0);
+    expect(end).toBeGreaterThan(begin);
+    const written = await format(
+      `${doc.slice(0, begin + BEGIN.length)}\n\n${roomTable(houseRules())}\n\n${doc.slice(end)}`,
+      { ...(await resolveConfig(HOUSE_DOC)), filepath: HOUSE_DOC },
+    );
+    if (process.env.FLEETGATE_WRITE_DOCS === '1') {
+      writeFileSync(HOUSE_DOC, written);
+      return;
+    }
+    expect(doc, 'docs/architecture.md is behind house-rules.json: npm run docs:house').toBe(
+      written,
+    );
+  });
 });

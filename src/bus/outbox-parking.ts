@@ -5,7 +5,7 @@
  */
 import type { Kysely } from 'kysely';
 import { FleetgateError, isFleetgateError } from '../protocol/index.js';
-import type { OutboxDatabase } from './outbox.js';
+import type { OutboxDatabase } from './outbox-tables.js';
 import { errorMessage } from './subscription-name.js';
 
 /** A row set aside in a round, with the error that says why. */

@@ -11,52 +11,13 @@
  * The table (`fleetgate_outbox`) is created by the store's `0001_outbox` migration.
  */
 import { randomUUID } from 'node:crypto';
-import type { Generated, Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { parseTopic } from './topic-pattern.js';
 import { readRow } from './outbox-parking.js';
+import type { OutboxDatabase } from './outbox-tables.js';
+
+export type { OutboxDatabase, OutboxParkedTable, OutboxTable } from './outbox-tables.js';
 import type { EventEnvelope, FleetgateTopics, TopicMap, TopicOf } from '../protocol/index.js';
-
-/** Row shape of the `fleetgate_outbox` table. */
-export interface OutboxTable {
-  seq: Generated<number>;
-  id: string;
-  topic: string;
-  /** The payload as JSON text. */
-  payload: string;
-  correlation_id: string;
-  time: string;
-  /** Epoch milliseconds. */
-  created_at: number;
-  /** Epoch milliseconds of the acknowledgement; null while unsent. */
-  sent_at: number | null;
-  attempts: Generated<number>;
-  last_error: string | null;
-}
-
-/**
- * Row shape of `fleetgate_outbox_parked` (migration `0101_outbox_parked`): outbox rows the relay
- * set aside because no bus will ever take them (too large, not JSON, an invalid topic), moved
- * here whole so an operator can look at them; `reason` says why.
- */
-export interface OutboxParkedTable {
-  id: string;
-  /** The row's position in the outbox when it was parked. */
-  seq: number;
-  topic: string;
-  payload: string;
-  correlation_id: string;
-  time: string;
-  created_at: number;
-  /** Epoch milliseconds. */
-  parked_at: number;
-  reason: string;
-}
-
-/** The tables the outbox needs; the store's database type includes them. */
-export interface OutboxDatabase {
-  fleetgate_outbox: OutboxTable;
-  fleetgate_outbox_parked: OutboxParkedTable;
-}
 
 /**
  * A kysely handle the outbox can write through: a `Kysely<DB>` or an open `Transaction<DB>` for

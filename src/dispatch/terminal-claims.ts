@@ -13,7 +13,7 @@ import type {
   SettleResult,
   TaskTerminalOptions,
   TerminalRecords,
-} from './terminal.js';
+} from './terminal-types.js';
 
 /** A claim waiting for the store to come back. */
 export interface PendingClaim {

@@ -3,7 +3,14 @@
  * `parseCostPayload` is the public form (it falls back on the schema, which words the reasons);
  * the task extractor calls this first so a valid payload costs no verdict object.
  */
-import type { CostPayload } from './cost.js';
+
+/** What an agent reports about one call's usage and cost (cost-v1 part payload). */
+export interface CostPayload {
+  usage?: { input_tokens?: number; output_tokens?: number; [counter: string]: unknown };
+  durationMs?: number;
+  costUsd?: number;
+  success?: boolean;
+}
 
 /** A plain JSON object: reading its keys reads its own properties (no getters, no class). */
 function isPlainRecord(value: unknown): value is Record<string, unknown> {

@@ -1,5 +1,8 @@
 import type { z } from 'zod';
+import type { CostPayload } from './cost-accept.js';
 import { acceptCostPayload } from './cost-accept.js';
+
+export type { CostPayload } from './cost-accept.js';
 import { lazySchema } from './lazy-zod.js';
 
 /** zod schema of a cost-v1 payload; unknown usage counters are kept (built on first use). */
@@ -17,14 +20,6 @@ export const costPayloadSchema = lazySchema((z) => {
     success: z.boolean().optional(),
   });
 });
-
-/** What an agent reports about one call's usage and cost (cost-v1 part payload). */
-export interface CostPayload {
-  usage?: { input_tokens?: number; output_tokens?: number; [counter: string]: unknown };
-  durationMs?: number;
-  costUsd?: number;
-  success?: boolean;
-}
 
 /** Validates a cost-v1 payload; never throws. */
 export function parseCostPayload(

@@ -4,7 +4,22 @@
  * here and a verdict object around each part is only garbage.
  */
 import { isRecord } from './json-path.js';
-import type { NormalizedPart } from './parts.js';
+
+/**
+ * A part in one shape, whatever shape it arrived in: an SDK object (`content.$case`), v1.0 wire
+ * JSON (`{ text | data | url | raw, metadata, mediaType }`) or v0.3 wire JSON (`kind`).
+ */
+export type NormalizedPart =
+  | { type: 'text'; text: string; metadata: Record<string, unknown>; mediaType?: string }
+  | { type: 'data'; data: unknown; metadata: Record<string, unknown>; mediaType?: string }
+  | {
+      type: 'file';
+      url?: string;
+      bytes?: string;
+      name?: string;
+      metadata: Record<string, unknown>;
+      mediaType?: string;
+    };
 
 function metadataOf(value: Record<string, unknown>): Record<string, unknown> {
   return isRecord(value.metadata) ? value.metadata : {};

@@ -1,24 +1,11 @@
 import type { Part } from '@a2a-js/sdk';
 import type { CostPayload } from './cost.js';
 import type { WorldStateDeltaEntry } from './delta.js';
+import type { NormalizedPart } from './part-decode.js';
 import { decodePart } from './part-decode.js';
-import { COST_MIME, PART_MIME_METADATA_KEY, WORLDSTATE_DELTA_MIME } from './uris.js';
 
-/**
- * A part in one shape, whatever shape it arrived in: an SDK object (`content.$case`), v1.0 wire
- * JSON (`{ text | data | url | raw, metadata, mediaType }`) or v0.3 wire JSON (`kind`).
- */
-export type NormalizedPart =
-  | { type: 'text'; text: string; metadata: Record<string, unknown>; mediaType?: string }
-  | { type: 'data'; data: unknown; metadata: Record<string, unknown>; mediaType?: string }
-  | {
-      type: 'file';
-      url?: string;
-      bytes?: string;
-      name?: string;
-      metadata: Record<string, unknown>;
-      mediaType?: string;
-    };
+export type { NormalizedPart } from './part-decode.js';
+import { COST_MIME, PART_MIME_METADATA_KEY, WORLDSTATE_DELTA_MIME } from './uris.js';
 
 /** The outcome of decoding one part. */
 export type PartVerdict = { ok: true; part: NormalizedPart } | { ok: false; reason: string };

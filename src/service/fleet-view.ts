@@ -6,7 +6,7 @@
 import type { AgentCardState } from '../fleet/index.js';
 import type { BlastRadius, Diagnostic, HitlMode } from '../protocol/index.js';
 import { FleetgateError } from '../protocol/index.js';
-import type { Gateway } from './gateway.js';
+import type { Gateway } from './gateway-types.js';
 
 /** One skill of an agent, with what is in effect for it. */
 export interface SkillView {

@@ -14,7 +14,7 @@ import { openGatewayStore } from './migrations.js';
  */
 export async function openBus(url: string): Promise<EventBus> {
   if (url === 'memory') return createInMemoryEventBus();
-  const { createJetStreamEventBus } = await import('../nats.js');
+  const { createJetStreamEventBus } = await import('../bus/jetstream/index.js');
   const { base, params } = splitQuery(url);
   const stream = params.get('stream');
   const prefix = params.get('prefix');

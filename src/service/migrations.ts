@@ -21,8 +21,8 @@ import type { WorldDatabase } from '../world/index.js';
 import { WORLD_MIGRATIONS } from '../world/index.js';
 import type { ServiceDatabase } from './card-lease.js';
 import { SERVICE_MIGRATIONS } from './card-lease.js';
-import type { ProxyDatabase } from './proxy/index.js';
-import { PROXY_MIGRATIONS } from './proxy/index.js';
+import type { ProxyDatabase } from './proxy/store-tables.js';
+import { PROXY_MIGRATIONS } from './proxy/store-tables.js';
 import { STORY_MIGRATIONS } from './story-indexes.js';
 
 /** Every table of the gateway: each domain declares its own, the gateway joins them. */

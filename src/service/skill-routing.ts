@@ -6,7 +6,7 @@
  */
 import type { BlastRadius } from '../protocol/index.js';
 import { FleetgateError, compareRadius } from '../protocol/index.js';
-import type { Gateway } from './gateway.js';
+import type { Gateway } from './gateway-types.js';
 import { cardSkills } from './fleet-view.js';
 
 /** One agent that offers the skill, as the router weighed it. */

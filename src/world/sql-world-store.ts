@@ -15,10 +15,9 @@ import type { Kysely, Transaction } from 'kysely';
 import { CompiledQuery, sql } from 'kysely';
 import type { JsonObject } from './json.js';
 import { normaliseHistoryQuery } from './history-query.js';
-import type { WorldOutboxDatabase } from './outbox-batch.js';
 import { writeOutboxEvents, writeOutboxEventsDirect } from './outbox-batch.js';
 import type { WorldSqlStatements, WorldSqlite } from './sqlite-port.js';
-import type { WorldDatabase, WorldDomainTable } from './store-tables.js';
+import type { SqlWorldDatabase, WorldDomainTable } from './store-tables.js';
 import {
   INSERT_CHUNK,
   auditInsertSql,
@@ -49,8 +48,7 @@ import type {
   WorldUnitOfWork,
 } from './types.js';
 
-/** The tables the SQL world store reads and writes. */
-export type SqlWorldDatabase = WorldDatabase & WorldOutboxDatabase;
+export type { SqlWorldDatabase } from './store-tables.js';
 
 /** Options of {@link createSqlWorldStore}. */
 export interface SqlWorldStoreOptions<DB extends SqlWorldDatabase = SqlWorldDatabase> {

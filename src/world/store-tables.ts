@@ -5,6 +5,7 @@
 import type { Generated, Kysely } from 'kysely';
 import { sql } from 'kysely';
 import type { JsonObject } from './json.js';
+import type { WorldOutboxDatabase } from './outbox-batch.js';
 import {
   DEFAULT_SPLIT_DEPTH,
   decodeHeader,
@@ -230,3 +231,6 @@ export const WORLD_MIGRATIONS: Readonly<Record<string, WorldMigration>> = {
     },
   },
 };
+
+/** The tables the SQL world store reads and writes. */
+export type SqlWorldDatabase = WorldDatabase & WorldOutboxDatabase;

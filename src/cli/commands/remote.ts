@@ -11,7 +11,7 @@ import type { Style } from '../style.js';
 import { createStyle, renderTable } from '../style.js';
 import type { GatewayClient } from './gateway-client.js';
 import { createGatewayClient, gatewayTarget } from './gateway-client.js';
-import { formatEventLine } from './tail.js';
+import { formatEventLine } from './event-line.js';
 
 interface SkillRow {
   id: string;

@@ -7,103 +7,16 @@
  */
 import { Option } from 'commander';
 import type { Command } from 'commander';
-import pc from 'picocolors';
-import type { Severity } from '../../alerts/index.js';
-import { ALERT_SEVERITIES } from '../../alerts/index.js';
 import type { EventBus, StartFrom } from '../../bus/index.js';
-import type { EventEnvelope, OpenTopics } from '../../protocol/index.js';
+import type { OpenTopics } from '../../protocol/index.js';
 import { FleetgateError, isFleetgateError } from '../../protocol/index.js';
-import { isBlastRadius } from '../../protocol/index.js';
 import { EXIT } from '../errors.js';
 import type { CliIo } from '../io.js';
 import { integerFlag, natsServers } from '../options.js';
-import { createStyle } from '../style.js';
+import { formatEventLine } from './event-line.js';
 import { remoteClient, remoteTail } from './remote.js';
 
-/** Longest payload summary printed on one line. */
-const SUMMARY_WIDTH = 160;
-
-type Paint = (text: string) => string;
-
-/** Colour of each topic family (first token); anything else is printed plain. */
-function familyPaint(family: string, color: boolean): Paint {
-  const c = pc.createColors(color);
-  switch (family) {
-    case 'world':
-      return c.green;
-    case 'fleet':
-      return c.cyan;
-    case 'skill':
-      return c.blue;
-    case 'hitl':
-      return c.magenta;
-    case 'ops':
-      return (t) => c.bold(c.red(t));
-    case 'cost':
-      return c.yellow;
-    case 'system':
-      return (t) => c.bold(c.red(t));
-    default:
-      return (t) => t;
-  }
-}
-
-/** An alert's severity, coloured by weight; empty for other events. */
-function severityTag(payload: unknown, color: boolean): string {
-  if (typeof payload !== 'object' || payload === null || !('severity' in payload)) return '';
-  const severity = payload.severity;
-  if (!(ALERT_SEVERITIES as readonly unknown[]).includes(severity)) return '';
-  const c = pc.createColors(color);
-  const paint: Record<Severity, Paint> = {
-    info: c.dim,
-    warning: c.yellow,
-    error: c.red,
-    critical: (t) => c.bold(c.red(t)),
-  };
-  return ` ${paint[severity as Severity](`[${String(severity)}]`)}`;
-}
-
-function summarise(payload: unknown): string {
-  let text: string;
-  try {
-    text = JSON.stringify(payload) ?? String(payload);
-  } catch {
-    text = String(payload);
-  }
-  return text.length > SUMMARY_WIDTH ? `${text.slice(0, SUMMARY_WIDTH - 1)}…` : text;
-}
-
-/**
- * The end of an event id, enough to tell the events of one stream apart: a generated id
- * (`<uuid>-<counter>`) without its counter's zero padding, so the line keeps the uuid's tail.
- */
-function shortId(id: string): string {
-  return id.replace(/-0+(?=[0-9a-z]+$)/u, '-').slice(-12);
-}
-
-/**
- * One human line for an event: time, topic (coloured by family), the end of its id
- * ({@link shortId}: generated ids share their prefix within a process), the correlation id when it
- * differs from the event id, and the payload.
- * An `ops.alert.*` line shows its severity (`[critical]`) and the radius in the radius colours
- * used by every table.
- */
-export function formatEventLine(event: EventEnvelope, color: boolean): string {
-  const s = createStyle(color);
-  const family = event.topic.split('.', 1)[0] ?? '';
-  const time = event.time.length >= 23 ? event.time.slice(11, 23) : event.time;
-  const radius =
-    typeof event.payload === 'object' &&
-    event.payload !== null &&
-    'radius' in event.payload &&
-    isBlastRadius(event.payload.radius)
-      ? ` ${s.radius(event.payload.radius)}`
-      : '';
-  const correlation =
-    event.correlationId === event.id ? '' : s.dim(` ⇠${event.correlationId.slice(-12)}`);
-  const severity = family === 'ops' ? severityTag(event.payload, color) : '';
-  return `${s.dim(time)} ${familyPaint(family, color)(event.topic)}${severity}${radius} ${s.dim(shortId(event.id))}${correlation} ${summarise(event.payload)}`;
-}
+export { formatEventLine } from './event-line.js';
 
 /** Options of {@link runTail}. */
 export interface RunTailOptions {

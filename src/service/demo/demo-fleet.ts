@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { FleetgateError } from '../../protocol/index.js';
 import type { FleetgateConfigInput } from '../config.js';
-import type { Gateway } from '../gateway.js';
+import type { Gateway } from '../gateway-types.js';
 
 /** A running demo fleet. */
 export interface DemoFleet {

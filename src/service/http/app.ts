@@ -11,7 +11,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import Fastify, { LogController } from 'fastify';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import type { Gateway, GatewayPorts } from '../gateway.js';
+import type { Gateway, GatewayPorts } from '../gateway-types.js';
 import type { ApiToken, Authenticator } from './auth.js';
 import { createAuthenticator } from './auth.js';
 import type { ApiContext } from './context.js';

@@ -3,7 +3,7 @@
  * dispatch watcher and the service's readiness.
  */
 import { createDispatchWatcher, type DispatchWatcher } from '../../dispatch/index.js';
-import type { Gateway, GatewayPorts } from '../gateway.js';
+import type { Gateway, GatewayPorts } from '../gateway-types.js';
 import type { EventHub } from './event-hub.js';
 import type { GatewayMetrics } from './metrics.js';
 

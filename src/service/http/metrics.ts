@@ -13,7 +13,7 @@ import type { Subscription } from '../../bus/index.js';
 import type { GateVerdict, GateCall } from '../../dispatch/index.js';
 import type { EventEnvelope } from '../../protocol/index.js';
 import { BLAST_RADII } from '../../protocol/index.js';
-import type { Gateway, GatewayPorts } from '../gateway.js';
+import type { Gateway, GatewayPorts } from '../gateway-types.js';
 import type { EventHubStats } from './event-hub.js';
 
 /** The metrics of one gateway process. */

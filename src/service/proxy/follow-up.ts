@@ -13,7 +13,7 @@ import type { Message, StreamResponse } from '@a2a-js/sdk';
 import { Message as MessageCodec } from '@a2a-js/sdk';
 import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import type { CallResult } from '../../dispatch/index.js';
-import type { Gateway } from '../gateway.js';
+import type { Gateway } from '../gateway-types.js';
 
 /** What is sent: the client's message on the agent's task. */
 export interface FollowUp {

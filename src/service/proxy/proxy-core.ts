@@ -7,11 +7,11 @@ import type { AgentCard } from '@a2a-js/sdk';
 import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import type { Kysely } from 'kysely';
 import type { CallResult, DispatchRecord } from '../../dispatch/index.js';
-import type { EventEnvelope } from '../../protocol/index.js';
-import type { Gateway, GatewayPorts } from '../gateway.js';
+import type { EventEnvelope, TaskStateName } from '../../protocol/index.js';
+import type { Gateway, GatewayPorts } from '../gateway-types.js';
 import { proxyCard } from './card.js';
 import { TaskFeed } from './feed.js';
-import type { A2aProxyOptions } from './proxy.js';
+import type { PushUrlPolicy } from './push-url.js';
 import { sameView } from './proxy-task-meta.js';
 import { view } from './proxy-view.js';
 import type { PushDelivery } from './push.js';
@@ -30,6 +30,29 @@ const MOVES = new Set([
   'skill.dispatch.awaiting-input',
   'skill.dispatch.resumed',
 ]);
+
+/** Options of `createA2aProxy` (`proxy.ts`). */
+export interface A2aProxyOptions {
+  gateway: Gateway;
+  /** The gateway's store (the proxy's tables) and agent clients. */
+  ports: Pick<GatewayPorts, 'store' | 'agentClient'>;
+  /** Every bus event this process receives (the live-event hub's `listen`). */
+  listen: (listener: (event: EventEnvelope) => void) => () => void;
+  /** The gateway's public base URL: the card's interfaces and the dashboard links point there. */
+  publicUrl: string;
+  /** How long a blocking `SendMessage` waits for an approval. */
+  holdForMs: number;
+  push: { attempts: number; backoffMs: number; timeoutMs: number; sweepMs: number };
+  /** Which URLs clients may register for push notifications (`proxy.pushUrls`). */
+  pushUrls: PushUrlPolicy;
+  /** Told of held calls and task state changes (metrics). */
+  observe?: {
+    held?: (agent: string, delta: 1 | -1) => void;
+    state?: (agent: string, state: TaskStateName) => void;
+    push?: (outcome: 'delivered' | 'retried' | 'dead') => void;
+  };
+  onError: (error: unknown, where: string) => void;
+}
 
 /** How often a waiting call re-reads its task when no event woke it (another replica's work). */
 export const TICK_MS = 1000;

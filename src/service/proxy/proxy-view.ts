@@ -7,11 +7,19 @@ import type { Task } from '@a2a-js/sdk';
 import { TaskState } from '@a2a-js/sdk';
 import type { CallResult, DispatchRecord } from '../../dispatch/index.js';
 import { normalizeTaskState } from '../../protocol/index.js';
-import type { ProxyCore } from './proxy-core.js';
+import type { Gateway, GatewayPorts } from '../gateway-types.js';
 import type { ProxyMetadata } from './proxy-task-meta.js';
 import { fleetgateMeta, TASK_STATE_OF } from './proxy-task-meta.js';
 import type { ProxyTask } from './task-store.js';
 import { clientTask, withStatus } from './task-view.js';
+
+/** What a view reads of the proxy (its `ProxyCore`): the agent clients, the inbox, the links. */
+export interface ViewCore {
+  readonly gateway: Pick<Gateway, 'approvals'>;
+  readonly ports: Pick<GatewayPorts, 'agentClient'>;
+  readonly options: { onError: (error: unknown, where: string) => void };
+  dashboardLink(approvalId: string): string;
+}
 
 /** A task as the client sees it, with the agent's task id once known. */
 export interface TaskView {
@@ -26,11 +34,7 @@ type SentStatus = Exclude<DispatchRecord['status'], 'awaiting-approval' | 'rejec
 type MetadataWith = (extra: Partial<ProxyMetadata>) => Record<string, unknown>;
 
 /** The agent's task, read from the agent (another replica sent the call). */
-async function agentTask(
-  core: ProxyCore,
-  agent: string,
-  taskId: string,
-): Promise<Task | undefined> {
+async function agentTask(core: ViewCore, agent: string, taskId: string): Promise<Task | undefined> {
   try {
     const built = await core.ports.agentClient(agent);
     return await built.client.getTask(
@@ -44,7 +48,7 @@ async function agentTask(
 }
 
 /** The pending approval that holds a dispatch (not a question, not a follow-up), from the inbox. */
-async function heldApprovalOf(core: ProxyCore, dispatchId: string): Promise<string | undefined> {
+async function heldApprovalOf(core: ViewCore, dispatchId: string): Promise<string | undefined> {
   const pending = await core.gateway.approvals.list({ status: 'pending', includeSnoozed: true });
   return pending.find(
     (a) => a.dispatchId === dispatchId && (a.kind === 'dispatch' || a.kind === 'veto'),
@@ -53,7 +57,7 @@ async function heldApprovalOf(core: ProxyCore, dispatchId: string): Promise<stri
 
 /** What the client sees of a task, from its dispatch (and the call's result when known). */
 export async function view(
-  core: ProxyCore,
+  core: ViewCore,
   current: ProxyTask,
   record: DispatchRecord,
   result?: CallResult,

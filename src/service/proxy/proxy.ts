@@ -9,38 +9,15 @@
  */
 import type { AgentCard } from '@a2a-js/sdk';
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
-import type { EventEnvelope, TaskStateName } from '../../protocol/index.js';
-import type { Gateway, GatewayPorts } from '../gateway.js';
+import type { A2aProxyOptions } from './proxy-core.js';
 import { ProxyCore } from './proxy-core.js';
+
+export type { A2aProxyOptions } from './proxy-core.js';
 import { ProxyHandler } from './proxy-handler.js';
 import type { PushDelivery } from './push.js';
-import type { PushUrlPolicy } from './push-url.js';
 import type { ProxyTaskStore } from './task-store.js';
 
 export { awaitingApproval } from './proxy-task-meta.js';
-
-/** Options of {@link createA2aProxy}. */
-export interface A2aProxyOptions {
-  gateway: Gateway;
-  /** The gateway's store (the proxy's tables) and agent clients. */
-  ports: Pick<GatewayPorts, 'store' | 'agentClient'>;
-  /** Every bus event this process receives (the live-event hub's `listen`). */
-  listen: (listener: (event: EventEnvelope) => void) => () => void;
-  /** The gateway's public base URL: the card's interfaces and the dashboard links point there. */
-  publicUrl: string;
-  /** How long a blocking `SendMessage` waits for an approval. */
-  holdForMs: number;
-  push: { attempts: number; backoffMs: number; timeoutMs: number; sweepMs: number };
-  /** Which URLs clients may register for push notifications (`proxy.pushUrls`). */
-  pushUrls: PushUrlPolicy;
-  /** Told of held calls and task state changes (metrics). */
-  observe?: {
-    held?: (agent: string, delta: 1 | -1) => void;
-    state?: (agent: string, state: TaskStateName) => void;
-    push?: (outcome: 'delivered' | 'retried' | 'dead') => void;
-  };
-  onError: (error: unknown, where: string) => void;
-}
 
 /** The proxy of a gateway. */
 export interface A2aProxy {

@@ -9,7 +9,7 @@ import { Task as TaskCodec } from '@a2a-js/sdk';
 import type { SqliteAccess, SqliteStatements } from '../../store/index.js';
 import { normalizeTaskState } from '../../protocol/index.js';
 import type { ProxyPushTable, ProxyTaskTable } from './store-tables.js';
-import type { ProxyPushConfig, ProxyTask, ProxyTaskStore } from './task-store.js';
+import type { ProxyPushConfig, ProxyTask, ProxyTaskStore } from './task-types.js';
 
 /** The kysely path's pieces the direct path shares (row decoding, the grace of a delivery). */
 export interface ProxyRowCodecs {

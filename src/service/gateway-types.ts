@@ -1,0 +1,118 @@
+/**
+ * What a gateway is to those who use it — the public `Gateway`, and the `GatewayPorts` the
+ * composition root hands the service layer — apart from how it is built (`gateway.ts`), so the
+ * HTTP API, the A2A proxy and the fleet view read the interface without importing the root that
+ * imports them.
+ */
+import type { EventBus, OutboxLog } from '../bus/index.js';
+import type { AgentClient } from '../dispatch/index.js';
+import type {
+  CallInput,
+  CallOptions,
+  CallResult,
+  DispatchHandle,
+  DispatchQuery,
+  DispatchRecord,
+  DispatchRequest,
+  GateVerdict,
+} from '../dispatch/index.js';
+import type { CostSummaries } from '../alerts/index.js';
+import type { HeldInput } from '../protocol/index.js';
+import type { PushRequest, PushResponse } from '../tasks/index.js';
+import type { WorldMaterialiser } from '../world/index.js';
+import type { GatewayApprovals } from './approvals.js';
+import type { FleetgateConfig } from './config.js';
+import type { FleetRuntime } from './fleet-runtime.js';
+import type { GatewayStore } from './migrations.js';
+
+/** A follow-up message to the running task of a dispatch ({@link Gateway.decideFollowUp}). */
+export interface FollowUpRequest {
+  dispatchId: string;
+  /** The agent's task the dispatch is on. */
+  taskId: string;
+  contextId?: string;
+  /** What is sent once let go: the message (v1.0 wire JSON), the request's metadata, extensions. */
+  input: HeldInput;
+  /** Who sent it: they can never approve it themselves. */
+  requestedBy?: string;
+}
+
+/** A running gateway. */
+export interface Gateway {
+  readonly config: FleetgateConfig;
+  /**
+   * Dispatches a skill call through the policy gate, with a durable record: the handle has the
+   * dispatch's id at once, then its decision, updates, end and a way to cancel it.
+   *
+   * @example
+   * ```ts
+   * const call = gw.dispatch({ agent: 'ci', skill: 'rerun_checks', text: 'PR 42' });
+   * for await (const update of call.events()) console.log(update.type);
+   * const { status, result } = await call.result();
+   * ```
+   */
+  dispatch(request: DispatchRequest): DispatchHandle;
+  /** The durable record of a dispatch. */
+  dispatchRecord(id: string): Promise<DispatchRecord | undefined>;
+  /** Dispatch records matching the filters, newest first (see `DispatchQuery`). */
+  dispatches(query: DispatchQuery): Promise<DispatchRecord[]>;
+  /**
+   * Decides a follow-up message to the running task of a dispatch as a call of its skill (the
+   * same radius rules, standing approvals and denials): `allow` — the caller sends it on the task
+   * (`call` with its `taskId`); `hold` — it waits in the approvals inbox as a `follow-up` approval
+   * holding `input`, and is sent on the task once approved (or its veto window ended); `deny` —
+   * nothing is sent.
+   *
+   * @throws FleetgateError `FLEETGATE_DISPATCH_NOT_FOUND`; `FLEETGATE_USAGE` when the dispatch is
+   *   not running on `taskId`.
+   */
+  decideFollowUp(request: FollowUpRequest): Promise<GateVerdict>;
+  /** Calls a skill directly (no gate, no dispatch record): the library path. */
+  call(agent: string, skill: string, input: CallInput, options?: CallOptions): Promise<CallResult>;
+  /** The fleet: card states, effective declarations, refresh and acknowledgement. */
+  readonly agents: FleetRuntime['broker'];
+  /** The materialised world state (read side). */
+  readonly world: Pick<WorldMaterialiser, 'getWorld' | 'getDomain' | 'history' | 'replay'>;
+  /** Subscribe to bus events (NATS-syntax patterns). */
+  readonly events: Pick<EventBus, 'subscribe' | 'publish'>;
+  /**
+   * The durable log of the events committed through the outbox (kept for `retention.outbox`), by
+   * outbox position: on a bus that keeps no log (in-memory) the live-event feed resumes from it;
+   * its deliveries carry the position (`Delivery.outboxSeq`).
+   */
+  readonly eventLog: OutboxLog;
+  /** The approvals inbox: list, approve, reject, snooze, standing approvals, `explain`. */
+  readonly approvals: GatewayApprovals;
+  /** Cost and success summaries per agent and skill. */
+  readonly costs: Pick<CostSummaries, 'summary' | 'summaries'>;
+  /**
+   * The `POST /callbacks/a2a/:taskId` handler, free of any HTTP framework: give it the request
+   * headers and the **unread** body stream; it authenticates first and reads within
+   * `limits.pushBodyBytes` / `limits.pushBodyTimeout`. Close the connection when the answer says
+   * `discardBody`. The contract is spelled out in `src/tasks/push-receiver.ts`.
+   */
+  readonly pushReceiver: (request: PushRequest) => Promise<PushResponse>;
+  /** Publishes everything committed so far and waits for the bus to deliver it. */
+  settle(): Promise<void>;
+  /**
+   * Graceful shutdown: stops accepting calls, waits for the ones in flight (their claims commit),
+   * flushes the outbox, then closes what the gateway opened. Idempotent.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * What the service layer reads of a gateway beside its public interface, handed over by the
+ * composition root ({@link assembleGateway}) and never reachable from a `Gateway`: the store for
+ * the service's read models (a call's story, search, the proxy's tasks, outbox lag), the agent
+ * clients (each request with its agent's credential), and two readings for `/readyz` and metrics.
+ */
+export interface GatewayPorts {
+  readonly store: GatewayStore;
+  /** The agent's client: its card, its transport, its configured headers on every request. */
+  agentClient(agent: string): Promise<AgentClient>;
+  /** Whether this replica holds the card-refresh lease (it fetches the cards). */
+  leaseHeld(): boolean;
+  /** Tasks the task tracker follows in this process. */
+  trackedTasks(): number;
+}
