@@ -3,7 +3,9 @@
  * caller's token (the role the agent's proxy needs), the agent and the body's size and JSON before
  * anything else; then the SDK's own server handlers take the request — the card (v1.0 or v0.3 by
  * `A2A-Version`), JSON-RPC at `/a2a/:agent`, HTTP+JSON at `/a2a/:agent/rest`, each with the SDK's
- * v0.3 compatibility — with the proxy's request handler behind them. What the gateway refuses
+ * v0.3 compatibility — with the proxy's request handler behind them. v1.0 JSON-RPC, the hot path,
+ * is answered on the fastify route itself with the SDK's framework-free transport
+ * (`jsonrpc-front.ts`); the rest goes through the SDK's express handlers. What the gateway refuses
  * itself is answered in the transport's own error shape, and nothing of it reaches the agent.
  */
 import { createHash } from 'node:crypto';
@@ -12,7 +14,7 @@ import express from 'express';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
 import { AgentCard } from '@a2a-js/sdk';
-import type { ServerCallContextBuilder, User } from '@a2a-js/sdk/server';
+import type { A2ARequestHandler, ServerCallContextBuilder, User } from '@a2a-js/sdk/server';
 import { defaultServerCallContextBuilder } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
 import { declaredExtensionUris } from '../../agent/index.js';
@@ -22,13 +24,15 @@ import {
   isFleetgateError,
 } from '../../protocol/index.js';
 import type { Role } from '../config-server.js';
-import type { Gateway, GatewayPorts } from '../gateway.js';
+import type { Gateway, GatewayPorts } from '../gateway-types.js';
 import type { Authenticator } from '../http/auth.js';
 import { statusOf } from '../http/errors.js';
 import type { Identity } from '../http/route.js';
 import type { EventEnvelope } from '../../protocol/index.js';
 import type { ProxyMetrics } from './metrics.js';
 import { createProxyMetrics, measured } from './metrics.js';
+import type { JsonRpcFront } from './jsonrpc-front.js';
+import { createJsonRpcFront } from './jsonrpc-front.js';
 import type { A2aProxy } from './proxy.js';
 import { createA2aProxy } from './proxy.js';
 import { createPushUrlPolicy } from './push-url.js';
@@ -172,7 +176,11 @@ interface FrontContext {
   readonly config: Gateway['config']['proxy'];
   readonly proxy: A2aProxy;
   readonly metrics: ProxyMetrics;
-  /** The SDK's handlers of each agent, built on its first request. */
+  /** Each agent's request handler (the proxy's, measured), built on its first request. */
+  readonly handlers: Map<string, A2ARequestHandler>;
+  /** Each agent's v1.0 JSON-RPC endpoint, built on its first v1.0 JSON-RPC request. */
+  readonly jsonRpc: Map<string, JsonRpcFront>;
+  /** The SDK's express handlers of each agent (v0.3, HTTP+JSON, cards), built on first use. */
   readonly apps: Map<string, express.Express>;
 }
 
@@ -200,7 +208,15 @@ export function createProxyFront(options: ProxyFrontOptions): ProxyFront {
     }),
     onError: options.onError,
   });
-  const context: FrontContext = { options, config, proxy, metrics, apps: new Map() };
+  const context: FrontContext = {
+    options,
+    config,
+    proxy,
+    metrics,
+    handlers: new Map(),
+    jsonRpc: new Map(),
+    apps: new Map(),
+  };
   return {
     proxy,
     register: (app) => register(context, app),
@@ -236,14 +252,42 @@ function activateRequested(gateway: Gateway, agent: string): ServerCallContextBu
   };
 }
 
-/** The SDK's handlers of `agent` (card, HTTP+JSON, JSON-RPC) as one express app, built once. */
+/** The proxy's request handler of `agent`, with every call counted; one for both fronts. */
+function requestHandlerOf(context: FrontContext, agent: string): A2ARequestHandler {
+  let handler = context.handlers.get(agent);
+  if (handler === undefined) {
+    handler = measured(agent, context.proxy.handler(agent), context.metrics);
+    context.handlers.set(agent, handler);
+  }
+  return handler;
+}
+
+/** The v1.0 JSON-RPC endpoint of `agent`, built once. */
+function jsonRpcFor(context: FrontContext, agent: string): JsonRpcFront {
+  let front = context.jsonRpc.get(agent);
+  if (front === undefined) {
+    front = createJsonRpcFront({
+      requestHandler: requestHandlerOf(context, agent),
+      contextBuilder: activateRequested(context.options.gateway, agent),
+      onError: context.options.onError,
+    });
+    context.jsonRpc.set(agent, front);
+  }
+  return front;
+}
+
+/**
+ * The SDK's express handlers of `agent` as one express app, built once: the v0.3 card, HTTP+JSON
+ * and v0.3 JSON-RPC (the SDK keeps their transports inside its express middleware). Its JSON-RPC
+ * handler would answer v1.0 too; the front sends v1.0 JSON-RPC to {@link jsonRpcFor} instead.
+ */
 function appFor(context: FrontContext, agent: string): express.Express {
-  const { apps, proxy, metrics } = context;
+  const { apps } = context;
   let app = apps.get(agent);
   if (app !== undefined) return app;
   app = express();
   app.disable('x-powered-by');
-  const requestHandler = measured(agent, proxy.handler(agent), metrics);
+  const requestHandler = requestHandlerOf(context, agent);
   const userBuilder = (req: express.Request): Promise<User> =>
     Promise.resolve(new GatewayUser((req as ProxiedRequest)[IDENTITY]!));
   const legacyCompat = { enabled: true };
@@ -308,8 +352,8 @@ async function sendCard(
 
 /**
  * Takes a request to `/a2a/:agent/…`: refuses what the gateway refuses itself (an unknown agent,
- * a caller without the role, a card not loaded, a body that is not JSON), serves the v1.0 card,
- * and hands the rest to the agent's app.
+ * a caller without the role, a card not loaded, a body that is not JSON), serves the v1.0 card
+ * and v1.0 JSON-RPC, and hands the rest to the agent's express app.
  */
 async function handle(
   context: FrontContext,
@@ -366,6 +410,10 @@ async function handle(
           })
         : refuse(reply, surface, 400, 'FLEETGATE_HTTP_JSON_INVALID', 'Invalid JSON payload.');
     }
+  }
+  if (surface === 'jsonrpc' && !wantsLegacy(request)) {
+    await jsonRpcFor(context, agent).serve(request, reply, body, new GatewayUser(identity));
+    return reply;
   }
   reply.hijack();
   const req = request.raw as ProxiedRequest;

@@ -11,7 +11,7 @@ import type { TaskStateName } from '../../protocol/index.js';
 
 /** The proxy's metrics. */
 export interface ProxyMetrics {
-  /** Counts one request (`status`: `ok`, or the A2A error reason in lower case). */
+  /** Counts one request (`status`: `ok`, `cancelled` for a stream the client left, or the A2A error reason in lower case). */
   request: (agent: string, method: string, status: string) => void;
   state: (agent: string, state: TaskStateName) => void;
   held: (agent: string, delta: 1 | -1) => void;
@@ -28,7 +28,7 @@ export function errorStatus(error: unknown): string {
 export function createProxyMetrics(registry: Registry): ProxyMetrics {
   const requests = new Counter({
     name: 'a2a_proxy_requests_total',
-    help: 'A2A proxy requests by agent, A2A method and outcome (ok, or the A2A error reason)',
+    help: 'A2A proxy requests by agent, A2A method and outcome (ok, cancelled: a stream the client left, or the A2A error reason)',
     labelNames: ['agent', 'method', 'status'],
     registers: [registry],
   });
@@ -91,6 +91,8 @@ export function measured(
     async function* (...args: A): AsyncGenerator<T, void, undefined> {
       const started = performance.now();
       let first = true;
+      // A stream the client left (`return()` at a yield) ends neither ok nor failed: `cancelled`.
+      let counted = false;
       try {
         for await (const event of fn(...args)) {
           if (first) {
@@ -99,10 +101,14 @@ export function measured(
           }
           yield event;
         }
+        counted = true;
         metrics.request(agent, method, 'ok');
       } catch (error) {
+        counted = true;
         metrics.request(agent, method, errorStatus(error));
         throw error;
+      } finally {
+        if (!counted) metrics.request(agent, method, 'cancelled');
       }
     };
   return {

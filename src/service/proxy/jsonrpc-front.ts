@@ -1,0 +1,174 @@
+/**
+ * v1.0 JSON-RPC at `/a2a/:agent`, answered from the gateway's fastify route with the SDK's
+ * framework-free `JsonRpcTransportHandler`: what the SDK's express `jsonRpcHandler` answers a
+ * v1.0 request (its content-type guard, the version check against the card, `A2A-Extensions`,
+ * streams as SSE), without an express app and its router on every call. v0.3 JSON-RPC, HTTP+JSON
+ * and the v0.3 card stay on the SDK's express handlers (`front.ts`): the SDK exports their
+ * transport handlers only inside its express middleware.
+ */
+import type { ServerResponse } from 'node:http';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import {
+  A2A_VERSION_HEADER,
+  Extensions,
+  HTTP_EXTENSION_HEADER,
+  SSE_HEADERS,
+  formatSSEErrorEvent,
+  formatSSEEvent,
+} from '@a2a-js/sdk';
+import { A2A_ERROR_CODE, ContentTypeNotSupportedError } from '@a2a-js/sdk/errors';
+import type { A2ARequestHandler, ServerCallContextBuilder, User } from '@a2a-js/sdk/server';
+import { JsonRpcTransportHandler, validateVersion } from '@a2a-js/sdk/server';
+
+/** Options of {@link createJsonRpcFront}. */
+export interface JsonRpcFrontOptions {
+  /** The agent's request handler (the proxy's, measured). */
+  requestHandler: A2ARequestHandler;
+  /** Builds each call's context (activates the requested extensions). */
+  contextBuilder: ServerCallContextBuilder;
+  /** Told of the failures that are the gateway's or the agent's (INTERNAL_ERROR), not the client's. */
+  onError: (error: unknown, where: string) => void;
+}
+
+/** One agent's v1.0 JSON-RPC endpoint. */
+export interface JsonRpcFront {
+  /**
+   * Answers one v1.0 JSON-RPC `POST`: `body` is the request's JSON, already parsed (undefined
+   * when the body was empty), `user` the caller the gateway checked.
+   */
+  serve(request: FastifyRequest, reply: FastifyReply, body: unknown, user: User): Promise<void>;
+}
+
+type JsonRpcError = ReturnType<typeof JsonRpcTransportHandler.mapToJSONRPCError>;
+
+const JSON_CONTENT_TYPE = 'application/json';
+
+/** One header's value as express's `req.header()` reads it (the first of repeated ones). */
+function headerOf(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name.toLowerCase()];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** The error envelope the SDK answers with: `id` as the SDK takes it (`body?.id || null`). */
+function errorEnvelope(body: unknown, error: JsonRpcError): Record<string, unknown> {
+  const id = typeof body === 'object' && body !== null ? (body as { id?: unknown }).id : undefined;
+  return { jsonrpc: '2.0', id: id || null, error };
+}
+
+/** Builds the v1.0 JSON-RPC endpoint of one agent. */
+export function createJsonRpcFront(options: JsonRpcFrontOptions): JsonRpcFront {
+  const { requestHandler, contextBuilder, onError } = options;
+  const transport = new JsonRpcTransportHandler(requestHandler);
+  /** The SDK logs every failure; the gateway reports its own faults and answers the client's. */
+  const mapped = (error: unknown, where: string): JsonRpcError => {
+    const rpcError = JsonRpcTransportHandler.mapToJSONRPCError(error);
+    if (rpcError.code === A2A_ERROR_CODE.INTERNAL_ERROR) onError(error, where);
+    return rpcError;
+  };
+
+  return {
+    async serve(request, reply, body, user) {
+      // The SDK's `contentTypeGuard`: no content type passes, any other than JSON is refused.
+      const contentType = headerOf(request, 'content-type');
+      if (contentType) {
+        const mediaType = contentType.split(';', 1)[0]!.trim().toLowerCase();
+        if (mediaType !== JSON_CONTENT_TYPE) {
+          const refused = new ContentTypeNotSupportedError(
+            `Unsupported Content-Type "${contentType}"; expected application/json.`,
+          );
+          void reply.code(200).send({
+            jsonrpc: '2.0',
+            id: null,
+            error: JsonRpcTransportHandler.mapToJSONRPCError(refused),
+          });
+          return;
+        }
+      }
+      try {
+        const requestedVersion = headerOf(request, A2A_VERSION_HEADER);
+        const context = contextBuilder({
+          extensions: Extensions.parseServiceParameter(headerOf(request, HTTP_EXTENSION_HEADER)),
+          user,
+          headers: request.headers,
+          ...(requestedVersion ? { requestedVersion } : {}),
+        });
+        validateVersion(context.requestedVersion, await requestHandler.getAgentCard(), 'JSONRPC');
+        const answer = await transport.handle(body as Record<string, unknown>, context);
+        // Read once the call has answered (a blocking call adds what the agent echoed); on a
+        // stream, before its first event, as the SDK sets it.
+        const activated =
+          context.activatedExtensions === undefined ? [] : Array.from(context.activatedExtensions);
+        if (Symbol.asyncIterator in answer) {
+          await sendStream(reply, body, answer, activated, mapped);
+          return;
+        }
+        if (activated.length > 0) void reply.header(HTTP_EXTENSION_HEADER, activated);
+        void reply.code(200).send(answer);
+      } catch (error) {
+        const rpcError = mapped(error, 'proxy.jsonrpc');
+        if (!reply.sent) {
+          const status = rpcError.code === A2A_ERROR_CODE.INTERNAL_ERROR ? 500 : 200;
+          void reply.code(status).send(errorEnvelope(body, rpcError));
+        } else if (!reply.raw.writableEnded) {
+          reply.raw.end();
+        }
+      }
+    },
+  };
+}
+
+/**
+ * A stream as the SDK's express handler sends it: the first event awaited before any header (an
+ * error before it is a plain JSON-RPC error answer, status 200), then SSE — each event one `data:`
+ * frame, an error after the first event one `event: error` frame — to the stream's end. A client
+ * that hangs up ends the stream at the proxy (`return()` on it) instead of following it unread.
+ */
+async function sendStream(
+  reply: FastifyReply,
+  body: unknown,
+  iterator: AsyncGenerator<unknown, void, undefined>,
+  activated: string[],
+  mapped: (error: unknown, where: string) => JsonRpcError,
+): Promise<void> {
+  const raw: ServerResponse = reply.raw;
+  let gone = false;
+  const hangUp = (): void => {
+    if (raw.writableFinished) return;
+    gone = true;
+    // An async generator takes `return()` at its next yield: the pending `next()` settles first.
+    iterator.return(undefined).catch((error: unknown) => mapped(error, 'proxy.jsonrpc.stream'));
+  };
+  raw.once('close', hangUp);
+  let first: IteratorResult<unknown, void>;
+  try {
+    first = await iterator.next();
+  } catch (error) {
+    raw.off('close', hangUp);
+    if (activated.length > 0) void reply.header(HTTP_EXTENSION_HEADER, activated);
+    void reply.code(200).send(errorEnvelope(body, mapped(error, 'proxy.jsonrpc.stream')));
+    return;
+  }
+  reply.hijack();
+  // The gateway's own headers (x-request-id) go with the stream, as with every other answer.
+  for (const [name, value] of Object.entries({ ...reply.getHeaders(), ...SSE_HEADERS })) {
+    if (value !== undefined) raw.setHeader(name, value);
+  }
+  if (activated.length > 0) raw.setHeader(HTTP_EXTENSION_HEADER, activated);
+  raw.writeHead(200);
+  try {
+    if (!first.done && !gone) {
+      raw.write(formatSSEEvent(first.value));
+      while (!gone) {
+        const next = await iterator.next();
+        if (next.done === true || gone) break;
+        raw.write(formatSSEEvent(next.value));
+      }
+    }
+  } catch (error) {
+    const event = errorEnvelope(body, mapped(error, 'proxy.jsonrpc.stream'));
+    if (!raw.writableEnded) raw.write(formatSSEErrorEvent(event));
+  } finally {
+    raw.off('close', hangUp);
+    if (!raw.writableEnded) raw.end();
+  }
+}

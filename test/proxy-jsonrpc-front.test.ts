@@ -1,0 +1,211 @@
+/**
+ * v1.0 JSON-RPC at `/a2a/<agent>` is answered on the gateway's own route (no express app in
+ * between) exactly as the SDK's express handler answered it: blocking calls, SSE streams with
+ * `A2A-Extensions`, errors before a stream, the content-type guard and the version check — and
+ * with the gateway's own response headers (`x-request-id`), which the express path dropped.
+ * v0.3 JSON-RPC still goes to the SDK's v0.3 transport. A real `fleetgate start` and a real
+ * `@a2a-js/sdk` agent, plain HTTP on the wire.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startOpsAgent, type RunningAgent } from '../examples/agents/index.js';
+import { FLEETGATE_GATEWAY_V1_URI } from '../src/protocol/index.js';
+import type { ServiceProcess } from './support/gateway-service.js';
+import { startServiceProcess } from './support/gateway-service.js';
+
+const OPERATOR = 'jrpc-operator-0123456789abcd';
+
+/** A v1.0 `SendMessage` / `SendStreamingMessage` body for the autonomous `sitrep` skill. */
+function sendBody(method: string, id: unknown, text: string): Record<string, unknown> {
+  return {
+    jsonrpc: '2.0',
+    id,
+    method,
+    params: {
+      message: {
+        messageId: randomUUID(),
+        role: 'ROLE_USER',
+        parts: [{ text }],
+        metadata: { 'x-effect-domain-skill': 'sitrep' },
+      },
+    },
+  };
+}
+
+/** The `data:` frames (and their `event:` names) of an SSE body. */
+function framesOf(text: string): { event?: string; data: Record<string, unknown> }[] {
+  return text
+    .split('\n\n')
+    .filter((block) => block.trim() !== '')
+    .map((block) => {
+      const lines = block.split('\n');
+      const event = lines.find((l) => l.startsWith('event: '))?.slice('event: '.length);
+      const data = lines
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => l.slice('data: '.length))
+        .join('\n');
+      return { ...(event === undefined ? {} : { event }), data: JSON.parse(data) as never };
+    });
+}
+
+describe('v1.0 JSON-RPC on the proxy route', () => {
+  let dir: string;
+  let agent: RunningAgent;
+  let gw: ServiceProcess;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'fleetgate-jsonrpc-front-'));
+    agent = await startOpsAgent({ streaming: true });
+    const config = join(dir, 'fleetgate.yaml');
+    writeFileSync(
+      config,
+      [
+        'listen: { host: 127.0.0.1, port: 0 }',
+        `store: sqlite:${join(dir, 'fleetgate.db')}`,
+        `agents: [{ name: ops, url: ${agent.url} }]`,
+        'proxy: { holdFor: 5s }',
+        'auth:',
+        '  tokens:',
+        '    - { name: bob, tokenEnv: JRPC_OPERATOR, roles: [operator] }',
+      ].join('\n'),
+    );
+    gw = await startServiceProcess({
+      args: ['--config', config],
+      env: { JRPC_OPERATOR: OPERATOR },
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await gw?.stop('SIGKILL');
+    await agent?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** POSTs `body` to `/a2a/ops` with the operator's token, v1.0 unless `headers` say otherwise. */
+  function post(body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+    return fetch(`${gw.url}/a2a/ops`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${OPERATOR}`,
+        'content-type': 'application/json',
+        'a2a-version': '1.0',
+        ...headers,
+      },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    });
+  }
+
+  it('answers a blocking SendMessage as JSON, with the gateway request id and the activated extensions', async () => {
+    const before = agent.received.length;
+    const response = await post(sendBody('SendMessage', 'blocking', 'jrpc blocking'), {
+      'x-request-id': 'jrpc-blocking-1',
+      'a2a-extensions': `${FLEETGATE_GATEWAY_V1_URI}, urn:not-declared`,
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+    // Only the route's own answer carries it: the express app wrote past fastify's headers.
+    expect(response.headers.get('x-request-id')).toBe('jrpc-blocking-1');
+    const extensions = response.headers.get('a2a-extensions') ?? '';
+    expect(extensions).toContain(FLEETGATE_GATEWAY_V1_URI);
+    expect(extensions).not.toContain('urn:not-declared');
+    const body = (await response.json()) as Record<string, unknown>;
+    expect(body).toMatchObject({
+      jsonrpc: '2.0',
+      id: 'blocking',
+      result: { task: { status: { state: 'TASK_STATE_COMPLETED' } } },
+    });
+    expect(agent.received.length).toBe(before + 1);
+    expect(agent.received.at(-1)!.text).toBe('jrpc blocking');
+  });
+
+  it('streams SendStreamingMessage as SSE to its end, A2A-Extensions and request id in the headers', async () => {
+    const response = await post(sendBody('SendStreamingMessage', 9, 'jrpc stream'), {
+      'x-request-id': 'jrpc-stream-1',
+      'a2a-extensions': FLEETGATE_GATEWAY_V1_URI,
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('text/event-stream');
+    expect(response.headers.get('cache-control')).toBe('no-cache');
+    expect(response.headers.get('a2a-extensions')).toContain(FLEETGATE_GATEWAY_V1_URI);
+    expect(response.headers.get('x-request-id')).toBe('jrpc-stream-1');
+    const frames = framesOf(await response.text());
+    expect(frames.length).toBeGreaterThanOrEqual(2);
+    for (const frame of frames) {
+      expect(frame.event).toBeUndefined();
+      expect(frame.data).toMatchObject({ jsonrpc: '2.0', id: 9 });
+    }
+    expect(frames[0]!.data).toMatchObject({ result: { task: {} } });
+    expect(frames.at(-1)!.data).toMatchObject({
+      result: { statusUpdate: { status: { state: 'TASK_STATE_COMPLETED' } } },
+    });
+  });
+
+  it('answers an error before the first event of a stream as a plain JSON-RPC error', async () => {
+    const response = await post({
+      jsonrpc: '2.0',
+      id: 'sub',
+      method: 'SubscribeToTask',
+      params: { id: randomUUID() },
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+    const body = (await response.json()) as { id: unknown; error: { code: number } };
+    expect(body.id).toBe('sub');
+    expect(body.error.code).toBe(-32001); // TaskNotFoundError
+  });
+
+  it('refuses a body that is not application/json, and a version the card does not list, without calling the agent', async () => {
+    const before = agent.received.length;
+    const wrongType = await post(sendBody('SendMessage', 1, 'wrong type'), {
+      'content-type': 'text/plain',
+    });
+    expect(wrongType.status).toBe(200);
+    expect(await wrongType.json()).toMatchObject({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32005, data: [{ reason: 'CONTENT_TYPE_NOT_SUPPORTED' }] },
+    });
+
+    const badVersion = await post(sendBody('SendMessage', 2, 'bad version'), {
+      'a2a-version': '2.0',
+    });
+    expect(badVersion.status).toBe(200);
+    const refused = (await badVersion.json()) as { id: unknown; error: { message: string } };
+    expect(refused).toMatchObject({
+      id: 2,
+      error: { code: -32009, data: [{ reason: 'VERSION_NOT_SUPPORTED' }] },
+    });
+    expect(refused.error.message).toContain("'2.0'");
+    expect(agent.received.length).toBe(before);
+  });
+
+  it('still answers v0.3 JSON-RPC (no A2A-Version) in the v0.3 shape', async () => {
+    const response = await fetch(`${gw.url}/a2a/ops`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${OPERATOR}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'v03',
+        method: 'message/send',
+        params: {
+          message: {
+            kind: 'message',
+            messageId: randomUUID(),
+            role: 'user',
+            parts: [{ kind: 'text', text: 'jrpc legacy' }],
+            metadata: { 'x-effect-domain-skill': 'sitrep' },
+          },
+        },
+      }),
+    });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({
+      id: 'v03',
+      result: { kind: 'task', status: { state: 'completed' } },
+    });
+    expect(agent.received.at(-1)!.text).toBe('jrpc legacy');
+  });
+});
