@@ -1,0 +1,213 @@
+/**
+ * One round of the outbox relay (`outbox-relay.ts`): reads up to a batch of unsent rows in `seq`
+ * order, publishes them, marks the published ones sent after the bus acknowledged them, and parks
+ * the rows no bus will ever take (`outbox-parking.ts`). See `outbox.ts` for the exactly-once
+ * argument.
+ */
+import type { Kysely } from 'kysely';
+import { FleetgateError } from '../protocol/index.js';
+import type { TopicMap } from '../protocol/index.js';
+import type { OutboxDatabase } from './outbox-tables.js';
+import type { OutboxSqlite } from './outbox-direct.js';
+import { SELECT_UNSENT, markOutboxRowsSent } from './outbox-direct.js';
+import type { ParkedRow } from './outbox-parking.js';
+import { describePayload, isPoisonError, parkRows, parkedRow, readRow } from './outbox-parking.js';
+import type { EventBus, PublishResult, UnreportedErrorHandler } from './types.js';
+import { errorMessage } from './subscription-name.js';
+
+/** The columns of an outbox row a round reads. */
+interface OutboxRow {
+  seq: number;
+  id: string;
+  topic: string;
+  payload: string;
+  correlation_id: string;
+  time: string;
+}
+
+/** A publish of one outbox row failed (internal: carries the row to the failure bookkeeping). */
+class RelayPublishError extends Error {
+  constructor(
+    readonly eventId: string,
+    readonly topic: string,
+    override readonly cause: unknown,
+  ) {
+    super(`publishing ${eventId} failed`);
+  }
+}
+
+/** What a relay's rounds run on; the relay builds it once from its options. */
+export interface RelayRoundContext {
+  db: Kysely<OutboxDatabase>;
+  /** A SQLite store's direct access; undefined on PostgreSQL and with `lockRows`. */
+  direct: OutboxSqlite | undefined;
+  /** The relay publishes whatever topic a row holds; rows were type-checked when written. */
+  bus: EventBus<Record<string, unknown> & TopicMap>;
+  batchSize: number;
+  lockRows: boolean;
+  maxPayloadBytes: number | undefined;
+  onError: UnreportedErrorHandler;
+  /** `work`, or sooner when the relay is stopped (rows still being handled stay unsent). */
+  untilStopped(work: Promise<unknown>): Promise<unknown>;
+}
+
+/** The unsent rows of one round, in order (locked with `lock`). */
+function selectRows(
+  ctx: RelayRoundContext,
+  q: Kysely<OutboxDatabase>,
+  lock: boolean,
+): Promise<OutboxRow[]> {
+  const { direct } = ctx;
+  if (direct !== undefined) {
+    return direct.read((sql) => sql.all<OutboxRow>(SELECT_UNSENT, [ctx.batchSize]));
+  }
+  let select = q
+    .selectFrom('fleetgate_outbox')
+    .select(['seq', 'id', 'topic', 'payload', 'correlation_id', 'time'])
+    .where('sent_at', 'is', null)
+    .orderBy('seq')
+    .limit(ctx.batchSize);
+  if (lock) select = select.forUpdate().skipLocked();
+  return select.execute();
+}
+
+/** Marks the round's published rows sent, in one statement (one commit, not one per row). */
+async function markSent(
+  ctx: RelayRoundContext,
+  q: Kysely<OutboxDatabase>,
+  published: OutboxRow[],
+): Promise<void> {
+  const at = Date.now();
+  const { direct } = ctx;
+  if (direct !== undefined) {
+    // By position (the table's own key), joining the claims and world updates committed in
+    // the same turn of the loop.
+    const seqs = published.map((row) => row.seq);
+    await direct.write((sql) => markOutboxRowsSent(sql, seqs, at), { group: 'loop' });
+    return;
+  }
+  await q
+    .updateTable('fleetgate_outbox')
+    .set({ sent_at: at, last_error: null })
+    .where(
+      'id',
+      'in',
+      published.map((row) => row.id),
+    )
+    .where('sent_at', 'is', null)
+    .execute();
+}
+
+/** Publishes the rows of one round through `q`; throws at the first failed publish. */
+async function publishRows(
+  ctx: RelayRoundContext,
+  q: Kysely<OutboxDatabase>,
+  lock: boolean,
+): Promise<number> {
+  const rows = await selectRows(ctx, q, lock);
+  const published: OutboxRow[] = [];
+  const handling: Promise<void>[] = [];
+  const parked: ParkedRow[] = [];
+  try {
+    for (const row of rows) {
+      const read = readRow(row, ctx.maxPayloadBytes);
+      if ('parked' in read) {
+        parked.push(read.parked);
+        continue;
+      }
+      let result: PublishResult;
+      try {
+        result = await ctx.bus.publish(row.topic, read.payload, {
+          id: row.id,
+          correlationId: row.correlation_id,
+          time: row.time,
+          outboxSeq: Number(row.seq),
+        });
+      } catch (error) {
+        if (isPoisonError(error)) {
+          parked.push(parkedRow(row, error));
+          continue;
+        }
+        throw new RelayPublishError(row.id, row.topic, error);
+      }
+      const handled = result.handled;
+      if (handled === undefined) published.push(row);
+      // A bus that keeps nothing (in-memory) accepted the event, but only its durable
+      // subscribers' handling makes it safe: the row is marked after that, so a crash before
+      // (or a database outage the handler waits out) re-sends it instead of losing it.
+      else handling.push(handled.then((ok) => void (ok && published.push(row))));
+    }
+  } finally {
+    if (handling.length > 0) await ctx.untilStopped(Promise.all(handling));
+    // Marked only after the bus acknowledged them, once per round, also when a later row of
+    // the round failed. A crash before this line re-sends the round's rows: their ids make the
+    // copies no-ops for every consumer.
+    if (published.length > 0) await markSent(ctx, q, published);
+    // Parked rows leave the outbox for good (an operator looks at them); the rows after them go
+    // on. Moved in one transaction: the round's own with `lockRows`, else one of their own.
+    if (parked.length > 0) {
+      await (q.isTransaction
+        ? parkRows(q, parked)
+        : q.transaction().execute((trx) => parkRows(trx, parked)));
+    }
+  }
+  for (const row of parked) await announceParked(ctx, row);
+  return published.length;
+}
+
+/** Tells the operator: the error to `onError`, and an `ops.alert.outbox_parked` on the bus. */
+async function announceParked(ctx: RelayRoundContext, row: ParkedRow): Promise<void> {
+  const { onError } = ctx;
+  onError(row.error, { source: 'outbox-relay', eventId: row.id, topic: row.topic });
+  const about = describePayload(row.payload);
+  try {
+    await ctx.bus.publish('ops.alert.outbox_parked', {
+      kind: 'outbox_parked',
+      severity: 'error',
+      agent: about.agent,
+      skill: about.skill,
+      radius: 'unknown',
+      message: row.error.message,
+      evidence: {
+        eventId: row.id,
+        topic: row.topic,
+        bytes: row.bytes,
+        ...(about.taskId === undefined ? {} : { taskId: about.taskId }),
+      },
+    });
+  } catch (error) {
+    onError(error, { source: 'outbox-relay', eventId: row.id, topic: 'ops.alert.outbox_parked' });
+  }
+}
+
+/**
+ * One round (see `OutboxRelay.relayOnce`): in a transaction of its own with `lockRows`. A failed
+ * publish is recorded on its row and thrown as `FLEETGATE_OUTBOX_RELAY_FAILED`.
+ */
+export async function relayRound(ctx: RelayRoundContext): Promise<number> {
+  const { db, onError } = ctx;
+  try {
+    return ctx.lockRows
+      ? await db.transaction().execute((trx) => publishRows(ctx, trx, true))
+      : await publishRows(ctx, db, false);
+  } catch (error) {
+    if (!(error instanceof RelayPublishError)) throw error;
+    // Outside the round's transaction, so the failure is recorded even when it rolls back.
+    await db
+      .updateTable('fleetgate_outbox')
+      .set((eb) => ({
+        attempts: eb('attempts', '+', 1),
+        last_error: errorMessage(error.cause).slice(0, 1000),
+      }))
+      .where('id', '=', error.eventId)
+      .execute()
+      .catch((dbError: unknown) =>
+        onError(dbError, { source: 'outbox-relay', eventId: error.eventId }),
+      );
+    throw new FleetgateError(
+      'FLEETGATE_OUTBOX_RELAY_FAILED',
+      `Publishing outbox event ${error.eventId} (${error.topic}) failed: ${errorMessage(error.cause)}`,
+      { cause: error.cause, details: { eventId: error.eventId, topic: error.topic } },
+    );
+  }
+}
