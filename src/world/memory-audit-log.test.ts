@@ -12,6 +12,21 @@ function random(seed: number): () => number {
   };
 }
 
+/** The fields of record `i` (of event `event`) that every shape shares; draws a domain and a path. */
+function recordBase(next: () => number, i: number, event: number, recordedAt: number) {
+  return {
+    domain: ['ci', 'board', '', 'deploy'][Math.floor(next() * 4)]!,
+    path: `data.p${Math.floor(next() * 30)}`,
+    agent: `agent-${event % 3}`,
+    skill: 'skill',
+    taskId: `task-${event}`,
+    eventId: `evt-${event}`,
+    index: i % 7,
+    time: '2026-11-30T05:00:00.000Z',
+    recordedAt,
+  };
+}
+
 /** Records of every shape the materialiser writes, and values that only look like its own. */
 function records(
   count: number,
@@ -22,17 +37,7 @@ function records(
   const out: Omit<NewAuditRecord, 'status'>[] = [];
   for (let i = 0; i < count; i += 1) {
     const event = Math.floor(i / 7);
-    const base = {
-      domain: ['ci', 'board', '', 'deploy'][Math.floor(next() * 4)]!,
-      path: `data.p${Math.floor(next() * 30)}`,
-      agent: `agent-${event % 3}`,
-      skill: 'skill',
-      taskId: `task-${event}`,
-      eventId: `evt-${event}`,
-      index: i % 7,
-      time: '2026-11-30T05:00:00.000Z',
-      recordedAt: recordedAt(event),
-    };
+    const base = recordBase(next, i, event, recordedAt(event));
     switch (Math.floor(next() * 13)) {
       case 0:
         out.push({ ...base, op: 'inc', value: -0.5, previous: undefined, next: -0.5 });
