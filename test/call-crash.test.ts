@@ -579,7 +579,20 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
         body: JSON.stringify({ agent: 'ops', skill: 'bulk_migration', correlationId }),
       }).catch(() => undefined);
       await killWhileLocked(g, lock, 'the gate waiting for the store', async () => {
-        expect((await dispatchOf(g, correlationId)).status).toBe('running');
+        // Another reader of the approvals (the sweeper) may be the one waiting: the call is
+        // there once its record is, and its gate then waits on the same lock.
+        const recorded = await eventually(
+          async () =>
+            (
+              await api<{ dispatches: Dispatch[] }>(
+                g,
+                `/api/dispatches?correlationId=${encodeURIComponent(correlationId)}`,
+              )
+            ).dispatches[0],
+          20_000,
+          'the dispatch recorded',
+        );
+        expect(recorded.status).toBe('running');
       });
       const restarted = await start();
       const done = await ended(restarted, correlationId);

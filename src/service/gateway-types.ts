@@ -5,6 +5,7 @@
  * imports them.
  */
 import type { EventBus, OutboxLog } from '../bus/index.js';
+import type { CardSource, SecretResolver } from '../fleet/index.js';
 import type { AgentClient } from '../dispatch/index.js';
 import type {
   CallInput,
@@ -14,11 +15,19 @@ import type {
   DispatchQuery,
   DispatchRecord,
   DispatchRequest,
+  DispatchRecordStore,
+  GateCall,
   GateVerdict,
+  PolicyGate,
 } from '../dispatch/index.js';
 import type { CostSummaries } from '../alerts/index.js';
 import type { HeldInput } from '../protocol/index.js';
-import type { PushRequest, PushResponse } from '../tasks/index.js';
+import type {
+  PushRequest,
+  PushResponse,
+  TaskRecordStore,
+  TaskTrackerOptions,
+} from '../tasks/index.js';
 import type { WorldMaterialiser } from '../world/index.js';
 import type { GatewayApprovals } from './approvals.js';
 import type { FleetgateConfig } from './config.js';
@@ -115,4 +124,54 @@ export interface GatewayPorts {
   leaseHeld(): boolean;
   /** Tasks the task tracker follows in this process. */
   trackedTasks(): number;
+}
+
+/** The durable records a gateway keeps on its store: tasks (the terminal claim) and dispatches. */
+export interface GatewayRecords {
+  tasks: TaskRecordStore;
+  dispatches: DispatchRecordStore;
+}
+
+/** What tests and embedders may inject instead of what the config names. */
+export interface GatewayDeps {
+  /** An open store; the gateway migrates nothing else and does not close it. */
+  store?: GatewayStore;
+  /** A bus; the gateway does not close it. */
+  bus?: EventBus;
+  /** Where cards come from (default: HTTP). */
+  cardSource?: CardSource;
+  /** Resolves the environment variables named by `auth` in the agents (default: none). */
+  secrets?: SecretResolver;
+  /** The policy gate of every dispatch (default: the HITL gate built from `config.policy`). */
+  gate?: PolicyGate;
+  /** The gateway's public base URL, for push notifications from agents. */
+  pushBaseUrl?: string;
+  /** `fetch` used for agent calls (default: `node:http`, see `createFleetClient`'s `fetch`). */
+  fetch?: typeof fetch;
+  /** Initial world-state values by domain. */
+  seeds?: Readonly<Record<string, unknown>>;
+  /** Clock in epoch milliseconds. */
+  now?: () => number;
+  /**
+   * How dispatches are sent (default `blocking`); with `return-immediately` every task that did
+   * not end in the reply is followed by the tracker from the start.
+   */
+  dispatchMode?: 'blocking' | 'streaming' | 'return-immediately';
+  /** Poll timing and limits of the task tracker. */
+  tracking?: Pick<TaskTrackerOptions, 'polling' | 'maxTrackingTimeMs'>;
+  /**
+   * The outbox relay: its idle poll interval (default 250 ms), or `false` to leave it stopped —
+   * committed events then stay in the outbox until a gateway with a relay runs (crash tests).
+   */
+  relay?: false | { pollIntervalMs?: number };
+  /**
+   * Wraps the task and dispatch records the gateway built on its store, before anything uses
+   * them: a fault-injection seam (a claim or an update failing as a lost database connection
+   * would), so such suites still run the whole gateway. Default: the records as built.
+   */
+  records?: (built: GatewayRecords) => GatewayRecords;
+  /** Receives failures of background work (default: published on `system.error`). */
+  onError?: (error: unknown, where: string) => void;
+  /** Told every decision of the policy gate (metrics). */
+  onGateDecision?: (request: GateCall, decision: GateVerdict) => void;
 }

@@ -1,0 +1,267 @@
+/**
+ * The `Gateway` a caller holds, over the parts the composition root wired (`gateway-wiring.ts`):
+ * calls accepted until `close()` starts, dispatch handles and their watcher, follow-ups decided by
+ * the gate, and the shutdown in reverse order of the wiring.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Subscription } from '../bus/index.js';
+import { createOutboxLog, InMemoryEventBus } from '../bus/index.js';
+import { ENDED_STATUSES } from '../calls/index.js';
+import type { DispatchRecord, DispatchWatcher, GateVerdict } from '../dispatch/index.js';
+import { CallHandle, createDispatchWatcher } from '../dispatch/index.js';
+import { FleetgateError } from '../protocol/index.js';
+import { checkCallTarget } from './fleet-view.js';
+import type { FollowUpRequest, Gateway } from './gateway-types.js';
+import type { CallPath, Ground, Records, Upkeep } from './gateway-wiring.js';
+import type { Consumers, OrphanRecovery } from './gateway-start.js';
+
+/** Everything the composition root built, and the signal `close()` aborts first. */
+export interface Assembly {
+  readonly ground: Ground;
+  readonly records: Records;
+  readonly calls: CallPath;
+  readonly upkeep: Upkeep;
+  readonly consumers: Consumers;
+  readonly orphans: OrphanRecovery;
+  readonly closing: AbortController;
+}
+
+/** Work the gateway accepted and has not finished; refuses new work once closing. */
+class Acceptor {
+  readonly inFlight = new Set<Promise<unknown>>();
+  closing: Promise<void> | undefined;
+
+  accept<T>(work: () => Promise<T>): Promise<T> {
+    if (this.closing !== undefined) {
+      return Promise.reject(
+        new FleetgateError('FLEETGATE_GATEWAY_CLOSED', 'The gateway is shutting down.'),
+      );
+    }
+    const promise = work();
+    this.inFlight.add(promise);
+    const forget = (): void => void this.inFlight.delete(promise);
+    promise.then(forget, forget);
+    return promise;
+  }
+}
+
+/** The gateway over an assembly. */
+export function buildGateway(assembly: Assembly): Gateway {
+  const { ground, records, calls, upkeep, consumers } = assembly;
+  const { config, bus, runtime } = ground;
+  const { dispatchRecords } = records;
+  const { approvals } = upkeep;
+  const work = new Acceptor();
+  const accept = <T>(fn: () => Promise<T>): Promise<T> => work.accept(fn);
+  const watcher = dispatchWatcher(assembly);
+  const handleServices = {
+    watcher,
+    read: (id: string) => dispatchRecords.get(id),
+    closing: assembly.closing.signal,
+    cancel: (record: DispatchRecord, decision: GateVerdict | undefined, reason?: string) =>
+      accept(() => cancelDispatch(assembly, watcher, record, decision, reason)),
+  };
+  return {
+    config,
+    dispatch(request) {
+      const id = request.id ?? randomUUID();
+      const handle = new CallHandle(id, handleServices);
+      handle.begin(
+        accept(async () => {
+          checkCallTarget(runtime.broker, request.agent, request.skill);
+          return calls.dispatcher.dispatch({ ...request, id }, handle);
+        }),
+      );
+      return handle;
+    },
+    dispatchRecord: (id) => dispatchRecords.get(id),
+    dispatches: (query) => dispatchRecords.list(query),
+    decideFollowUp: (request) => accept(() => decideFollowUp(assembly, request)),
+    call: (agent, skill, callInput, options) =>
+      accept(() => calls.fleet.call(agent, skill, callInput, options)),
+    agents: runtime.broker,
+    approvals: {
+      ...approvals.api,
+      approve: (id, by, reason) => accept(() => approvals.api.approve(id, by, reason)),
+      reject: (id, by, reason) => accept(() => approvals.api.reject(id, by, reason)),
+      answer: (id, by, text, reason) => accept(() => approvals.api.answer(id, by, text, reason)),
+      sweep: () => accept(() => approvals.api.sweep()),
+    },
+    world: consumers.world,
+    events: bus,
+    eventLog: createOutboxLog(ground.store.db),
+    costs: consumers.costs,
+    pushReceiver: calls.tracker.pushReceiver(),
+    settle: () => settle(ground),
+    close() {
+      work.closing ??= closeGateway(assembly, watcher, work.inFlight);
+      return work.closing;
+    },
+  };
+}
+
+/** Dispatch handles wait on their dispatch's own events, heard once the first handle waits. */
+function dispatchWatcher(assembly: Assembly): DispatchWatcher {
+  const { bus, reportError } = assembly.ground;
+  const { instanceId } = assembly.calls;
+  return createDispatchWatcher(
+    (id) => assembly.records.dispatchRecords.get(id),
+    (listener) => {
+      let subscription: Subscription | undefined;
+      let stopped = false;
+      const ready = Promise.resolve()
+        .then(() =>
+          bus.subscribe(
+            'skill.dispatch.>',
+            (event) => {
+              const id = (event.payload as { id?: unknown } | null)?.id;
+              if (typeof id === 'string') listener(id);
+            },
+            // Never waits; a dropped event only delays a wait to its next safety read.
+            {
+              name: `dispatch_handles_${instanceId.replace(/[^\w-]/gu, '_')}`.slice(0, 64),
+              overflow: 'drop-oldest',
+            },
+          ),
+        )
+        .then(
+          (taken) => {
+            subscription = taken;
+            if (stopped) void taken.unsubscribe();
+          },
+          (error: unknown) => reportError(error, 'dispatch-handles'),
+        );
+      return {
+        ready,
+        stop() {
+          stopped = true;
+          void subscription?.unsubscribe();
+        },
+      };
+    },
+  );
+}
+
+/** Cancels a dispatch (see `DispatchHandle.cancel`). */
+async function cancelDispatch(
+  assembly: Assembly,
+  watcher: DispatchWatcher,
+  record: DispatchRecord,
+  decision: GateVerdict | undefined,
+  reason: string | undefined,
+): Promise<DispatchRecord> {
+  const { fleet, tracker } = assembly.calls;
+  const why = reason ?? 'canceled by its caller';
+  if (record.status === 'awaiting-approval') {
+    const approvalId = decision?.action === 'hold' ? decision.approvalId : undefined;
+    if (approvalId !== undefined) {
+      await assembly.upkeep.approvals.api.reject(approvalId, 'caller', why);
+      return (await assembly.records.dispatchRecords.get(record.id)) ?? record;
+    }
+  }
+  if (record.status === 'running' || record.status === 'awaiting-input') {
+    if (record.taskId === null) {
+      throw new FleetgateError(
+        'FLEETGATE_DISPATCH_NOT_CANCELABLE',
+        `Dispatch ${record.id} is being sent to ${record.agent}; its task is not known yet. Retry shortly.`,
+        { details: { id: record.id, status: record.status } },
+      );
+    }
+    const { client } = await fleet.agentClient(record.agent);
+    const task = await client.cancelTask({ tenant: '', id: record.taskId, metadata: undefined });
+    // The agent's answer is a sighting of the task: an end settles the dispatch at once (once,
+    // whichever path sees it first); a task still winding down is polled now.
+    if (!(await tracker.observe(record.agent, task, 'cancel'))) {
+      tracker.pollNow(record.agent, record.taskId);
+    }
+    return (
+      (await watcher.until(record.id, (r) => ENDED_STATUSES.has(r.status), {
+        timeoutMs: 10_000,
+      })) ?? record
+    );
+  }
+  if (record.status === 'awaiting-approval') {
+    throw new FleetgateError(
+      'FLEETGATE_DISPATCH_NOT_CANCELABLE',
+      `Dispatch ${record.id} waits on an approval this handle did not see; reject it in the inbox.`,
+      { details: { id: record.id, status: record.status } },
+    );
+  }
+  return record;
+}
+
+/** Decides a follow-up to a running dispatch's task (see `Gateway.decideFollowUp`). */
+async function decideFollowUp(assembly: Assembly, request: FollowUpRequest): Promise<GateVerdict> {
+  const record = await assembly.records.dispatchRecords.get(request.dispatchId);
+  if (record === undefined) {
+    throw new FleetgateError(
+      'FLEETGATE_DISPATCH_NOT_FOUND',
+      `No dispatch ${request.dispatchId} to follow up.`,
+      { details: { id: request.dispatchId } },
+    );
+  }
+  if (record.status !== 'running' || record.taskId !== request.taskId) {
+    throw new FleetgateError(
+      'FLEETGATE_USAGE',
+      `Dispatch ${record.id} is ${record.status}${record.taskId === null ? '' : ` on task ${record.taskId}`}: a follow-up goes to the running task it is on.`,
+      { details: { id: record.id, status: record.status, taskId: request.taskId } },
+    );
+  }
+  return assembly.calls.gate.decide({
+    dispatchId: record.id,
+    agent: record.agent,
+    skill: record.skill,
+    correlationId: record.correlationId,
+    input: request.input,
+    ...(request.requestedBy === undefined ? {} : { requestedBy: request.requestedBy }),
+    followUp: {
+      taskId: request.taskId,
+      ...(request.contextId === undefined ? {} : { contextId: request.contextId }),
+    },
+  });
+}
+
+/** Publishes everything committed so far and waits for the bus to deliver it. */
+async function settle(ground: Ground): Promise<void> {
+  // Delivering an event can commit more (the materialiser's `world.state.updated` rows): relay
+  // and deliver until a round finds nothing left to send.
+  for (let round = 0; round < 16; round += 1) {
+    const sent = await ground.relay.drain();
+    if (ground.bus instanceof InMemoryEventBus) await ground.bus.idle();
+    if (sent === 0 && round > 0) return;
+  }
+}
+
+/** The shutdown: the wiring in reverse, after the calls in flight (see `Gateway.close`). */
+async function closeGateway(
+  assembly: Assembly,
+  watcher: DispatchWatcher,
+  inFlight: ReadonlySet<Promise<unknown>>,
+): Promise<void> {
+  const { ground, calls, upkeep } = assembly;
+  const { deps, relay, bus, reportError } = ground;
+  assembly.closing.abort();
+  watcher.close();
+  ground.runtime.broker.stop();
+  await upkeep.retention.stop();
+  calls.dispatcher.stop();
+  assembly.orphans.stop();
+  await assembly.orphans.running;
+  await upkeep.approvals.stop();
+  await Promise.allSettled([...inFlight]);
+  // Nothing of this process is in flight now: its instance lease goes.
+  await calls.instance.stop();
+  calls.tracker.stop();
+  // Claims waiting for the store get one last try; tasks with a record recover next start.
+  await calls.terminal.stop();
+  if (deps.relay !== false) {
+    await relay.drain().catch((error: unknown) => reportError(error, 'outbox-relay'));
+  }
+  await relay.stop();
+  if (bus instanceof InMemoryEventBus) await bus.idle();
+  await assembly.consumers.stop();
+  await ground.runtime.close();
+  await ground.lease.stop();
+  if (deps.bus === undefined) await bus.close();
+  if (deps.store === undefined) await ground.store.close();
+}

@@ -1,0 +1,171 @@
+/**
+ * The last steps of the composition root (`gateway.ts`): the consumers of the bus (the world-state
+ * materialiser and the alerts) and the start — consumers first, then the relay, the cards, the
+ * tracker's recovery, the journaled claims, the calls a dead gateway left, the approvals sweeper
+ * and retention.
+ */
+import type { JournaledClaim } from '../dispatch/index.js';
+import { declarationLookupOf } from '../fleet/index.js';
+import type { Reconciler } from '../alerts/index.js';
+import {
+  createActionQualityMonitor,
+  createCostSummaries,
+  createOutcomeUnknownAlerts,
+  createRadiusWidenedAlerts,
+  createReconciler,
+} from '../alerts/index.js';
+import type { WorldMaterialiser } from '../world/index.js';
+import { createSqlWorldStore, createWorldMaterialiser } from '../world/index.js';
+import { instanceAlive } from './card-lease.js';
+import type { CallPath, Ground, Records, Upkeep } from './gateway-wiring.js';
+
+/** What reads the bus: the world-state materialiser and the alerts. */
+export interface Consumers {
+  readonly world: WorldMaterialiser;
+  readonly reconciler: Reconciler;
+  readonly costs: ReturnType<typeof createCostSummaries>;
+  /** Starts each, in order: nothing published after is missed. */
+  start(): Promise<void>;
+  /** Stops each; a failure of one does not keep the others running. */
+  stop(): Promise<void>;
+}
+
+/** Builds the consumers; `closing` aborts the materialiser's wait for the store at shutdown. */
+export function wireConsumers(ground: Ground, closing: AbortSignal): Consumers {
+  const { config, deps, bus, relay, runtime, reportError } = ground;
+  const world = createWorldMaterialiser({
+    store: createSqlWorldStore({
+      db: ground.store.db,
+      kind: ground.store.kind,
+      sqlite: ground.store.sqlite,
+      onCommitted: () => relay.notify(),
+    }),
+    bus,
+    retry: {
+      signal: closing,
+      // Once per event and outage: the first failed try says the update waits for the store.
+      onRetry: (error, attempt) => {
+        if (attempt === 1) reportError(error, 'world-materialiser');
+      },
+    },
+    maxEventBytes: ground.eventBytes,
+    maxDomainBytes: config.limits.domainBytes,
+    ...(deps.seeds === undefined ? {} : { seeds: deps.seeds }),
+    ...(deps.now === undefined ? {} : { now: deps.now }),
+  });
+  const declarations = declarationLookupOf(runtime.broker);
+  const reconciler: Reconciler = createReconciler({
+    bus,
+    declarations,
+    domains: config.domains,
+    learnFloors: true,
+    floorWriter: runtime.floorWriter,
+  });
+  const quality = createActionQualityMonitor({ bus, declarations });
+  const costs = createCostSummaries();
+  const widened = createRadiusWidenedAlerts({ bus });
+  const outcomeUnknown = createOutcomeUnknownAlerts({ bus, declarations });
+  return {
+    world,
+    reconciler,
+    costs,
+    async start() {
+      await world.start();
+      await reconciler.start();
+      await quality.start();
+      await costs.start(bus);
+      await widened.start();
+      await outcomeUnknown.start();
+    },
+    async stop() {
+      await Promise.allSettled([
+        world.stop(),
+        reconciler.stop(),
+        quality.stop(),
+        costs.stop(),
+        widened.stop(),
+        outcomeUnknown.stop(),
+      ]);
+    },
+  };
+}
+
+/** The recovery of calls a dead gateway left mid-send, now and on a timer. */
+export interface OrphanRecovery {
+  /** The sweep running now, if one is. */
+  readonly running: Promise<void> | undefined;
+  stop(): void;
+}
+
+/**
+ * Starts a gateway: the consumers first (nothing the relay or the first refresh publishes is
+ * missed), the relay, the cards, the tracker's recovery, the journaled claims, the orphaned calls,
+ * then the approvals sweeper and retention.
+ */
+export async function startGateway(
+  ground: Ground,
+  records: Records,
+  calls: CallPath,
+  upkeep: Upkeep,
+  consumers: Consumers,
+): Promise<OrphanRecovery> {
+  await consumers.start();
+  if (ground.deps.relay !== false) ground.relay.start();
+  await ground.runtime.broker.start();
+  await calls.tracker.recover();
+  await replayJournal(ground, records, calls);
+  const orphans = await recoverOrphans(ground, calls);
+  await upkeep.approvals.api.sweep();
+  upkeep.approvals.start();
+  upkeep.retention.start();
+  return orphans;
+}
+
+/**
+ * Task ends a gateway stopping while the database was away kept: claimed now (their events to the
+ * outbox once), before recovery looks for the calls they belong to.
+ */
+async function replayJournal(ground: Ground, records: Records, calls: CallPath): Promise<void> {
+  const { reportError } = ground;
+  for (const taken of (await records.journal?.take()) ?? []) {
+    for (const claim of taken.claims) {
+      const context = claim.task.contextId;
+      calls.journaled.set(context, [...(calls.journaled.get(context) ?? []), claim.task]);
+    }
+    let remaining: readonly JournaledClaim[] = taken.claims;
+    try {
+      remaining = await calls.terminal.replay(taken.claims);
+    } catch (error) {
+      reportError(error, 'terminal.journal-replay'); // kept whole: a claim made is a no-op again
+    }
+    await taken.done(remaining).catch((error: unknown) => reportError(error, 'terminal.journal'));
+  }
+}
+
+/** Calls a dead gateway left mid-send: now, then every third of the lease's time to live. */
+async function recoverOrphans(ground: Ground, calls: CallPath): Promise<OrphanRecovery> {
+  const { config, deps, store, reportError } = ground;
+  const now = deps.now ?? Date.now;
+  const alive = (owner: string): Promise<boolean> => instanceAlive(store.db, owner, now());
+  const sweep = (): Promise<void> =>
+    calls.dispatcher.recoverOrphans(alive).then(
+      () => undefined,
+      (error: unknown) => reportError(error, 'dispatcher.recover'),
+    );
+  let running: Promise<void> | undefined = sweep();
+  await running;
+  const timer = setInterval(
+    () => {
+      running ??= sweep().finally(() => (running = undefined));
+    },
+    Math.max(250, Math.floor(config.replicas.leaseTtl / 3)),
+  );
+  timer.unref();
+  running = undefined;
+  return {
+    get running() {
+      return running;
+    },
+    stop: () => clearInterval(timer),
+  };
+}
