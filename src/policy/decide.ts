@@ -65,28 +65,19 @@ function coveringGrant(
   return undefined;
 }
 
-/**
- * Decides how a call runs.
- *
- * - Effective radius: the declared radius raised by the acknowledged level and the operator floor;
- *   an unknown or stale radius counts as `rules.unknownRadius` (never lowering what is known).
- * - Mode: the declared mode (none → `autonomous`), raised by the radius thresholds and the
- *   override's `minMode`. Policy only tightens: the result is never below the declared mode.
- * - A standing approval covering the call is named in `standing` (the mode stays what it is).
- *
- * @example
- * ```ts
- * decide({ agent: 'ops', skill: 'pr_review', radius: broker.effectiveRadius('ops', 'pr_review'),
- *   hitl: broker.effectiveHitlMode('ops', 'pr_review') }, DEFAULT_POLICY_RULES).mode // 'gated'
- * ```
- */
-export function decide(input: DecisionInput, rules: PolicyRules): Decision {
-  const { radius: r, hitl: h } = input;
-  const reasons: Reason[] = [];
-  const override = findOverride(rules.overrides, input.agent, input.skill);
+/** What the steps of {@link decide} share: the call's facts, the rules, and the reasons so far. */
+interface DecideStep {
+  input: DecisionInput;
+  rules: PolicyRules;
+  override: PolicyOverride | undefined;
+  reasons: Reason[];
+}
 
-  // 1. The effective radius. A stale card's declarations are not trusted: fall back to the
-  // unknown rule, but never below what is already known (the ratchet and the floor).
+/** Step 1 of {@link decide}: the effective radius, each fact that made it named in `reasons`. */
+function effectiveRadiusOf({ input, rules, reasons }: DecideStep): BlastRadius | undefined {
+  const r = input.radius;
+  // A stale card's declarations are not trusted: fall back to the unknown rule, but never below
+  // what is already known (the ratchet and the floor).
   let effective: BlastRadius | undefined;
   const unknown = r.stale || r.declared === undefined;
   if (r.stale) {
@@ -128,23 +119,19 @@ export function decide(input: DecisionInput, rules: PolicyRules): Decision {
       reasons.push({ kind: 'floor', detail: `floor raised to ${r.floor}${why}${at}` });
     }
   }
+  return effective;
+}
 
-  // 2. The declared mode (hitl-mode-v1), which policy never lowers.
-  const declaredMode: HitlMode = h.mode ?? 'autonomous';
-  if (h.mode === undefined) {
-    reasons.push({ kind: 'mode-undeclared', detail: 'no hitl-mode-v1 mode declared: autonomous' });
-  } else {
-    reasons.push({ kind: 'declared-mode', detail: `declared mode ${h.mode}` });
-    if (h.pending !== undefined && HITL_ORDER[h.pending] < HITL_ORDER[h.mode]) {
-      reasons.push({
-        kind: 'narrowing-pending',
-        detail: `mode narrowed to ${h.pending}, still ${h.mode} until acknowledged`,
-      });
-    }
-  }
+/**
+ * Step 3 of {@link decide}: the declared mode raised by the radius thresholds (blast-v1 composed
+ * with hitl-mode-v1) and by the override's `minMode`; never lowered.
+ */
+function raiseMode(
+  { input, rules, override, reasons }: DecideStep,
+  declaredMode: HitlMode,
+  effective: BlastRadius | undefined,
+): HitlMode {
   let mode = declaredMode;
-
-  // 3. The radius thresholds (blast-v1 composed with hitl-mode-v1).
   if (override?.action === 'allow') {
     reasons.push({
       kind: 'override-allow',
@@ -176,6 +163,49 @@ export function decide(input: DecisionInput, rules: PolicyRules): Decision {
       detail: `override raises ${input.agent}/${input.skill} to ${override.minMode}`,
     });
   }
+  return mode;
+}
+
+/**
+ * Decides how a call runs.
+ *
+ * - Effective radius: the declared radius raised by the acknowledged level and the operator floor;
+ *   an unknown or stale radius counts as `rules.unknownRadius` (never lowering what is known).
+ * - Mode: the declared mode (none → `autonomous`), raised by the radius thresholds and the
+ *   override's `minMode`. Policy only tightens: the result is never below the declared mode.
+ * - A standing approval covering the call is named in `standing` (the mode stays what it is).
+ *
+ * @example
+ * ```ts
+ * decide({ agent: 'ops', skill: 'pr_review', radius: broker.effectiveRadius('ops', 'pr_review'),
+ *   hitl: broker.effectiveHitlMode('ops', 'pr_review') }, DEFAULT_POLICY_RULES).mode // 'gated'
+ * ```
+ */
+export function decide(input: DecisionInput, rules: PolicyRules): Decision {
+  const h = input.hitl;
+  const reasons: Reason[] = [];
+  const override = findOverride(rules.overrides, input.agent, input.skill);
+  const step: DecideStep = { input, rules, override, reasons };
+
+  // 1. The effective radius (stale or unknown: the unknown rule, never below what is known).
+  const effective = effectiveRadiusOf(step);
+
+  // 2. The declared mode (hitl-mode-v1), which policy never lowers.
+  const declaredMode: HitlMode = h.mode ?? 'autonomous';
+  if (h.mode === undefined) {
+    reasons.push({ kind: 'mode-undeclared', detail: 'no hitl-mode-v1 mode declared: autonomous' });
+  } else {
+    reasons.push({ kind: 'declared-mode', detail: `declared mode ${h.mode}` });
+    if (h.pending !== undefined && HITL_ORDER[h.pending] < HITL_ORDER[h.mode]) {
+      reasons.push({
+        kind: 'narrowing-pending',
+        detail: `mode narrowed to ${h.pending}, still ${h.mode} until acknowledged`,
+      });
+    }
+  }
+
+  // 3. The radius thresholds and the override's minMode.
+  const mode = raiseMode(step, declaredMode, effective);
 
   const decision: Decision = {
     mode,

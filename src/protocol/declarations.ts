@@ -1,10 +1,21 @@
-import type { BlastRadius } from './radius.js';
+/**
+ * `readDeclarations`: the blast-v1, hitl-mode-v1 and effect-domain-v1 declarations of an agent
+ * card, read entry by entry with a diagnostic for every problem.
+ */
+import type {
+  BlastDeclaration,
+  Declarations,
+  Diagnostic,
+  EffectDomainDeclaration,
+  HitlModeDeclaration,
+  Report,
+} from './declaration-types.js';
+import type { Reader } from './declaration-skill-map.js';
+import { emptyRecord, readSkillMap, skillPath } from './declaration-skill-map.js';
 import { BLAST_RADII, isBlastRadius } from './radius.js';
-import type { HitlMode } from './hitl.js';
 import { HITL_MODES, isHitlMode } from './hitl.js';
 import { isRecord, jsonPath, preview } from './json-path.js';
 import { LIMITS } from './limits.js';
-import type { ErrorCode } from './errors.js';
 import {
   BLAST_V1_URI,
   canonicalExtensionUri,
@@ -13,95 +24,15 @@ import {
   HITL_MODE_V1_URI,
 } from './uris.js';
 
-/** How serious a card problem is: an error drops the entry, a warning keeps it. */
-export type DiagnosticSeverity = 'error' | 'warning';
-
-/** One problem found in an agent card, with the JSON path where it is. */
-export interface Diagnostic {
-  /** JSON path into the card, e.g. `capabilities.extensions[2].params.skills.deploy.radius`. */
-  path: string;
-  severity: DiagnosticSeverity;
-  message: string;
-  /**
-   * The error code of a problem that has one: `FLEETGATE_LIMIT_EXCEEDED` when a size or count
-   * limit cut the card short (the message names the limit and what was read).
-   */
-  code?: ErrorCode;
-}
-
-type Report = (
-  path: string,
-  severity: DiagnosticSeverity,
-  message: string,
-  code?: ErrorCode,
-) => void;
-
-/** A skill's blast-v1 declaration. */
-export interface BlastDeclaration {
-  radius: BlastRadius;
-  note?: string;
-}
-
-/** A skill's hitl-mode-v1 declaration. */
-export interface HitlModeDeclaration {
-  mode: HitlMode;
-  vetoTtlMs?: number;
-  reviewer?: 'operator';
-  note?: string;
-}
-
-/** A skill's effect-domain-v1 declaration: the domains it may change. */
-export interface EffectDomainDeclaration {
-  domains: string[];
-}
-
-/** One entry of the card's `capabilities.extensions`. */
-export interface DeclaredExtension {
-  /** The URI as the card spells it. */
-  uri: string;
-  /** The canonical URI (aliases resolved). */
-  canonicalUri: string;
-  required: boolean;
-  /** True when Fleetgate implements this extension. */
-  known: boolean;
-  /** Where it is in the card. */
-  path: string;
-}
-
-/** What a card declares for the extensions, per skill, plus every problem found. */
-export interface Declarations {
-  /** Every declared extension, first declaration of each URI only. */
-  declared: DeclaredExtension[];
-  /** Canonical URIs of every declared extension, in card order, without repeats. */
-  extensions: string[];
-  blast: Record<string, BlastDeclaration>;
-  hitlMode: Record<string, HitlModeDeclaration>;
-  effectDomain: Record<string, EffectDomainDeclaration>;
-  /** The skill ids of `card.skills`. */
-  skills: string[];
-  diagnostics: Diagnostic[];
-}
-
-/**
- * Reads one skill's entry of an extension's `params.skills`. `base` is the extension entry's path
- * and `id` the skill's: the entry's path is built only for a diagnostic ({@link skillPath}).
- */
-type Reader<T> = (
-  entry: Record<string, unknown>,
-  base: string,
-  id: string,
-  report: Report,
-) => T | undefined;
-
-/** `<base>.params` */
-const paramsPathOf = (base: string): string => jsonPath(base, 'params');
-/** `<base>.params.skills` */
-const skillsPathOf = (base: string): string => jsonPath(paramsPathOf(base), 'skills');
-/** `<base>.params.skills.<id>`, or a key below it. */
-function skillPath(base: string, id: string, key?: string): string {
-  const path = jsonPath(skillsPathOf(base), id);
-  return key === undefined ? path : jsonPath(path, key);
-}
+export type {
+  BlastDeclaration,
+  DeclaredExtension,
+  Declarations,
+  Diagnostic,
+  DiagnosticSeverity,
+  EffectDomainDeclaration,
+  HitlModeDeclaration,
+} from './declaration-types.js';
 
 function readNote(
   entry: Record<string, unknown>,
@@ -207,83 +138,6 @@ const readDomains: Reader<EffectDomainDeclaration> = (entry, base, id, report) =
   return { domains: [...new Set(domains as string[])] };
 };
 
-/**
- * A new object without a prototype (skill ids are keys: `__proto__` or `constructor` are plain
- * keys here). Made from a literal, not with `Object.create(null)`: V8 gives the latter a hash table
- * from the start (~180 bytes, and slower to fill and list), while this one stays a compact object
- * with the same behaviour.
- */
-function emptyRecord<T>(): Record<string, T> {
-  return Object.setPrototypeOf({}, null) as Record<string, T>;
-}
-
-/**
- * Reads the per-skill `params.skills` map of one extension entry. A bad entry for one skill is
- * reported and dropped; the entries beside it are kept.
- */
-function readSkillMap<T>(
-  params: unknown,
-  base: string,
-  read: Reader<T>,
-  knownSkills: ReadonlySet<string> | undefined,
-  report: Report,
-  requireSkills: boolean,
-): Record<string, T> {
-  // Paths are built only for a diagnostic: a good card never needs them.
-  const out = emptyRecord<T>();
-  if (params === undefined) {
-    if (requireSkills) report(paramsPathOf(base), 'warning', 'is missing; no skill declarations');
-    return out;
-  }
-  if (!isRecord(params)) {
-    report(paramsPathOf(base), 'error', `must be an object (got ${preview(params)})`);
-    return out;
-  }
-  if (params.skills === undefined) {
-    if (requireSkills) report(skillsPathOf(base), 'warning', 'is missing; no skill declarations');
-    return out;
-  }
-  if (!isRecord(params.skills)) {
-    report(
-      skillsPathOf(base),
-      'error',
-      `must be an object mapping skill ids to declarations (got ${Array.isArray(params.skills) ? 'an array' : preview(params.skills)})`,
-    );
-    return out;
-  }
-  const ids = Object.keys(params.skills);
-  if (ids.length > LIMITS.cardSkills) {
-    report(
-      skillsPathOf(base),
-      'error',
-      `declares ${ids.length} skills, more than the limit of ${LIMITS.cardSkills}; only the first ${LIMITS.cardSkills} are read, the rest are ignored`,
-      'FLEETGATE_LIMIT_EXCEEDED',
-    );
-  }
-  for (const id of ids.slice(0, LIMITS.cardSkills)) {
-    const entry = params.skills[id];
-    if (id === '' || id.length > LIMITS.nameLength) {
-      report(skillPath(base, id), 'error', `skill id must be 1 to ${LIMITS.nameLength} characters`);
-      continue;
-    }
-    if (!isRecord(entry)) {
-      report(skillPath(base, id), 'error', `must be an object (got ${preview(entry)})`);
-      continue;
-    }
-    const value = read(entry, base, id, report);
-    if (value === undefined) continue;
-    if (knownSkills !== undefined && !knownSkills.has(id)) {
-      report(
-        skillPath(base, id),
-        'warning',
-        `names skill ${JSON.stringify(id)}, which is not in card.skills`,
-      );
-    }
-    out[id] = value;
-  }
-  return out;
-}
-
 /** `capabilities.extensions[i]` for every entry read: one string each, not one per card read. */
 const EXTENSION_PATHS: readonly string[] = Array.from({ length: LIMITS.cardExtensions }, (_, i) =>
   jsonPath('capabilities.extensions', i),
@@ -301,31 +155,14 @@ function reportInto(diagnostics: Diagnostic[]): Report {
 }
 
 /**
- * Reads the blast-v1, hitl-mode-v1 and effect-domain-v1 declarations of an agent card (any JSON),
- * with a diagnostic for every problem. Never throws; a bad entry never hides the good ones.
- *
- * @example
- * ```ts
- * const { blast, diagnostics } = readDeclarations(card);
- * blast.pr_review?.radius // 'repo'
- * ```
+ * Reads `card.skills` into `result.skills`; returns the skill ids a declaration may name, or
+ * undefined when the card lists no skills.
  */
-export function readDeclarations(card: unknown): Declarations {
-  const result: Declarations = {
-    declared: [],
-    extensions: [],
-    blast: emptyRecord<BlastDeclaration>(),
-    hitlMode: emptyRecord<HitlModeDeclaration>(),
-    effectDomain: emptyRecord<EffectDomainDeclaration>(),
-    skills: [],
-    diagnostics: [],
-  };
-  const report = reportInto(result.diagnostics);
-  if (!isRecord(card)) {
-    report('', 'error', `the agent card must be a JSON object (got ${preview(card)})`);
-    return result;
-  }
-
+function readCardSkills(
+  card: Record<string, unknown>,
+  result: Declarations,
+  report: Report,
+): Set<string> | undefined {
   let knownSkills: Set<string> | undefined;
   if (Array.isArray(card.skills)) {
     const listed: unknown[] = card.skills;
@@ -359,28 +196,19 @@ export function readDeclarations(card: unknown): Declarations {
   } else if (card.skills !== undefined) {
     report('skills', 'warning', `must be a list of skills (got ${preview(card.skills)})`);
   }
+  return knownSkills;
+}
 
-  const capabilities = card.capabilities;
-  if (capabilities === undefined) return result;
-  if (!isRecord(capabilities)) {
-    report('capabilities', 'error', `must be an object (got ${preview(capabilities)})`);
-    return result;
-  }
-  const extensions = capabilities.extensions;
-  if (extensions === undefined) return result;
-  if (!Array.isArray(extensions)) {
-    report('capabilities.extensions', 'error', `must be a list (got ${preview(extensions)})`);
-    return result;
-  }
-  if (extensions.length > LIMITS.cardExtensions) {
-    report(
-      'capabilities.extensions',
-      'error',
-      `has ${extensions.length} entries, more than the limit of ${LIMITS.cardExtensions}; the rest are ignored`,
-      'FLEETGATE_LIMIT_EXCEEDED',
-    );
-  }
-
+/**
+ * Reads the entries of `capabilities.extensions` (up to the limit) into `result`: each URI once
+ * (aliases resolved), and the skill map of each extension Fleetgate reads.
+ */
+function readExtensions(
+  extensions: unknown[],
+  result: Declarations,
+  knownSkills: ReadonlySet<string> | undefined,
+  report: Report,
+): void {
   /** Where each canonical URI was first declared, and under which URI. */
   const seen = new Map<string, { path: string; uri: string }>();
   extensions.slice(0, LIMITS.cardExtensions).forEach((raw: unknown, i) => {
@@ -457,5 +285,57 @@ export function readDeclarations(card: unknown): Declarations {
         break;
     }
   });
+}
+
+/**
+ * Reads the blast-v1, hitl-mode-v1 and effect-domain-v1 declarations of an agent card (any JSON),
+ * with a diagnostic for every problem. Never throws; a bad entry never hides the good ones.
+ *
+ * @example
+ * ```ts
+ * const { blast, diagnostics } = readDeclarations(card);
+ * blast.pr_review?.radius // 'repo'
+ * ```
+ */
+export function readDeclarations(card: unknown): Declarations {
+  const result: Declarations = {
+    declared: [],
+    extensions: [],
+    blast: emptyRecord<BlastDeclaration>(),
+    hitlMode: emptyRecord<HitlModeDeclaration>(),
+    effectDomain: emptyRecord<EffectDomainDeclaration>(),
+    skills: [],
+    diagnostics: [],
+  };
+  const report = reportInto(result.diagnostics);
+  if (!isRecord(card)) {
+    report('', 'error', `the agent card must be a JSON object (got ${preview(card)})`);
+    return result;
+  }
+
+  const knownSkills = readCardSkills(card, result, report);
+
+  const capabilities = card.capabilities;
+  if (capabilities === undefined) return result;
+  if (!isRecord(capabilities)) {
+    report('capabilities', 'error', `must be an object (got ${preview(capabilities)})`);
+    return result;
+  }
+  const extensions = capabilities.extensions;
+  if (extensions === undefined) return result;
+  if (!Array.isArray(extensions)) {
+    report('capabilities.extensions', 'error', `must be a list (got ${preview(extensions)})`);
+    return result;
+  }
+  if (extensions.length > LIMITS.cardExtensions) {
+    report(
+      'capabilities.extensions',
+      'error',
+      `has ${extensions.length} entries, more than the limit of ${LIMITS.cardExtensions}; the rest are ignored`,
+      'FLEETGATE_LIMIT_EXCEEDED',
+    );
+  }
+
+  readExtensions(extensions, result, knownSkills, report);
   return result;
 }

@@ -1,0 +1,119 @@
+/**
+ * The {@link TaskEffects} a `withEffects` executor is handed: reports validated at once and kept on
+ * the task's record, with a warning for what a gateway would not read as meant.
+ */
+import type { WorldStateDeltaEntry } from '../protocol/index.js';
+import { FleetgateError, LIMITS, parseCostPayload, parseDeltaEntry } from '../protocol/index.js';
+import type { EffectsScope, TaskRecord } from './effects-records.js';
+import { warnOnce } from './effects-records.js';
+import { addCost, failingField } from './effects-support.js';
+import type { TaskEffects } from './effects-types.js';
+
+/** Warns when reported deltas name a domain the skill did not declare (or cannot be checked). */
+function checkDomains(
+  scope: EffectsScope,
+  record: TaskRecord,
+  entries: readonly WorldStateDeltaEntry[],
+): void {
+  if (!scope.effectDomainDeclared) {
+    warnOnce(scope, record, 'effect-domain', {
+      kind: 'extension-not-declared',
+      message: `task ${record.taskId} reported deltas, but the card does not declare effect-domain-v1: a Fleetgate gateway never reads them (declareEffectDomain)`,
+    });
+    return;
+  }
+  const skill = record.skill;
+  if (skill === undefined) {
+    warnOnce(scope, record, 'skill', {
+      kind: 'unknown-skill',
+      message: `task ${record.taskId}: no x-effect-domain-skill stamp and more than one skill on the card; the reported domains cannot be checked`,
+    });
+    return;
+  }
+  const domains = scope.declarations.effectDomain[skill]?.domains;
+  for (const entry of entries) {
+    if (domains?.includes(entry.domain) === true) continue;
+    warnOnce(scope, record, `domain:${entry.domain}`, {
+      kind: 'undeclared-domain',
+      skill,
+      domain: entry.domain,
+      message:
+        domains === undefined
+          ? `${skill} reported a change to domain "${entry.domain}" but declares no effect-domain-v1 domains: the gateway raises an undeclared_effect alert`
+          : `${skill} reported a change to domain "${entry.domain}", outside its declared domains (${domains.join(', ') || 'none'}): the gateway raises an undeclared_effect alert`,
+    });
+  }
+}
+
+/** Refuses a report once the task ended and its effects were sent. */
+function assertOpen(record: TaskRecord, method: 'report' | 'reportCost'): void {
+  if (record.sealed) {
+    throw new FleetgateError(
+      'FLEETGATE_EFFECTS_CLOSED',
+      `${method}(): task ${record.taskId} already ended and its effects were sent`,
+      { details: { taskId: record.taskId } },
+    );
+  }
+}
+
+/** The effects handed to the executor for one task. */
+export function effectsOf(scope: EffectsScope, record: TaskRecord): TaskEffects {
+  return {
+    taskId: record.taskId,
+    get contextId() {
+      return record.contextId;
+    },
+    skill: record.skill,
+    stamps: record.stamps,
+    get deltas() {
+      return record.deltas;
+    },
+    report(deltas) {
+      assertOpen(record, 'report');
+      const batch: readonly unknown[] = Array.isArray(deltas) ? deltas : [deltas];
+      if (record.deltas.length + batch.length > LIMITS.deltasPerTask) {
+        throw new FleetgateError(
+          'FLEETGATE_LIMIT_EXCEEDED',
+          `report(): a task may report at most ${LIMITS.deltasPerTask} deltas (task ${record.taskId} has ${record.deltas.length}, ${batch.length} more given)`,
+          { details: { taskId: record.taskId, limit: LIMITS.deltasPerTask } },
+        );
+      }
+      const accepted: WorldStateDeltaEntry[] = [];
+      batch.forEach((candidate, index) => {
+        const verdict = parseDeltaEntry(candidate);
+        if (verdict.ok) {
+          accepted.push(verdict.entry);
+          return;
+        }
+        const field = failingField(candidate);
+        throw new FleetgateError(
+          'FLEETGATE_DELTA_INVALID',
+          `report(): deltas[${index}].${field} is invalid: ${verdict.reason}`,
+          { details: { taskId: record.taskId, index, field, reason: verdict.reason } },
+        );
+      });
+      checkDomains(scope, record, accepted);
+      for (const entry of accepted) record.deltas.push(entry);
+      record.reported = true;
+    },
+    reportCost(sample) {
+      assertOpen(record, 'reportCost');
+      const verdict = parseCostPayload(sample);
+      if (!verdict.ok) {
+        const field = /^[\w.]+(?= )/.exec(verdict.reason)?.[0] ?? 'sample';
+        throw new FleetgateError(
+          'FLEETGATE_COST_INVALID',
+          `reportCost(): ${field} is invalid: ${verdict.reason}`,
+          { details: { taskId: record.taskId, field, reason: verdict.reason } },
+        );
+      }
+      if (!scope.costDeclared) {
+        warnOnce(scope, record, 'cost', {
+          kind: 'extension-not-declared',
+          message: `task ${record.taskId} reported a cost, but the card does not declare cost-v1: a Fleetgate gateway never reads it (declareCost)`,
+        });
+      }
+      record.cost = addCost(record.cost, verdict.payload);
+    },
+  };
+}

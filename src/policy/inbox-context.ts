@@ -1,0 +1,26 @@
+/**
+ * What the parts of the approvals inbox share: the store, the clock, the read of one request and
+ * the audit writer (built once by `createApprovalInbox`).
+ */
+import type { ExpressionBuilder, Kysely } from 'kysely';
+import type { ApprovalRecord } from './approval-records.js';
+import type { AuditWriter } from './standing.js';
+import type { PolicyDatabase } from './store-tables.js';
+
+/** The store and the helpers every part of the inbox works through. */
+export interface InboxContext {
+  readonly db: Kysely<PolicyDatabase>;
+  readonly now: () => number;
+  /** One request by id. */
+  readonly get: (id: string) => Promise<ApprovalRecord | undefined>;
+  /** Writes one audit entry (in the caller's transaction when `runner` is one). */
+  readonly audit: AuditWriter;
+}
+
+/** {@link hasVetoWindow} as a condition on approval rows. */
+export function vetoWindow(eb: ExpressionBuilder<PolicyDatabase, 'fleetgate_policy_approval'>) {
+  return eb.or([
+    eb('kind', '=', 'veto'),
+    eb.and([eb('kind', '=', 'follow-up'), eb('mode', '=', 'veto')]),
+  ]);
+}
