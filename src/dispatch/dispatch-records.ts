@@ -8,7 +8,6 @@ import type {
   DispatchStatus,
   FleetgateTopics,
 } from '../protocol/index.js';
-import { deleteInBatches } from '../store/index.js';
 import type { SqliteAccess } from '../store/index.js';
 
 export type { DispatchResult, DispatchStatus } from '../protocol/index.js';
@@ -638,9 +637,15 @@ async function tryMove(
 }
 
 /** {@link DispatchRecordStore.prune}. */
-function pruneRecords(ctx: RecordsContext, before: number, batchSize = 1_000): Promise<number> {
-  return deleteInBatches(batchSize, async (limit) => {
-    // Who held an ended dispatch goes with it.
+async function pruneRecords(
+  ctx: RecordsContext,
+  before: number,
+  batchSize = 1_000,
+): Promise<number> {
+  let total = 0;
+  for (;;) {
+    // In batches: one huge delete would hold its locks (and grow the log) for long. Who held
+    // an ended dispatch goes with it.
     await ctx.db
       .deleteFrom('fleetgate_dispatch_send')
       .where('dispatch_id', 'in', (eb) =>
@@ -649,10 +654,10 @@ function pruneRecords(ctx: RecordsContext, before: number, batchSize = 1_000): P
           .select('id')
           .where('status', 'in', [...ENDED])
           .where('updated_at', '<', before)
-          .limit(limit),
+          .limit(batchSize),
       )
       .execute();
-    return ctx.db
+    const result = await ctx.db
       .deleteFrom('fleetgate_dispatch')
       .where('id', 'in', (eb) =>
         eb
@@ -660,10 +665,13 @@ function pruneRecords(ctx: RecordsContext, before: number, batchSize = 1_000): P
           .select('id')
           .where('status', 'in', [...ENDED])
           .where('updated_at', '<', before)
-          .limit(limit),
+          .limit(batchSize),
       )
       .executeTakeFirst();
-  });
+    const n = Number(result.numDeletedRows);
+    total += n;
+    if (n < batchSize) return total;
+  }
 }
 
 /**

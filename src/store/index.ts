@@ -9,7 +9,6 @@ export { DEFAULT_STORE_TIMEOUTS } from './pg-pool.js';
 export type { StoreTimeouts } from './pg-pool.js';
 export { composeMigrations, migrateToLatest, serialKeyType } from './migrations.js';
 export type { MigrateOptions, StoreKind, StoreMigration, StoreMigrations } from './migrations.js';
-export { deleteInBatches } from './delete-in-batches.js';
 export type {
   SqliteAccess,
   SqliteRunResult,

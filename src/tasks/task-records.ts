@@ -4,7 +4,6 @@ import { createOutboxWriter, insertOutboxRows } from '../bus/index.js';
 import type { SettlePath } from '../dispatch/index.js';
 import type { OpenTopics, TaskStateName } from '../protocol/index.js';
 import { normalizeTaskState } from '../protocol/index.js';
-import { deleteInBatches } from '../store/index.js';
 import type { SqliteAccess } from '../store/index.js';
 
 /** The durable record of one task the gateway follows. */
@@ -228,13 +227,14 @@ function claimInTransaction(
 }
 
 /** Deletes terminal records claimed before `before`, `batchSize` per statement (retention). */
-function pruneTerminal(
+async function pruneTerminal(
   db: Kysely<ClaimDatabase>,
   before: number,
   batchSize: number,
 ): Promise<number> {
-  return deleteInBatches(batchSize, (limit) =>
-    db
+  let total = 0;
+  for (;;) {
+    const result = await db
       .deleteFrom('fleetgate_task')
       .where((eb) =>
         eb(
@@ -245,12 +245,15 @@ function pruneTerminal(
             .select(['agent', 'task_id'])
             .where('terminal_at', 'is not', null)
             .where('terminal_at', '<', before)
-            .limit(limit)
+            .limit(batchSize)
             .$asTuple('agent', 'task_id'),
         ),
       )
-      .executeTakeFirst(),
-  );
+      .executeTakeFirst();
+    const n = Number(result.numDeletedRows);
+    total += n;
+    if (n < batchSize) return total;
+  }
 }
 
 /** Task records in the store (SQLite or PostgreSQL). */
