@@ -76,8 +76,9 @@ function tooLargeError(
 }
 
 /**
- * Wraps `base` for the requests to one agent (see the file comment). Without `base`, requests go
- * over `node:http`/`node:https` (`src/net/exchange.ts`), and to `fetch` only what that path does not take.
+ * Wraps `base` for the requests to one agent (see the file comment). Without `base` (the product
+ * path; tests inject one), requests go over `node:http`/`node:https` (`src/net/exchange.ts`) and
+ * nothing else: what that path does not take is refused (`FLEETGATE_CALL_FAILED`).
  *
  * @param agent the agent's name, for error messages.
  */
@@ -132,7 +133,17 @@ export function createAgentFetch(
       let request: RequestInit = { ...init, signal, redirect: 'manual' };
       for (let hop = 0; ; hop += 1) {
         let response: Response;
-        if (base === undefined && canExchange(url, request)) {
+        if (base === undefined) {
+          // Agents are called over `src/net` only: the agent's own URL is http(s) (the config
+          // says so); a card or a redirect naming another scheme, or a body that is not text or
+          // bytes, is refused rather than handed to another transport.
+          if (!canExchange(url, request)) {
+            throw new FleetgateError(
+              'FLEETGATE_CALL_FAILED',
+              `Agent ${agent}: the gateway calls agents over http:// or https:// with a text body; ${url.protocol}//${url.host}${url.pathname} is not one.`,
+              { details: { agent, url: url.toString() } },
+            );
+          }
           const at = url;
           const got = await exchange(url, request, signal, maxBytes, (size, status) =>
             tooLargeError(agent, at, maxBytes, size, status),
@@ -145,7 +156,7 @@ export function createAgentFetch(
         } else {
           try {
             // The first hop goes to what the caller asked (the string it gave, parsed only here).
-            response = await (base ?? fetch)(hop === 0 ? input : url, request);
+            response = await base(hop === 0 ? input : url, request);
           } catch (error) {
             throw deadline.signal.aborted ? deadline.signal.reason : error;
           }

@@ -64,8 +64,8 @@ export interface HttpCardSourceOptions {
   /** Most redirects followed, each only within the agent's origin (default 3). */
   maxRedirects?: number;
   /**
-   * The fetch every card request goes through. Without it, cards are fetched over `node:http` /
-   * `node:https` (`src/net`), and only what that path does not take goes to the global `fetch`.
+   * The fetch every card request goes through (tests inject one). Without it, cards are fetched
+   * over `node:http` / `node:https` (`src/net`) and nothing else.
    */
   fetch?: typeof fetch;
 }
@@ -206,11 +206,16 @@ export class HttpCardSource implements CardSource {
     signal: AbortSignal | undefined,
   ): Promise<CardFetchResult | 'not-found'> {
     if (this.#fetch === undefined) {
+      // Cards come over `src/net` only (agent URLs are http(s): the config says so).
       first.parsed ??= new URL(first.href);
-      if (canExchange(first.parsed, {}))
-        return this.#exchangeOne(first.href, first.parsed, target, previous, signal);
+      if (!canExchange(first.parsed, {})) {
+        return Promise.reject(
+          failed(first.href, 'cards are fetched over http:// or https:// only'),
+        );
+      }
+      return this.#exchangeOne(first.href, first.parsed, target, previous, signal);
     }
-    return this.#fetchOneWith(this.#fetch ?? fetch, first.href, target, previous, signal);
+    return this.#fetchOneWith(this.#fetch, first.href, target, previous, signal);
   }
 
   /**

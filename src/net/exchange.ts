@@ -5,7 +5,7 @@
  * under the exchange's byte limit and deadline, and handed back as a `Response` over its bytes; an
  * event stream keeps a stream body (the caller counts and times it). Connections are kept alive
  * and reused, as `fetch` does. What this path does not take — a scheme other than http(s), a body
- * that is not text or bytes — goes to `fetch` (see {@link canExchange}). A caller that wants no
+ * that is not text or bytes — its callers refuse (see {@link canExchange}). A caller that wants no
  * `Response` at all (a card fetch) takes the answer as Node parsed it ({@link exchangeWhole}).
  */
 import {
@@ -46,7 +46,7 @@ export interface Exchanged {
   whole: boolean;
 }
 
-/** True when {@link exchange} can send this request (else it goes to `fetch`). */
+/** True when {@link exchange} can send this request (its callers refuse any other). */
 export function canExchange(url: URL, init: RequestInit): boolean {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return false;
   const body = init.body;
