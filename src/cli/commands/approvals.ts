@@ -99,7 +99,17 @@ export function registerApprovals(
   io: CliIo,
   setExit: (code: number) => void,
 ): void {
-  const approvals = program
+  const approvals = registerList(program, io, setExit);
+  registerDecision(approvals, 'approve', io, setExit);
+  registerDecision(approvals, 'reject', io, setExit);
+  registerDecision(approvals, 'snooze', io, setExit);
+  registerAnswer(approvals, io, setExit);
+  registerExplain(program, io, setExit);
+}
+
+/** `fleetgate approvals`: the pending approvals; returns the command its verbs are added to. */
+function registerList(program: Command, io: CliIo, setExit: (code: number) => void): Command {
+  return program
     .command('approvals')
     .description(
       'list pending approvals (reads the store, never writes it); approve, reject or snooze one',
@@ -124,92 +134,98 @@ export function registerApprovals(
         setExit(EXIT.ok);
       });
     });
+}
 
-  const decision = (verb: 'approve' | 'reject' | 'snooze'): void => {
-    const cmd = approvals
-      .command(verb)
-      .description(`${verb} a pending approval`)
-      .argument('<id>', 'approval id')
-      .option('--reason <text>', 'why (kept in the audit trail)')
-      .option('--by <name>', `who decides ${byHelp}`, textFlag)
-      .option(storeOption, storeHelp, storeFlag)
-      .option('--config <file>', configHelp)
-      .option('--json', 'print the approval as JSON');
-    if (verb === 'snooze') {
-      cmd.option('--for <duration>', 'how long, e.g. 30m or 2h (default 15m)', durationFlag);
-    }
-    cmd.option('--url <url>', urlHelp);
-    cmd.action(
-      async (
-        id: string,
-        opts: StoreOptions & { reason?: string; by?: string; for?: number; url?: string },
-      ) => {
-        // Against a running gateway the approver is the token's name; --by is not sent.
-        const client = local(opts) ? undefined : remoteClient(opts.url);
-        if (client !== undefined) {
-          const { for: ms, ...rest } = opts;
-          return setExit(
-            await remoteApprovals(client, io, verb, {
-              ...rest,
-              id,
-              ...(ms === undefined ? {} : { for: `${ms}ms` }),
-            }),
-          );
-        }
-        const by = decider(opts.by);
-        const { createApprovalInbox } = await import('../../policy/index.js');
-        await withStore(opts, { readOnly: false }, async (store) => {
-          const inbox = createApprovalInbox({ db: store.db });
-          let record: ApprovalRecord;
-          try {
-            record = await decide();
-          } catch (error) {
-            const note = alreadyInState(error, verb);
-            if (note === undefined) throw error;
-            io.out(
-              opts.json === true
-                ? `${JSON.stringify(note.details)}\n`
-                : `${note.text(createStyle(io.color))}\n`,
-            );
-            return setExit(EXIT.ok);
-          }
-          function decide(): Promise<ApprovalRecord> {
-            switch (verb) {
-              case 'approve':
-                return inbox.approve(id, by, opts.reason);
-              case 'reject':
-                return inbox.reject(id, by, opts.reason);
-              case 'snooze':
-                return inbox.snooze(id, by, Date.now() + (opts.for ?? 15 * 60_000), opts.reason);
-            }
-          }
-          setExit(EXIT.ok);
-          if (opts.json === true) {
-            io.out(`${JSON.stringify(record, null, 2)}\n`);
-            return;
-          }
-          const s = createStyle(io.color);
-          const state =
-            record.status === 'pending' && verb === 'approve'
-              ? `approved by ${record.approvals.length} of ${record.requiredApprovals}`
-              : verb === 'snooze'
-                ? `snoozed until ${new Date(record.snoozedUntil ?? 0).toISOString()}`
-                : record.status;
+/** `fleetgate approvals approve|reject|snooze ID`. */
+function registerDecision(
+  approvals: Command,
+  verb: 'approve' | 'reject' | 'snooze',
+  io: CliIo,
+  setExit: (code: number) => void,
+): void {
+  const cmd = approvals
+    .command(verb)
+    .description(`${verb} a pending approval`)
+    .argument('<id>', 'approval id')
+    .option('--reason <text>', 'why (kept in the audit trail)')
+    .option('--by <name>', `who decides ${byHelp}`, textFlag)
+    .option(storeOption, storeHelp, storeFlag)
+    .option('--config <file>', configHelp)
+    .option('--json', 'print the approval as JSON');
+  if (verb === 'snooze') {
+    cmd.option('--for <duration>', 'how long, e.g. 30m or 2h (default 15m)', durationFlag);
+  }
+  cmd.option('--url <url>', urlHelp);
+  cmd.action(
+    async (
+      id: string,
+      opts: StoreOptions & { reason?: string; by?: string; for?: number; url?: string },
+    ) => {
+      // Against a running gateway the approver is the token's name; --by is not sent.
+      const client = local(opts) ? undefined : remoteClient(opts.url);
+      if (client !== undefined) {
+        const { for: ms, ...rest } = opts;
+        return setExit(
+          await remoteApprovals(client, io, verb, {
+            ...rest,
+            id,
+            ...(ms === undefined ? {} : { for: `${ms}ms` }),
+          }),
+        );
+      }
+      const by = decider(opts.by);
+      const { createApprovalInbox } = await import('../../policy/index.js');
+      await withStore(opts, { readOnly: false }, async (store) => {
+        const inbox = createApprovalInbox({ db: store.db });
+        let record: ApprovalRecord;
+        try {
+          record = await decide();
+        } catch (error) {
+          const note = alreadyInState(error, verb);
+          if (note === undefined) throw error;
           io.out(
-            `${s.bold(record.id)} ${record.agent}/${record.skill}: ${state}` +
-              (record.status === 'approved' || record.status === 'rejected'
-                ? s.dim(' (the gateway moves the call on at its next sweep)')
-                : '') +
-              '\n',
+            opts.json === true
+              ? `${JSON.stringify(note.details)}\n`
+              : `${note.text(createStyle(io.color))}\n`,
           );
-        });
-      },
-    );
-  };
-  decision('approve');
-  decision('reject');
-  decision('snooze');
+          return setExit(EXIT.ok);
+        }
+        function decide(): Promise<ApprovalRecord> {
+          switch (verb) {
+            case 'approve':
+              return inbox.approve(id, by, opts.reason);
+            case 'reject':
+              return inbox.reject(id, by, opts.reason);
+            case 'snooze':
+              return inbox.snooze(id, by, Date.now() + (opts.for ?? 15 * 60_000), opts.reason);
+          }
+        }
+        setExit(EXIT.ok);
+        if (opts.json === true) {
+          io.out(`${JSON.stringify(record, null, 2)}\n`);
+          return;
+        }
+        const s = createStyle(io.color);
+        const state =
+          record.status === 'pending' && verb === 'approve'
+            ? `approved by ${record.approvals.length} of ${record.requiredApprovals}`
+            : verb === 'snooze'
+              ? `snoozed until ${new Date(record.snoozedUntil ?? 0).toISOString()}`
+              : record.status;
+        io.out(
+          `${s.bold(record.id)} ${record.agent}/${record.skill}: ${state}` +
+            (record.status === 'approved' || record.status === 'rejected'
+              ? s.dim(' (the gateway moves the call on at its next sweep)')
+              : '') +
+            '\n',
+        );
+      });
+    },
+  );
+}
 
+/** `fleetgate approvals answer ID TEXT`: answers a task's question. */
+function registerAnswer(approvals: Command, io: CliIo, setExit: (code: number) => void): void {
   approvals
     .command('answer')
     .description("answer a task's question (input-required); the gateway sends it to the agent")
@@ -242,7 +258,10 @@ export function registerApprovals(
         });
       },
     );
+}
 
+/** `fleetgate policy explain AGENT SKILL`: the running gateway's decision on a call. */
+function registerExplain(program: Command, io: CliIo, setExit: (code: number) => void): void {
   program
     .command('policy')
     .description('the HITL policy')

@@ -133,115 +133,147 @@ export function registerStart(program: Command, io: CliIo, setExit: (code: numbe
       '--log-level <level>',
       `log level on stderr (${LEVELS.join(', ')}; default info, warn for the demo so its log does not run through the banner)`,
     )
-    .action(async (opts: StartOptions) => {
-      const level = opts.logLevel ?? (opts.config === undefined ? 'warn' : 'info');
-      if (!LEVELS.includes(level)) {
-        throw new FleetgateError(
-          'FLEETGATE_USAGE',
-          `--log-level must be one of ${LEVELS.join(', ')}`,
-        );
-      }
-      if (
-        opts.port !== undefined &&
-        !(Number.isInteger(opts.port) && opts.port >= 0 && opts.port <= 65535)
-      ) {
-        throw new FleetgateError(
-          'FLEETGATE_USAGE',
-          '--port must be a port number (0 for any free one)',
-        );
-      }
-      if (opts.config !== undefined && opts.demoTraffic === true) {
-        throw new FleetgateError(
-          'FLEETGATE_USAGE',
-          '--demo-traffic runs only with the demo (no --config)',
-        );
-      }
-      const logger = serviceLogger(level);
-      const env: Record<string, string | undefined> = { ...process.env };
-      let demo: DemoFleet | undefined;
-      let releaseDemo: (() => void) | undefined;
-      let token: { token: string; generated: boolean } | undefined;
-      let second: { token: string; generated: boolean } | undefined;
-      let config: FleetgateConfig;
-      if (opts.config !== undefined) {
-        const loaded = await loadConfigFile(opts.config);
-        config = {
-          ...loaded,
-          listen: {
-            ...loaded.listen,
-            ...(opts.host === undefined ? {} : { host: opts.host }),
-            ...(opts.port === undefined ? {} : { port: opts.port }),
-          },
-        };
-      } else {
-        if (existsSync('fleetgate.yaml')) {
-          io.err('fleetgate: ./fleetgate.yaml is not read without --config; starting the demo\n');
-        }
-        releaseDemo = claimDemoStore();
-        demo = await startDemoFleet().catch((error: unknown) => {
-          releaseDemo?.();
-          throw error;
-        });
-        token = demoToken(env);
-        env[DEMO_TOKEN_ENV] = token.token;
-        second = demoToken(env, DEMO_APPROVER_CHOICE_ENV);
-        env[DEMO_APPROVER_TOKEN_ENV] = second.token;
-        config = parseConfig(
-          demoConfig(demo, { host: opts.host ?? '127.0.0.1', port: opts.port ?? 7420 }),
-          'demo',
-        );
-      }
+    .action((opts: StartOptions) => runStart(opts, io, setExit));
+}
 
-      let service;
-      try {
-        service = await startService({
-          config,
-          env,
-          logger,
-          version: io.version,
-          ...(demo === undefined ? {} : { deps: { seeds: demo.seeds } }),
-        });
-      } catch (error) {
-        await demo?.stop();
-        releaseDemo?.();
-        throw error;
-      }
-      const signal = untilSignal(io);
-      logger.info(
-        { url: service.url, store: config.store, bus: config.bus, agents: config.agents.length },
-        'gateway started',
-      );
-      const s = createStyle(io.color);
-      io.out(
-        `${s.bold('Fleetgate')} ${io.version} listening on ${service.url}\n` +
-          s.dim(`  store ${config.store} · bus ${config.bus} · ${config.agents.length} agent(s)\n`),
-      );
-      let stopTraffic: (() => Promise<void>) | undefined;
-      if (demo !== undefined && token !== undefined && second !== undefined) {
-        const approval = await seedDemoCalls(service.gateway).catch((error: unknown) => {
-          logger.warn({ err: error }, 'demo: the first calls failed');
-          return undefined;
-        });
-        if (opts.demoTraffic === true) {
-          stopTraffic = startDemoTraffic(service.gateway, 4000, (error) =>
-            logger.warn({ err: error }, 'demo traffic: a call failed'),
-          );
-        }
-        io.out(
-          demoBanner({ url: service.url, agents: demo.agents, admin: token, second, approval }, s),
-        );
-      }
+/** Runs the gateway until SIGINT or SIGTERM, then stops it (and the demo fleet, if it runs). */
+async function runStart(
+  opts: StartOptions,
+  io: CliIo,
+  setExit: (code: number) => void,
+): Promise<void> {
+  const level = checkStartFlags(opts);
+  const logger = serviceLogger(level);
+  const env: Record<string, string | undefined> = { ...process.env };
+  const { config, demo, releaseDemo, token, second } = await setUp(opts, io, env);
 
-      const received = await signal;
-      io.err(`fleetgate: ${received}, stopping (calls in flight finish first)\n`);
-      await stopTraffic?.();
-      await service.close();
-      await demo?.stop();
-      releaseDemo?.();
-      logger.info('gateway stopped');
-      io.err('fleetgate: stopped\n');
-      setExit(0);
+  let service;
+  try {
+    service = await startService({
+      config,
+      env,
+      logger,
+      version: io.version,
+      ...(demo === undefined ? {} : { deps: { seeds: demo.seeds } }),
     });
+  } catch (error) {
+    await demo?.stop();
+    releaseDemo?.();
+    throw error;
+  }
+  const signal = untilSignal(io);
+  logger.info(
+    { url: service.url, store: config.store, bus: config.bus, agents: config.agents.length },
+    'gateway started',
+  );
+  const s = createStyle(io.color);
+  io.out(
+    `${s.bold('Fleetgate')} ${io.version} listening on ${service.url}\n` +
+      s.dim(`  store ${config.store} · bus ${config.bus} · ${config.agents.length} agent(s)\n`),
+  );
+  let stopTraffic: (() => Promise<void>) | undefined;
+  if (demo !== undefined && token !== undefined && second !== undefined) {
+    const approval = await seedDemoCalls(service.gateway).catch((error: unknown) => {
+      logger.warn({ err: error }, 'demo: the first calls failed');
+      return undefined;
+    });
+    if (opts.demoTraffic === true) {
+      stopTraffic = startDemoTraffic(service.gateway, 4000, (error) =>
+        logger.warn({ err: error }, 'demo traffic: a call failed'),
+      );
+    }
+    io.out(
+      demoBanner({ url: service.url, agents: demo.agents, admin: token, second, approval }, s),
+    );
+  }
+
+  const received = await signal;
+  io.err(`fleetgate: ${received}, stopping (calls in flight finish first)\n`);
+  await stopTraffic?.();
+  await service.close();
+  await demo?.stop();
+  releaseDemo?.();
+  logger.info('gateway stopped');
+  io.err('fleetgate: stopped\n');
+  setExit(0);
+}
+
+/** Refuses flags out of range or that do not go together; returns the log level. */
+function checkStartFlags(opts: StartOptions): string {
+  const level = opts.logLevel ?? (opts.config === undefined ? 'warn' : 'info');
+  if (!LEVELS.includes(level)) {
+    throw new FleetgateError('FLEETGATE_USAGE', `--log-level must be one of ${LEVELS.join(', ')}`);
+  }
+  if (
+    opts.port !== undefined &&
+    !(Number.isInteger(opts.port) && opts.port >= 0 && opts.port <= 65535)
+  ) {
+    throw new FleetgateError(
+      'FLEETGATE_USAGE',
+      '--port must be a port number (0 for any free one)',
+    );
+  }
+  if (opts.config !== undefined && opts.demoTraffic === true) {
+    throw new FleetgateError(
+      'FLEETGATE_USAGE',
+      '--demo-traffic runs only with the demo (no --config)',
+    );
+  }
+  return level;
+}
+
+/** What `start` runs: the configuration, and without `--config` the demo fleet behind it. */
+interface StartSetup {
+  config: FleetgateConfig;
+  demo: DemoFleet | undefined;
+  releaseDemo: (() => void) | undefined;
+  token: { token: string; generated: boolean } | undefined;
+  second: { token: string; generated: boolean } | undefined;
+}
+
+/**
+ * The configuration from `--config` (with `--host` and `--port` over it), or the demo's: its
+ * store claimed, its fleet started and its tokens set in `env`.
+ */
+async function setUp(
+  opts: StartOptions,
+  io: CliIo,
+  env: Record<string, string | undefined>,
+): Promise<StartSetup> {
+  let demo: DemoFleet | undefined;
+  let releaseDemo: (() => void) | undefined;
+  let token: { token: string; generated: boolean } | undefined;
+  let second: { token: string; generated: boolean } | undefined;
+  let config: FleetgateConfig;
+  if (opts.config !== undefined) {
+    const loaded = await loadConfigFile(opts.config);
+    config = {
+      ...loaded,
+      listen: {
+        ...loaded.listen,
+        ...(opts.host === undefined ? {} : { host: opts.host }),
+        ...(opts.port === undefined ? {} : { port: opts.port }),
+      },
+    };
+  } else {
+    if (existsSync('fleetgate.yaml')) {
+      io.err('fleetgate: ./fleetgate.yaml is not read without --config; starting the demo\n');
+    }
+    releaseDemo = claimDemoStore();
+    demo = await startDemoFleet().catch((error: unknown) => {
+      releaseDemo?.();
+      throw error;
+    });
+    token = demoToken(env);
+    env[DEMO_TOKEN_ENV] = token.token;
+    second = demoToken(env, DEMO_APPROVER_CHOICE_ENV);
+    env[DEMO_APPROVER_TOKEN_ENV] = second.token;
+    config = parseConfig(
+      demoConfig(demo, { host: opts.host ?? '127.0.0.1', port: opts.port ?? 7420 }),
+      'demo',
+    );
+  }
+  return { config, demo, releaseDemo, token, second };
 }
 
 /** What the demo's banner shows. */

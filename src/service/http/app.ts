@@ -92,23 +92,7 @@ const ANONYMOUS: Identity = { name: 'anonymous', role: 'viewer', authenticated: 
 /** Builds the app: the live-event hub and metrics start here, the server does not listen yet. */
 export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
   const { gateway } = options;
-  const report = (error: unknown, where: string): void =>
-    options.logger.error({ err: error, where }, 'live events');
-  const hub = createEventHub({
-    bus: gateway.events,
-    retain: options.events.retain,
-    retainBytes: options.events.retainBytes,
-    clientBuffer: options.events.clientBuffer,
-    clientBufferBytes: options.events.clientBufferBytes,
-    bufferBytes: options.events.bufferBytes,
-    heartbeatMs: options.events.heartbeatMs,
-    maxClients: options.events.maxClients,
-    sequenced: options.sequencedBus,
-    log: gateway.eventLog,
-    onError: report,
-  });
-  await hub.start();
-  await options.metrics.start(gateway, options.ports, () => hub.stats());
+  const hub = await startEventHub(options);
   const watcher = createHubDispatchWatcher(gateway, hub);
   const auth = createAuthenticator({
     tokens: options.tokens,
@@ -126,29 +110,7 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
     ready: () => options.ready(),
     version: options.version,
   };
-  const routes: RouteSpec[] = [
-    ...systemRoutes(ctx),
-    ...fleetRoutes(ctx),
-    ...approvalRoutes(ctx),
-    ...worldRoutes(ctx),
-  ];
-  let document: Record<string, unknown> | undefined;
-  routes.push({
-    method: 'GET',
-    url: '/api/openapi.json',
-    access: 'public',
-    tag: 'service',
-    summary: 'This document',
-    responses: { 200: { description: 'OpenAPI 3.0 document of the HTTP API' } },
-    handler: () => {
-      document ??= openApiDocument(routes, {
-        title: 'Fleetgate gateway',
-        version: options.version,
-      });
-      return Promise.resolve(document);
-    },
-  });
-  routes.push(...dashboardRoutes(ctx));
+  const routes = apiRoutes(ctx);
 
   let routing: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
   const app = Fastify({
@@ -183,7 +145,88 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(handleNotFound);
   limitBodies(app, options.bodyLimit);
+  guardRequests(app, options, auth);
+  await registerApiRoutes(app, routes);
+  const proxy = await mountA2aProxy(app, options, hub, auth);
 
+  await app.ready();
+  let closing: Promise<void> | undefined;
+  return {
+    app,
+    hub,
+    routes,
+    auth,
+    handler: routing,
+    close() {
+      closing ??= (async () => {
+        watcher.close();
+        await proxy.close();
+        await hub.close();
+        await app.close();
+        await options.metrics.stop();
+      })();
+      return closing;
+    },
+  };
+}
+
+/** The live-event hub over the gateway's bus, started, and the metrics started reading it. */
+async function startEventHub(options: HttpAppOptions): Promise<EventHub> {
+  const { gateway } = options;
+  const report = (error: unknown, where: string): void =>
+    options.logger.error({ err: error, where }, 'live events');
+  const hub = createEventHub({
+    bus: gateway.events,
+    retain: options.events.retain,
+    retainBytes: options.events.retainBytes,
+    clientBuffer: options.events.clientBuffer,
+    clientBufferBytes: options.events.clientBufferBytes,
+    bufferBytes: options.events.bufferBytes,
+    heartbeatMs: options.events.heartbeatMs,
+    maxClients: options.events.maxClients,
+    sequenced: options.sequencedBus,
+    log: gateway.eventLog,
+    onError: report,
+  });
+  await hub.start();
+  await options.metrics.start(gateway, options.ports, () => hub.stats());
+  return hub;
+}
+
+/** Every route of the API, in the order they are registered and documented. */
+function apiRoutes(ctx: ApiContext): RouteSpec[] {
+  const routes: RouteSpec[] = [
+    ...systemRoutes(ctx),
+    ...fleetRoutes(ctx),
+    ...approvalRoutes(ctx),
+    ...worldRoutes(ctx),
+  ];
+  let document: Record<string, unknown> | undefined;
+  routes.push({
+    method: 'GET',
+    url: '/api/openapi.json',
+    access: 'public',
+    tag: 'service',
+    summary: 'This document',
+    responses: { 200: { description: 'OpenAPI 3.0 document of the HTTP API' } },
+    handler: () => {
+      document ??= openApiDocument(routes, {
+        title: 'Fleetgate gateway',
+        version: ctx.version,
+      });
+      return Promise.resolve(document);
+    },
+  });
+  routes.push(...dashboardRoutes(ctx));
+  return routes;
+}
+
+/**
+ * The hooks every request passes: the host and origin guard, the shutdown refusal and the auth
+ * check before the body is read; the metrics and the request log once answered.
+ */
+function guardRequests(app: FastifyInstance, options: HttpAppOptions, auth: Authenticator): void {
+  const { gateway } = options;
   const hosts = createHostGuard({
     listenHost: gateway.config.listen.host,
     allowedHosts: options.allowedHosts ?? [],
@@ -218,7 +261,13 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
     else if (reply.statusCode >= 400) request.log.info(line, 'request');
     else request.log.debug(line, 'request');
   });
+}
 
+/** Registers the routes: JSON ones on the app, those with a raw body in a context of their own. */
+async function registerApiRoutes(
+  app: FastifyInstance,
+  routes: readonly RouteSpec[],
+): Promise<void> {
   registerRoutes(
     app,
     routes.filter((r) => r.rawBody !== true),
@@ -233,8 +282,16 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
     );
     return Promise.resolve();
   });
+}
 
-  // The A2A proxy: `/a2a/:agent/…`, the SDK's server handlers in front of the dispatch path.
+/** The A2A proxy: `/a2a/:agent/…`, the SDK's server handlers in front of the dispatch path. */
+async function mountA2aProxy(
+  app: FastifyInstance,
+  options: HttpAppOptions,
+  hub: EventHub,
+  auth: Authenticator,
+): Promise<{ close(): Promise<void> }> {
+  const { gateway } = options;
   const { createProxyFront } = await loadA2aProxy();
   const bound = options.server.address();
   const proxy = createProxyFront({
@@ -251,24 +308,5 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
     onError: (error, where) => options.logger.error({ err: error, where }, 'a2a proxy'),
   });
   await proxy.register(app);
-
-  await app.ready();
-  let closing: Promise<void> | undefined;
-  return {
-    app,
-    hub,
-    routes,
-    auth,
-    handler: routing,
-    close() {
-      closing ??= (async () => {
-        watcher.close();
-        await proxy.close();
-        await hub.close();
-        await app.close();
-        await options.metrics.stop();
-      })();
-      return closing;
-    },
-  };
+  return proxy;
 }

@@ -65,8 +65,20 @@ function notFound(file: string): FleetgateError {
 
 /** The routes of the dashboard; `directory` overrides where the build is looked for. */
 export function dashboardRoutes(ctx: ApiContext, directory = dashboardDirectory()): RouteSpec[] {
+  return [
+    sessionRoute(),
+    explainRoute(ctx),
+    faviconRoute(),
+    ...callRoutes(ctx),
+    ...searchRoutes(ctx),
+    ...(directory === undefined ? [dashboardRoute()] : builtDashboardRoutes(directory)),
+  ];
+}
+
+/** `GET /api/policy/explain`: the gate's decision for a call, before it is sent. */
+function explainRoute(ctx: ApiContext): RouteSpec {
   const gw = ctx.gateway;
-  const explain = defineRoute({
+  return defineRoute({
     method: 'GET',
     url: '/api/policy/explain',
     access: 'viewer',
@@ -114,7 +126,11 @@ export function dashboardRoutes(ctx: ApiContext, directory = dashboardDirectory(
       );
     },
   });
-  const session = defineRoute({
+}
+
+/** `GET /api/session`: who the caller's token is. */
+function sessionRoute(): RouteSpec {
+  return defineRoute({
     method: 'GET',
     url: '/api/session',
     access: 'viewer',
@@ -133,8 +149,14 @@ export function dashboardRoutes(ctx: ApiContext, directory = dashboardDirectory(
         authenticated: identity.authenticated,
       }),
   });
-  // No icon of its own: an empty answer, cached, so a browser asks once and reports no error.
-  const favicon = defineRoute({
+}
+
+/**
+ * `GET /favicon.ico`. No icon of its own: an empty answer, cached, so a browser asks once and
+ * reports no error.
+ */
+function faviconRoute(): RouteSpec {
+  return defineRoute({
     method: 'GET',
     url: '/favicon.ico',
     access: 'public',
@@ -144,16 +166,12 @@ export function dashboardRoutes(ctx: ApiContext, directory = dashboardDirectory(
     handler: ({ reply }) =>
       Promise.resolve(reply.code(204).header('cache-control', 'public, max-age=86400').send()),
   });
-  if (directory === undefined) {
-    return [session, explain, favicon, ...callRoutes(ctx), ...searchRoutes(ctx), dashboardRoute()];
-  }
+}
+
+/** `GET /` and `GET /assets/:file`: the built single-page app in `directory`. */
+function builtDashboardRoutes(directory: string): RouteSpec[] {
   let index: Buffer | undefined;
   return [
-    session,
-    explain,
-    favicon,
-    ...callRoutes(ctx),
-    ...searchRoutes(ctx),
     {
       method: 'GET',
       url: '/',

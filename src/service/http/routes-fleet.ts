@@ -123,6 +123,11 @@ function unknownAgent(name: string): FleetgateError {
 
 /** The fleet and dispatch routes. */
 export function fleetRoutes(ctx: ApiContext): RouteSpec[] {
+  return [...agentRoutes(ctx), dispatchRoute(ctx), ...dispatchReadRoutes(ctx)];
+}
+
+/** `GET /api/agents`, `GET /api/agents/:name`, `POST /api/agents/:name/refresh` and `…/ack`. */
+function agentRoutes(ctx: ApiContext): RouteSpec[] {
   const gw = ctx.gateway;
   return [
     defineRoute({
@@ -198,61 +203,73 @@ export function fleetRoutes(ctx: ApiContext): RouteSpec[] {
         return { agent: params.name, skill: body.skill, acknowledgedBy: identity.name, ...result };
       },
     }),
-    defineRoute({
-      method: 'POST',
-      url: '/api/dispatch',
-      access: 'operator',
-      tag: 'dispatch',
-      summary: 'Dispatch a skill call through the policy gate',
-      description:
-        'Without `agent` the gateway routes the skill: fresh cards first, then the narrowest effective radius, then the better recent success rate. Answers at once (`running`, `awaiting-approval`, …) unless `wait` is given. A W3C `traceparent` header is propagated on the A2A call.',
-      body: dispatchBody,
-      query: dispatchQuery,
-      responses: {
-        200: { description: 'the dispatch ended', schema: dispatchAnswer },
-        202: {
-          description: 'the dispatch runs, or waits for an approval or input',
-          schema: dispatchAnswer,
-        },
+  ];
+}
+
+/** `POST /api/dispatch`: a skill call through the policy gate. */
+function dispatchRoute(ctx: ApiContext): RouteSpec {
+  const gw = ctx.gateway;
+  return defineRoute({
+    method: 'POST',
+    url: '/api/dispatch',
+    access: 'operator',
+    tag: 'dispatch',
+    summary: 'Dispatch a skill call through the policy gate',
+    description:
+      'Without `agent` the gateway routes the skill: fresh cards first, then the narrowest effective radius, then the better recent success rate. Answers at once (`running`, `awaiting-approval`, …) unless `wait` is given. A W3C `traceparent` header is propagated on the A2A call.',
+    body: dispatchBody,
+    query: dispatchQuery,
+    responses: {
+      200: { description: 'the dispatch ended', schema: dispatchAnswer },
+      202: {
+        description: 'the dispatch runs, or waits for an approval or input',
+        schema: dispatchAnswer,
       },
-      handler: async ({ body, query, identity, request, reply }) => {
-        const wait = waitMs(query.wait);
-        let routing: SkillRoute | undefined;
-        let agent = body.agent;
-        if (agent === undefined) {
-          routing = routeSkill(gw, body.skill);
-          agent = routing.agent;
-        }
-        // An unknown agent or skill is refused by the gateway's dispatch (nothing recorded).
-        const traceparent = traceOf(request.headers.traceparent);
-        const call = gw.dispatch({
-          agent,
-          skill: body.skill,
-          ...(body.text === undefined ? {} : { text: body.text }),
-          ...(body.data === undefined ? {} : { data: body.data }),
-          ...(body.correlationId === undefined ? {} : { correlationId: body.correlationId }),
-          ...(identity.authenticated ? { requestedBy: identity.name } : {}),
-          mode: wait === undefined ? 'return-immediately' : 'blocking',
-          ...(traceparent === undefined ? {} : { headers: { traceparent } }),
-        });
-        let record = await call.answered();
-        const decision = await call.decision;
-        if (wait !== undefined && record.status === 'running') {
-          record = (await ctx.watcher.settled(record.id, wait)) ?? record;
-        }
-        request.log.info(
-          { dispatch: record.id, agent, skill: body.skill, status: record.status, traceparent },
-          'dispatch',
-        );
-        void reply.code(ENDED.has(record.status) ? 200 : 202);
-        return {
-          ...record,
-          decision: decisionView(decision),
-          ...(routing === undefined ? {} : { routing }),
-          ...(traceparent === undefined ? {} : { traceparent }),
-        };
-      },
-    }),
+    },
+    handler: async ({ body, query, identity, request, reply }) => {
+      const wait = waitMs(query.wait);
+      let routing: SkillRoute | undefined;
+      let agent = body.agent;
+      if (agent === undefined) {
+        routing = routeSkill(gw, body.skill);
+        agent = routing.agent;
+      }
+      // An unknown agent or skill is refused by the gateway's dispatch (nothing recorded).
+      const traceparent = traceOf(request.headers.traceparent);
+      const call = gw.dispatch({
+        agent,
+        skill: body.skill,
+        ...(body.text === undefined ? {} : { text: body.text }),
+        ...(body.data === undefined ? {} : { data: body.data }),
+        ...(body.correlationId === undefined ? {} : { correlationId: body.correlationId }),
+        ...(identity.authenticated ? { requestedBy: identity.name } : {}),
+        mode: wait === undefined ? 'return-immediately' : 'blocking',
+        ...(traceparent === undefined ? {} : { headers: { traceparent } }),
+      });
+      let record = await call.answered();
+      const decision = await call.decision;
+      if (wait !== undefined && record.status === 'running') {
+        record = (await ctx.watcher.settled(record.id, wait)) ?? record;
+      }
+      request.log.info(
+        { dispatch: record.id, agent, skill: body.skill, status: record.status, traceparent },
+        'dispatch',
+      );
+      void reply.code(ENDED.has(record.status) ? 200 : 202);
+      return {
+        ...record,
+        decision: decisionView(decision),
+        ...(routing === undefined ? {} : { routing }),
+        ...(traceparent === undefined ? {} : { traceparent }),
+      };
+    },
+  });
+}
+
+/** `GET /api/dispatches` and `GET /api/dispatches/:id`. */
+function dispatchReadRoutes(ctx: ApiContext): RouteSpec[] {
+  const gw = ctx.gateway;
+  return [
     defineRoute({
       method: 'GET',
       url: '/api/dispatches',

@@ -13,6 +13,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import { z } from 'zod';
 import { BLAST_RADII, FleetgateError } from '../../protocol/index.js';
+import type { Gateway } from '../gateway-types.js';
 import type { ApiContext } from './context.js';
 import type { RouteSpec } from './route.js';
 import { defineRoute } from './route.js';
@@ -24,6 +25,9 @@ import {
   searchEffectSchema as effectItemSchema,
   searchPage as page,
 } from './api-schemas.js';
+
+/** The store the searches read. */
+type Db = ApiContext['ports']['store']['db'];
 
 const radius = z.enum(BLAST_RADII as unknown as [string, ...string[]]);
 
@@ -67,271 +71,287 @@ function where(conditions: RawBuilder<unknown>[]): RawBuilder<unknown> {
   return conditions.length === 0 ? sql`1 = 1` : sql.join(conditions, sql` and `);
 }
 
+/** The (agent, skill) pairs of the fleet with this radius now, or declaring this domain. */
+function skillsWhere(
+  gw: Pick<Gateway, 'agents'>,
+  filter: { radius?: string; domain?: string },
+): [string, string][] {
+  const pairs: [string, string][] = [];
+  for (const agent of fleetView(gw)) {
+    for (const s of agent.skills) {
+      if (filter.radius !== undefined && s.effectiveRadius !== filter.radius) continue;
+      if (filter.domain !== undefined && !(s.domains ?? []).includes(filter.domain)) continue;
+      pairs.push([agent.name, s.id]);
+    }
+  }
+  return pairs;
+}
+
+/** Each (agent, skill) pair's effective radius now, by `agent\u0000skill`. */
+function radiusOf(gw: Pick<Gateway, 'agents'>): Map<string, string | null> {
+  const out = new Map<string, string | null>();
+  for (const agent of fleetView(gw)) {
+    for (const s of agent.skills) out.set(`${agent.name}\u0000${s.id}`, s.effectiveRadius);
+  }
+  return out;
+}
+
+/** The pairs as one condition: per skill, the agents offering it (a few `in` lists). */
+function pairCondition(pairs: [string, string][]): RawBuilder<unknown> {
+  if (pairs.length === 0) return sql`1 = 0`;
+  const bySkill = new Map<string, string[]>();
+  for (const [agent, skill] of pairs) {
+    const agents = bySkill.get(skill) ?? [];
+    agents.push(agent);
+    bySkill.set(skill, agents);
+  }
+  return sql`(${sql.join(
+    [...bySkill].map(
+      ([skill, agents]) => sql`(skill = ${skill} and agent in (${sql.join(agents)}))`,
+    ),
+    sql` or `,
+  )})`;
+}
+
 /** The search routes. */
 export function searchRoutes(ctx: ApiContext): RouteSpec[] {
   const gw = ctx.gateway;
   const db = ctx.ports.store.db;
+  return [dispatchSearchRoute(gw, db), effectSearchRoute(gw, db), approvalSearchRoute(db)];
+}
 
-  /** The (agent, skill) pairs of the fleet with this radius now, or declaring this domain. */
-  const skillsWhere = (filter: { radius?: string; domain?: string }) => {
-    const pairs: [string, string][] = [];
-    for (const agent of fleetView(gw)) {
-      for (const s of agent.skills) {
-        if (filter.radius !== undefined && s.effectiveRadius !== filter.radius) continue;
-        if (filter.domain !== undefined && !(s.domains ?? []).includes(filter.domain)) continue;
-        pairs.push([agent.name, s.id]);
+/** `GET /api/search/dispatches`. */
+function dispatchSearchRoute(gw: Pick<Gateway, 'agents'>, db: Db): RouteSpec {
+  return defineRoute({
+    method: 'GET',
+    url: '/api/search/dispatches',
+    access: 'viewer',
+    tag: 'dispatch',
+    summary: 'Search dispatches: filters, newest first, paged with a cursor, with the total',
+    query: z.object({
+      ...common,
+      status: z.string().min(1).max(40).optional(),
+    }),
+    responses: { 200: { description: 'a page', schema: page(dispatchItemSchema) } },
+    handler: async ({ query }) => {
+      const conditions: RawBuilder<unknown>[] = [];
+      if (query.agent !== undefined) conditions.push(sql`agent = ${query.agent}`);
+      if (query.skill !== undefined) conditions.push(sql`skill = ${query.skill}`);
+      if (query.status !== undefined) conditions.push(sql`status = ${query.status}`);
+      if (query.radius !== undefined || query.domain !== undefined) {
+        conditions.push(
+          pairCondition(
+            skillsWhere(gw, {
+              ...(query.radius === undefined ? {} : { radius: query.radius }),
+              ...(query.domain === undefined ? {} : { domain: query.domain }),
+            }),
+          ),
+        );
       }
-    }
-    return pairs;
-  };
-  const radiusOf = (): Map<string, string | null> => {
-    const out = new Map<string, string | null>();
-    for (const agent of fleetView(gw)) {
-      for (const s of agent.skills) out.set(`${agent.name}\u0000${s.id}`, s.effectiveRadius);
-    }
-    return out;
-  };
-  /** The pairs as one condition: per skill, the agents offering it (a few `in` lists). */
-  const pairCondition = (pairs: [string, string][]): RawBuilder<unknown> => {
-    if (pairs.length === 0) return sql`1 = 0`;
-    const bySkill = new Map<string, string[]>();
-    for (const [agent, skill] of pairs) {
-      const agents = bySkill.get(skill) ?? [];
-      agents.push(agent);
-      bySkill.set(skill, agents);
-    }
-    return sql`(${sql.join(
-      [...bySkill].map(
-        ([skill, agents]) => sql`(skill = ${skill} and agent in (${sql.join(agents)}))`,
-      ),
-      sql` or `,
-    )})`;
-  };
-
-  return [
-    defineRoute({
-      method: 'GET',
-      url: '/api/search/dispatches',
-      access: 'viewer',
-      tag: 'dispatch',
-      summary: 'Search dispatches: filters, newest first, paged with a cursor, with the total',
-      query: z.object({
-        ...common,
-        status: z.string().min(1).max(40).optional(),
-      }),
-      responses: { 200: { description: 'a page', schema: page(dispatchItemSchema) } },
-      handler: async ({ query }) => {
-        const conditions: RawBuilder<unknown>[] = [];
-        if (query.agent !== undefined) conditions.push(sql`agent = ${query.agent}`);
-        if (query.skill !== undefined) conditions.push(sql`skill = ${query.skill}`);
-        if (query.status !== undefined) conditions.push(sql`status = ${query.status}`);
-        if (query.radius !== undefined || query.domain !== undefined) {
-          conditions.push(
-            pairCondition(
-              skillsWhere({
-                ...(query.radius === undefined ? {} : { radius: query.radius }),
-                ...(query.domain === undefined ? {} : { domain: query.domain }),
-              }),
-            ),
-          );
-        }
-        if (query.text !== undefined) {
-          const t = like(query.text);
-          conditions.push(
-            sql`(lower(id) like ${t} escape '\\' or lower(correlation_id) like ${t} escape '\\'
+      if (query.text !== undefined) {
+        const t = like(query.text);
+        conditions.push(
+          sql`(lower(id) like ${t} escape '\\' or lower(correlation_id) like ${t} escape '\\'
               or lower(coalesce(task_id, '')) like ${t} escape '\\'
               or lower(coalesce(result, '')) like ${t} escape '\\'
               or lower(agent) like ${t} escape '\\' or lower(skill) like ${t} escape '\\')`,
-          );
-        }
-        const filter = where(conditions);
-        const cursor = readCursor(query.cursor);
-        const after =
-          cursor === undefined
-            ? sql`1 = 1`
-            : sql`(created_at < ${cursor.at} or (created_at = ${cursor.at} and id < ${cursor.id}))`;
-        const [rows, total] = await Promise.all([
-          sql<Record<string, unknown>>`select id, agent, skill, correlation_id, status, task_id,
+        );
+      }
+      const filter = where(conditions);
+      const cursor = readCursor(query.cursor);
+      const after =
+        cursor === undefined
+          ? sql`1 = 1`
+          : sql`(created_at < ${cursor.at} or (created_at = ${cursor.at} and id < ${cursor.id}))`;
+      const [rows, total] = await Promise.all([
+        sql<Record<string, unknown>>`select id, agent, skill, correlation_id, status, task_id,
             created_at, updated_at, result from fleetgate_dispatch
             where ${filter} and ${after}
             order by created_at desc, id desc limit ${query.limit}`.execute(db),
-          query.count === 'false'
-            ? undefined
-            : sql<{
-                n: unknown;
-              }>`select count(*) as n from fleetgate_dispatch where ${filter}`.execute(db),
-        ]);
-        const radii = radiusOf();
-        const items = rows.rows.map((r) => ({
-          id: String(r.id),
-          agent: String(r.agent),
-          skill: String(r.skill),
-          correlationId: String(r.correlation_id),
-          status: String(r.status),
-          taskId: str(r.task_id),
-          createdAt: num(r.created_at) ?? 0,
-          updatedAt: num(r.updated_at) ?? 0,
-          result: parseJson(r.result),
-          radius: radii.get(`${String(r.agent)}\u0000${String(r.skill)}`) ?? null,
-        }));
-        return pageOf(items, query.limit, (l) => `${l.createdAt}:${l.id}`, total);
-      },
+        query.count === 'false'
+          ? undefined
+          : sql<{
+              n: unknown;
+            }>`select count(*) as n from fleetgate_dispatch where ${filter}`.execute(db),
+      ]);
+      const radii = radiusOf(gw);
+      const items = rows.rows.map((r) => ({
+        id: String(r.id),
+        agent: String(r.agent),
+        skill: String(r.skill),
+        correlationId: String(r.correlation_id),
+        status: String(r.status),
+        taskId: str(r.task_id),
+        createdAt: num(r.created_at) ?? 0,
+        updatedAt: num(r.updated_at) ?? 0,
+        result: parseJson(r.result),
+        radius: radii.get(`${String(r.agent)}\u0000${String(r.skill)}`) ?? null,
+      }));
+      return pageOf(items, query.limit, (l) => `${l.createdAt}:${l.id}`, total);
+    },
+  });
+}
+
+/** `GET /api/search/effects`: the audit log of every domain. */
+function effectSearchRoute(gw: Pick<Gateway, 'agents'>, db: Db): RouteSpec {
+  return defineRoute({
+    method: 'GET',
+    url: '/api/search/effects',
+    access: 'viewer',
+    tag: 'world',
+    summary: 'Search world changes (the audit log of every domain): filters, newest first, paged',
+    query: z.object({
+      ...common,
+      status: z.enum(['applied', 'rejected']).optional(),
+      path: z.string().min(1).max(500).optional().describe('this path and below'),
     }),
-    defineRoute({
-      method: 'GET',
-      url: '/api/search/effects',
-      access: 'viewer',
-      tag: 'world',
-      summary: 'Search world changes (the audit log of every domain): filters, newest first, paged',
-      query: z.object({
-        ...common,
-        status: z.enum(['applied', 'rejected']).optional(),
-        path: z.string().min(1).max(500).optional().describe('this path and below'),
-      }),
-      responses: { 200: { description: 'a page', schema: page(effectItemSchema) } },
-      handler: async ({ query }) => {
-        const conditions: RawBuilder<unknown>[] = [];
-        if (query.agent !== undefined) conditions.push(sql`agent = ${query.agent}`);
-        if (query.skill !== undefined) conditions.push(sql`skill = ${query.skill}`);
-        if (query.status !== undefined) conditions.push(sql`status = ${query.status}`);
-        if (query.domain !== undefined) conditions.push(sql`domain = ${query.domain}`);
-        if (query.path !== undefined) {
-          conditions.push(
-            sql`(path = ${query.path} or substr(path, 1, ${query.path.length + 1}) = ${`${query.path}.`})`,
-          );
-        }
-        if (query.radius !== undefined) {
-          conditions.push(pairCondition(skillsWhere({ radius: query.radius })));
-        }
-        if (query.text !== undefined) {
-          const t = like(query.text);
-          conditions.push(
-            sql`(lower(path) like ${t} escape '\\' or lower(coalesce(value, '')) like ${t} escape '\\'
+    responses: { 200: { description: 'a page', schema: page(effectItemSchema) } },
+    handler: async ({ query }) => {
+      const conditions: RawBuilder<unknown>[] = [];
+      if (query.agent !== undefined) conditions.push(sql`agent = ${query.agent}`);
+      if (query.skill !== undefined) conditions.push(sql`skill = ${query.skill}`);
+      if (query.status !== undefined) conditions.push(sql`status = ${query.status}`);
+      if (query.domain !== undefined) conditions.push(sql`domain = ${query.domain}`);
+      if (query.path !== undefined) {
+        conditions.push(
+          sql`(path = ${query.path} or substr(path, 1, ${query.path.length + 1}) = ${`${query.path}.`})`,
+        );
+      }
+      if (query.radius !== undefined) {
+        conditions.push(pairCondition(skillsWhere(gw, { radius: query.radius })));
+      }
+      if (query.text !== undefined) {
+        const t = like(query.text);
+        conditions.push(
+          sql`(lower(path) like ${t} escape '\\' or lower(coalesce(value, '')) like ${t} escape '\\'
               or lower(task_id) like ${t} escape '\\' or lower(coalesce(reason, '')) like ${t} escape '\\')`,
-          );
-        }
-        const filter = where(conditions);
-        const cursor = readCursor(query.cursor);
-        const after = cursor === undefined ? sql`1 = 1` : sql`seq < ${cursor.at}`;
-        const [rows, total] = await Promise.all([
-          sql<Record<string, unknown>>`select seq, domain, path, op, value, previous, next, status,
+        );
+      }
+      const filter = where(conditions);
+      const cursor = readCursor(query.cursor);
+      const after = cursor === undefined ? sql`1 = 1` : sql`seq < ${cursor.at}`;
+      const [rows, total] = await Promise.all([
+        sql<Record<string, unknown>>`select seq, domain, path, op, value, previous, next, status,
             reason, version, agent, skill, task_id, recorded_at from fleetgate_world_audit
             where ${filter} and ${after} order by seq desc limit ${query.limit}`.execute(db),
-          query.count === 'false'
-            ? undefined
-            : sql<{
-                n: unknown;
-              }>`select count(*) as n from fleetgate_world_audit where ${filter}`.execute(db),
-        ]);
-        const items = rows.rows.map((r) => ({
-          seq: num(r.seq) ?? 0,
-          domain: String(r.domain),
-          path: String(r.path),
-          op: String(r.op),
-          value: parseJson(r.value),
-          previous: parseJson(r.previous),
-          next: parseJson(r.next),
-          status: r.status === 'rejected' ? ('rejected' as const) : ('applied' as const),
-          reason: str(r.reason),
-          version: num(r.version),
-          agent: String(r.agent),
-          skill: String(r.skill),
-          taskId: String(r.task_id),
-          recordedAt: num(r.recorded_at) ?? 0,
-        }));
-        return pageOf(items, query.limit, (l) => `${l.seq}:`, total);
-      },
+        query.count === 'false'
+          ? undefined
+          : sql<{
+              n: unknown;
+            }>`select count(*) as n from fleetgate_world_audit where ${filter}`.execute(db),
+      ]);
+      const items = rows.rows.map((r) => ({
+        seq: num(r.seq) ?? 0,
+        domain: String(r.domain),
+        path: String(r.path),
+        op: String(r.op),
+        value: parseJson(r.value),
+        previous: parseJson(r.previous),
+        next: parseJson(r.next),
+        status: r.status === 'rejected' ? ('rejected' as const) : ('applied' as const),
+        reason: str(r.reason),
+        version: num(r.version),
+        agent: String(r.agent),
+        skill: String(r.skill),
+        taskId: String(r.task_id),
+        recordedAt: num(r.recorded_at) ?? 0,
+      }));
+      return pageOf(items, query.limit, (l) => `${l.seq}:`, total);
+    },
+  });
+}
+
+/** `GET /api/search/approvals`. */
+function approvalSearchRoute(db: Db): RouteSpec {
+  return defineRoute({
+    method: 'GET',
+    url: '/api/search/approvals',
+    access: 'viewer',
+    tag: 'approvals',
+    summary: 'Search approval requests: filters, newest first, paged, with the total',
+    query: z.object({
+      ...common,
+      status: z
+        .enum(['pending', 'approved', 'rejected', 'expired', 'consumed', 'void', 'decided'])
+        .optional()
+        .describe('`decided`: every status but pending'),
+      kind: z.enum(['dispatch', 'veto', 'checkpoint', 'follow-up']).optional(),
+      by: z.string().min(1).max(200).optional().describe('asked, approved or decided by'),
     }),
-    defineRoute({
-      method: 'GET',
-      url: '/api/search/approvals',
-      access: 'viewer',
-      tag: 'approvals',
-      summary: 'Search approval requests: filters, newest first, paged, with the total',
-      query: z.object({
-        ...common,
-        status: z
-          .enum(['pending', 'approved', 'rejected', 'expired', 'consumed', 'void', 'decided'])
-          .optional()
-          .describe('`decided`: every status but pending'),
-        kind: z.enum(['dispatch', 'veto', 'checkpoint', 'follow-up']).optional(),
-        by: z.string().min(1).max(200).optional().describe('asked, approved or decided by'),
-      }),
-      responses: { 200: { description: 'a page', schema: page(approvalItemSchema) } },
-      handler: async ({ query }) => {
-        const conditions: RawBuilder<unknown>[] = [];
-        if (query.agent !== undefined) conditions.push(sql`agent = ${query.agent}`);
-        if (query.skill !== undefined) conditions.push(sql`skill = ${query.skill}`);
-        if (query.status === 'decided') conditions.push(sql`status <> 'pending'`);
-        else if (query.status !== undefined) conditions.push(sql`status = ${query.status}`);
-        if (query.kind !== undefined) conditions.push(sql`kind = ${query.kind}`);
-        if (query.radius !== undefined) conditions.push(sql`radius = ${query.radius}`);
-        if (query.domain !== undefined) {
-          conditions.push(sql`domains like ${like(`"${query.domain}"`)} escape '\\'`);
-        }
-        if (query.by !== undefined) {
-          conditions.push(
-            sql`(requested_by = ${query.by} or decided_by = ${query.by}
+    responses: { 200: { description: 'a page', schema: page(approvalItemSchema) } },
+    handler: async ({ query }) => {
+      const conditions: RawBuilder<unknown>[] = [];
+      if (query.agent !== undefined) conditions.push(sql`agent = ${query.agent}`);
+      if (query.skill !== undefined) conditions.push(sql`skill = ${query.skill}`);
+      if (query.status === 'decided') conditions.push(sql`status <> 'pending'`);
+      else if (query.status !== undefined) conditions.push(sql`status = ${query.status}`);
+      if (query.kind !== undefined) conditions.push(sql`kind = ${query.kind}`);
+      if (query.radius !== undefined) conditions.push(sql`radius = ${query.radius}`);
+      if (query.domain !== undefined) {
+        conditions.push(sql`domains like ${like(`"${query.domain}"`)} escape '\\'`);
+      }
+      if (query.by !== undefined) {
+        conditions.push(
+          sql`(requested_by = ${query.by} or decided_by = ${query.by}
               or approvals like ${like(`"by":"${query.by}"`)} escape '\\')`,
-          );
-        }
-        if (query.text !== undefined) {
-          const t = like(query.text);
-          conditions.push(
-            sql`(lower(input) like ${t} escape '\\' or lower(coalesce(reason, '')) like ${t} escape '\\'
+        );
+      }
+      if (query.text !== undefined) {
+        const t = like(query.text);
+        conditions.push(
+          sql`(lower(input) like ${t} escape '\\' or lower(coalesce(reason, '')) like ${t} escape '\\'
               or lower(id) like ${t} escape '\\' or lower(dispatch_id) like ${t} escape '\\'
               or lower(coalesce(decided_by, '')) like ${t} escape '\\'
               or lower(coalesce(requested_by, '')) like ${t} escape '\\')`,
-          );
-        }
-        const filter = where(conditions);
-        const cursor = readCursor(query.cursor);
-        const after =
-          cursor === undefined
-            ? sql`1 = 1`
-            : sql`(created_at < ${cursor.at} or (created_at = ${cursor.at} and id < ${cursor.id}))`;
-        const [rows, total] = await Promise.all([
-          sql<Record<string, unknown>>`select id, kind, dispatch_id, agent, skill, mode, radius,
+        );
+      }
+      const filter = where(conditions);
+      const cursor = readCursor(query.cursor);
+      const after =
+        cursor === undefined
+          ? sql`1 = 1`
+          : sql`(created_at < ${cursor.at} or (created_at = ${cursor.at} and id < ${cursor.id}))`;
+      const [rows, total] = await Promise.all([
+        sql<Record<string, unknown>>`select id, kind, dispatch_id, agent, skill, mode, radius,
             status, requested_by, required_approvals, approvals, decided_by, decided_at, reason,
             created_at, expires_at, fingerprint, policy_version, domains, reasons, question,
             snoozed_until from fleetgate_policy_approval
             where ${filter} and ${after}
             order by created_at desc, id desc limit ${query.limit}`.execute(db),
-          query.count === 'false'
-            ? undefined
-            : sql<{
-                n: unknown;
-              }>`select count(*) as n from fleetgate_policy_approval where ${filter}`.execute(db),
-        ]);
-        const items = rows.rows.map((r) => {
-          const votes = parseJson(r.approvals);
-          return {
-            id: String(r.id),
-            kind: String(r.kind),
-            dispatchId: String(r.dispatch_id),
-            agent: String(r.agent),
-            skill: String(r.skill),
-            mode: String(r.mode),
-            radius: str(r.radius),
-            status: String(r.status),
-            requestedBy: str(r.requested_by),
-            requiredApprovals: num(r.required_approvals) ?? 1,
-            approvals: (Array.isArray(votes) ? votes : []) as { by: string; at: number }[],
-            decidedBy: str(r.decided_by),
-            decidedAt: num(r.decided_at),
-            reason: str(r.reason),
-            createdAt: num(r.created_at) ?? 0,
-            expiresAt: num(r.expires_at) ?? 0,
-            fingerprint: String(r.fingerprint),
-            policyVersion: String(r.policy_version),
-            domains: (parseJson(r.domains) ?? null) as string[] | null,
-            reasons: (parseJson(r.reasons) ?? []) as { kind: string; detail: string }[],
-            question: str(r.question),
-            snoozedUntil: num(r.snoozed_until),
-          };
-        });
-        return pageOf(items, query.limit, (l) => `${l.createdAt}:${l.id}`, total);
-      },
-    }),
-  ];
+        query.count === 'false'
+          ? undefined
+          : sql<{
+              n: unknown;
+            }>`select count(*) as n from fleetgate_policy_approval where ${filter}`.execute(db),
+      ]);
+      const items = rows.rows.map((r) => {
+        const votes = parseJson(r.approvals);
+        return {
+          id: String(r.id),
+          kind: String(r.kind),
+          dispatchId: String(r.dispatch_id),
+          agent: String(r.agent),
+          skill: String(r.skill),
+          mode: String(r.mode),
+          radius: str(r.radius),
+          status: String(r.status),
+          requestedBy: str(r.requested_by),
+          requiredApprovals: num(r.required_approvals) ?? 1,
+          approvals: (Array.isArray(votes) ? votes : []) as { by: string; at: number }[],
+          decidedBy: str(r.decided_by),
+          decidedAt: num(r.decided_at),
+          reason: str(r.reason),
+          createdAt: num(r.created_at) ?? 0,
+          expiresAt: num(r.expires_at) ?? 0,
+          fingerprint: String(r.fingerprint),
+          policyVersion: String(r.policy_version),
+          domains: (parseJson(r.domains) ?? null) as string[] | null,
+          reasons: (parseJson(r.reasons) ?? []) as { kind: string; detail: string }[],
+          question: str(r.question),
+          snoozedUntil: num(r.snoozed_until),
+        };
+      });
+      return pageOf(items, query.limit, (l) => `${l.createdAt}:${l.id}`, total);
+    },
+  });
 }
