@@ -157,6 +157,16 @@ describe('house rules (lint)', () => {
     }
   }, 60_000);
 
+  it('keeps every function of src/ to 120 lines, in any room', async () => {
+    for (const room of ['world', 'service']) {
+      const long = await lintAs(
+        `src/${room}/house-rules-probe-long.ts`,
+        `export function long(): number {\n  let n = 0;\n${'  n += 1;\n'.repeat(125)}  return n;\n}\n`,
+      );
+      expect(long, room).toEqual([expect.stringContaining('has too many lines')]);
+    }
+  }, 60_000);
+
   it('lets a folder in through its door', async () => {
     const messages = await lintAs(
       'src/world/house-rules-probe-door.ts',
