@@ -16,7 +16,8 @@ import type { CallInput, CallMode, CallOptions, CallResult, CallTiming } from '.
 import { mergeExtensionHeader } from './headers.js';
 import { NEVER_ABORTED, buildMessage, callError } from './request.js';
 import { TaskAccumulator, readReply } from './task-accumulator.js';
-import type { SettleResult, TaskCall, TaskTerminal } from './terminal.js';
+import type { TaskTerminal } from './terminal.js';
+import type { SettleResult, TaskCall } from './terminal-types.js';
 
 /**
  * The calls of one fleet client: each runs the `before` hooks, sends its request, and settles the

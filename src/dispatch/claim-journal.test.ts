@@ -8,7 +8,8 @@ import { EventCollector } from '../bus/index.js';
 import { SkillCallChain, createSkillCallContext } from '../extensions/index.js';
 import { FleetgateError, readDeclarations } from '../protocol/index.js';
 import { DirectoryClaimJournal } from './claim-journal.js';
-import { createTaskTerminal, type JournaledClaim, type SettledTask } from './terminal.js';
+import { createTaskTerminal } from './terminal.js';
+import type { JournaledClaim, SettledTask } from './terminal-types.js';
 
 const dirs: string[] = [];
 afterEach(() => {

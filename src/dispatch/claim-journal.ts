@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Task as TaskCodec } from '@a2a-js/sdk';
-import type { ClaimJournal, JournaledClaim } from './terminal.js';
+import type { ClaimJournal, JournaledClaim } from './terminal-types.js';
 
 /** One file taken for replay: its claims, and `done` with those still not committed. */
 export interface TakenJournal {

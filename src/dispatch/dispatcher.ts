@@ -22,7 +22,7 @@ import { ALLOW_ALL } from './policy-gate.js';
 import type { FleetClient } from './fleet-client.js';
 import { heldCall } from './request.js';
 import { readReply } from './task-accumulator.js';
-import type { SettledTask } from './terminal.js';
+import type { SettledTask } from './terminal-types.js';
 
 /** What to dispatch. */
 export interface DispatchRequest {

@@ -29,22 +29,20 @@ export {
 } from './agent-fetch.js';
 export { mergeExtensionHeader, readEchoedExtensions } from './headers.js';
 export { TaskAccumulator, readReply, type DataPart } from './task-accumulator.js';
-export {
-  createTaskTerminal,
-  outcomeForTask,
-  type ChainSource,
-  type HeldCall,
-  type SettledTask,
-  type SettlePath,
-  type SettleResult,
-  type TaskCall,
-  type TaskTerminal,
-  type TaskTerminalOptions,
-  type ClaimGroup,
-  type ClaimJournal,
-  type JournaledClaim,
-  type TerminalRecords,
-} from './terminal.js';
+export { createTaskTerminal, outcomeForTask, type TaskTerminal } from './terminal.js';
+export type {
+  ChainSource,
+  ClaimGroup,
+  ClaimJournal,
+  HeldCall,
+  JournaledClaim,
+  SettledTask,
+  SettlePath,
+  SettleResult,
+  TaskCall,
+  TaskTerminalOptions,
+  TerminalRecords,
+} from './terminal-types.js';
 export * from './claim-journal.js';
 export * from './dispatch-records.js';
 export * from './dispatcher.js';

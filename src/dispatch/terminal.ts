@@ -25,20 +25,6 @@ import type {
   TaskTerminalOptions,
 } from './terminal-types.js';
 
-export type {
-  ChainSource,
-  ClaimGroup,
-  ClaimJournal,
-  HeldCall,
-  JournaledClaim,
-  SettlePath,
-  SettleResult,
-  SettledTask,
-  TaskCall,
-  TaskTerminalOptions,
-  TerminalRecords,
-} from './terminal-types.js';
-
 /**
  * The outcome `after` hooks get for a task at its terminal state: `{ ok: true }` for `completed`,
  * `{ ok: false, error: FLEETGATE_TASK_FAILED, task }` for `failed`, `canceled` and `rejected`.
