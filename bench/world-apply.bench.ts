@@ -16,7 +16,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { createInMemoryEventBus } from '../src/bus/index.js';
+import { createInMemoryEventBus, OUTBOX_WRITERS } from '../src/bus/index.js';
 import type { WorldStateDeltaEntry } from '../src/protocol/index.js';
 import type { WorldStateDeltaEnvelope, WorldStore } from '../src/world/index.js';
 import {
@@ -147,7 +147,7 @@ const dir = mkdtempSync(join(tmpdir(), 'fleetgate-bench-world-'));
 try {
   const store = await openGatewayStore(`sqlite:${join(dir, 'world.db')}`);
   try {
-    const world = createSqlWorldStore({ db: store.db, kind: store.kind });
+    const world = createSqlWorldStore({ db: store.db, kind: store.kind, outbox: OUTBOX_WRITERS });
     note(
       `sqlite, one event per transaction: ${Math.round(await measure('sqlite, one event per transaction', world, 1, 1500))} deltas/s`,
     );
@@ -176,7 +176,7 @@ try {
 }
 if (pg !== undefined) {
   try {
-    const world = createSqlWorldStore({ db: pg.db, kind: pg.kind });
+    const world = createSqlWorldStore({ db: pg.db, kind: pg.kind, outbox: OUTBOX_WRITERS });
     note(
       `postgres, one event per transaction: ${Math.round(await measure('postgres, one event per transaction', world, 1, 1500))} deltas/s`,
     );

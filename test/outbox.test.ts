@@ -11,7 +11,13 @@ import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { EventBus, PublishOptions, PublishResult } from '../src/bus/index.js';
 import type { OpenTopics } from '../src/protocol/index.js';
-import { createInMemoryEventBus, createOutboxRelay, createOutboxWriter } from '../src/bus/index.js';
+import {
+  createInMemoryEventBus,
+  createOutboxRelay,
+  createOutboxWriter,
+  insertOutboxRows,
+  writeOutboxEvents,
+} from '../src/bus/index.js';
 import { deterministicEventId } from '../src/protocol/index.js';
 import type { OutboxDatabase } from '../src/bus/index.js';
 import { isFleetgateError } from '../src/protocol/index.js';
@@ -202,6 +208,65 @@ for (const backend of backends) {
       const rows = await db.selectFrom('fleetgate_outbox').select('sent_at').execute();
       expect(rows.filter((r) => r.sent_at === null)).toEqual([]);
       expect(await relay.drain()).toBe(0);
+    });
+
+    it('writes a batch past one statement in array order, the rows one event at a time would be', async () => {
+      const db = await openDb();
+      const now = 1_700_000_000_123;
+      const read = (prefix: string) =>
+        db
+          .selectFrom('fleetgate_outbox')
+          .select(['id', 'topic', 'payload', 'correlation_id', 'time', 'created_at', 'sent_at'])
+          .where('id', 'like', `${prefix}%`)
+          .orderBy('seq')
+          .execute();
+      const rowOf = (e: {
+        id: string;
+        topic: string;
+        payload: unknown;
+        correlationId?: string;
+      }) => ({
+        id: e.id,
+        topic: e.topic,
+        payload: JSON.stringify(e.payload),
+        correlation_id: e.correlationId ?? e.id,
+        time: new Date(now).toISOString(),
+        created_at: now,
+        sent_at: null,
+      });
+      await outbox.write(db, 'ledger.credited', { i: -1 }, { id: 'k-single', now });
+      const batch = (prefix: string) =>
+        Array.from({ length: 1201 }, (_, i) => ({
+          // Ids that do not sort in array order: the position must come from the array.
+          id: i === 700 ? 'k-single' : `${prefix}${(i * 7919) % 1201}`,
+          topic: i % 2 === 0 ? 'ledger.credited' : 'ledger.closed',
+          payload: { i },
+          ...(i % 3 === 0 ? { correlationId: `call-${i}` } : {}),
+        }));
+      const kysely = batch('k-');
+      // An id already there keeps its first row, wherever it is in the batch.
+      expect(await writeOutboxEvents(db, store!.kind, kysely, now)).toBe(1200);
+      expect(await writeOutboxEvents(db, store!.kind, kysely.slice(0, 3), now)).toBe(0);
+      expect(await read('k-')).toEqual([
+        rowOf({ id: 'k-single', topic: 'ledger.credited', payload: { i: -1 } }),
+        ...kysely.filter((e) => e.id !== 'k-single').map(rowOf),
+      ]);
+      if (store?.sqlite === undefined) return; // PostgreSQL: no direct access
+      // The direct statements write the same rows, in the same order.
+      const direct = batch('d-').filter((e) => e.id !== 'k-single');
+      expect(await store.sqlite.write((q) => insertOutboxRows(q, direct, now))).toBe(1200);
+      expect(await read('d-')).toEqual(direct.map(rowOf));
+    });
+
+    it('writes nothing of a batch with an invalid topic', async () => {
+      const db = await openDb();
+      const events = [
+        { id: 'ok', topic: 'ledger.credited', payload: {} },
+        { id: 'bad', topic: 'ledger.*', payload: {} },
+      ];
+      const thrown = await writeOutboxEvents(db, store!.kind, events, 1).catch((e: unknown) => e);
+      expect(isFleetgateError(thrown) && thrown.code).toBe('FLEETGATE_TOPIC_INVALID');
+      await expect(db.selectFrom('fleetgate_outbox').selectAll().execute()).resolves.toEqual([]);
     });
 
     it('wakes the relay on notify after what the caller does next', async () => {

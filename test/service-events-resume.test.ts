@@ -109,6 +109,20 @@ describe('live events resume from the durable log on the in-process bus', () => 
     };
   };
 
+  /** Resolves once `count` has not changed for `ms` (at most 15 s). */
+  const quiet = async (count: () => number, ms: number): Promise<void> => {
+    const until = Date.now() + 15_000;
+    let seen = count();
+    let since = Date.now();
+    while (Date.now() - since < ms && Date.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      if (count() !== seen) {
+        seen = count();
+        since = Date.now();
+      }
+    }
+  };
+
   const eventIds = (frames: readonly SseFrame[]): string[] =>
     frames.filter((f) => f.event === undefined).map((f) => String(f.data!.id));
 
@@ -160,6 +174,9 @@ describe('live events resume from the durable log on the in-process bus', () => 
       10_000,
       'the missed deltas on the watching stream',
     );
+    // The calls' last events (their ends, cost samples) may follow their deltas: take the stream
+    // once it has been quiet for a second.
+    await quiet(() => all.length, 1000);
     const missed = eventIds(all.slice(seenAt + 1));
     await stop();
     expect(await gw.stop('SIGTERM')).toBe(0);

@@ -8,7 +8,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOpsAgent } from '../examples/agents/ops-agent.js';
 import type { RunningAgent } from '../examples/agents/harness.js';
-import { createInMemoryEventBus } from '../src/bus/index.js';
+import { createInMemoryEventBus, OUTBOX_WRITERS } from '../src/bus/index.js';
 import { isFleetgateError } from '../src/protocol/index.js';
 import type { GatewayStore } from '../src/service/index.js';
 import { openGatewayStore } from '../src/service/index.js';
@@ -48,7 +48,7 @@ describe.skipIf(!pgUp)('NUL on PostgreSQL', () => {
 
   it('rejects delta entries with NUL in domain or path alone; the valid entries of the event apply', async () => {
     const world = createWorldMaterialiser({
-      store: createSqlWorldStore({ db: store.db, kind: store.kind }),
+      store: createSqlWorldStore({ db: store.db, kind: store.kind, outbox: OUTBOX_WRITERS }),
       bus: createInMemoryEventBus(),
     });
     const report = await world.apply(
@@ -79,7 +79,7 @@ describe.skipIf(!pgUp)('NUL on PostgreSQL', () => {
 
   it('refuses an event whose task id has NUL with FLEETGATE_WORLD_EVENT_INVALID, not a database error', async () => {
     const world = createWorldMaterialiser({
-      store: createSqlWorldStore({ db: store.db, kind: store.kind }),
+      store: createSqlWorldStore({ db: store.db, kind: store.kind, outbox: OUTBOX_WRITERS }),
       bus: createInMemoryEventBus(),
     });
     const error = await world

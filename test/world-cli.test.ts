@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createInMemoryEventBus } from '../src/bus/index.js';
+import { createInMemoryEventBus, OUTBOX_WRITERS } from '../src/bus/index.js';
 import { main } from '../src/cli/index.js';
 import type { CliIo } from '../src/cli/index.js';
 import { createSqlWorldStore, createWorldMaterialiser } from '../src/world/index.js';
@@ -36,7 +36,7 @@ describe('fleetgate world', () => {
     const store = await openGatewayStore(url);
     const bus = createInMemoryEventBus();
     const world = createWorldMaterialiser({
-      store: createSqlWorldStore({ db: store.db, kind: store.kind }),
+      store: createSqlWorldStore({ db: store.db, kind: store.kind, outbox: OUTBOX_WRITERS }),
       bus,
     });
     await world.apply(

@@ -6,6 +6,7 @@
  */
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import { OUTBOX_WRITERS } from '../src/bus/index.js';
 import type { OpenTopics, WorldStateDeltaEvent } from '../src/protocol/index.js';
 import type { JetStreamEventBus } from '../src/nats.js';
 import { createJetStreamEventBus } from '../src/nats.js';
@@ -77,7 +78,7 @@ describe.skipIf(!natsUp || !pgUp)('world state on JetStream + PostgreSQL, two re
       stores.push(await openGatewayStore(PG_URL, { schema: name, poolSize: 4 }));
     }
     const flaky = new FailingOnceStore(
-      createSqlWorldStore({ db: stores[0]!.db, kind: 'postgres' }),
+      createSqlWorldStore({ db: stores[0]!.db, kind: 'postgres', outbox: OUTBOX_WRITERS }),
     );
     // The loose topic map of the test buses carries the typed world.state.delta events.
     const asBus = (b: JetStreamEventBus<OpenTopics>) =>
@@ -85,7 +86,7 @@ describe.skipIf(!natsUp || !pgUp)('world state on JetStream + PostgreSQL, two re
     worlds.push(
       createWorldMaterialiser({ store: flaky, bus: asBus(buses[0]!) }),
       createWorldMaterialiser({
-        store: createSqlWorldStore({ db: stores[1]!.db, kind: 'postgres' }),
+        store: createSqlWorldStore({ db: stores[1]!.db, kind: 'postgres', outbox: OUTBOX_WRITERS }),
         bus: asBus(buses[1]!),
       }),
     );

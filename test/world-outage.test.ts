@@ -11,7 +11,12 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { EventBus } from '../src/bus/index.js';
-import { createInMemoryEventBus, createOutboxRelay, writeOutboxEvent } from '../src/bus/index.js';
+import {
+  createInMemoryEventBus,
+  createOutboxRelay,
+  writeOutboxEvent,
+  OUTBOX_WRITERS,
+} from '../src/bus/index.js';
 import type { EventEnvelope } from '../src/protocol/index.js';
 import { deterministicEventId } from '../src/protocol/index.js';
 import type { JetStreamEventBus } from '../src/nats.js';
@@ -73,7 +78,7 @@ describe.skipIf(!pgUp || !natsUp)('world state across a PostgreSQL outage', () =
   async function materialiser(bus: EventBus, name: string): Promise<WorldMaterialiser> {
     const retries: unknown[] = [];
     const world = createWorldMaterialiser({
-      store: createSqlWorldStore({ db: store.db, kind: store.kind }),
+      store: createSqlWorldStore({ db: store.db, kind: store.kind, outbox: OUTBOX_WRITERS }),
       bus,
       subscriptionName: name,
       retry: { initialDelayMs: 50, maxDelayMs: 400, onRetry: (error) => retries.push(error) },

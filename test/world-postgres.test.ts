@@ -5,7 +5,7 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createInMemoryEventBus } from '../src/bus/index.js';
+import { createInMemoryEventBus, OUTBOX_WRITERS } from '../src/bus/index.js';
 import { createSqlWorldStore, createWorldMaterialiser } from '../src/world/index.js';
 import { PG_URL, requirePostgres, uniqueName } from './support/services.js';
 import { deltaEvent } from './world-store-contract.js';
@@ -35,7 +35,10 @@ describe.skipIf(!pgUp)('world state on PostgreSQL with two replicas', () => {
   it('applies each event once with gap-free versions when both replicas race on every event', async () => {
     const bus = createInMemoryEventBus();
     const replicas = [a, b].map((s) =>
-      createWorldMaterialiser({ store: createSqlWorldStore({ db: s.db, kind: s.kind }), bus }),
+      createWorldMaterialiser({
+        store: createSqlWorldStore({ db: s.db, kind: s.kind, outbox: OUTBOX_WRITERS }),
+        bus,
+      }),
     );
     const events = Array.from({ length: 40 }, (_, i) =>
       deltaEvent(

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { KyselyPlugin } from 'kysely';
 import { CompiledQuery, sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { createInMemoryEventBus, createOutboxRelay } from '../src/bus/index.js';
+import { createInMemoryEventBus, createOutboxRelay, OUTBOX_WRITERS } from '../src/bus/index.js';
 import {
   createMemoryWorldStore,
   createSqlWorldStore,
@@ -47,7 +47,12 @@ async function sqlHarness(
   const sqliteOf = (s: GatewayStore) => (direct ? s.sqlite : undefined);
   const relay = createOutboxRelay({ db: first.db, sqlite: sqliteOf(first), bus });
   return {
-    store: createSqlWorldStore({ db: first.db, kind: first.kind, sqlite: sqliteOf(first) }),
+    store: createSqlWorldStore({
+      db: first.db,
+      kind: first.kind,
+      outbox: OUTBOX_WRITERS,
+      sqlite: sqliteOf(first),
+    }),
     bus,
     async flush() {
       await relay.drain();
@@ -56,7 +61,12 @@ async function sqlHarness(
     async reopen() {
       const again = await open();
       stores.push(again);
-      return createSqlWorldStore({ db: again.db, kind: again.kind, sqlite: sqliteOf(again) });
+      return createSqlWorldStore({
+        db: again.db,
+        kind: again.kind,
+        outbox: OUTBOX_WRITERS,
+        sqlite: sqliteOf(again),
+      });
     },
     async close() {
       await relay.stop();
@@ -120,7 +130,12 @@ describe('SQL audit values', () => {
     const bus = createInMemoryEventBus();
     try {
       const world = createWorldMaterialiser({
-        store: createSqlWorldStore({ db: store.db, kind: store.kind, auditValueMaxBytes: 100 }),
+        store: createSqlWorldStore({
+          db: store.db,
+          kind: store.kind,
+          outbox: OUTBOX_WRITERS,
+          auditValueMaxBytes: 100,
+        }),
         bus,
       });
       const big = { text: 'x'.repeat(200) };
@@ -196,7 +211,11 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         const m = meter();
         try {
           const world = createWorldMaterialiser({
-            store: createSqlWorldStore({ db: store.db.withPlugin(m.plugin), kind: store.kind }),
+            store: createSqlWorldStore({
+              db: store.db.withPlugin(m.plugin),
+              kind: store.kind,
+              outbox: OUTBOX_WRITERS,
+            }),
             bus,
           });
           const big = 'x'.repeat(60 * 1024);
@@ -274,7 +293,11 @@ for (const backend of ['sqlite', 'postgres'] as const) {
           };
           try {
             const world = createWorldMaterialiser({
-              store: createSqlWorldStore({ db: store.db.withPlugin(capture), kind: store.kind }),
+              store: createSqlWorldStore({
+                db: store.db.withPlugin(capture),
+                kind: store.kind,
+                outbox: OUTBOX_WRITERS,
+              }),
               bus,
             });
             // A domain of many rows: a long list and a wide object.
@@ -349,7 +372,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         const bus = createInMemoryEventBus();
         try {
           const world = createWorldMaterialiser({
-            store: createSqlWorldStore({ db: store.db, kind: store.kind }),
+            store: createSqlWorldStore({ db: store.db, kind: store.kind, outbox: OUTBOX_WRITERS }),
             bus,
           });
           expect(await world.getDomain('legacy')).toMatchObject({ version: 4, state });

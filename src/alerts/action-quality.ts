@@ -5,6 +5,7 @@
  */
 import type { Subscription } from '../bus/index.js';
 import type { EventEnvelope } from '../protocol/index.js';
+import { defined } from '../protocol/fields/index.js';
 import type { OpsAlert } from './alert.js';
 import { alertEventId, publishAlert } from './alert.js';
 import type { AlertRaiserOptions } from './reconciler.js';
@@ -78,7 +79,7 @@ export function createActionQualityMonitor(options: AlertRaiserOptions): ActionQ
       evidence: {
         source: event.topic,
         eventId: event.id,
-        ...(taskId === undefined ? {} : { taskId }),
+        ...defined({ taskId }),
         stale,
         payload: event.payload,
       },

@@ -2,6 +2,7 @@
 import type { EventBus } from '../bus/index.js';
 import type { OpsAlertEvent } from '../protocol/index.js';
 import { deterministicEventId } from '../protocol/index.js';
+import { defined } from '../protocol/fields/index.js';
 import type { BlastRadius } from '../protocol/index.js';
 import type { AlertKind, Severity } from './severity.js';
 
@@ -34,6 +35,6 @@ export async function publishAlert(
   const payload: OpsAlertEvent = alert;
   await bus.publish(`ops.alert.${alert.kind}`, payload, {
     id: options.id,
-    ...(options.correlationId === undefined ? {} : { correlationId: options.correlationId }),
+    ...defined({ correlationId: options.correlationId }),
   });
 }

@@ -2,6 +2,7 @@
 import type { EventBus, Subscription } from '../bus/index.js';
 import type { DeclarationChangedEvent, EventEnvelope } from '../protocol/index.js';
 import { BLAST_V1_URI, isBlastRadius } from '../protocol/index.js';
+import { defined } from '../protocol/fields/index.js';
 import type { OpsAlert } from './alert.js';
 import { alertEventId, publishAlert } from './alert.js';
 import { scaleSeverity } from './severity.js';
@@ -62,7 +63,7 @@ export function createRadiusWidenedAlerts(
     };
     await publishAlert(bus, alert, {
       id: alertEventId('radius_widened', event.id),
-      ...(event.correlationId === undefined ? {} : { correlationId: event.correlationId }),
+      ...defined({ correlationId: event.correlationId }),
     });
     return alert;
   }

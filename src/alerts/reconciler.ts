@@ -7,6 +7,7 @@
  */
 import type { EventBus, Subscription } from '../bus/index.js';
 import { FleetgateError } from '../protocol/index.js';
+import { defined } from '../protocol/fields/index.js';
 import type { BlastRadius } from '../protocol/index.js';
 import { BLAST_ORDER, maxRadius } from '../protocol/index.js';
 import type { OpsAlert } from './alert.js';
@@ -172,7 +173,7 @@ async function reconcileEvent(ctx: ReconcileContext, event: ReconcileInput): Pro
   for (const { alert } of alerts) {
     await publishAlert(bus, alert, {
       id: alertEventId(alert.kind, event.id),
-      ...(event.correlationId === undefined ? {} : { correlationId: event.correlationId }),
+      ...defined({ correlationId: event.correlationId }),
     });
   }
   // A failed floor write is reported after the alert went out; the bus puts it on system.error
@@ -239,7 +240,7 @@ async function blastViolation(
         effectiveRadius: effective,
         observedRadius: observed,
         domainMinRadius: Object.fromEntries(domainFloors.map((d) => [d.domain, d.minRadius])),
-        ...(floorRaised === undefined ? {} : { floorRaised }),
+        ...defined({ floorRaised }),
       },
     },
     error,

@@ -31,7 +31,14 @@ export { EventCollector } from './collecting-bus.js';
 export type { CollectedEvent, DeferredEffect, PublishTarget } from './collecting-bus.js';
 export { InMemoryEventBus, createInMemoryEventBus } from './in-memory-bus.js';
 export type { InMemoryBusStats, InMemoryEventBusOptions } from './in-memory-bus.js';
-export { createOutboxWriter, pruneOutbox, createOutboxLog, writeOutboxEvent } from './outbox.js';
+export {
+  createOutboxWriter,
+  pruneOutbox,
+  createOutboxLog,
+  writeOutboxEvent,
+  writeOutboxEvents,
+  OUTBOX_WRITERS,
+} from './outbox.js';
 export type { OutboxRelay, OutboxRelayOptions } from './outbox-relay.js';
 export { createOutboxRelay } from './outbox-relay.js';
 export { OUTBOX_MIGRATIONS } from './outbox-tables.js';
@@ -41,6 +48,7 @@ export type {
   OutboxDatabase,
   OutboxExecutor,
   OutboxParkedTable,
+  OutboxQueryExecutor,
   OutboxRelayDatabase,
   OutboxTable,
   OutboxWriter,
@@ -48,4 +56,5 @@ export type {
   OutboxWriteResult,
 } from './outbox.js';
 export { insertOutboxRows } from './outbox-direct.js';
-export type { OutboxEventInput, OutboxSqlite, SqliteStatementsPort } from './outbox-direct.js';
+export type { OutboxSqlite, SqliteStatementsPort } from './outbox-direct.js';
+export type { OutboxEventInput } from './outbox-rows.js';

@@ -1,9 +1,10 @@
 /**
  * The outbox on a SQLite store's direct access (the store's `sqlite`): rows written with prepared
  * statements inside a caller's group-committed write, and the relay's reads and marks, without
- * the SQL builder. Same table, same row shape and conflict rule as `outbox.ts`.
+ * the SQL builder. Same table, same rows (`outbox-rows.ts`) as `writeOutboxEvents` in `outbox.ts`.
  */
-import { parseTopic } from './topic-pattern.js';
+import type { OutboxEventInput } from './outbox-rows.js';
+import { checkOutboxTopics, outboxInsertSql, outboxRowValues } from './outbox-rows.js';
 
 /** Statements on the store's SQLite connection, run synchronously (`?` placeholders). */
 export interface SqliteStatementsPort {
@@ -25,23 +26,13 @@ export interface OutboxSqlite {
   read<T>(work: (sql: SqliteStatementsPort) => T): Promise<T>;
 }
 
-/** An event to write into the outbox (what the event collector kept). */
-export interface OutboxEventInput {
-  topic: string;
-  payload: unknown;
-  /** Event id; pass a deterministic one where the same event can be written twice. */
-  id: string;
-  correlationId?: string | undefined;
-}
-
-const INSERT_ROW =
-  'insert into "fleetgate_outbox" ("id", "topic", "payload", "correlation_id", "time", "created_at", "sent_at", "last_error") ' +
-  'values (?, ?, ?, ?, ?, ?, null, null) on conflict ("id") do nothing';
-
 /**
- * Writes `events` into the outbox through `sql` (inside the caller's transaction), in order, with
- * `created_at = now` and the event time `now` as RFC 3339; an id already in the outbox keeps its
- * first row. Returns how many rows were inserted.
+ * Writes `events` into the outbox through `sql` (inside the caller's transaction), in order (their
+ * `seq` follows the array), with `created_at = now` and the event time `now` as RFC 3339; an id
+ * already in the outbox keeps its first row. Returns how many rows were inserted.
+ *
+ * One prepared row statement bound per event, not a multi-row one as through kysely: SQLite
+ * parses it once, while a statement per batch size would be prepared again for every new size.
  *
  * @throws FleetgateError `FLEETGATE_TOPIC_INVALID` for an invalid topic (nothing is written).
  */
@@ -50,18 +41,14 @@ export function insertOutboxRows(
   events: readonly OutboxEventInput[],
   now: number,
 ): number {
-  for (const event of events) parseTopic(event.topic);
+  checkOutboxTopics(events);
   const time = new Date(now).toISOString();
+  const text = outboxInsertSql('sqlite', 1);
   let inserted = 0;
   for (const event of events) {
-    inserted += sql.run(INSERT_ROW, [
-      event.id,
-      event.topic,
-      JSON.stringify(event.payload),
-      event.correlationId ?? event.id,
-      time,
-      now,
-    ]).changes;
+    const params: unknown[] = [];
+    outboxRowValues(event, time, now, params);
+    inserted += sql.run(text, params).changes;
   }
   return inserted;
 }

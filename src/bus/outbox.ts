@@ -11,9 +11,16 @@
  * The table (`fleetgate_outbox`) is created by the store's `0001_outbox` migration.
  */
 import { randomUUID } from 'node:crypto';
-import type { Kysely } from 'kysely';
-import { parseTopic } from './topic-pattern.js';
+import type { CompiledQuery, Kysely, QueryResult } from 'kysely';
+import { insertOutboxRows } from './outbox-direct.js';
 import { readRow } from './outbox-parking.js';
+import type { OutboxEventInput } from './outbox-rows.js';
+import {
+  OUTBOX_CHUNK,
+  checkOutboxTopics,
+  outboxInsertSql,
+  outboxRowValues,
+} from './outbox-rows.js';
 import type { OutboxDatabase } from './outbox-tables.js';
 
 export type { OutboxDatabase, OutboxParkedTable, OutboxTable } from './outbox-tables.js';
@@ -26,6 +33,14 @@ import type { EventEnvelope, FleetgateTopics, TopicMap, TopicOf } from '../proto
  */
 export interface OutboxExecutor {
   insertInto(table: 'fleetgate_outbox'): unknown;
+}
+
+/**
+ * What {@link writeOutboxEvents} runs its statements through: a `Kysely<DB>` or an open
+ * `Transaction<DB>` of any schema (the statements name the outbox table; the type need not).
+ */
+export interface OutboxQueryExecutor {
+  executeQuery(query: CompiledQuery): Promise<QueryResult<unknown>>;
 }
 
 /** A kysely database the relay can read and mark outbox rows through. */
@@ -72,27 +87,85 @@ export interface OutboxWriter<M extends TopicMap> {
 export function createOutboxWriter<M extends TopicMap = FleetgateTopics>(): OutboxWriter<M> {
   return {
     async write(executor, topic, payload, options = {}) {
-      parseTopic(topic);
       const db = executor as unknown as Kysely<OutboxDatabase>;
       const id = options.id ?? randomUUID();
-      const now = options.now ?? Date.now();
-      const result = await db
-        .insertInto('fleetgate_outbox')
-        .values({
-          id,
-          topic,
-          payload: JSON.stringify(payload),
-          correlation_id: options.correlationId ?? id,
-          time: new Date(now).toISOString(),
-          created_at: now,
-          sent_at: null,
-          last_error: null,
-        })
-        .onConflict((oc) => oc.column('id').doNothing())
-        .executeTakeFirst();
-      return { id, inserted: Number(result.numInsertedOrUpdatedRows ?? 0n) > 0 };
+      const event: OutboxEventInput = { id, topic, payload, correlationId: options.correlationId };
+      // A batch of one, through the same statements as the materialiser's batches.
+      const inserted = await writeOutboxEvents(
+        db,
+        dialectOf(db),
+        [event],
+        options.now ?? Date.now(),
+      );
+      return { id, inserted: inserted > 0 };
     },
   };
+}
+
+/** The engine of each dialect adapter seen (a store's handle and its transactions share one). */
+const engines = new WeakMap<object, 'sqlite' | 'postgres'>();
+
+/**
+ * The engine behind `db`, read once per dialect from the placeholder its compiler writes (`$1` on
+ * PostgreSQL, `?` on SQLite): the single-event writers are called with a kysely handle alone.
+ */
+function dialectOf(db: Kysely<OutboxDatabase>): 'sqlite' | 'postgres' {
+  const adapter = db.getExecutor().adapter;
+  let engine = engines.get(adapter);
+  if (engine === undefined) {
+    const probe = db.deleteFrom('fleetgate_outbox').where('seq', '=', 0).compile();
+    engine = probe.sql.endsWith('$1') ? 'postgres' : 'sqlite';
+    engines.set(adapter, engine);
+  }
+  return engine;
+}
+
+// The SQL builder loads with the first write through a store, once (an `import()` per write costs
+// a resolution each time): the in-process bus never needs it.
+let compiledQuery: typeof CompiledQuery | undefined;
+
+/**
+ * Writes `events` into the outbox through `executor` (call it with the transaction that makes the
+ * state change), in order, so their `seq` (the relay's publish order) follows the array, in as few
+ * statements as the bound-parameter limits allow: one multi-row statement per 500 rows, as one row
+ * per statement cost a fifth of a batched SQLite unit of work and a round trip per event on
+ * PostgreSQL. Every row gets `created_at = now` and the event time `now` as RFC 3339; an id
+ * already in the outbox keeps its first row. Resolves how many rows were inserted.
+ * {@link writeOutboxEvent} is this with one event; `insertOutboxRows` writes the same rows on a
+ * SQLite store's direct access.
+ *
+ * @throws FleetgateError `FLEETGATE_TOPIC_INVALID` for an invalid topic (nothing is written).
+ *
+ * @example
+ * ```ts
+ * await db.transaction().execute(async (trx) => {
+ *   // …the state change…
+ *   await writeOutboxEvents(trx, store.kind, events, Date.now());
+ * });
+ * relay.notify();
+ * ```
+ */
+export async function writeOutboxEvents(
+  executor: OutboxQueryExecutor,
+  kind: 'sqlite' | 'postgres',
+  events: readonly OutboxEventInput[],
+  now: number,
+): Promise<number> {
+  if (events.length === 0) return 0;
+  checkOutboxTopics(events);
+  const compiled = compiledQuery ?? (compiledQuery = (await import('kysely')).CompiledQuery);
+  const time = new Date(now).toISOString();
+  let inserted = 0;
+  for (let start = 0; start < events.length; start += OUTBOX_CHUNK) {
+    const end = Math.min(events.length, start + OUTBOX_CHUNK);
+    const params: unknown[] = [];
+    for (let i = start; i < end; i++) outboxRowValues(events[i]!, time, now, params);
+    const result = await executor.executeQuery(
+      compiled.raw(outboxInsertSql(kind, end - start), params),
+    );
+    inserted += Number(result.numAffectedRows ?? 0n);
+  }
+  return inserted;
 }
 
 const fleetgateWriter = createOutboxWriter<FleetgateTopics>();
@@ -120,6 +193,20 @@ export function writeOutboxEvent<T extends TopicOf<FleetgateTopics>>(
 ): Promise<OutboxWriteResult> {
   return fleetgateWriter.write(executor, topic, payload, options);
 }
+
+/**
+ * The outbox's writers of many events on both of a store's paths, as one value: what the
+ * composition root hands a writer of batches (the world's SQL store, as its `outbox`).
+ *
+ * @example
+ * ```ts
+ * createSqlWorldStore({ db: store.db, kind: store.kind, outbox: OUTBOX_WRITERS });
+ * ```
+ */
+export const OUTBOX_WRITERS = Object.freeze({
+  writeEvents: writeOutboxEvents,
+  insertRows: insertOutboxRows,
+});
 
 /**
  * Retention: deletes outbox rows sent before `sentBefore` (epoch ms), at most `batchSize` per

@@ -6,6 +6,7 @@
 import { fileURLToPath } from 'node:url';
 import { InvalidArgumentError } from 'commander';
 import { FleetgateError, parseDuration } from '../protocol/index.js';
+import { defined } from '../protocol/fields/index.js';
 
 /** Longest timer Node runs as asked (about 24.8 days); longer ones fire at once. */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -116,7 +117,7 @@ function unsupported(
   return new FleetgateError(
     'FLEETGATE_USAGE',
     `${options.what}: ${scheme === undefined ? `${value} is not a URL` : `the scheme ${scheme}:// of ${value} is not supported`}; use ${allowed}${also}`,
-    { details: { value, ...(scheme === undefined ? {} : { scheme }) } },
+    { details: { value, ...defined({ scheme }) } },
   );
 }
 

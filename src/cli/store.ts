@@ -5,6 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { FleetgateError } from '../protocol/index.js';
+import { defined } from '../protocol/fields/index.js';
 import type { FleetgateConfig, GatewayStore } from '../service/index.js';
 
 /** The configuration file a command reads when `--config` is not given. */
@@ -41,10 +42,7 @@ export async function readConfig(
     );
   }
   const { loadConfigFile } = await import('../service/index.js');
-  return loadConfigFile(
-    path ?? DEFAULT_CONFIG,
-    options.secrets === undefined ? {} : { secrets: options.secrets },
-  );
+  return loadConfigFile(path ?? DEFAULT_CONFIG, defined({ secrets: options.secrets }));
 }
 
 /** The store URL a command uses. */

@@ -1,4 +1,5 @@
 import { FleetgateError } from '../protocol/index.js';
+import { defined } from '../protocol/fields/index.js';
 import type { BlastRadius, HitlMode } from '../protocol/index.js';
 import { unknownAgent } from './directory.js';
 import type { DeclarationRatchet, RatchetKind } from './ratchet.js';
@@ -62,10 +63,7 @@ export function createAcknowledgements(options: AcknowledgementsOptions): Acknow
           { details: { agent, skill } },
         );
       }
-      return {
-        ...(radius === undefined ? {} : { radius }),
-        ...(mode === undefined ? {} : { mode }),
-      };
+      return defined({ radius, mode });
     },
     pending() {
       return ratchet

@@ -1,3 +1,4 @@
+import { defined } from '../protocol/fields/index.js';
 import type { Acknowledgements } from './acknowledgements.js';
 import { createAcknowledgements } from './acknowledgements.js';
 import type { CardRefresher, CardRefresherOptions } from './card-refresher.js';
@@ -49,7 +50,7 @@ export function createCardBroker(options: CardBrokerOptions): CardBroker {
     registries,
     ratchet,
     directory: options.directory,
-    ...(floors === undefined ? {} : { floors }),
+    ...defined({ floors }),
   });
   const refresher = createCardRefresher({ ...rest, book });
   const acknowledgements = createAcknowledgements({ ratchet, directory: options.directory });

@@ -5,6 +5,7 @@
 import type { EventBus } from '../bus/index.js';
 import { warnUnreportedError } from '../bus/index.js';
 import { isFleetgateError } from '../protocol/index.js';
+import { defined } from '../protocol/fields/index.js';
 
 /** Where the refresher's own failures go (`CardRefresherOptions.onError`). */
 export type RefreshErrorHandler = (
@@ -30,7 +31,7 @@ export function refreshErrorReporter(
         source: `fleet:${context.source}`,
         message: context.agent === undefined ? message : `${context.agent}: ${message}`,
         ...(isFleetgateError(error) ? { code: error.code } : {}),
-        ...(context.topic === undefined ? {} : { topic: context.topic }),
+        ...defined({ topic: context.topic }),
       });
     } catch (again) {
       warnUnreportedError(again, { ...context, error: message });

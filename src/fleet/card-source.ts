@@ -2,6 +2,7 @@ import { hash } from 'node:crypto';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { canExchange, exchangeWhole, type WholeAnswer } from '../net/index.js';
 import { FleetgateError } from '../protocol/index.js';
+import { defined } from '../protocol/fields/index.js';
 import { AGENT_CARD_PATHS, LIMITS } from '../protocol/index.js';
 
 /** What a card source needs to know about an agent to fetch its card. */
@@ -289,7 +290,7 @@ export class HttpCardSource implements CardSource {
               `timed out after ${this.#timeoutMs} ms`,
               new DOMException('card fetch timed out', 'TimeoutError'),
             ),
-          ...(signal === undefined ? {} : { signal }),
+          ...defined({ signal }),
         });
       } catch (error) {
         // The size limit and the deadline fail with the card's error already.

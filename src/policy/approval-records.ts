@@ -51,6 +51,16 @@ export interface StandingRecord extends StandingGrant {
   revokedBy: string | null;
 }
 
+/** What `list` of the approvals inbox selects by. */
+export interface ApprovalListOptions {
+  /** Default `pending`. */
+  status?: ApprovalStatus;
+  /** Pending requests snoozed until later are left out unless this is true. */
+  includeSnoozed?: boolean;
+  /** Only the requests of this dispatch. */
+  dispatchId?: string;
+}
+
 /** One audit entry. */
 export interface PolicyAuditEntry {
   seq: number;

@@ -4,6 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { FleetgateError } from '../protocol/index.js';
+import { defined } from '../protocol/fields/index.js';
 import type { BlastRadius } from '../protocol/index.js';
 import type { PolicyRules } from './types.js';
 
@@ -85,8 +86,7 @@ export function normaliseInput(input: {
     parts.push({
       kind: 'message',
       message,
-      ...(input.metadata === undefined ? {} : { metadata: input.metadata }),
-      ...(input.extensions === undefined ? {} : { extensions: input.extensions }),
+      ...defined({ metadata: input.metadata, extensions: input.extensions }),
     });
   }
   return parts;

@@ -2,6 +2,7 @@
  * The HITL gate at dispatch: `decide` applied to a call (or a follow-up), which goes at once, is
  * refused, or is held in the inbox until a human decides.
  */
+import { defined } from '../protocol/fields/index.js';
 import { decide } from './decide.js';
 import type { GateContext } from './gate-context.js';
 import { approvalEvent, facts, fingerprintOf, liveGrants, summary } from './gate-context.js';
@@ -47,7 +48,7 @@ async function hold(
       ? {}
       : {
           taskId: followUp.taskId,
-          ...(followUp.contextId === undefined ? {} : { contextId: followUp.contextId }),
+          ...defined({ contextId: followUp.contextId }),
         }),
   });
   await publish('hitl.approval.requested', approvalEvent(record));
@@ -86,7 +87,7 @@ export async function decideAtDispatch(ctx: GateContext, call: GateCall): Promis
       await publish('hitl.notification', {
         agent: call.agent,
         skill: call.skill,
-        ...(call.dispatchId === undefined ? {} : { dispatchId: call.dispatchId }),
+        ...defined({ dispatchId: call.dispatchId }),
         correlationId: call.correlationId,
         radius: decision.effectiveRadius,
         reasons: decision.reasons,

@@ -4,6 +4,7 @@
  * Each decision is a {@link Change} that {@link decideOn} applies.
  */
 import { FleetgateError } from '../protocol/index.js';
+import { defined } from '../protocol/fields/index.js';
 import type { ApprovalRecord } from './approval-records.js';
 import { alreadyDecided, hasVetoWindow, notFound } from './approval-records.js';
 import type { InboxContext } from './inbox-context.js';
@@ -88,10 +89,7 @@ export function approveChange(id: string, by: string, reason: string | undefined
         { details: { id, by, status: record.status } },
       );
     }
-    const approvals = [
-      ...record.approvals,
-      { by, at, ...(reason === undefined ? {} : { reason }) },
-    ];
+    const approvals = [...record.approvals, { by, at, ...defined({ reason }) }];
     const done = approvals.length >= record.requiredApprovals;
     return {
       approvals: JSON.stringify(approvals),
@@ -130,7 +128,7 @@ export function answerChange(
       );
     }
     return {
-      approvals: JSON.stringify([{ by, at, ...(reason === undefined ? {} : { reason }) }]),
+      approvals: JSON.stringify([{ by, at, ...defined({ reason }) }]),
       status: 'approved',
       decided_by: by,
       decided_at: at,

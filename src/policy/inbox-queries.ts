@@ -1,8 +1,8 @@
 /** The reads of the approvals inbox: by dispatch, by status, rejection memory and the audit. */
 import type {
   ApprovalKind,
+  ApprovalListOptions,
   ApprovalRecord,
-  ApprovalStatus,
   PolicyAuditEntry,
 } from './approval-records.js';
 import { fromRow } from './approval-records.js';
@@ -24,15 +24,19 @@ export async function approvalByDispatch(
   return row === undefined ? undefined : fromRow(row);
 }
 
-/** `ApprovalInbox.list`: approvals by status (default `pending`, snoozed ones left out). */
+/**
+ * `ApprovalInbox.list`: approvals by status (default `pending`, snoozed ones left out), of one
+ * dispatch when `dispatchId` is given.
+ */
 export async function listApprovals(
   ctx: InboxContext,
-  opts: { status?: ApprovalStatus; includeSnoozed?: boolean } = {},
+  opts: ApprovalListOptions = {},
 ): Promise<ApprovalRecord[]> {
   const { db, now } = ctx;
   const status = opts.status ?? 'pending';
   const at = now();
   let query = db.selectFrom('fleetgate_policy_approval').selectAll().where('status', '=', status);
+  if (opts.dispatchId !== undefined) query = query.where('dispatch_id', '=', opts.dispatchId);
   if (status === 'pending' && opts.includeSnoozed !== true) {
     query = query.where((eb) =>
       eb.or([eb('snoozed_until', 'is', null), eb('snoozed_until', '<=', at)]),

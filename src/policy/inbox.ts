@@ -8,8 +8,8 @@
 import type { Kysely, Transaction } from 'kysely';
 import type {
   ApprovalKind,
+  ApprovalListOptions,
   ApprovalRecord,
-  ApprovalStatus,
   NewApproval,
   PolicyAuditEntry,
 } from './approval-records.js';
@@ -36,6 +36,7 @@ import type { PolicyDatabase } from './store-tables.js';
 
 export type {
   ApprovalKind,
+  ApprovalListOptions,
   ApprovalRecord,
   ApprovalStatus,
   ApprovalVote,
@@ -56,7 +57,7 @@ export interface ApprovalInbox extends StandingApprovals {
     kinds?: readonly ApprovalKind[],
   ): Promise<ApprovalRecord | undefined>;
   /** Approvals by status (default `pending`, snoozed ones left out unless asked for). */
-  list(options?: { status?: ApprovalStatus; includeSnoozed?: boolean }): Promise<ApprovalRecord[]>;
+  list(options?: ApprovalListOptions): Promise<ApprovalRecord[]>;
   /**
    * One approver says yes; the request is `approved` once `requiredApprovals` distinct approvers
    * did. @throws `FLEETGATE_APPROVAL_ALREADY_DECIDED`, `…_SELF`, `…_EXPIRED`, `…_NOT_FOUND`

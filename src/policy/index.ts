@@ -17,6 +17,7 @@ export {
   type ApprovalInbox,
   type ApprovalInboxOptions,
   type ApprovalKind,
+  type ApprovalListOptions,
   type ApprovalRecord,
   type ApprovalStatus,
   type ApprovalVote,

@@ -52,17 +52,28 @@ export type GateVerdict<D = unknown> =
 /** Moves the dispatch on inside the gate's transaction; false when it was not in a state to. */
 export type DispatchMove = (trx: Transaction<unknown>) => Promise<boolean>;
 
-/** What the gate says when a held call is to be released. */
-export type ReleaseVerdict =
-  | {
-      action: 'go';
-      /** The input the approval was given for: exactly what is sent. */
-      input: HeldInput;
-      /** Consumes the approval in one transaction with `move`; false when either could not. */
+/**
+ * What the gate says when a held dispatch may move on: `Go` (its own action and what it sends,
+ * with the claim that lets it go once), a refusal, or not yet. Release, resume and follow-up each
+ * answer with one.
+ */
+export type ContinuationVerdict<Go extends { action: string }> =
+  | (Go & {
+      /**
+       * Consumes what let the dispatch go (the approval, or the answer) in one transaction with
+       * `move`; false when either could not (already used, or the dispatch moved on).
+       */
       claim(move: DispatchMove): Promise<boolean>;
-    }
+    })
   | { action: 'deny'; reason: string; code: ErrorCode }
   | { action: 'wait'; reason: string };
+
+/** What the gate says when a held call is to be released. */
+export type ReleaseVerdict = ContinuationVerdict<{
+  action: 'go';
+  /** The input the approval was given for: exactly what is sent. */
+  input: HeldInput;
+}>;
 
 /** A task of a dispatch waits on input (`input-required`). */
 export interface CheckpointCall {
@@ -78,33 +89,23 @@ export interface CheckpointCall {
 }
 
 /** What the gate says when a task's question may have been answered. */
-export type ResumeVerdict =
-  | {
-      action: 'answer';
-      taskId: string;
-      contextId?: string;
-      text: string;
-      /** Consumes the answer in one transaction with `move`; false when already used. */
-      claim(move: DispatchMove): Promise<boolean>;
-    }
-  | { action: 'deny'; reason: string; code: ErrorCode }
-  | { action: 'wait'; reason: string };
+export type ResumeVerdict = ContinuationVerdict<{
+  action: 'answer';
+  taskId: string;
+  contextId?: string;
+  text: string;
+}>;
 
 /** What the gate says when a held follow-up may be sent on its task. */
-export type FollowUpVerdict =
-  | {
-      action: 'go';
-      /** The dispatch whose task the message continues. */
-      dispatchId: string;
-      taskId: string;
-      contextId?: string;
-      /** The message the approval was given for: exactly what is sent. */
-      input: HeldInput;
-      /** Consumes the approval in one transaction with `move`; false when either could not. */
-      claim(move: DispatchMove): Promise<boolean>;
-    }
-  | { action: 'deny'; reason: string; code: ErrorCode }
-  | { action: 'wait'; reason: string };
+export type FollowUpVerdict = ContinuationVerdict<{
+  action: 'go';
+  /** The dispatch whose task the message continues. */
+  dispatchId: string;
+  taskId: string;
+  contextId?: string;
+  /** The message the approval was given for: exactly what is sent. */
+  input: HeldInput;
+}>;
 
 /**
  * Decides whether a call may go out. A gate that holds calls implements `release`; one that turns

@@ -5,8 +5,9 @@
  */
 import type { DispatchRecord, Dispatcher } from '../dispatch/index.js';
 import type {
+  ApprovalKind,
+  ApprovalListOptions,
   ApprovalRecord,
-  ApprovalStatus,
   Explanation,
   HeldInput,
   HitlGate,
@@ -23,8 +24,11 @@ export interface ApprovalOutcome {
 
 /** `gateway.approvals`: the approvals inbox, standing approvals and `policy explain`. */
 export interface GatewayApprovals {
-  /** Approvals by status (default `pending`, snoozed ones left out unless asked for). */
-  list(options?: { status?: ApprovalStatus; includeSnoozed?: boolean }): Promise<ApprovalRecord[]>;
+  /**
+   * Approvals by status (default `pending`, snoozed ones left out unless asked for), of one
+   * dispatch when asked.
+   */
+  list(options?: ApprovalListOptions): Promise<ApprovalRecord[]>;
   get(id: string): Promise<ApprovalRecord | undefined>;
   /**
    * One approver says yes. Once enough distinct approvers did, the call is re-checked and sent
@@ -66,6 +70,39 @@ export interface GatewayApprovalsOptions {
   onError: (error: unknown, where: string) => void;
 }
 
+/** The dispatcher's steps that move a held dispatch on. */
+type Mover = GatewayApprovalsOptions['dispatcher'];
+
+/**
+ * How a decided request of each kind moves its dispatch on (`step`), and whether, after that
+ * step, the dispatch still waits on the request (`waiting`: it stays unsettled).
+ */
+interface KindMove {
+  step(dispatcher: Mover, approval: ApprovalRecord): Promise<DispatchRecord | undefined>;
+  waiting(dispatch: DispatchRecord | undefined, latest: ApprovalRecord): boolean;
+}
+
+/** A held call (gated, or in a veto window): released, it leaves `awaiting-approval`. */
+const RELEASE: KindMove = {
+  step: (dispatcher, approval) => dispatcher.release(approval.dispatchId),
+  waiting: (dispatch) => dispatch?.status === 'awaiting-approval',
+};
+
+/** Per kind, one row: adding a kind of approval is adding its row. */
+const KIND_MOVES: Record<ApprovalKind, KindMove> = {
+  dispatch: RELEASE,
+  veto: RELEASE,
+  checkpoint: {
+    step: (dispatcher, approval) => dispatcher.resume(approval.dispatchId),
+    waiting: (dispatch, latest) => dispatch?.status === 'running' && latest.status !== 'approved',
+  },
+  'follow-up': {
+    step: (dispatcher, approval) => dispatcher.continueFollowUp(approval),
+    // A veto window still open, on a task still running.
+    waiting: (dispatch, latest) => dispatch?.status === 'running' && latest.status === 'pending',
+  },
+};
+
 /** Builds `gateway.approvals` and its sweeper. */
 export function createGatewayApprovals(options: GatewayApprovalsOptions): {
   api: GatewayApprovals;
@@ -77,22 +114,10 @@ export function createGatewayApprovals(options: GatewayApprovalsOptions): {
 
   /** Moves the dispatch behind a decided request on, then settles the request (publishes once). */
   const moveOn = async (approval: ApprovalRecord): Promise<ApprovalOutcome> => {
-    const { kind } = approval;
-    const dispatch =
-      kind === 'checkpoint'
-        ? await dispatcher.resume(approval.dispatchId)
-        : kind === 'follow-up'
-          ? await dispatcher.continueFollowUp(approval)
-          : await dispatcher.release(approval.dispatchId);
+    const move = KIND_MOVES[approval.kind];
+    const dispatch = await move.step(dispatcher, approval);
     let latest = (await inbox.get(approval.id)) ?? approval;
-    const stillWaiting =
-      kind === 'checkpoint'
-        ? dispatch?.status === 'running' && latest.status !== 'approved'
-        : kind === 'follow-up'
-          ? // A veto window still open, on a task still running.
-            dispatch?.status === 'running' && latest.status === 'pending'
-          : dispatch?.status === 'awaiting-approval';
-    if (!stillWaiting) {
+    if (!move.waiting(dispatch, latest)) {
       if (latest.status === 'approved' || latest.status === 'pending') {
         // The dispatch ended another way (canceled, or refused on re-check): the approval can
         // never be used, so it must not stay approved.

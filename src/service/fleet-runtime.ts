@@ -14,6 +14,7 @@ import {
 } from '../fleet/index.js';
 import type { FloorWriter } from '../alerts/index.js';
 import { createStoreFloorWriter, listLearnedFloors } from '../alerts/index.js';
+import { defined } from '../protocol/fields/index.js';
 import type { FleetgateConfig } from './config.js';
 import type { Lease } from './card-lease.js';
 import { createLeasedCardSource, leasedCardCache } from './card-lease.js';
@@ -88,7 +89,7 @@ export async function createFleetRuntime(
     refreshIntervalMs: config.cards.refreshInterval,
     concurrency: config.cards.concurrency,
     staleAfterFailures: config.cards.staleAfterFailures,
-    ...(options.bus === undefined ? {} : { bus: options.bus }),
+    ...defined({ bus: options.bus }),
   });
   return {
     store,

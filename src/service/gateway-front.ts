@@ -10,6 +10,7 @@ import { ENDED_STATUSES } from '../calls/index.js';
 import type { DispatchRecord, DispatchWatcher, GateVerdict } from '../dispatch/index.js';
 import { CallHandle, createDispatchWatcher } from '../dispatch/index.js';
 import { FleetgateError } from '../protocol/index.js';
+import { defined } from '../protocol/fields/index.js';
 import { checkCallTarget } from './fleet-view.js';
 import type { FollowUpRequest, Gateway } from './gateway-types.js';
 import type { CallPath, Ground, Records, Upkeep } from './gateway-wiring.js';
@@ -213,10 +214,10 @@ async function decideFollowUp(assembly: Assembly, request: FollowUpRequest): Pro
     skill: record.skill,
     correlationId: record.correlationId,
     input: request.input,
-    ...(request.requestedBy === undefined ? {} : { requestedBy: request.requestedBy }),
+    ...defined({ requestedBy: request.requestedBy }),
     followUp: {
       taskId: request.taskId,
-      ...(request.contextId === undefined ? {} : { contextId: request.contextId }),
+      ...defined({ contextId: request.contextId }),
     },
   });
 }

@@ -14,8 +14,10 @@ import {
   createRadiusWidenedAlerts,
   createReconciler,
 } from '../alerts/index.js';
+import { OUTBOX_WRITERS } from '../bus/index.js';
 import type { WorldMaterialiser } from '../world/index.js';
 import { createSqlWorldStore, createWorldMaterialiser } from '../world/index.js';
+import { defined } from '../protocol/fields/index.js';
 import { instanceAlive } from './card-lease.js';
 import type { CallPath, Ground, Records, Upkeep } from './gateway-wiring.js';
 
@@ -37,6 +39,7 @@ export function wireConsumers(ground: Ground, closing: AbortSignal): Consumers {
     store: createSqlWorldStore({
       db: ground.store.db,
       kind: ground.store.kind,
+      outbox: OUTBOX_WRITERS,
       sqlite: ground.store.sqlite,
       onCommitted: () => relay.notify(),
     }),
@@ -50,8 +53,7 @@ export function wireConsumers(ground: Ground, closing: AbortSignal): Consumers {
     },
     maxEventBytes: ground.eventBytes,
     maxDomainBytes: config.limits.domainBytes,
-    ...(deps.seeds === undefined ? {} : { seeds: deps.seeds }),
-    ...(deps.now === undefined ? {} : { now: deps.now }),
+    ...defined({ seeds: deps.seeds, now: deps.now }),
   });
   const declarations = declarationLookupOf(runtime.broker);
   const reconciler: Reconciler = createReconciler({

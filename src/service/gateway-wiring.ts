@@ -28,6 +28,7 @@ import { ExtensionRegistry, registerStandardExtensions } from '../extensions/ind
 import type { HitlGate } from '../policy/index.js';
 import { createApprovalInbox, createHitlGate } from '../policy/index.js';
 import { FleetgateError, isFleetgateError } from '../protocol/index.js';
+import { defined } from '../protocol/fields/index.js';
 import { parseStoreUrl } from '../store/index.js';
 import type { TaskRecordStore, TaskTracker } from '../tasks/index.js';
 import { createStoreTaskRecords, TaskTracker as Tracker } from '../tasks/index.js';
@@ -102,7 +103,7 @@ export async function openGround(config: FleetgateConfig, deps: GatewayDeps): Pr
     db: store.db,
     name: 'card-refresh',
     ttlMs: config.replicas.leaseTtl,
-    ...(deps.now === undefined ? {} : { now: deps.now }),
+    ...defined({ now: deps.now }),
     onError: (error) => reportError(error, 'card-lease'),
   });
   await lease.renew();
@@ -112,7 +113,7 @@ export async function openGround(config: FleetgateConfig, deps: GatewayDeps): Pr
     bus,
     store,
     lease,
-    ...(deps.cardSource === undefined ? {} : { source: deps.cardSource }),
+    ...defined({ source: deps.cardSource }),
   });
   // The largest event written to the outbox: the configured limit, within what the bus carries
   // (room left for the envelope and headers).
@@ -205,7 +206,7 @@ export async function wireCallPath(ground: Ground, records: Records): Promise<Ca
       records: taskRecords,
       collector,
       onCommitted: () => relay.notify(),
-      ...(journal === undefined ? {} : { journal }),
+      ...defined({ journal }),
     },
     onSettled: (settled) => dispatcher.onTaskSettled(settled),
     onError: (error, where) => reportError(error, `terminal.${where.where}`),
@@ -220,7 +221,7 @@ export async function wireCallPath(ground: Ground, records: Records): Promise<Ca
       maxResponseBytes: config.limits.agentResponseBytes,
       responseTimeoutMs: config.limits.agentResponseTimeout,
     },
-    ...(deps.fetch === undefined ? {} : { fetch: deps.fetch }),
+    ...defined({ fetch: deps.fetch }),
   });
   const tracker: TaskTracker = new Tracker({
     records: taskRecords,
@@ -230,8 +231,7 @@ export async function wireCallPath(ground: Ground, records: Records): Promise<Ca
       maxBodyBytes: config.limits.pushBodyBytes,
       bodyTimeoutMs: config.limits.pushBodyTimeout,
     },
-    ...(deps.pushBaseUrl === undefined ? {} : { pushBaseUrl: deps.pushBaseUrl }),
-    ...(deps.now === undefined ? {} : { now: deps.now }),
+    ...defined({ pushBaseUrl: deps.pushBaseUrl, now: deps.now }),
     onStateChanged: (change) => dispatcher.onTaskState(change),
     onError: (error, where) => reportError(error, `tracker.${where.where}`),
   });
@@ -239,7 +239,7 @@ export async function wireCallPath(ground: Ground, records: Records): Promise<Ca
     declarations: policyDeclarations(runtime),
     inbox: createApprovalInbox({
       db: store.db,
-      ...(deps.now === undefined ? {} : { now: deps.now }),
+      ...defined({ now: deps.now }),
     }),
     rules: policyRules(config.policy),
     // Through the outbox: a bus outage delays approval events and fails no dispatch. Each is
@@ -247,12 +247,12 @@ export async function wireCallPath(ground: Ground, records: Records): Promise<Ca
     publish: async (topic, payload) => {
       await writeOutboxEvent(store.db, topic, payload, {
         id: records.eventId(),
-        ...(payload.correlationId === undefined ? {} : { correlationId: payload.correlationId }),
+        ...defined({ correlationId: payload.correlationId }),
         ...(deps.now === undefined ? {} : { now: deps.now() }),
       });
       relay.notify();
     },
-    ...(deps.now === undefined ? {} : { now: deps.now }),
+    ...defined({ now: deps.now }),
   });
   // This process as the holder of the dispatches it sends: its instance lease says it runs, and
   // a live gateway finishes the calls of one that died (`Dispatcher.recoverOrphans`).
@@ -262,7 +262,7 @@ export async function wireCallPath(ground: Ground, records: Records): Promise<Ca
     name: instanceLeaseName(instanceId),
     holder: instanceId,
     ttlMs: config.replicas.leaseTtl,
-    ...(deps.now === undefined ? {} : { now: deps.now }),
+    ...defined({ now: deps.now }),
     onError: (error) => reportError(error, 'instance-lease'),
   });
   await instance.renew();
@@ -278,8 +278,7 @@ export async function wireCallPath(ground: Ground, records: Records): Promise<Ca
     onError: reportError,
     endedTask: (contextId, messageId) =>
       journaled.get(contextId)?.find((task) => task.history.some((m) => m.messageId === messageId)),
-    ...(deps.dispatchMode === undefined ? {} : { mode: deps.dispatchMode }),
-    ...(deps.now === undefined ? {} : { now: deps.now }),
+    ...defined({ mode: deps.dispatchMode, now: deps.now }),
   });
   return { terminal, fleet, tracker, hitl, gate, dispatcher, instanceId, instance, journaled };
 }
@@ -302,7 +301,7 @@ export function wireUpkeep(ground: Ground, records: Records, calls: CallPath): U
       dispatchesMs: config.retention.dispatches,
       intervalMs: config.retention.interval,
     },
-    ...(deps.now === undefined ? {} : { now: deps.now }),
+    ...defined({ now: deps.now }),
     onError: (error) => reportError(error, 'retention'),
   });
   const approvals = createGatewayApprovals({

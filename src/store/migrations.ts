@@ -9,6 +9,7 @@
 import type { Kysely, MigrationProvider, Migration } from 'kysely';
 import { Migrator, sql } from 'kysely';
 import { FleetgateError } from '../protocol/index.js';
+import { defined } from '../protocol/fields/index.js';
 
 /** Which database engine a store runs on. */
 export type StoreKind = 'sqlite' | 'postgres';
@@ -135,7 +136,7 @@ export async function migrateToLatest(
     provider,
     migrationTableName: MIGRATION_TABLE,
     migrationLockTableName: 'fleetgate_migration_lock',
-    ...(options.schema === undefined ? {} : { migrationTableSchema: options.schema }),
+    ...defined({ migrationTableSchema: options.schema }),
   });
   let outcome = await migrator.migrateToLatest();
   // The migrator looks for its table through the catalog of every schema; a schema another
@@ -184,7 +185,7 @@ export async function verifyMigrated(
       `The store ${url} has not been initialised by a gateway (it has no Fleetgate tables${
         schema === undefined ? '' : ` in schema ${schema}`
       }); start a gateway on it first (\`fleetgate start\`)`,
-      { details: { url, ...(schema === undefined ? {} : { schema }) } },
+      { details: { url, ...defined({ schema }) } },
     );
   }
   const table = schema === undefined ? db : db.withSchema(schema);

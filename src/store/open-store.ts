@@ -11,6 +11,7 @@ import type { Dialect } from 'kysely';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import type { PoolConfig } from 'pg';
 import { FleetgateError, isFleetgateError } from '../protocol/index.js';
+import { defined } from '../protocol/fields/index.js';
 import type { StoreKind, StoreMigrations } from './migrations.js';
 import { migrateToLatest, verifyMigrated } from './migrations.js';
 import type { GuardedPool, StoreTimeouts } from './pg-pool.js';
@@ -255,14 +256,14 @@ export async function openStore<DB = unknown>(
       });
     }
     const db0 = db as unknown as Kysely<unknown>;
-    const context = { migrations: options.migrations, ...(schema === undefined ? {} : { schema }) };
+    const context = { migrations: options.migrations, ...defined({ schema }) };
     const migrated = migrate === true ? await migrateToLatest(db0, location.kind, context) : [];
     if (migrate === 'verify')
       await verifyMigrated(db0, location.kind, { ...context, url: redact(url) });
     return {
       db,
       kind: location.kind,
-      ...(sqliteAccess === undefined ? {} : { sqlite: sqliteAccess }),
+      ...defined({ sqlite: sqliteAccess }),
       url: redact(url),
       migrated,
       get idleErrors() {

@@ -53,4 +53,4 @@ export type {
   WorldUnitOfWork,
 } from './types.js';
 export type { WorldBus, WorldPublishedTopic, WorldSubscription } from './bus-port.js';
-export type { WorldOutboxDatabase, WorldOutboxRow } from './outbox-batch.js';
+export type { WorldOutbox } from './outbox-port.js';

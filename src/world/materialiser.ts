@@ -148,7 +148,12 @@ function toSnapshot(domain: StoredDomain): DomainSnapshot {
  * @example
  * ```ts
  * const world = createWorldMaterialiser({
- *   store: createSqlWorldStore({ db: store.db, kind: store.kind, onCommitted: relay.notify }),
+ *   store: createSqlWorldStore({
+ *     db: store.db,
+ *     kind: store.kind,
+ *     outbox: OUTBOX_WRITERS, // from the bus
+ *     onCommitted: relay.notify,
+ *   }),
  *   bus,
  *   seeds: { ci: { data: { blockedPRs: 0 } } },
  *   retention: { auditMaxAgeMs: 30 * 86_400_000, intervalMs: 3_600_000 },

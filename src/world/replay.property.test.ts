@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createInMemoryEventBus } from '../bus/index.js';
+import { createInMemoryEventBus, OUTBOX_WRITERS } from '../bus/index.js';
 import type { WorldStateDeltaEntry } from '../protocol/index.js';
 import { applyDelta } from './apply.js';
 import type { JsonObject } from './json.js';
@@ -110,7 +110,7 @@ describe('world-state properties', () => {
           const store = await openGatewayStore(`sqlite:${join(dir, `w${run}.db`)}`);
           try {
             const sqlWorld = await materialise(
-              createSqlWorldStore({ db: store.db, kind: store.kind }),
+              createSqlWorldStore({ db: store.db, kind: store.kind, outbox: OUTBOX_WRITERS }),
               batches,
             );
             const memWorld = await materialise(createMemoryWorldStore(), batches);

@@ -15,7 +15,7 @@ import type { Kysely, Transaction } from 'kysely';
 import { CompiledQuery, sql } from 'kysely';
 import type { JsonObject } from './json.js';
 import { normaliseHistoryQuery } from './history-query.js';
-import { writeOutboxEvents, writeOutboxEventsDirect } from './outbox-batch.js';
+import type { WorldOutbox } from './outbox-port.js';
 import type { WorldSqlStatements, WorldSqlite } from './sqlite-port.js';
 import type { SqlWorldDatabase, WorldDomainTable } from './store-tables.js';
 import {
@@ -53,12 +53,17 @@ export type { SqlWorldDatabase } from './store-tables.js';
 /** Options of {@link createSqlWorldStore}. */
 export interface SqlWorldStoreOptions<DB extends SqlWorldDatabase = SqlWorldDatabase> {
   /**
-   * The store's kysely instance (`openStore(url).db`), migrated to `0003_world` or later. Any
-   * database type that includes the world and outbox tables will do.
+   * The store's kysely instance (`openStore(url).db`), migrated to `0003_world` or later, with the
+   * outbox's migrations. Any database type that includes the world tables will do.
    */
   db: Kysely<DB>;
   /** The database engine (`openStore(url).kind`). */
   kind: 'sqlite' | 'postgres';
+  /**
+   * Writes the emissions into the transactional outbox, in the unit of work's transaction: the
+   * bus's `OUTBOX_WRITERS`.
+   */
+  outbox: WorldOutbox;
   /** Called after a unit of work that wrote outbox rows committed, e.g. `relay.notify`. */
   onCommitted?: () => void;
   /**
@@ -101,10 +106,12 @@ export class SqlWorldStore implements WorldStore {
   readonly #onCommitted: (() => void) | undefined;
   readonly #auditMax: number;
   readonly #direct: WorldSqlite | undefined;
+  readonly #outbox: WorldOutbox;
 
   constructor(options: SqlWorldStoreOptions<SqlWorldDatabase>) {
     this.#db = options.db;
     this.#kind = options.kind;
+    this.#outbox = options.outbox;
     this.#direct = options.kind === 'sqlite' ? options.sqlite : undefined;
     this.#onCommitted = options.onCommitted;
     this.#auditMax = options.auditValueMaxBytes ?? 8 * 1024;
@@ -254,8 +261,7 @@ export class SqlWorldStore implements WorldStore {
       },
       emit: async (events) => {
         if (events.length === 0) return;
-        // One multi-row statement per chunk, not one per event: same rows, same conflict rule.
-        await writeOutboxEvents(trx, this.#kind, events, Date.now());
+        await this.#outbox.writeEvents(trx, this.#kind, events, Date.now());
         onEmit();
       },
     };
@@ -346,7 +352,7 @@ export class SqlWorldStore implements WorldStore {
       emit: (events) =>
         settled(() => {
           if (events.length === 0) return;
-          writeOutboxEventsDirect(sql, events, Date.now());
+          this.#outbox.insertRows(sql, events, Date.now());
           onEmit();
         }),
     };
@@ -519,7 +525,12 @@ export class SqlWorldStore implements WorldStore {
  * ```ts
  * const store = await openStore('sqlite:./data/fleetgate.db');
  * const relay = createOutboxRelay({ db: store.db, bus });
- * const world = createSqlWorldStore({ db: store.db, kind: store.kind, onCommitted: relay.notify });
+ * const world = createSqlWorldStore({
+ *   db: store.db,
+ *   kind: store.kind,
+ *   outbox: OUTBOX_WRITERS,
+ *   onCommitted: relay.notify,
+ * });
  * ```
  */
 export function createSqlWorldStore<DB extends SqlWorldDatabase>(

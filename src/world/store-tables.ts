@@ -5,7 +5,6 @@
 import type { Generated, Kysely } from 'kysely';
 import { sql } from 'kysely';
 import type { JsonObject } from './json.js';
-import type { WorldOutboxDatabase } from './outbox-batch.js';
 import {
   DEFAULT_SPLIT_DEPTH,
   decodeHeader,
@@ -232,5 +231,8 @@ export const WORLD_MIGRATIONS: Readonly<Record<string, WorldMigration>> = {
   },
 };
 
-/** The tables the SQL world store reads and writes. */
-export type SqlWorldDatabase = WorldDatabase & WorldOutboxDatabase;
+/**
+ * The tables the SQL world store reads and writes: the world's own. Its emissions go to the
+ * outbox through its `outbox` port, which is handed the transaction and names the outbox's table.
+ */
+export type SqlWorldDatabase = WorldDatabase;

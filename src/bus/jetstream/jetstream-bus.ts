@@ -27,6 +27,7 @@ import { AckPolicy, DeliverPolicy } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { headers, nanos } from '@nats-io/transport-node';
 import { FleetgateError, isFleetgateError } from '../../protocol/index.js';
+import { defined } from '../../protocol/fields/index.js';
 import { DuplicateWindow } from '../duplicate-window.js';
 import { createClock, createEventIdGenerator } from '../event-stamps.js';
 import { checkSubscriptionName, errorMessage } from '../subscription-name.js';
@@ -556,14 +557,9 @@ export class JetStreamEventBus<M extends TopicMap = FleetgateTopics> implements 
       source,
       message: errorMessage(error),
       code: isFleetgateError(error) ? error.code : 'FLEETGATE_BUS_HANDLER_FAILED',
-      ...(topic === undefined ? {} : { topic }),
-      ...(eventId === undefined ? {} : { eventId }),
+      ...defined({ topic, eventId }),
     };
-    const report = this.#publish(
-      'system.error',
-      payload,
-      correlationId === undefined ? {} : { correlationId },
-    ).then(
+    const report = this.#publish('system.error', payload, defined({ correlationId })).then(
       () => undefined,
       (reportError: unknown) => this.#onUnreported(error, { ...context, reportError }),
     );

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { AgentCheckCall, AgentCheckReport } from '../../agent/index.js';
 import { checkAgent } from '../../agent/index.js';
 import { FleetgateError } from '../../protocol/index.js';
+import { defined } from '../../protocol/fields/index.js';
 import type { CliIo } from '../io.js';
 import { EXIT } from '../errors.js';
 import { millisecondsFlag } from '../options.js';
@@ -124,7 +125,7 @@ export function registerCheckAgent(
         skill: opts.skill,
         timeoutMs: opts.timeout,
         headers: headers(opts.header),
-        ...(opts.input === undefined ? {} : { input: opts.input }),
+        ...defined({ input: opts.input }),
         ...(opts.stream === false ? { streaming: false } : {}),
       });
       io.out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report, io.color));

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
 import { FleetgateError } from '../../protocol/index.js';
+import { defined } from '../../protocol/fields/index.js';
 import type { CliIo } from '../io.js';
 import { createStyle } from '../style.js';
 import { urlOption } from './gateway-client.js';
@@ -95,10 +96,9 @@ async function runDispatch(
       : Promise.resolve();
   const answer = await client
     .post<DispatchRow>('/api/dispatch', {
-      ...(agent === undefined ? {} : { agent }),
+      ...defined({ agent }),
       skill,
-      ...(text === undefined ? {} : { text }),
-      ...(data === undefined ? {} : { data }),
+      ...defined({ text, data }),
       correlationId,
     })
     .catch((error: unknown) => {

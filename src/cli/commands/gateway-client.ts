@@ -8,6 +8,7 @@ import { request as httpsRequest } from 'node:https';
 import type { Command } from 'commander';
 import type { ErrorCode } from '../../protocol/index.js';
 import { FleetgateError } from '../../protocol/index.js';
+import { defined } from '../../protocol/fields/index.js';
 
 /** Where the gateway is and how to authenticate. */
 export interface GatewayTarget {
@@ -219,7 +220,7 @@ export function createGatewayClient(target: GatewayTarget): GatewayClient {
           response = await fetch(`${target.url}/api/events${query}`, {
             headers: headers({
               accept: 'text/event-stream',
-              ...(lastId === undefined ? {} : { 'last-event-id': lastId }),
+              ...defined({ 'last-event-id': lastId }),
             }),
             signal,
           });

@@ -5,6 +5,7 @@
  */
 import type { EventEnvelope } from '../../protocol/index.js';
 import { FleetgateError, isBlastRadius } from '../../protocol/index.js';
+import { defined } from '../../protocol/fields/index.js';
 import type { CliIo } from '../io.js';
 import { cliCommand } from '../launcher.js';
 import type { Style } from '../style.js';
@@ -275,15 +276,10 @@ export async function remoteApprovals(
   const id = encodeURIComponent(args.id ?? '');
   const body =
     verb === 'snooze'
-      ? {
-          ...(args.reason === undefined ? {} : { reason: args.reason }),
-          ...(args.for === undefined ? {} : { for: args.for }),
-        }
+      ? defined({ reason: args.reason, for: args.for })
       : verb === 'answer'
-        ? { text: args.text, ...(args.reason === undefined ? {} : { reason: args.reason }) }
-        : args.reason === undefined
-          ? {}
-          : { reason: args.reason };
+        ? { text: args.text, ...defined({ reason: args.reason }) }
+        : defined({ reason: args.reason });
   let result: {
     approval?: { id: string; status: string; agent: string; skill: string };
     dispatch?: DispatchRow | null;

@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import type { Command } from 'commander';
 import { pino, type Logger } from 'pino';
 import { FleetgateError } from '../../protocol/index.js';
+import { defined } from '../../protocol/fields/index.js';
 import type { FleetgateConfig } from '../../service/index.js';
 import { loadConfigFile, parseConfig, startService } from '../../service/index.js';
 import {
@@ -251,8 +252,7 @@ async function setUp(
       ...loaded,
       listen: {
         ...loaded.listen,
-        ...(opts.host === undefined ? {} : { host: opts.host }),
-        ...(opts.port === undefined ? {} : { port: opts.port }),
+        ...defined({ host: opts.host, port: opts.port }),
       },
     };
   } else {

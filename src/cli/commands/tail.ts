@@ -10,6 +10,7 @@ import type { Command } from 'commander';
 import type { EventBus, StartFrom } from '../../bus/index.js';
 import type { OpenTopics } from '../../protocol/index.js';
 import { FleetgateError, isFleetgateError } from '../../protocol/index.js';
+import { defined } from '../../protocol/fields/index.js';
 import { EXIT } from '../errors.js';
 import type { CliIo } from '../io.js';
 import { integerFlag, natsServers } from '../options.js';
@@ -68,7 +69,7 @@ export async function runTail(options: RunTailOptions): Promise<number> {
       name: `tail_${process.pid}`,
       // A slow terminal must never make the gateway's publishes fail (in-memory bus).
       overflow: 'drop-oldest',
-      ...(options.from === undefined ? {} : { from: options.from }),
+      ...defined({ from: options.from }),
     },
   );
   options.io.err(`tailing ${patterns.join(' ')} (Ctrl-C to stop)\n`);
@@ -165,7 +166,7 @@ export function registerTail(program: Command, io: CliIo, setExit: (code: number
           json: opts.json === true,
           from: opts.from,
           signal: controller.signal,
-          ...(opts.count === undefined ? {} : { count: opts.count }),
+          ...defined({ count: opts.count }),
         });
       } finally {
         process.off('SIGINT', stop);

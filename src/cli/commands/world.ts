@@ -4,6 +4,7 @@
  */
 import type { Command } from 'commander';
 import { FleetgateError } from '../../protocol/index.js';
+import { defined } from '../../protocol/fields/index.js';
 import type { AuditRecord, DomainSnapshot } from '../../world/index.js';
 import { EXIT } from '../errors.js';
 import type { CliIo } from '../io.js';
@@ -116,7 +117,12 @@ export function registerWorld(program: Command, io: CliIo, setExit: (code: numbe
       await withStore(opts, { readOnly: true }, async (store) => {
         const s = createStyle(io.color);
         const { createSqlWorldStore } = await import('../../world/index.js');
-        const world = createSqlWorldStore({ db: store.db, kind: store.kind });
+        const { OUTBOX_WRITERS } = await import('../../bus/index.js');
+        const world = createSqlWorldStore({
+          db: store.db,
+          kind: store.kind,
+          outbox: OUTBOX_WRITERS,
+        });
         if (domain === undefined) {
           const domains = await world.domains();
           const view = domains.map(({ name, version, state, updatedAt }) => ({
@@ -145,7 +151,7 @@ export function registerWorld(program: Command, io: CliIo, setExit: (code: numbe
         if (opts.history === true) {
           const records = await world.history(domain, {
             limit: opts.limit ?? 50,
-            ...(opts.path === undefined ? {} : { path: opts.path }),
+            ...defined({ path: opts.path }),
           });
           io.out(
             opts.json === true

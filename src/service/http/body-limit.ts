@@ -8,6 +8,7 @@
 import { pipeline, Transform, type TransformCallback } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { FleetgateError } from '../../protocol/index.js';
+import { defined } from '../../protocol/fields/index.js';
 
 /** How much past the limit is read to let the client see its 413: 8 limits, at least 16 MiB. */
 export function drainCapOf(limit: number): number {
@@ -19,7 +20,7 @@ function tooLarge(limit: number, size: number | undefined): FleetgateError {
   return new FleetgateError(
     'FLEETGATE_HTTP_BODY_TOO_LARGE',
     `${what} exceeds the gateway's limit of ${limit} bytes (listen.bodyLimit); nothing was processed.`,
-    { details: { limit, ...(size === undefined ? {} : { size }) } },
+    { details: { limit, ...defined({ size }) } },
   );
 }
 

@@ -6,6 +6,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorCode } from '../../protocol/index.js';
 import { FleetgateError, isFleetgateError } from '../../protocol/index.js';
+import { defined } from '../../protocol/fields/index.js';
 
 /** The body of every error answer. */
 export interface ErrorEnvelope {
@@ -67,7 +68,7 @@ export function envelope(
   message: string,
   details?: Record<string, unknown>,
 ): ErrorEnvelope {
-  return { error: { code, message, ...(details === undefined ? {} : { details }) } };
+  return { error: { code, message, ...defined({ details }) } };
 }
 
 /** Fastify's own error codes, as the project's. */

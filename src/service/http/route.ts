@@ -7,6 +7,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { FleetgateError } from '../../protocol/index.js';
+import { defined } from '../../protocol/fields/index.js';
 import type { Role } from '../config-server.js';
 
 /** Who may call a route: a role (or a wider one), anyone, or an agent with a push secret. */
@@ -104,11 +105,7 @@ export function registerRoutes(app: FastifyInstance, routes: readonly RouteSpec[
       method: route.method,
       url: route.url,
       config: { access: route.access, ...(route.rawBody === true ? { rawBody: true } : {}) },
-      schema: {
-        ...(route.params === undefined ? {} : { params: route.params }),
-        ...(route.query === undefined ? {} : { querystring: route.query }),
-        ...(route.body === undefined ? {} : { body: route.body }),
-      },
+      schema: defined({ params: route.params, querystring: route.query, body: route.body }),
       handler: async (request, reply) => {
         const answer = await route.handler({
           params: request.params,
@@ -151,7 +148,7 @@ function parameters(schema: z.ZodType | undefined, where: 'path' | 'query'): unk
       name,
       in: where,
       required: where === 'path' || (s.required ?? []).includes(name),
-      ...(description === undefined ? {} : { description }),
+      ...defined({ description }),
       schema: rest,
     };
   });
@@ -188,7 +185,7 @@ export function openApiDocument(
     paths[path] ??= {};
     paths[path][route.method.toLowerCase()] = {
       summary: route.summary,
-      ...(route.description === undefined ? {} : { description: route.description }),
+      ...defined({ description: route.description }),
       tags: [route.tag],
       operationId: `${route.method.toLowerCase()}${path.replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
       'x-fleetgate-access': route.access,

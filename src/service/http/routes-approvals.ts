@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { FleetgateError } from '../../protocol/index.js';
+import { defined } from '../../protocol/fields/index.js';
 import type { ApprovalOutcome } from '../approvals.js';
 import { parseDuration } from '../config.js';
 import type { ApiContext } from './context.js';
@@ -49,7 +50,7 @@ export function approvalRoutes(ctx: ApiContext): RouteSpec[] {
       },
       handler: async ({ query }) => ({
         approvals: await approvals.list({
-          ...(query.status === undefined ? {} : { status: query.status }),
+          ...defined({ status: query.status }),
           includeSnoozed: query.snoozed === 'true',
         }),
       }),

@@ -16,7 +16,7 @@ import type { ApiContext } from './context.js';
 import type { RouteSpec } from './route.js';
 import { defineRoute } from './route.js';
 import { statusSchema, storySchema } from './api-schemas.js';
-import { num, parseJson, str } from './sql-values.js';
+import { auditEffect, num, parseJson, str } from './sql-values.js';
 
 /** Most events kept for one call (a call that reported a long stream of deltas). */
 const MAX_EVENTS = 2000;
@@ -173,16 +173,7 @@ function storyRoute(gw: Gateway, db: Db): RouteSpec {
         events,
         approvals,
         effects: effectRows.rows.map((r) => ({
-          seq: num(r.seq) ?? 0,
-          domain: String(r.domain),
-          path: String(r.path),
-          op: String(r.op),
-          value: parseJson(r.value),
-          previous: parseJson(r.previous),
-          next: parseJson(r.next),
-          status: r.status === 'rejected' ? ('rejected' as const) : ('applied' as const),
-          reason: str(r.reason),
-          version: num(r.version),
+          ...auditEffect(r),
           at: num(r.recorded_at) ?? 0,
         })),
         cost: costEvent === undefined ? null : costEvent.payload,

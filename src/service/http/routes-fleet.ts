@@ -7,6 +7,7 @@ import { context as otelContext, trace, TraceFlags } from '@opentelemetry/api';
 import { z } from 'zod';
 import type { GateVerdict } from '../../dispatch/index.js';
 import { FleetgateError } from '../../protocol/index.js';
+import { defined } from '../../protocol/fields/index.js';
 import { parseDuration } from '../config.js';
 import { agentView, fleetView } from '../fleet-view.js';
 import type { SkillRoute } from '../skill-routing.js';
@@ -239,9 +240,7 @@ function dispatchRoute(ctx: ApiContext): RouteSpec {
       const call = gw.dispatch({
         agent,
         skill: body.skill,
-        ...(body.text === undefined ? {} : { text: body.text }),
-        ...(body.data === undefined ? {} : { data: body.data }),
-        ...(body.correlationId === undefined ? {} : { correlationId: body.correlationId }),
+        ...defined({ text: body.text, data: body.data, correlationId: body.correlationId }),
         ...(identity.authenticated ? { requestedBy: identity.name } : {}),
         mode: wait === undefined ? 'return-immediately' : 'blocking',
         ...(traceparent === undefined ? {} : { headers: { traceparent } }),
@@ -259,8 +258,7 @@ function dispatchRoute(ctx: ApiContext): RouteSpec {
       return {
         ...record,
         decision: decisionView(decision),
-        ...(routing === undefined ? {} : { routing }),
-        ...(traceparent === undefined ? {} : { traceparent }),
+        ...defined({ routing, traceparent }),
       };
     },
   });
@@ -295,11 +293,13 @@ function dispatchReadRoutes(ctx: ApiContext): RouteSpec[] {
       handler: async ({ query }) => {
         const page = await gw.dispatches({
           limit: query.limit,
-          ...(query.agent === undefined ? {} : { agent: query.agent }),
-          ...(query.skill === undefined ? {} : { skill: query.skill }),
-          ...(query.status === undefined ? {} : { status: query.status }),
-          ...(query.correlationId === undefined ? {} : { correlationId: query.correlationId }),
-          ...(query.before === undefined ? {} : { before: query.before }),
+          ...defined({
+            agent: query.agent,
+            skill: query.skill,
+            status: query.status,
+            correlationId: query.correlationId,
+            before: query.before,
+          }),
         });
         return {
           dispatches: page,

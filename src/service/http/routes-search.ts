@@ -12,13 +12,14 @@
  */
 import { sql, type RawBuilder } from 'kysely';
 import { z } from 'zod';
-import { BLAST_RADII, FleetgateError } from '../../protocol/index.js';
+import { BLAST_RADII } from '../../protocol/index.js';
 import type { Gateway } from '../gateway-types.js';
 import type { ApiContext } from './context.js';
 import type { RouteSpec } from './route.js';
 import { defineRoute } from './route.js';
 import { fleetView } from '../fleet-view.js';
-import { num, page as pageOf, parseJson, str } from './sql-values.js';
+import { BY_CREATED, BY_SEQ, queryPage } from './paged-query.js';
+import { auditEffect, num, parseJson, str } from './sql-values.js';
 import {
   searchApprovalSchema as approvalItemSchema,
   searchDispatchSchema as dispatchItemSchema,
@@ -45,30 +46,9 @@ const common = {
     .describe('`false`: leave the total out (a page after the first needs it no more)'),
 };
 
-function badCursor(cursor: string): FleetgateError {
-  return new FleetgateError(
-    'FLEETGATE_HTTP_REQUEST_INVALID',
-    `Invalid request query: cursor: not a cursor of this list (got ${JSON.stringify(cursor)})`,
-    { details: { issues: [{ path: 'query.cursor', message: 'not a cursor of this list' }] } },
-  );
-}
-
-/** `a:b` cursors: a number then a string. */
-function readCursor(cursor: string | undefined): { at: number; id: string } | undefined {
-  if (cursor === undefined) return undefined;
-  const at = cursor.indexOf(':');
-  const n = Number(cursor.slice(0, at));
-  if (at <= 0 || !Number.isFinite(n)) throw badCursor(cursor);
-  return { at: n, id: cursor.slice(at + 1) };
-}
-
 /** `%text%` for LIKE, its wildcards escaped (`\` is the escape character). */
 function like(text: string): string {
   return `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-}
-
-function where(conditions: RawBuilder<unknown>[]): RawBuilder<unknown> {
-  return conditions.length === 0 ? sql`1 = 1` : sql.join(conditions, sql` and `);
 }
 
 /** The (agent, skill) pairs of the fleet with this radius now, or declaring this domain. */
@@ -157,37 +137,27 @@ function dispatchSearchRoute(gw: Pick<Gateway, 'agents'>, db: Db): RouteSpec {
               or lower(agent) like ${t} escape '\\' or lower(skill) like ${t} escape '\\')`,
         );
       }
-      const filter = where(conditions);
-      const cursor = readCursor(query.cursor);
-      const after =
-        cursor === undefined
-          ? sql`1 = 1`
-          : sql`(created_at < ${cursor.at} or (created_at = ${cursor.at} and id < ${cursor.id}))`;
-      const [rows, total] = await Promise.all([
-        sql<Record<string, unknown>>`select id, agent, skill, correlation_id, status, task_id,
-            created_at, updated_at, result from fleetgate_dispatch
-            where ${filter} and ${after}
-            order by created_at desc, id desc limit ${query.limit}`.execute(db),
-        query.count === 'false'
-          ? undefined
-          : sql<{
-              n: unknown;
-            }>`select count(*) as n from fleetgate_dispatch where ${filter}`.execute(db),
-      ]);
       const radii = radiusOf(gw);
-      const items = rows.rows.map((r) => ({
-        id: String(r.id),
-        agent: String(r.agent),
-        skill: String(r.skill),
-        correlationId: String(r.correlation_id),
-        status: String(r.status),
-        taskId: str(r.task_id),
-        createdAt: num(r.created_at) ?? 0,
-        updatedAt: num(r.updated_at) ?? 0,
-        result: parseJson(r.result),
-        radius: radii.get(`${String(r.agent)}\u0000${String(r.skill)}`) ?? null,
-      }));
-      return pageOf(items, query.limit, (l) => `${l.createdAt}:${l.id}`, total);
+      return queryPage(db, {
+        table: 'fleetgate_dispatch',
+        columns:
+          'id, agent, skill, correlation_id, status, task_id, created_at, updated_at, result',
+        order: BY_CREATED,
+        conditions,
+        query,
+        item: (r) => ({
+          id: String(r.id),
+          agent: String(r.agent),
+          skill: String(r.skill),
+          correlationId: String(r.correlation_id),
+          status: String(r.status),
+          taskId: str(r.task_id),
+          createdAt: num(r.created_at) ?? 0,
+          updatedAt: num(r.updated_at) ?? 0,
+          result: parseJson(r.result),
+          radius: radii.get(`${String(r.agent)}\u0000${String(r.skill)}`) ?? null,
+        }),
+      });
     },
   });
 }
@@ -227,36 +197,21 @@ function effectSearchRoute(gw: Pick<Gateway, 'agents'>, db: Db): RouteSpec {
               or lower(task_id) like ${t} escape '\\' or lower(coalesce(reason, '')) like ${t} escape '\\')`,
         );
       }
-      const filter = where(conditions);
-      const cursor = readCursor(query.cursor);
-      const after = cursor === undefined ? sql`1 = 1` : sql`seq < ${cursor.at}`;
-      const [rows, total] = await Promise.all([
-        sql<Record<string, unknown>>`select seq, domain, path, op, value, previous, next, status,
-            reason, version, agent, skill, task_id, recorded_at from fleetgate_world_audit
-            where ${filter} and ${after} order by seq desc limit ${query.limit}`.execute(db),
-        query.count === 'false'
-          ? undefined
-          : sql<{
-              n: unknown;
-            }>`select count(*) as n from fleetgate_world_audit where ${filter}`.execute(db),
-      ]);
-      const items = rows.rows.map((r) => ({
-        seq: num(r.seq) ?? 0,
-        domain: String(r.domain),
-        path: String(r.path),
-        op: String(r.op),
-        value: parseJson(r.value),
-        previous: parseJson(r.previous),
-        next: parseJson(r.next),
-        status: r.status === 'rejected' ? ('rejected' as const) : ('applied' as const),
-        reason: str(r.reason),
-        version: num(r.version),
-        agent: String(r.agent),
-        skill: String(r.skill),
-        taskId: String(r.task_id),
-        recordedAt: num(r.recorded_at) ?? 0,
-      }));
-      return pageOf(items, query.limit, (l) => `${l.seq}:`, total);
+      return queryPage(db, {
+        table: 'fleetgate_world_audit',
+        columns: `seq, domain, path, op, value, previous, next, status, reason, version, agent,
+          skill, task_id, recorded_at`,
+        order: BY_SEQ,
+        conditions,
+        query,
+        item: (r) => ({
+          ...auditEffect(r),
+          agent: String(r.agent),
+          skill: String(r.skill),
+          taskId: String(r.task_id),
+          recordedAt: num(r.recorded_at) ?? 0,
+        }),
+      });
     },
   });
 }
@@ -305,53 +260,42 @@ function approvalSearchRoute(db: Db): RouteSpec {
               or lower(coalesce(requested_by, '')) like ${t} escape '\\')`,
         );
       }
-      const filter = where(conditions);
-      const cursor = readCursor(query.cursor);
-      const after =
-        cursor === undefined
-          ? sql`1 = 1`
-          : sql`(created_at < ${cursor.at} or (created_at = ${cursor.at} and id < ${cursor.id}))`;
-      const [rows, total] = await Promise.all([
-        sql<Record<string, unknown>>`select id, kind, dispatch_id, agent, skill, mode, radius,
-            status, requested_by, required_approvals, approvals, decided_by, decided_at, reason,
-            created_at, expires_at, fingerprint, policy_version, domains, reasons, question,
-            snoozed_until from fleetgate_policy_approval
-            where ${filter} and ${after}
-            order by created_at desc, id desc limit ${query.limit}`.execute(db),
-        query.count === 'false'
-          ? undefined
-          : sql<{
-              n: unknown;
-            }>`select count(*) as n from fleetgate_policy_approval where ${filter}`.execute(db),
-      ]);
-      const items = rows.rows.map((r) => {
-        const votes = parseJson(r.approvals);
-        return {
-          id: String(r.id),
-          kind: String(r.kind),
-          dispatchId: String(r.dispatch_id),
-          agent: String(r.agent),
-          skill: String(r.skill),
-          mode: String(r.mode),
-          radius: str(r.radius),
-          status: String(r.status),
-          requestedBy: str(r.requested_by),
-          requiredApprovals: num(r.required_approvals) ?? 1,
-          approvals: (Array.isArray(votes) ? votes : []) as { by: string; at: number }[],
-          decidedBy: str(r.decided_by),
-          decidedAt: num(r.decided_at),
-          reason: str(r.reason),
-          createdAt: num(r.created_at) ?? 0,
-          expiresAt: num(r.expires_at) ?? 0,
-          fingerprint: String(r.fingerprint),
-          policyVersion: String(r.policy_version),
-          domains: (parseJson(r.domains) ?? null) as string[] | null,
-          reasons: (parseJson(r.reasons) ?? []) as { kind: string; detail: string }[],
-          question: str(r.question),
-          snoozedUntil: num(r.snoozed_until),
-        };
+      return queryPage(db, {
+        table: 'fleetgate_policy_approval',
+        columns: `id, kind, dispatch_id, agent, skill, mode, radius, status, requested_by,
+          required_approvals, approvals, decided_by, decided_at, reason, created_at, expires_at,
+          fingerprint, policy_version, domains, reasons, question, snoozed_until`,
+        order: BY_CREATED,
+        conditions,
+        query,
+        item: (r) => {
+          const votes = parseJson(r.approvals);
+          return {
+            id: String(r.id),
+            kind: String(r.kind),
+            dispatchId: String(r.dispatch_id),
+            agent: String(r.agent),
+            skill: String(r.skill),
+            mode: String(r.mode),
+            radius: str(r.radius),
+            status: String(r.status),
+            requestedBy: str(r.requested_by),
+            requiredApprovals: num(r.required_approvals) ?? 1,
+            approvals: (Array.isArray(votes) ? votes : []) as { by: string; at: number }[],
+            decidedBy: str(r.decided_by),
+            decidedAt: num(r.decided_at),
+            reason: str(r.reason),
+            createdAt: num(r.created_at) ?? 0,
+            expiresAt: num(r.expires_at) ?? 0,
+            fingerprint: String(r.fingerprint),
+            policyVersion: String(r.policy_version),
+            domains: (parseJson(r.domains) ?? null) as string[] | null,
+            reasons: (parseJson(r.reasons) ?? []) as { kind: string; detail: string }[],
+            question: str(r.question),
+            snoozedUntil: num(r.snoozed_until),
+          };
+        },
       });
-      return pageOf(items, query.limit, (l) => `${l.createdAt}:${l.id}`, total);
     },
   });
 }

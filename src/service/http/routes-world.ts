@@ -1,6 +1,7 @@
 /** The world-state routes: `GET /api/world`, `/api/world/:domain`, `/api/world/:domain/history`. */
 import { z } from 'zod';
 import { FleetgateError } from '../../protocol/index.js';
+import { defined } from '../../protocol/fields/index.js';
 import type { ApiContext } from './context.js';
 import type { RouteSpec } from './route.js';
 import { defineRoute } from './route.js';
@@ -79,14 +80,17 @@ export function worldRoutes(ctx: ApiContext): RouteSpec[] {
             : /^\d+$/.test(query.since)
               ? Number(query.since)
               : query.since;
-        const records = await world.history(params.domain, {
-          ...(query.path === undefined ? {} : { path: query.path }),
-          ...(since === undefined ? {} : { since }),
-          ...(query.afterSeq === undefined ? {} : { afterSeq: query.afterSeq }),
-          ...(query.limit === undefined ? {} : { limit: query.limit }),
-          ...(query.order === undefined ? {} : { order: query.order }),
-          ...(query.status === undefined ? {} : { status: query.status }),
-        });
+        const records = await world.history(
+          params.domain,
+          defined({
+            path: query.path,
+            since,
+            afterSeq: query.afterSeq,
+            limit: query.limit,
+            order: query.order,
+            status: query.status,
+          }),
+        );
         return { records };
       },
     }),

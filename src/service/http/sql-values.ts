@@ -44,3 +44,30 @@ export function page<T>(
     total: count === undefined ? null : (num(count.rows[0]?.n) ?? 0),
   };
 }
+
+/** One world-audit row as the API shows it (the world search and a call's story). */
+export function auditEffect(r: Record<string, unknown>): {
+  seq: number;
+  domain: string;
+  path: string;
+  op: string;
+  value: unknown;
+  previous: unknown;
+  next: unknown;
+  status: 'applied' | 'rejected';
+  reason: string | null;
+  version: number | null;
+} {
+  return {
+    seq: num(r.seq) ?? 0,
+    domain: String(r.domain),
+    path: String(r.path),
+    op: String(r.op),
+    value: parseJson(r.value),
+    previous: parseJson(r.previous),
+    next: parseJson(r.next),
+    status: r.status === 'rejected' ? 'rejected' : 'applied',
+    reason: str(r.reason),
+    version: num(r.version),
+  };
+}

@@ -24,16 +24,16 @@ import {
   isFleetgateError,
 } from '../../protocol/index.js';
 import type { Role } from '../config-server.js';
-import type { Gateway, GatewayPorts } from '../gateway-types.js';
+import type { Gateway } from '../gateway-types.js';
 import type { Authenticator } from '../http/auth.js';
 import { statusOf } from '../http/errors.js';
 import type { Identity } from '../http/route.js';
-import type { EventEnvelope } from '../../protocol/index.js';
 import type { ProxyMetrics } from './metrics.js';
 import { createProxyMetrics, measured } from './metrics.js';
 import type { JsonRpcFront } from './jsonrpc-front.js';
 import { createJsonRpcFront } from './jsonrpc-front.js';
 import type { A2aProxy } from './proxy.js';
+import type { A2aProxyOptions } from './proxy-core.js';
 import { createA2aProxy } from './proxy.js';
 import { createPushUrlPolicy } from './push-url.js';
 
@@ -44,19 +44,15 @@ export { createPushUrlPolicy, type PushUrlPolicy } from './push-url.js';
 export { createProxyTaskStore, UNSENT_PUSH_GRACE_MS } from './task-store.js';
 
 /** Options of {@link createProxyFront}. */
-export interface ProxyFrontOptions {
-  gateway: Gateway;
-  ports: Pick<GatewayPorts, 'store' | 'agentClient'>;
-  /** Every bus event this process receives (the live-event hub's `listen`). */
-  listen: (listener: (event: EventEnvelope) => void) => () => void;
+export interface ProxyFrontOptions extends Pick<
+  A2aProxyOptions,
+  'gateway' | 'ports' | 'listen' | 'publicUrl' | 'onError'
+> {
   auth: Authenticator;
-  /** The gateway's public base URL. */
-  publicUrl: string;
   /** Largest request body, in bytes. */
   bodyLimit: number;
   /** The gateway's metrics registry. */
   registry: Registry;
-  onError: (error: unknown, where: string) => void;
 }
 
 /** The proxy with its HTTP front. */
