@@ -454,6 +454,10 @@ describe('the A2A proxy in front of a plain SDK agent', () => {
       ).followUp!;
       expect(followUp.approvalUrl).toContain(followUp.approvalId);
       expect(agent.received.length).toBe(calls);
+      // GetTask shows the follow-up waiting, as the answer did.
+      const waiting = await client.getTask({ tenant: '', id: held.id, historyLength: undefined });
+      expect(waiting.status?.state).toBe(TaskState.TASK_STATE_WORKING);
+      expect(waiting.metadata?.['fleetgate']).toMatchObject({ followUp });
       const pending = await api<{
         kind: string;
         dispatchId: string;
@@ -497,6 +501,8 @@ describe('the A2A proxy in front of a plain SDK agent', () => {
       });
       expect(again.status).toBe(409);
       expect(agent.received.length).toBe(calls + 1);
+      const sentOn = await client.getTask({ tenant: '', id: held.id, historyLength: undefined });
+      expect(sentOn.metadata?.['fleetgate']).not.toHaveProperty('followUp');
 
       // A rejected follow-up is never sent, and the task goes on.
       const second = (await client.sendMessage(
@@ -504,6 +510,8 @@ describe('the A2A proxy in front of a plain SDK agent', () => {
       )) as Task;
       const secondId = (second.metadata?.['fleetgate'] as { followUp: { approvalId: string } })
         .followUp.approvalId;
+      const asked = await client.getTask({ tenant: '', id: held.id, historyLength: undefined });
+      expect(asked.metadata?.['fleetgate']).toMatchObject({ followUp: { approvalId: secondId } });
       const rejected = await api(gw.url, `/api/approvals/${secondId}/reject`, {
         token: ROOT,
         body: { reason: 'not now' },
@@ -512,6 +520,7 @@ describe('the A2A proxy in front of a plain SDK agent', () => {
       expect(agent.received.length).toBe(calls + 1);
       const after = await client.getTask({ tenant: '', id: held.id, historyLength: undefined });
       expect(after.status?.state).not.toBe(TaskState.TASK_STATE_REJECTED);
+      expect(after.metadata?.['fleetgate']).not.toHaveProperty('followUp');
     }, 30_000);
   });
 });

@@ -154,6 +154,25 @@ export async function continueTask(
 }
 
 /**
+ * The task with the newest of its follow-ups still waiting for approval under
+ * `metadata.fleetgate.followUp` (as the answer to that follow-up showed it), or as it is when none
+ * waits: what `GetTask` shows of a task that has not ended.
+ */
+export async function withPendingFollowUp(core: ProxyCore, task: ProxyTask): Promise<ProxyTask> {
+  const pending = await core.gateway.approvals.list({
+    status: 'pending',
+    includeSnoozed: true,
+    dispatchId: task.id,
+  });
+  let newest: (typeof pending)[number] | undefined;
+  for (const approval of pending) {
+    if (approval.kind !== 'follow-up') continue;
+    if (newest === undefined || approval.createdAt >= newest.createdAt) newest = approval;
+  }
+  return newest === undefined ? task : heldFollowUp(core, task, newest.id);
+}
+
+/**
  * The answer to a follow-up the policy held: the task as it is (the agent goes on working), with
  * the approval the follow-up waits for under `metadata.fleetgate.followUp`.
  */

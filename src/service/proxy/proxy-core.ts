@@ -259,7 +259,7 @@ export class ProxyCore {
     ) {
       return current;
     }
-    const { changed, task } = await this.store.update(id, {
+    const { changed, task, pushes } = await this.store.update(id, {
       task: next.task,
       ...(next.agentTaskId === undefined ? {} : { agentTaskId: next.agentTaskId }),
       at: Date.now(),
@@ -268,7 +268,7 @@ export class ProxyCore {
     if (ended(task.state)) this.#remember(id);
     if (changed) {
       this.options.observe?.state?.(task.agent, task.state);
-      if (task.state !== current.state) await this.push.notify(task.task, task.state);
+      if (task.state !== current.state) await this.push.notify(task.task, task.state, pushes);
     }
     return task;
   }

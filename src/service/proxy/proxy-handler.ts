@@ -28,7 +28,7 @@ import {
   UnsupportedOperationError,
 } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
-import { continueTask } from './proxy-continue.js';
+import { continueTask, withPendingFollowUp } from './proxy-continue.js';
 import type { ProxyCore } from './proxy-core.js';
 import { open, sendBlocking, sendStreaming } from './proxy-send.js';
 import { relayAgentStream, stream } from './proxy-stream.js';
@@ -202,6 +202,7 @@ export class ProxyHandler implements A2ARequestHandler {
     if (!ended(task.state) && !this.#core.local.has(task.id)) {
       task = (await this.#core.sync(task.id)) ?? task;
     }
+    if (!ended(task.state)) task = await withPendingFollowUp(this.#core, task);
     return withHistory(task.task, params.historyLength);
   }
 

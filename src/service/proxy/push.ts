@@ -47,8 +47,11 @@ export interface PushDeliveryOptions {
 
 /** Sends a task's updates to its clients' push configurations. */
 export interface PushDelivery {
-  /** Sends `task` (its current state) to every configuration of it, once per state. */
-  notify(task: Task, state: string): Promise<void>;
+  /**
+   * Sends `task` (its current state) to every configuration of it, once per state: `configs`
+   * when the caller read them with the change (`ProxyTaskStore.update`), else they are read.
+   */
+  notify(task: Task, state: string, configs?: readonly ProxyPushConfig[]): Promise<void>;
   /** Takes over the deliveries due now that nobody holds (the sweeper's tick). */
   sweep(): Promise<void>;
   /** Resolves when every delivery started so far ended or paused (close, tests). */
@@ -138,7 +141,7 @@ export function createPushDelivery(options: PushDeliveryOptions): PushDelivery {
   timer?.unref();
 
   return {
-    notify: (task, state) => notify(context, task, state),
+    notify: (task, state, configs) => notify(context, task, state, configs),
     sweep: () => sweep(context),
     async idle() {
       while (context.running.size > 0 || context.sweeping !== undefined) {
@@ -308,10 +311,15 @@ function start(
 }
 
 /** Claims and starts the delivery of `task` in `state` to each configuration of it. */
-async function notify(context: DeliveryContext, task: Task, state: string): Promise<void> {
+async function notify(
+  context: DeliveryContext,
+  task: Task,
+  state: string,
+  configs: readonly ProxyPushConfig[] | undefined,
+): Promise<void> {
   const { store, now } = context;
   if (context.stopped) return;
-  for (const config of await store.listPush(task.id)) {
+  for (const config of configs ?? (await store.listPush(task.id))) {
     const key = { taskId: task.id, configId: config.configId, state };
     if (!(await store.claimDelivery(key, task, now(), lease(context)))) continue;
     start(context, config, key, task, 1);

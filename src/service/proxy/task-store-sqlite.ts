@@ -28,7 +28,6 @@ const SELECT_BY_MESSAGE =
   'select * from "fleetgate_proxy_task" where "agent" = ? and "caller" = ? and "message_id" = ?';
 const SELECT_BY_ID = 'select * from "fleetgate_proxy_task" where "id" = ?';
 const SELECT_STATE = 'select "state" from "fleetgate_proxy_task" where "id" = ?';
-const SELECT_CONFIG_IDS = 'select "config_id" from "fleetgate_proxy_push" where "task_id" = ?';
 const SELECT_PUSH =
   'select * from "fleetgate_proxy_push" where "task_id" = ? order by "created_at", "config_id"';
 const INSERT_DELIVERY =
@@ -91,6 +90,7 @@ export function directProxyTaskStore(
     async update(id, change) {
       const state = normalizeTaskState(change.task.status?.state);
       const json = JSON.stringify(TaskCodec.toJSON(change.task));
+      let pushes: ProxyPushConfig[] | undefined;
       const row = await sqlite.write((sql) => {
         const before = sql.get<{ state: string }>(SELECT_STATE, [id]);
         // The row as it stands after the update, or nothing when it had ended.
@@ -104,12 +104,15 @@ export function directProxyTaskStore(
         ]);
         if (after === undefined || before?.state === state) return after;
         // The new state's push deliveries, in the same commit (see `ProxyTaskStore.update`).
-        for (const { config_id } of sql.all<{ config_id: string }>(SELECT_CONFIG_IDS, [id])) {
-          sql.run(INSERT_DELIVERY, [id, config_id, state, change.at, change.at + graceMs, json]);
+        pushes = sql.all<ProxyPushTable>(SELECT_PUSH, [id]).map((push) => pushFromRow(push));
+        for (const { configId } of pushes) {
+          sql.run(INSERT_DELIVERY, [id, configId, state, change.at, change.at + graceMs, json]);
         }
         return after;
       });
-      if (row !== undefined) return { changed: true, task: fromRow(row) };
+      if (row !== undefined) {
+        return { changed: true, task: fromRow(row), ...(pushes === undefined ? {} : { pushes }) };
+      }
       return { changed: false, task: await sqlite.read((sql) => readTask(sql, id)) };
     },
     listPush(taskId) {

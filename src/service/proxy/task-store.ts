@@ -135,9 +135,10 @@ async function updateTask(
   db: ProxyDb,
   id: string,
   change: { task: Task; agentTaskId?: string; at: number },
-): Promise<{ changed: boolean; task: ProxyTask | undefined }> {
+): Promise<{ changed: boolean; task: ProxyTask | undefined; pushes?: ProxyPushConfig[] }> {
   const state = normalizeTaskState(change.task.status?.state);
   const json = JSON.stringify(TaskCodec.toJSON(change.task));
+  let pushes: ProxyPushConfig[] | undefined;
   const row = await db.transaction().execute(async (trx) => {
     const before = await trx
       .selectFrom('fleetgate_proxy_task')
@@ -158,16 +159,19 @@ async function updateTask(
       .returningAll()
       .executeTakeFirst();
     if (after === undefined || before?.state === state) return after;
-    await recordDeliveries(trx, id, state, json, change.at);
+    pushes = await recordDeliveries(trx, id, state, json, change.at);
     return after;
   });
-  if (row !== undefined) return { changed: true, task: fromRow(row) };
+  if (row !== undefined) {
+    return { changed: true, task: fromRow(row), ...(pushes === undefined ? {} : { pushes }) };
+  }
   return { changed: false, task: await getTask(db, id) };
 }
 
 /**
  * Records, in the transaction of a task's change to `state`, that state's delivery to each push
- * configuration of the task, not tried yet and due after {@link UNSENT_PUSH_GRACE_MS}.
+ * configuration of the task, not tried yet and due after {@link UNSENT_PUSH_GRACE_MS}. Resolves
+ * the configurations (the change's notification sends to them without reading them again).
  */
 async function recordDeliveries(
   trx: ProxyDb,
@@ -175,19 +179,15 @@ async function recordDeliveries(
   state: TaskStateName,
   json: string,
   at: number,
-): Promise<void> {
-  const configs = await trx
-    .selectFrom('fleetgate_proxy_push')
-    .select('config_id')
-    .where('task_id', '=', id)
-    .execute();
-  if (configs.length === 0) return;
+): Promise<ProxyPushConfig[]> {
+  const configs = await listPush(trx, id);
+  if (configs.length === 0) return configs;
   await trx
     .insertInto('fleetgate_proxy_push_delivery')
     .values(
       configs.map((c) => ({
         task_id: id,
-        config_id: c.config_id,
+        config_id: c.configId,
         state,
         status: 'sending' as const,
         attempts: 0,
@@ -199,6 +199,7 @@ async function recordDeliveries(
     )
     .onConflict((oc) => oc.columns(['task_id', 'config_id', 'state']).doNothing())
     .execute();
+  return configs;
 }
 
 async function setPush(db: ProxyDb, config: ProxyPushConfig, at: number): Promise<void> {

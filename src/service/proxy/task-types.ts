@@ -53,12 +53,14 @@ export interface ProxyTaskStore {
    * afterwards and whether this call changed it. When the state changes, the new state's
    * delivery to each push configuration of the task is recorded in the same transaction, due at
    * `at` + `UNSENT_PUSH_GRACE_MS`: the replica that made the change takes it at once
-   * (`claimDelivery`); one that stopped before leaves it to the sweepers.
+   * (`claimDelivery`); one that stopped before leaves it to the sweepers. `pushes` are the
+   * configurations those deliveries were recorded for (as `listPush` lists them), when this call
+   * recorded them.
    */
   update(
     id: string,
     change: { task: Task; agentTaskId?: string; at: number },
-  ): Promise<{ changed: boolean; task: ProxyTask | undefined }>;
+  ): Promise<{ changed: boolean; task: ProxyTask | undefined; pushes?: ProxyPushConfig[] }>;
   setPush(config: ProxyPushConfig, at: number): Promise<void>;
   getPush(taskId: string, configId: string): Promise<ProxyPushConfig | undefined>;
   listPush(taskId: string): Promise<ProxyPushConfig[]>;
