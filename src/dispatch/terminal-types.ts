@@ -86,9 +86,11 @@ export interface ClaimJournal {
 /** The durable claim: the task records (`createStoreTaskRecords` satisfies it). */
 export interface TerminalRecords {
   /**
-   * Compare-and-set of the task's terminal mark; `events` go to the outbox in the same
-   * transaction. A task never recorded (a terminal reply) is recorded terminal when `call` is
-   * given. Resolves once the transaction committed.
+   * Compare-and-set of the task's terminal mark (`… WHERE terminal_at IS NULL`); `events` (those
+   * the terminal state produces) go to the outbox in the same transaction. A task never recorded
+   * (a terminal reply) is recorded terminal when `call` is given. Resolves true for the one path
+   * that won, once the transaction committed; every other path gets false and none of its events
+   * are kept.
    */
   claim(
     agent: string,

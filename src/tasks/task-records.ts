@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { OutboxDatabase, OutboxEventInput } from '../bus/index.js';
 import { createOutboxWriter, insertOutboxRows } from '../bus/index.js';
-import type { SettlePath } from '../dispatch/index.js';
+import type { SettlePath, TerminalRecords } from '../dispatch/index.js';
 import type { OpenTopics, TaskStateName } from '../protocol/index.js';
 import { normalizeTaskState } from '../protocol/index.js';
 import type { SqliteAccess } from '../store/index.js';
@@ -46,7 +46,7 @@ export interface TasksDatabase {
 export type ClaimDatabase = TasksDatabase & OutboxDatabase;
 
 /** Durable task records with the terminal claim. */
-export interface TaskRecordStore {
+export interface TaskRecordStore extends TerminalRecords {
   /** Records a task to follow; a record that exists already is kept as it is. */
   create(record: Omit<TaskRecord, 'terminalAt' | 'terminalVia'>): Promise<void>;
   get(agent: string, taskId: string): Promise<TaskRecord | undefined>;
@@ -70,29 +70,6 @@ export interface TaskRecordStore {
   prune(before: number, batchSize?: number): Promise<number>;
   /** Notes a non-terminal state seen; no effect on a terminal record. */
   noteState(agent: string, taskId: string, state: TaskStateName, at: number): Promise<void>;
-  /**
-   * Claims the task terminal — a compare-and-set (`… WHERE terminal_at IS NULL`) — and, in the
-   * same transaction, writes `events` (those the terminal state produces) to the outbox. Resolves
-   * true for the one path that won, once that transaction committed; every other path gets false
-   * and none of its events are kept.
-   */
-  claim(
-    agent: string,
-    taskId: string,
-    claim: {
-      via: SettlePath;
-      state: TaskStateName;
-      at: number;
-      /** With these, a task never recorded (a terminal reply) is recorded terminal by the claim. */
-      call?: { skill: string; correlationId: string; startedAt: number };
-      /**
-       * With direct access: `'loop'` (the default) lets the claim wait for the rest of the turn of
-       * the event loop and share its commit; `'turn'` commits it at once.
-       */
-      group?: 'turn' | 'loop';
-    },
-    events?: readonly OutboxEventInput[],
-  ): Promise<boolean>;
 }
 
 /** Options of {@link createStoreTaskRecords}. */
