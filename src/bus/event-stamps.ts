@@ -1,5 +1,7 @@
 /** Per-event stamps a bus adds on publish: unique ids and RFC 3339 times, cheap on hot paths. */
 import { randomUUID } from 'node:crypto';
+import type { EventEnvelope } from '../protocol/index.js';
+import type { PublishOptions } from './types.js';
 
 /** Zeros to pad a generated id's counter (base 36) to ten digits: 36^10 ids before it widens. */
 const COUNTER_PAD = '0000000000';
@@ -46,5 +48,25 @@ export function createClock(): () => string {
       secondStart = now - Number(lastText.slice(-4, -1));
     }
     return lastText;
+  };
+}
+
+/**
+ * The envelope of a published event: `time` as given (the outbox keeps the original) or read from
+ * `clock`, `correlationId` as given or the event's own id.
+ */
+export function stampEnvelope(
+  id: string,
+  topic: string,
+  payload: unknown,
+  options: PublishOptions,
+  clock: () => string,
+): EventEnvelope {
+  return {
+    id,
+    topic,
+    time: options.time ?? clock(),
+    correlationId: options.correlationId ?? id,
+    payload,
   };
 }

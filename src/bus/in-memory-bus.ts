@@ -6,8 +6,8 @@
 import { FleetgateError } from '../protocol/index.js';
 import { Deque } from './deque.js';
 import { DuplicateWindow } from './duplicate-window.js';
-import { createClock, createEventIdGenerator } from './event-stamps.js';
-import { parsePattern, parseTopic } from './topic-pattern.js';
+import { createClock, createEventIdGenerator, stampEnvelope } from './event-stamps.js';
+import { parseTopic } from './topic-pattern.js';
 import { TopicTrie } from './topic-trie.js';
 import type {
   EventEnvelope,
@@ -28,7 +28,8 @@ import type {
   UnreportedErrorHandler,
 } from './types.js';
 import { warnUnreportedError } from './types.js';
-import { checkSubscriptionName, errorMessage } from './subscription-name.js';
+import { errorMessage } from './subscription-name.js';
+import { busClosed, checkEventId, checkSubscription } from './bus-checks.js';
 
 /** Options of {@link createInMemoryEventBus}. */
 export interface InMemoryEventBusOptions {
@@ -196,11 +197,7 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
     options: PublishOptions = {},
   ): Promise<PublishResult> {
     const subs = this.#match(topic);
-    if (this.#state !== 'open') {
-      return Promise.reject(
-        new FleetgateError('FLEETGATE_BUS_CLOSED', undefined, { details: { topic } }),
-      );
-    }
+    if (this.#state !== 'open') return Promise.reject(busClosed({ topic }));
     const accepted = this.#deliver(topic, payload, options, subs);
     return accepted instanceof FleetgateError
       ? Promise.reject(accepted)
@@ -220,9 +217,7 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
     options: PublishOptions = {},
   ): PublishResult {
     const subs = this.#match(topic);
-    if (this.#state !== 'open') {
-      throw new FleetgateError('FLEETGATE_BUS_CLOSED', undefined, { details: { topic } });
-    }
+    if (this.#state !== 'open') throw busClosed({ topic });
     const accepted = this.#deliver(topic, payload, options, subs);
     if (accepted instanceof FleetgateError) throw accepted;
     return accepted;
@@ -233,14 +228,9 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
     handler: EventHandler<EventFor<M, P>>,
     options: SubscribeOptions,
   ): Promise<Subscription> {
-    parsePattern(pattern);
-    const name = checkSubscriptionName(options.name);
+    const name = checkSubscription(pattern, options);
     const maxQueue = positiveInt(options.maxQueue ?? this.#maxQueue, 'maxQueue');
-    if (this.#state !== 'open') {
-      return Promise.reject(
-        new FleetgateError('FLEETGATE_BUS_CLOSED', undefined, { details: { pattern } }),
-      );
-    }
+    if (this.#state !== 'open') return Promise.reject(busClosed({ pattern }));
     const sub = new MemorySubscription(
       name,
       pattern,
@@ -318,12 +308,7 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
     subs: readonly MemorySubscription[],
   ): PublishResult | FleetgateError {
     const explicitId = options.id;
-    if (explicitId !== undefined && (typeof explicitId !== 'string' || explicitId.length === 0)) {
-      throw new FleetgateError(
-        'FLEETGATE_BUS_PUBLISH_FAILED',
-        'Event id must be a non-empty string',
-      );
-    }
+    checkEventId(explicitId);
     // A duplicate is answered first; then every queue is checked before any is touched, so a
     // rejected event reaches no subscriber at all and its id is not recorded.
     let full: MemorySubscription | undefined;
@@ -362,13 +347,7 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
     this.#stats.published += 1;
     // Nobody listens: no envelope to build (and no clock to read for its time).
     if (subs.length === 0) return { id, duplicate: false };
-    const event: EventEnvelope = {
-      id,
-      topic,
-      time: options.time ?? this.#clock(),
-      correlationId: options.correlationId ?? id,
-      payload,
-    };
+    const event = stampEnvelope(id, topic, payload, options, this.#clock);
     if (options.outboxSeq !== undefined) this.#outboxSeqs.set(event, options.outboxSeq);
     let durable = 0;
     for (const sub of subs) if (sub.durable) durable += 1;

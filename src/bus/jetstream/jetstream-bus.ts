@@ -29,9 +29,10 @@ import { headers, nanos } from '@nats-io/transport-node';
 import { FleetgateError, isFleetgateError } from '../../protocol/index.js';
 import { defined } from '../../protocol/fields/index.js';
 import { DuplicateWindow } from '../duplicate-window.js';
-import { createClock, createEventIdGenerator } from '../event-stamps.js';
+import { createClock, createEventIdGenerator, stampEnvelope } from '../event-stamps.js';
 import { checkSubscriptionName, errorMessage } from '../subscription-name.js';
-import { parsePattern, parseTopic } from '../topic-pattern.js';
+import { parseTopic } from '../topic-pattern.js';
+import { busClosed, checkEventId, checkSubscription } from '../bus-checks.js';
 import type {
   EventEnvelope,
   EventFor,
@@ -153,29 +154,14 @@ export class JetStreamEventBus<M extends TopicMap = FleetgateTopics> implements 
     options: PublishOptions = {},
   ): Promise<PublishResult> {
     parseTopic(topic);
-    if (options.id !== undefined && (typeof options.id !== 'string' || options.id.length === 0)) {
-      throw new FleetgateError(
-        'FLEETGATE_BUS_PUBLISH_FAILED',
-        'Event id must be a non-empty string',
-      );
-    }
-    if (this.#closed !== undefined) {
-      return Promise.reject(
-        new FleetgateError('FLEETGATE_BUS_CLOSED', undefined, { details: { topic } }),
-      );
-    }
+    checkEventId(options.id);
+    if (this.#closed !== undefined) return Promise.reject(busClosed({ topic }));
     return this.#publish(topic, payload, options);
   }
 
   async #publish(topic: string, payload: unknown, options: PublishOptions): Promise<PublishResult> {
     const id = options.id ?? this.#nextId();
-    const event: EventEnvelope = {
-      id,
-      topic,
-      time: options.time ?? this.#clock(),
-      correlationId: options.correlationId ?? id,
-      payload,
-    };
+    const event = stampEnvelope(id, topic, payload, options, this.#clock);
     const data = encodeEnvelope(event);
     const max = this.maxPayloadBytes;
     // The Nats-Msg-Id header travels with the message and counts against max_payload too.
@@ -208,13 +194,8 @@ export class JetStreamEventBus<M extends TopicMap = FleetgateTopics> implements 
     handler: EventHandler<EventFor<M, P>>,
     options: SubscribeOptions,
   ): Promise<Subscription> {
-    parsePattern(pattern);
-    const name = checkSubscriptionName(options.name);
-    if (this.#closed !== undefined) {
-      return Promise.reject(
-        new FleetgateError('FLEETGATE_BUS_CLOSED', undefined, { details: { pattern } }),
-      );
-    }
+    const name = checkSubscription(pattern, options);
+    if (this.#closed !== undefined) return Promise.reject(busClosed({ pattern }));
     const onEvent = handler as EventHandler;
     return this.#consume(this.subjectOf(pattern), pattern, name, options, (msg, sub) =>
       this.#handleEvent(msg, sub, onEvent, options.durable === true),
@@ -230,8 +211,7 @@ export class JetStreamEventBus<M extends TopicMap = FleetgateTopics> implements 
     handler: (deadLetter: DeadLetter) => void | Promise<void>,
     options: SubscribeOptions,
   ): Promise<Subscription> {
-    parsePattern(pattern);
-    const name = checkSubscriptionName(options.name);
+    const name = checkSubscription(pattern, options);
     const prefixLength = this.#options.deadLetterPrefix.length + 1;
     return this.#consume(this.deadLetterSubjectOf(pattern), pattern, name, options, async (msg) => {
       try {

@@ -4,10 +4,10 @@
  * approval right now, and push deliveries.
  */
 import type { Registry } from 'prom-client';
-import { Counter, Gauge, Histogram } from 'prom-client';
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import { A2AError } from '@a2a-js/sdk/errors';
 import type { TaskStateName } from '../../protocol/index.js';
+import { instrumentsOn } from '../http/metrics-instruments.js';
 
 /** The proxy's metrics. */
 export interface ProxyMetrics {
@@ -26,37 +26,33 @@ export function errorStatus(error: unknown): string {
 
 /** Registers the proxy's metrics on `registry`. */
 export function createProxyMetrics(registry: Registry): ProxyMetrics {
-  const requests = new Counter({
-    name: 'a2a_proxy_requests_total',
-    help: 'A2A proxy requests by agent, A2A method and outcome (ok, cancelled: a stream the client left, or the A2A error reason)',
-    labelNames: ['agent', 'method', 'status'],
-    registers: [registry],
-  });
-  const states = new Counter({
-    name: 'a2a_proxy_task_states_total',
-    help: 'States the proxy tasks reached, by agent',
-    labelNames: ['agent', 'state'],
-    registers: [registry],
-  });
-  const held = new Gauge({
-    name: 'a2a_proxy_held_for_approval',
-    help: 'Client calls this process holds while their approval is pending, by agent',
-    labelNames: ['agent'],
-    registers: [registry],
-  });
-  const firstByte = new Histogram({
-    name: 'a2a_proxy_stream_first_byte_seconds',
-    help: 'Time from a streaming request to its first event, by agent and method',
-    labelNames: ['agent', 'method'],
-    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
-    registers: [registry],
-  });
-  const pushes = new Counter({
-    name: 'a2a_proxy_push_deliveries_total',
-    help: 'Push deliveries to proxy clients by outcome (delivered, retried, dead)',
-    labelNames: ['outcome'],
-    registers: [registry],
-  });
+  const metric = instrumentsOn(registry);
+  const requests = metric.counter(
+    'a2a_proxy_requests_total',
+    'A2A proxy requests by agent, A2A method and outcome (ok, cancelled: a stream the client left, or the A2A error reason)',
+    ['agent', 'method', 'status'],
+  );
+  const states = metric.counter(
+    'a2a_proxy_task_states_total',
+    'States the proxy tasks reached, by agent',
+    ['agent', 'state'],
+  );
+  const held = metric.gauge(
+    'a2a_proxy_held_for_approval',
+    'Client calls this process holds while their approval is pending, by agent',
+    ['agent'],
+  );
+  const firstByte = metric.histogram(
+    'a2a_proxy_stream_first_byte_seconds',
+    'Time from a streaming request to its first event, by agent and method',
+    ['agent', 'method'],
+    [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+  );
+  const pushes = metric.counter(
+    'a2a_proxy_push_deliveries_total',
+    'Push deliveries to proxy clients by outcome (delivered, retried, dead)',
+    ['outcome'],
+  );
   return {
     request: (agent, method, status) => requests.inc({ agent, method, status }),
     state: (agent, state) => states.inc({ agent, state }),
