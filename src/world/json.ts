@@ -165,26 +165,7 @@ export interface AuditSummary {
  * copies (it re-applies the operations), so summarising costs nothing but detail.
  */
 export function auditSnapshot(value: unknown, maxBytes: number): unknown {
-  if (value === null || typeof value !== 'object') {
-    if (typeof value === 'string' && value.length > maxBytes) {
-      return { $summary: 'string', size: value.length } satisfies AuditSummary;
-    }
-    return value;
-  }
-  if (Array.isArray(value) && value.length > AUDIT_MAX_ITEMS) {
-    return { $summary: 'array', size: value.length } satisfies AuditSummary;
-  }
-  const text = JSON.stringify(value);
-  if (text.length > maxBytes) {
-    return Array.isArray(value)
-      ? ({ $summary: 'array', size: value.length, bytes: text.length } satisfies AuditSummary)
-      : ({
-          $summary: 'object',
-          size: Object.keys(value).length,
-          bytes: text.length,
-        } satisfies AuditSummary);
-  }
-  return JSON.parse(text) as unknown;
+  return auditValue(value, maxBytes, true);
 }
 
 /**
@@ -192,6 +173,11 @@ export function auditSnapshot(value: unknown, maxBytes: number): unknown {
  * values nothing mutates any more (a replaced value, an independent copy); no copy is made.
  */
 export function auditView(value: unknown, maxBytes: number): unknown {
+  return auditValue(value, maxBytes, false);
+}
+
+/** What an audit record keeps of `value`: see {@link auditSnapshot} (`copy`) and {@link auditView}. */
+function auditValue(value: unknown, maxBytes: number, copy: boolean): unknown {
   if (value === null || typeof value !== 'object') {
     if (typeof value === 'string' && value.length > maxBytes) {
       return { $summary: 'string', size: value.length } satisfies AuditSummary;
@@ -202,7 +188,7 @@ export function auditView(value: unknown, maxBytes: number): unknown {
     return { $summary: 'array', size: value.length } satisfies AuditSummary;
   }
   const text = JSON.stringify(value);
-  if (text.length <= maxBytes) return value;
+  if (text.length <= maxBytes) return copy ? (JSON.parse(text) as unknown) : value;
   return Array.isArray(value)
     ? ({ $summary: 'array', size: value.length, bytes: text.length } satisfies AuditSummary)
     : ({

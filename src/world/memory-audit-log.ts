@@ -25,37 +25,34 @@ import { DELTA_OPS } from '../protocol/index.js';
 import { copyJsonValue } from './json.js';
 import type { NormalisedHistoryQuery } from './history-query.js';
 import { matchesHistory } from './history-query.js';
-import type { AuditRecord, NewAuditRecord } from './types.js';
-
-/** The fields every audit record of one event shares, kept once per event (and chunk). */
-interface EventFields {
-  agent: string;
-  skill: string;
-  taskId: string;
-  eventId: string;
-  time: string;
-  recordedAt: number;
-}
+import type { RecordBase } from './parse-event.js';
+import type { AuditRecord, AuditStatus, NewAuditRecord } from './types.js';
 
 /** Records per chunk. */
 const CHUNK = 4096;
 
-// The flag word of a record.
+// The flag word of a record, from bit 0 up: applied (1 bit), the op (2 bits), how `value`,
+// `previous` and `next` are kept (a kind of 3 bits each), whether there is a reason (1 bit).
 const APPLIED = 1;
-/** Bits 1–2: the op. */
 const OP_SHIFT = 1;
+const OP_MASK = 3;
+const KIND_BITS = 3;
+const KIND_MASK = (1 << KIND_BITS) - 1;
+const VALUE_SHIFT = OP_SHIFT + 2;
+const PREVIOUS_SHIFT = VALUE_SHIFT + KIND_BITS;
+const NEXT_SHIFT = PREVIOUS_SHIFT + KIND_BITS;
+/** A reason, in the chunk's references. */
+const HAS_REASON = 1 << (NEXT_SHIFT + KIND_BITS);
+
+/** Op codes are indexes into the protocol's op list. */
+const OPS = DELTA_OPS;
 const OP_SET = 0;
 const OP_INC = 1;
 const OP_PUSH = 2;
 /** Any other op text (rejected entries only): kept in the chunk's references. */
 const OP_TEXT = 3;
-/** Op codes are indexes into the protocol's op list. */
-const OPS = DELTA_OPS;
-/** Bits 3–5: how `value` is kept; bits 6–8: `previous`; bits 9–11: `next`. */
-const VALUE_SHIFT = 3;
-const PREVIOUS_SHIFT = 6;
-const NEXT_SHIFT = 9;
-const KIND_MASK = 7;
+
+// How a value is kept (its kind).
 /** Absent (undefined). */
 const K_NONE = 0;
 /** A number, in the field's number column. */
@@ -70,9 +67,17 @@ const K_SAME_AS_VALUE = 4;
 const K_SUM = 5;
 /** `next` only: an array size one more than `previous`'s (0 when absent): what a `push` records. */
 const K_SIZE_PLUS_ONE = 6;
-/** Bit 12: a reason, in the chunk's references. */
-const HAS_REASON = 1 << 12;
+
 const NO_VERSION = -1;
+
+/** The kind in the flag bits at `shift` (that of `value`, `previous` or `next`). */
+function kindAt(flags: number, shift: number): number {
+  return (flags >> shift) & KIND_MASK;
+}
+
+function statusOf(flags: number): AuditStatus {
+  return (flags & APPLIED) !== 0 ? 'applied' : 'rejected';
+}
 
 /** A copy of a kept value for a reader: the store's own objects never leave it. */
 function copyOut(value: unknown): unknown {
@@ -100,20 +105,25 @@ function arraySizeOf(value: unknown): number {
   return n === 2 ? summary.size : -1;
 }
 
-/** How `value` is kept: its kind, and its number when the kind keeps one. */
-function kindOf(value: unknown, numbers: boolean): number {
-  if (value === undefined) return K_NONE;
-  if (typeof value === 'number') return K_NUMBER;
-  if (numbers && arraySizeOf(value) >= 0) return K_ARRAY_SIZE;
-  return K_REF;
+/** A typed array that can be a view of `length` elements of a buffer, from `byteOffset`. */
+interface Column<T> {
+  new (buffer: ArrayBuffer, byteOffset: number, length: number): T;
+  readonly BYTES_PER_ELEMENT: number;
 }
 
-/** Bytes of a chunk's number columns. */
+/** Bytes of a chunk's number columns (two of 8 bytes, four of 4, two of 2: see {@link Chunk}). */
 const CHUNK_BYTES = CHUNK * (2 * 8 + 4 * 4 + 2 * 2);
 /** Largest version kept in the 32-bit column; a larger one moves its chunk's versions to 64 bits. */
 const MAX_NARROW_VERSION = 0x7fffffff;
 /** Most chunks carved from one buffer. */
 const MAX_CHUNKS_PER_BUFFER = 16;
+
+/** A 64-bit column for a chunk whose records before `length` hold what `at` gives for them. */
+function wideColumn(length: number, at: (i: number) => number): Float64Array {
+  const column = new Float64Array(CHUNK);
+  for (let i = 0; i < length; i += 1) column[i] = at(i);
+  return column;
+}
 
 /**
  * One chunk of {@link CHUNK} records. Its number columns are views of a part of a larger buffer
@@ -138,37 +148,52 @@ class Chunk {
   readonly flags: Uint16Array;
   /** Position of the record's event in {@link events}. */
   readonly event: Uint16Array;
-  readonly events: EventFields[] = [];
+  readonly events: RecordBase[] = [];
   /** Per record, in order: path, op text (OP_TEXT), value, previous, next, reason (when kept here). */
   readonly refs: unknown[] = [];
 
   constructor(buffer: ArrayBuffer, offset: number) {
     let at = offset;
-    const f64 = (): Float64Array => {
-      const view = new Float64Array(buffer, at, CHUNK);
-      at += CHUNK * 8;
+    const carve = <T>(column: Column<T>): T => {
+      const view = new column(buffer, at, CHUNK);
+      at += CHUNK * column.BYTES_PER_ELEMENT;
       return view;
     };
-    this.valueNumber = f64();
-    this.previousNumber = f64();
-    this.#versions = new Int32Array(buffer, at, CHUNK);
-    this.index = new Int32Array(buffer, (at += CHUNK * 4), CHUNK);
-    this.domain = new Uint32Array(buffer, (at += CHUNK * 4), CHUNK);
-    this.refStart = new Uint32Array(buffer, (at += CHUNK * 4), CHUNK);
-    this.flags = new Uint16Array(buffer, (at += CHUNK * 4), CHUNK);
-    this.event = new Uint16Array(buffer, (at += CHUNK * 2), CHUNK);
+    this.valueNumber = carve(Float64Array);
+    this.previousNumber = carve(Float64Array);
+    this.#versions = carve(Int32Array);
+    this.index = carve(Int32Array);
+    this.domain = carve(Uint32Array);
+    this.refStart = carve(Uint32Array);
+    this.flags = carve(Uint16Array);
+    this.event = carve(Uint16Array);
+  }
+
+  /**
+   * Starts the next record with the numbers every record has and returns its position; its
+   * references follow it into {@link refs}, its flags and value numbers are the caller's to write.
+   */
+  add(seq: number, version: number, index: number, domain: number, event: number): number {
+    const i = this.length;
+    this.#setSeq(i, seq);
+    this.#setVersion(i, version);
+    this.index[i] = index;
+    this.domain[i] = domain;
+    this.event[i] = event;
+    this.refStart[i] = this.refs.length;
+    this.length = i + 1;
+    return i;
   }
 
   seqAt(i: number): number {
     return this.#seqs === undefined ? this.firstSeq + i : this.#seqs[i]!;
   }
 
-  setSeq(i: number, seq: number): void {
+  #setSeq(i: number, seq: number): void {
     if (this.#seqs === undefined) {
       if (i === 0) this.firstSeq = seq;
       if (seq === this.firstSeq + i) return;
-      this.#seqs = new Float64Array(CHUNK);
-      for (let k = 0; k < i; k += 1) this.#seqs[k] = this.firstSeq + k;
+      this.#seqs = wideColumn(i, (k) => this.firstSeq + k);
     }
     this.#seqs[i] = seq;
   }
@@ -177,7 +202,7 @@ class Chunk {
     return this.#wideVersions === undefined ? this.#versions[i]! : this.#wideVersions[i]!;
   }
 
-  setVersion(i: number, version: number): void {
+  #setVersion(i: number, version: number): void {
     if (this.#wideVersions === undefined) {
       const narrow =
         Number.isInteger(version) &&
@@ -188,10 +213,21 @@ class Chunk {
         this.#versions[i] = version;
         return;
       }
-      this.#wideVersions = new Float64Array(CHUNK);
-      for (let k = 0; k < i; k += 1) this.#wideVersions[k] = this.#versions[k]!;
+      const versions = this.#versions;
+      this.#wideVersions = wideColumn(i, (k) => versions[k]!);
     }
     this.#wideVersions[i] = version;
+  }
+
+  eventAt(i: number): RecordBase {
+    return this.events[this.event[i]!]!;
+  }
+
+  /** Position of `fields` in {@link events}: the last one when it is that object, else a new one. */
+  eventOf(fields: RecordBase): number {
+    const last = this.events.length - 1;
+    if (last >= 0 && this.events[last] === fields) return last;
+    return this.events.push(fields) - 1;
   }
 }
 
@@ -243,14 +279,23 @@ export class MemoryAuditLog {
     return id;
   }
 
+  #domainName(chunk: Chunk, i: number): string {
+    return this.#domainNames[chunk.domain[i]!]!;
+  }
+
+  #addChunk(): Chunk {
+    const chunk = this.#source.next();
+    this.#chunks.push(chunk);
+    return chunk;
+  }
+
   /** Appends the records of one unit of work, numbering them from `seq + 1`; returns the last seq. */
   append(records: readonly NewAuditRecord[], seq: number): number {
-    let event: EventFields | undefined;
+    let event: RecordBase | undefined;
     let chunk = this.#chunks[this.#chunks.length - 1];
     for (const r of records) {
       if (chunk === undefined || chunk.length === CHUNK) {
-        chunk = this.#source.next();
-        this.#chunks.push(chunk);
+        chunk = this.#addChunk();
         event = undefined;
       }
       if (
@@ -280,14 +325,8 @@ export class MemoryAuditLog {
 
   /** Writes `r` as the next record of `chunk`. */
   #put(chunk: Chunk, seq: number, event: number, domain: number, r: NewAuditRecord): void {
-    const i = chunk.length;
+    const i = chunk.add(seq, r.version ?? NO_VERSION, r.index, domain, event);
     const refs = chunk.refs;
-    chunk.setSeq(i, seq);
-    chunk.setVersion(i, r.version ?? NO_VERSION);
-    chunk.index[i] = r.index;
-    chunk.domain[i] = domain;
-    chunk.event[i] = event;
-    chunk.refStart[i] = refs.length;
     refs.push(r.path);
     const applied = r.status === 'applied';
     const op =
@@ -296,13 +335,8 @@ export class MemoryAuditLog {
     // Array sizes are what an applied push records; a value of another record that looks the
     // same is kept as it is.
     const sizes = applied && op === OP_PUSH;
-    const valueKind = kindOf(r.value, false);
-    if (valueKind === K_NUMBER) chunk.valueNumber[i] = r.value as number;
-    else if (valueKind === K_REF) refs.push(r.value);
-    const previousKind = kindOf(r.previous, sizes);
-    if (previousKind === K_NUMBER) chunk.previousNumber[i] = r.previous as number;
-    else if (previousKind === K_ARRAY_SIZE) chunk.previousNumber[i] = arraySizeOf(r.previous);
-    else if (previousKind === K_REF) refs.push(r.previous);
+    const valueKind = keep(r.value, false, chunk.valueNumber, i, refs);
+    const previousKind = keep(r.previous, sizes, chunk.previousNumber, i, refs);
     const nextKind = nextKindOf(r, valueKind, previousKind, chunk.previousNumber[i]!, sizes);
     if (nextKind === K_REF) refs.push(r.next);
     let flags =
@@ -316,7 +350,6 @@ export class MemoryAuditLog {
       flags |= HAS_REASON;
     }
     chunk.flags[i] = flags;
-    chunk.length = i + 1;
     this.#length += 1;
   }
 
@@ -326,20 +359,16 @@ export class MemoryAuditLog {
     const refs = chunk.refs;
     let ref = chunk.refStart[i]!;
     const path = refs[ref++] as string;
-    const opCode = (flags >> OP_SHIFT) & 3;
+    const opCode = (flags >> OP_SHIFT) & OP_MASK;
     const op = opCode === OP_TEXT ? (refs[ref++] as string) : OPS[opCode]!;
-    const valueKind = (flags >> VALUE_SHIFT) & KIND_MASK;
-    const value =
-      valueKind === K_NUMBER
-        ? chunk.valueNumber[i]!
-        : valueKind === K_REF
-          ? refs[ref++]
-          : undefined;
-    const previousKind = (flags >> PREVIOUS_SHIFT) & KIND_MASK;
+    const valueKind = kindAt(flags, VALUE_SHIFT);
+    const value = field(valueKind, chunk.valueNumber[i]!, refs, ref);
+    if (valueKind === K_REF) ref += 1;
+    const previousKind = kindAt(flags, PREVIOUS_SHIFT);
     const previousNumber = chunk.previousNumber[i]!;
     const previous = field(previousKind, previousNumber, refs, ref);
     if (previousKind === K_REF) ref += 1;
-    const nextKind = (flags >> NEXT_SHIFT) & KIND_MASK;
+    const nextKind = kindAt(flags, NEXT_SHIFT);
     let next: unknown;
     if (nextKind === K_SAME_AS_VALUE) next = value;
     else if (nextKind === K_SUM)
@@ -353,16 +382,16 @@ export class MemoryAuditLog {
       );
     else next = field(nextKind, 0, refs, ref);
     if (nextKind === K_REF) ref += 1;
-    const e = chunk.events[chunk.event[i]!]!;
+    const e = chunk.eventAt(i);
     const record: AuditRecord = {
       seq: chunk.seqAt(i),
-      domain: this.#domainNames[chunk.domain[i]!]!,
+      domain: this.#domainName(chunk, i),
       path,
       op,
       value: copyOut(value),
       previous: copyOut(previous),
       next: copyOut(next),
-      status: (flags & APPLIED) !== 0 ? 'applied' : 'rejected',
+      status: statusOf(flags),
       agent: e.agent,
       skill: e.skill,
       taskId: e.taskId,
@@ -394,9 +423,9 @@ export class MemoryAuditLog {
         if (chunk.domain[i] !== id) continue;
         const filter = {
           path: chunk.refs[chunk.refStart[i]!] as string,
-          recordedAt: chunk.events[chunk.event[i]!]!.recordedAt,
+          recordedAt: chunk.eventAt(i).recordedAt,
           seq: chunk.seqAt(i),
-          status: (chunk.flags[i]! & APPLIED) !== 0 ? ('applied' as const) : ('rejected' as const),
+          status: statusOf(chunk.flags[i]!),
         };
         if (matchesHistory(filter, q)) out.push(this.#record(chunk, i));
       }
@@ -422,8 +451,8 @@ export class MemoryAuditLog {
   cuts(before: number): Map<string, number> {
     const cut = new Map<string, number>();
     for (const [chunk, i] of this.#cursors()) {
-      if (chunk.events[chunk.event[i]!]!.recordedAt < before) {
-        const name = this.#domainNames[chunk.domain[i]!]!;
+      if (chunk.eventAt(i).recordedAt < before) {
+        const name = this.#domainName(chunk, i);
         cut.set(name, Math.max(cut.get(name) ?? 0, chunk.seqAt(i)));
       }
     }
@@ -435,24 +464,12 @@ export class MemoryAuditLog {
     if (cut.size === 0) return 0;
     const kept = new MemoryAuditLog();
     let chunk: Chunk | undefined;
-    let event = -1;
-    let from: EventFields | undefined;
     for (const [source, i] of this.#cursors()) {
-      const name = this.#domainNames[source.domain[i]!]!;
+      const name = this.#domainName(source, i);
       const maxSeq = cut.get(name);
       if (maxSeq !== undefined && source.seqAt(i) <= maxSeq) continue;
-      if (chunk === undefined || chunk.length === CHUNK) {
-        chunk = kept.#source.next();
-        kept.#chunks.push(chunk);
-        from = undefined;
-      }
-      const fields = source.events[source.event[i]!]!;
-      if (fields !== from) {
-        from = fields;
-        chunk.events.push(fields);
-        event = chunk.events.length - 1;
-      }
-      kept.#copy(source, i, chunk, event, kept.#domainId(name));
+      if (chunk === undefined || chunk.length === CHUNK) chunk = kept.#addChunk();
+      kept.#copy(source, i, chunk, chunk.eventOf(source.eventAt(i)), kept.#domainId(name));
     }
     const removed = this.#length - kept.#length;
     this.#chunks = kept.#chunks;
@@ -465,19 +482,12 @@ export class MemoryAuditLog {
 
   /** Copies record `i` of `source` as the next record of `chunk`. */
   #copy(source: Chunk, i: number, chunk: Chunk, event: number, domain: number): void {
-    const j = chunk.length;
-    chunk.setSeq(j, source.seqAt(i));
-    chunk.setVersion(j, source.versionAt(i));
-    chunk.index[j] = source.index[i]!;
-    chunk.domain[j] = domain;
-    chunk.event[j] = event;
+    const j = chunk.add(source.seqAt(i), source.versionAt(i), source.index[i]!, domain, event);
     chunk.flags[j] = source.flags[i]!;
     chunk.valueNumber[j] = source.valueNumber[i]!;
     chunk.previousNumber[j] = source.previousNumber[i]!;
-    chunk.refStart[j] = chunk.refs.length;
     const end = i + 1 < source.length ? source.refStart[i + 1]! : source.refs.length;
     for (let r = source.refStart[i]!; r < end; r += 1) chunk.refs.push(source.refs[r]);
-    chunk.length = j + 1;
     this.#length += 1;
   }
 
@@ -486,6 +496,32 @@ export class MemoryAuditLog {
       for (let i = 0; i < chunk.length; i += 1) yield [chunk, i];
     }
   }
+}
+
+/**
+ * Keeps `value` as record `i`'s value or previous and returns its kind: a number in `column`, an
+ * array size there too when `sizes` allows it ({@link K_ARRAY_SIZE}), anything else but undefined
+ * in `refs`.
+ */
+function keep(
+  value: unknown,
+  sizes: boolean,
+  column: Float64Array,
+  i: number,
+  refs: unknown[],
+): number {
+  if (value === undefined) return K_NONE;
+  if (typeof value === 'number') {
+    column[i] = value;
+    return K_NUMBER;
+  }
+  const size = sizes ? arraySizeOf(value) : -1;
+  if (size >= 0) {
+    column[i] = size;
+    return K_ARRAY_SIZE;
+  }
+  refs.push(value);
+  return K_REF;
 }
 
 /**
