@@ -3,6 +3,7 @@
  * bigints as strings and JSON columns as text where SQLite answers numbers, and a page of rows
  * ends with the cursor of its last.
  */
+import type { AuditRecord } from '../../world/index.js';
 
 /** A number column (bigints come back as strings from PostgreSQL), or null. */
 export function num(value: unknown): number | null {
@@ -46,15 +47,10 @@ export function page<T>(
 }
 
 /** One world-audit row as the API shows it (the world search and a call's story). */
-export function auditEffect(r: Record<string, unknown>): {
-  seq: number;
-  domain: string;
-  path: string;
-  op: string;
-  value: unknown;
-  previous: unknown;
-  next: unknown;
-  status: 'applied' | 'rejected';
+export function auditEffect(r: Record<string, unknown>): Pick<
+  AuditRecord,
+  'seq' | 'domain' | 'path' | 'op' | 'value' | 'previous' | 'next' | 'status'
+> & {
   reason: string | null;
   version: number | null;
 } {
