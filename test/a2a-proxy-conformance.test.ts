@@ -59,7 +59,12 @@ describe('the A2A proxy in front of a plain SDK agent', () => {
   let agent: PlainAgent;
   let gw: ServiceProcess;
   let base: string;
-  let pushes: { headers: IncomingHttpHeaders; body: unknown }[];
+  let pushes: {
+    headers: IncomingHttpHeaders;
+    body: unknown;
+    url?: string | undefined;
+    answered: boolean;
+  }[];
   let receiver: Server;
   let receiverUrl: string;
 
@@ -71,8 +76,20 @@ describe('the A2A proxy in front of a plain SDK agent', () => {
       let body = '';
       req.on('data', (d: Buffer) => (body += d.toString()));
       req.on('end', () => {
-        pushes.push({ headers: req.headers, body: JSON.parse(body) as unknown });
-        res.writeHead(200).end();
+        const push = {
+          headers: req.headers,
+          body: JSON.parse(body) as unknown,
+          url: req.url,
+          answered: false,
+        };
+        pushes.push(push);
+        // A slow receiver: its answer comes well after a client could have heard of the task.
+        const answer = (): void => {
+          push.answered = true;
+          res.writeHead(200).end();
+        };
+        if (req.url === '/slow-hook') setTimeout(answer, 400);
+        else answer();
       });
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
@@ -263,6 +280,39 @@ describe('the A2A proxy in front of a plain SDK agent', () => {
       return Promise.resolve(seen.length >= 2 ? seen : undefined);
     });
     expect([...states].sort()).toEqual(['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING']);
+  });
+
+  it("C: a push configuration sent with the message has the task's first state answered before the client hears of the task", async () => {
+    const slowUrl = receiverUrl.replace(/\/hook$/, '/slow-hook');
+    const configuration = {
+      acceptedOutputModes: [],
+      returnImmediately: false,
+      taskPushNotificationConfig: {
+        tenant: '',
+        id: 'slow',
+        taskId: '',
+        url: slowUrl,
+        token: '',
+        authentication: undefined,
+      },
+    };
+    const firstPush = (taskId: string) =>
+      pushes.find((p) => p.url === '/slow-hook' && JSON.stringify(p.body).includes(taskId));
+    const client = await sdkClient(base, { token: ALICE });
+    // Streaming: the receiver has answered the submitted task when the first event arrives.
+    for await (const event of client.sendMessageStream({ ...send('hello'), configuration })) {
+      expect(event.payload?.$case).toBe('task');
+      const id = (event.payload as { value: Task }).value.id;
+      expect(firstPush(id)?.answered).toBe(true);
+      expect(JSON.stringify(firstPush(id)?.body)).toContain('TASK_STATE_SUBMITTED');
+      break;
+    }
+    // Blocking, answered at once: the same.
+    const task = (await client.sendMessage({
+      ...send('hello'),
+      configuration: { ...configuration, returnImmediately: true },
+    })) as Task;
+    expect(firstPush(task.id)?.answered).toBe(true);
   });
 
   it("C: refuses a push URL CreateTaskPushNotificationConfig refuses, and the agent isn't called", async () => {

@@ -268,7 +268,8 @@ export class ProxyCore {
     if (ended(task.state)) this.#remember(id);
     if (changed) {
       this.options.observe?.state?.(task.agent, task.state);
-      if (task.state !== current.state) await this.push.notify(task.task, task.state, pushes);
+      if (task.state !== current.state)
+        await this.push.notify(task.task, task.state, { configs: pushes });
     }
     return task;
   }

@@ -357,9 +357,9 @@ export class ProxyHandler implements A2ARequestHandler {
     if (config === undefined) return;
     try {
       await this.createTaskPushNotificationConfig({ ...config, taskId: task.id }, context);
-      // As an SDK agent does, the task goes out as it starts (submitted), before the client
-      // hears of it; every later state follows.
-      await this.#core.push.notify(task.task, task.state);
+      // As an SDK agent does, the task goes out as it starts (submitted), its first try
+      // answered before the client hears of the task; every later state follows.
+      await this.#core.push.notify(task.task, task.state, { firstTry: true });
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
       await this.#core.store.update(task.id, {

@@ -45,13 +45,24 @@ export interface PushDeliveryOptions {
   onOutcome?: (outcome: 'delivered' | 'retried' | 'dead') => void;
 }
 
+/** How {@link PushDelivery.notify} sends. */
+export interface NotifyOptions {
+  /** The task's configurations, when the caller read them with the change. */
+  configs?: readonly ProxyPushConfig[] | undefined;
+  /** Resolve only once each delivery's first try has been answered (or failed). */
+  firstTry?: boolean;
+}
+
 /** Sends a task's updates to its clients' push configurations. */
 export interface PushDelivery {
   /**
    * Sends `task` (its current state) to every configuration of it, once per state: `configs`
    * when the caller read them with the change (`ProxyTaskStore.update`), else they are read.
+   * Resolves once the deliveries are claimed and started; with `firstTry`, once each one's first
+   * try has been answered (or failed), as an SDK agent sends a task's first state before the
+   * client hears of the task. Later tries go on in the background either way.
    */
-  notify(task: Task, state: string, configs?: readonly ProxyPushConfig[]): Promise<void>;
+  notify(task: Task, state: string, options?: NotifyOptions): Promise<void>;
   /** Takes over the deliveries due now that nobody holds (the sweeper's tick). */
   sweep(): Promise<void>;
   /** Resolves when every delivery started so far ended or paused (close, tests). */
@@ -141,7 +152,7 @@ export function createPushDelivery(options: PushDeliveryOptions): PushDelivery {
   timer?.unref();
 
   return {
-    notify: (task, state, configs) => notify(context, task, state, configs),
+    notify: (task, state, options) => notify(context, task, state, options ?? {}),
     sweep: () => sweep(context),
     async idle() {
       while (context.running.size > 0 || context.sweeping !== undefined) {
@@ -242,39 +253,48 @@ async function endDead(
   options.onError(new Error(why), 'proxy.push');
 }
 
-/** Tries a delivery whose try number `taken` this process holds, until it ends or pauses. */
+/**
+ * Tries a delivery whose try number `taken` this process holds, until it ends or pauses; `tried`
+ * is called once the first of these tries has been answered or failed.
+ */
 async function deliver(
   context: DeliveryContext,
   config: ProxyPushConfig,
   key: DeliveryKey,
   task: Task,
   taken: number,
+  tried: () => void,
 ): Promise<void> {
   const { options, store, now } = context;
   const event: StreamResponse = { payload: { $case: 'task', value: task } };
   const { body, contentType } = serializers[config.protocol].serialize(event, task);
   let attempt = taken;
   for (;;) {
-    let lastError: string;
+    let lastError = '';
     const vetted = await vet(options.urls, config.config.url);
     if ('refused' in vetted) {
+      tried();
       const why = `Push of task ${key.taskId} (${key.state}) not sent: ${vetted.refused}`;
       await endDead(context, key, attempt, vetted.refused, why);
       return;
     }
+    let status: number | undefined;
     try {
-      const status = await post(options, config.config.url, vetted.addresses, {
+      status = await post(options, config.config.url, vetted.addresses, {
         headers: { 'content-type': contentType, ...authHeaders(config.config) },
         body,
       });
+    } catch (error) {
+      lastError = error instanceof Error ? error.message : String(error);
+    }
+    tried();
+    if (status !== undefined) {
       if (status >= 200 && status < 300) {
         await store.endDelivery(key, { status: 'delivered', attempts: attempt, at: now() });
         options.onOutcome?.('delivered');
         return;
       }
       lastError = `HTTP ${status}`;
-    } catch (error) {
-      lastError = error instanceof Error ? error.message : String(error);
     }
     if (attempt >= options.attempts) {
       const why = `Push of task ${key.taskId} (${key.state}) to ${config.config.url} failed ${attempt} times: ${lastError}`;
@@ -292,22 +312,31 @@ async function deliver(
   }
 }
 
-/** Starts trying a delivery this process holds, in the background (`idle` waits for it). */
+/**
+ * Starts trying a delivery this process holds, in the background (`idle` waits for it); resolves
+ * once its first try has been answered or failed (or the delivery ended without one).
+ */
 function start(
   context: DeliveryContext,
   config: ProxyPushConfig,
   key: DeliveryKey,
   task: Task,
   taken: number,
-): void {
+): Promise<void> {
   const { options, held, running } = context;
   const id = keyOf(key);
   held.add(id);
-  const work = deliver(context, config, key, task, taken)
+  let tried!: () => void;
+  const firstTry = new Promise<void>((resolve) => (tried = resolve));
+  const work = deliver(context, config, key, task, taken, tried)
     .catch((error: unknown) => options.onError(error, 'proxy.push'))
-    .finally(() => held.delete(id));
+    .finally(() => {
+      held.delete(id);
+      tried();
+    });
   running.add(work);
   void work.finally(() => running.delete(work));
+  return firstTry;
 }
 
 /** Claims and starts the delivery of `task` in `state` to each configuration of it. */
@@ -315,15 +344,17 @@ async function notify(
   context: DeliveryContext,
   task: Task,
   state: string,
-  configs: readonly ProxyPushConfig[] | undefined,
+  options: NotifyOptions,
 ): Promise<void> {
   const { store, now } = context;
   if (context.stopped) return;
-  for (const config of configs ?? (await store.listPush(task.id))) {
+  const firstTries: Promise<void>[] = [];
+  for (const config of options.configs ?? (await store.listPush(task.id))) {
     const key = { taskId: task.id, configId: config.configId, state };
     if (!(await store.claimDelivery(key, task, now(), lease(context)))) continue;
-    start(context, config, key, task, 1);
+    firstTries.push(start(context, config, key, task, 1));
   }
+  if (options.firstTry === true) await Promise.all(firstTries);
 }
 
 async function sweepOnce(context: DeliveryContext): Promise<void> {
@@ -354,7 +385,7 @@ async function sweepOnce(context: DeliveryContext): Promise<void> {
       continue;
     }
     if (!(await store.takeAttempt(due, due.attempts, now(), lease(context)))) continue;
-    start(context, config, due, task, due.attempts + 1);
+    void start(context, config, due, task, due.attempts + 1);
   }
 }
 
