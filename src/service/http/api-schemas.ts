@@ -190,7 +190,8 @@ export const storyEventSchema = z.object({
   payload: z.record(z.string(), z.unknown()),
 });
 
-export const storyEffectSchema = z.object({
+/** One world change as a call's story and the world search show it (a row of the audit log). */
+const auditEffectSchema = z.object({
   seq: z.number(),
   domain: z.string(),
   path: z.string(),
@@ -201,8 +202,10 @@ export const storyEffectSchema = z.object({
   status: z.enum(['applied', 'rejected']),
   reason: z.string().nullable(),
   version: z.number().nullable(),
-  at: z.number(),
 });
+
+/** A world change a call's task made, with when it was recorded. */
+export const storyEffectSchema = auditEffectSchema.extend({ at: z.number() });
 
 export const storySchema = z.object({
   dispatch: dispatchSchema,
@@ -242,17 +245,8 @@ export const searchDispatchSchema = dispatchSchema.extend({
   radius: radiusSchema.nullable().describe("the skill's effective radius now"),
 });
 
-export const searchEffectSchema = z.object({
-  seq: z.number(),
-  domain: z.string(),
-  path: z.string(),
-  op: z.string(),
-  value: z.unknown(),
-  previous: z.unknown(),
-  next: z.unknown(),
-  status: z.enum(['applied', 'rejected']),
-  reason: z.string().nullable(),
-  version: z.number().nullable(),
+/** A world change the world search found, with the task that made it. */
+export const searchEffectSchema = auditEffectSchema.extend({
   agent: z.string(),
   skill: z.string(),
   taskId: z.string(),

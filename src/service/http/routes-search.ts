@@ -51,6 +51,17 @@ function like(text: string): string {
   return `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
+/** The conditions every search starts with: the agent and the skill, when given. */
+function agentSkillConditions(query: {
+  agent?: string | undefined;
+  skill?: string | undefined;
+}): RawBuilder<unknown>[] {
+  const conditions: RawBuilder<unknown>[] = [];
+  if (query.agent !== undefined) conditions.push(sql`agent = ${query.agent}`);
+  if (query.skill !== undefined) conditions.push(sql`skill = ${query.skill}`);
+  return conditions;
+}
+
 /** The (agent, skill) pairs of the fleet with this radius now, or declaring this domain. */
 function skillsWhere(
   gw: Pick<Gateway, 'agents'>,
@@ -114,9 +125,7 @@ function dispatchSearchRoute(gw: Pick<Gateway, 'agents'>, db: Db): RouteSpec {
     }),
     responses: { 200: { description: 'a page', schema: page(dispatchItemSchema) } },
     handler: async ({ query }) => {
-      const conditions: RawBuilder<unknown>[] = [];
-      if (query.agent !== undefined) conditions.push(sql`agent = ${query.agent}`);
-      if (query.skill !== undefined) conditions.push(sql`skill = ${query.skill}`);
+      const conditions = agentSkillConditions(query);
       if (query.status !== undefined) conditions.push(sql`status = ${query.status}`);
       if (query.radius !== undefined || query.domain !== undefined) {
         conditions.push(
@@ -177,9 +186,7 @@ function effectSearchRoute(gw: Pick<Gateway, 'agents'>, db: Db): RouteSpec {
     }),
     responses: { 200: { description: 'a page', schema: page(effectItemSchema) } },
     handler: async ({ query }) => {
-      const conditions: RawBuilder<unknown>[] = [];
-      if (query.agent !== undefined) conditions.push(sql`agent = ${query.agent}`);
-      if (query.skill !== undefined) conditions.push(sql`skill = ${query.skill}`);
+      const conditions = agentSkillConditions(query);
       if (query.status !== undefined) conditions.push(sql`status = ${query.status}`);
       if (query.domain !== undefined) conditions.push(sql`domain = ${query.domain}`);
       if (query.path !== undefined) {
@@ -235,9 +242,7 @@ function approvalSearchRoute(db: Db): RouteSpec {
     }),
     responses: { 200: { description: 'a page', schema: page(approvalItemSchema) } },
     handler: async ({ query }) => {
-      const conditions: RawBuilder<unknown>[] = [];
-      if (query.agent !== undefined) conditions.push(sql`agent = ${query.agent}`);
-      if (query.skill !== undefined) conditions.push(sql`skill = ${query.skill}`);
+      const conditions = agentSkillConditions(query);
       if (query.status === 'decided') conditions.push(sql`status <> 'pending'`);
       else if (query.status !== undefined) conditions.push(sql`status = ${query.status}`);
       if (query.kind !== undefined) conditions.push(sql`kind = ${query.kind}`);
