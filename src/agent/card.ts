@@ -252,8 +252,7 @@ export function declareBlast<C extends CardLike>(
   card: C,
   skills: Partial<Readonly<Record<SkillIdOf<C>, BlastInput>>>,
 ): Declared<C> {
-  const map = skills as Readonly<Record<string, BlastInput | undefined>>;
-  return declare(card, BLAST_V1_URI, 'declareBlast', entries(map, blastEntry));
+  return declare(card, BLAST_V1_URI, 'declareBlast', entries(skills, blastEntry));
 }
 
 /**
@@ -271,8 +270,7 @@ export function declareHitlMode<C extends CardLike>(
   card: C,
   skills: Partial<Readonly<Record<SkillIdOf<C>, HitlModeInput>>>,
 ): Declared<C> {
-  const map = skills as Readonly<Record<string, HitlModeInput | undefined>>;
-  return declare(card, HITL_MODE_V1_URI, 'declareHitlMode', entries(map, hitlEntry));
+  return declare(card, HITL_MODE_V1_URI, 'declareHitlMode', entries(skills, hitlEntry));
 }
 
 /**
@@ -292,8 +290,7 @@ export function declareEffectDomain<C extends CardLike>(
   card: C,
   skills: Partial<Readonly<Record<SkillIdOf<C>, EffectDomainInput>>> = {},
 ): Declared<C> {
-  const map = skills as Readonly<Record<string, EffectDomainInput | undefined>>;
-  return declare(card, EFFECT_DOMAIN_V1_URI, 'declareEffectDomain', entries(map, domainsEntry));
+  return declare(card, EFFECT_DOMAIN_V1_URI, 'declareEffectDomain', entries(skills, domainsEntry));
 }
 
 /** Declares cost-v1: the agent reports usage and cost samples (a copy is returned). */

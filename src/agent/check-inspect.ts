@@ -38,6 +38,27 @@ function isDeltaLike(part: NormalizedArtifact['parts'][number]): boolean {
 
 export type Add = (path: string, severity: Diagnostic['severity'], message: string) => void;
 
+/** Runs a reader; when it throws, adds an error `what: reason` at `where` and gives undefined. */
+function readOrFlag<T>(read: () => T, add: Add, where: string, what: string): T | undefined {
+  try {
+    return read();
+  } catch (error) {
+    add(where, 'error', `${what}: ${(error as Error).message}`);
+    return undefined;
+  }
+}
+
+/** A task known so far only from an update event: its ids, no state yet, no artifacts. */
+function taskFromUpdate(event: { taskId: string; contextId: string }): NormalizedTask {
+  return {
+    id: event.taskId,
+    contextId: event.contextId,
+    state: 'unknown',
+    artifacts: [],
+    metadata: {},
+  };
+}
+
 export function checkEcho(call: AgentCheckCall, add: Add): void {
   if (call.requestedExtensions.length === 0) return;
   const how = `activate the declared extensions in the transports' contextBuilder (activateExtensions(card))`;
@@ -65,17 +86,13 @@ export function replyTask(
   call: AgentCheckCall,
   add: Add,
 ): NormalizedTask | undefined {
-  let event: NormalizedStreamEvent;
-  try {
-    event = readStreamEvent(sent.results[0]);
-  } catch (error) {
-    add(
-      call.mode,
-      'error',
-      `the reply is neither a task nor a message: ${(error as Error).message}`,
-    );
-    return undefined;
-  }
+  const event = readOrFlag(
+    () => readStreamEvent(sent.results[0]),
+    add,
+    call.mode,
+    'the reply is neither a task nor a message',
+  );
+  if (event === undefined) return undefined;
   if (event.type === 'task') return event.task;
   if (event.type === 'message') {
     call.state = 'message';
@@ -115,17 +132,11 @@ export function foldStream(
   const events: NormalizedStreamEvent[] = [];
   call.events = [];
   sent.results.forEach((raw, i) => {
-    try {
-      const event = readStreamEvent(raw);
-      events.push(event);
-      call.events!.push(event.type);
-    } catch (error) {
-      add(
-        `streaming.events[${i}]`,
-        'error',
-        `unreadable stream event: ${(error as Error).message}`,
-      );
-    }
+    const where = `streaming.events[${i}]`;
+    const event = readOrFlag(() => readStreamEvent(raw), add, where, 'unreadable stream event');
+    if (event === undefined) return;
+    events.push(event);
+    call.events!.push(event.type);
   });
   let task: NormalizedTask | undefined;
   events.forEach((event, i) => {
@@ -138,23 +149,11 @@ export function foldStream(
         messageDeltas(event.message, `streaming.events[${i}]`, add);
         return;
       case 'statusUpdate':
-        task ??= {
-          id: event.taskId,
-          contextId: event.contextId,
-          state: 'unknown',
-          artifacts: [],
-          metadata: {},
-        };
+        task ??= taskFromUpdate(event);
         task.state = event.state;
         return;
       case 'artifactUpdate': {
-        task ??= {
-          id: event.taskId,
-          contextId: event.contextId,
-          state: 'unknown',
-          artifacts: [],
-          metadata: {},
-        };
+        task ??= taskFromUpdate(event);
         const next = events[i + 1];
         const closing = next?.type === 'statusUpdate' && isTerminalState(next.state);
         if (
@@ -198,16 +197,14 @@ export async function followToEnd(
       add(call.mode, 'error', `GetTask ${current.id} failed: ${got.error}`);
       return current;
     }
-    try {
-      current = readTask(got.results[0]);
-    } catch (error) {
-      add(
-        call.mode,
-        'error',
-        `GetTask ${current.id} answered no task: ${(error as Error).message}`,
-      );
-      return current;
-    }
+    const next = readOrFlag(
+      () => readTask(got.results[0]),
+      add,
+      call.mode,
+      `GetTask ${current.id} answered no task`,
+    );
+    if (next === undefined) return current;
+    current = next;
   }
   return current;
 }

@@ -212,9 +212,32 @@ function rpcResult(envelope: unknown): { result?: unknown; error?: string } {
   return { result: envelope.result };
 }
 
+/** One HTTP request of the check; `body` is sent as JSON. */
+interface WireRequest {
+  url: string;
+  method: 'GET' | 'POST';
+  body?: unknown;
+  streaming: boolean;
+}
+
+/** A JSON-RPC 2.0 call of `method`, posted to the endpoint's URL. */
+function rpcRequest(
+  endpoint: AgentEndpoint,
+  method: string,
+  params: unknown,
+  streaming: boolean,
+): WireRequest {
+  return {
+    url: endpoint.url,
+    method: 'POST',
+    body: { jsonrpc: '2.0', id: crypto.randomUUID(), method, params },
+    streaming,
+  };
+}
+
 async function exchange(
   endpoint: AgentEndpoint,
-  request: { url: string; method: 'GET' | 'POST'; body?: unknown; streaming: boolean },
+  request: WireRequest,
   headers: Readonly<Record<string, string>>,
   options: WireOptions,
 ): Promise<WireExchange> {
@@ -286,22 +309,17 @@ export function sendMessage(
   const params = sendParams(endpoint, call.text, call.stamps);
   const header = endpoint.version === '0.3' ? LEGACY_EXTENSIONS_HEADER : 'A2A-Extensions';
   const headers = call.extensions.length === 0 ? {} : { [header]: call.extensions.join(',') };
-  const request =
+  const request: WireRequest =
     endpoint.binding === 'JSONRPC'
-      ? {
-          url: endpoint.url,
-          method: 'POST' as const,
-          body: {
-            jsonrpc: '2.0',
-            id: crypto.randomUUID(),
-            method: METHODS[endpoint.version][call.streaming ? 'stream' : 'send'],
-            params,
-          },
-          streaming: call.streaming,
-        }
+      ? rpcRequest(
+          endpoint,
+          METHODS[endpoint.version][call.streaming ? 'stream' : 'send'],
+          params,
+          call.streaming,
+        )
       : {
           url: restPath(endpoint, call.streaming ? '/message:stream' : '/message:send'),
-          method: 'POST' as const,
+          method: 'POST',
           body: params,
           streaming: call.streaming,
         };
@@ -314,22 +332,12 @@ export function getTask(
   taskId: string,
   options: WireOptions,
 ): Promise<WireExchange> {
-  const request =
+  const request: WireRequest =
     endpoint.binding === 'JSONRPC'
-      ? {
-          url: endpoint.url,
-          method: 'POST' as const,
-          body: {
-            jsonrpc: '2.0',
-            id: crypto.randomUUID(),
-            method: METHODS[endpoint.version].get,
-            params: { id: taskId },
-          },
-          streaming: false,
-        }
+      ? rpcRequest(endpoint, METHODS[endpoint.version].get, { id: taskId }, false)
       : {
           url: restPath(endpoint, `/tasks/${encodeURIComponent(taskId)}`),
-          method: 'GET' as const,
+          method: 'GET',
           streaming: false,
         };
   return exchange(endpoint, request, {}, options);

@@ -91,6 +91,17 @@ export function describePayload(payload: string): {
   };
 }
 
+/** The columns a parked row keeps from its outbox row (both tables name them alike). */
+const KEPT_COLUMNS = [
+  'id',
+  'seq',
+  'topic',
+  'payload',
+  'correlation_id',
+  'time',
+  'created_at',
+] as const;
+
 /** Moves parked rows from the outbox into `fleetgate_outbox_parked`. */
 export async function parkRows(
   q: Kysely<OutboxDatabase>,
@@ -100,28 +111,12 @@ export async function parkRows(
   for (const row of rows) {
     await q
       .insertInto('fleetgate_outbox_parked')
-      .columns([
-        'id',
-        'seq',
-        'topic',
-        'payload',
-        'correlation_id',
-        'time',
-        'created_at',
-        'parked_at',
-        'reason',
-      ])
+      .columns([...KEPT_COLUMNS, 'parked_at', 'reason'])
       .expression((eb) =>
         eb
           .selectFrom('fleetgate_outbox')
           .select((s) => [
-            'id',
-            'seq',
-            'topic',
-            'payload',
-            'correlation_id',
-            'time',
-            'created_at',
+            ...KEPT_COLUMNS,
             s.val(at).as('parked_at'),
             s.val(row.error.message.slice(0, 1000)).as('reason'),
           ])

@@ -220,7 +220,7 @@ export class DeclarationRatchet {
     agent: string,
     skill: string,
   ): RatchetValues[K] | undefined {
-    return acceptedOf(kind, this.#rows.get(key(kind, agent, skill)));
+    return levelOf(kind, this.#rows.get(key(kind, agent, skill)), 'accepted');
   }
 
   /** The narrower level waiting for acknowledgement, if any. */
@@ -229,13 +229,13 @@ export class DeclarationRatchet {
     agent: string,
     skill: string,
   ): RatchetValues[K] | undefined {
-    return pendingOf(kind, this.#rows.get(key(kind, agent, skill)));
+    return levelOf(kind, this.#rows.get(key(kind, agent, skill)), 'pending');
   }
 
   /** True when `value` is the level in force and nothing narrower waits: observing it again changes nothing. */
   holds<K extends RatchetKind>(kind: K, agent: string, skill: string, value: string): boolean {
     const row = this.#rows.get(key(kind, agent, skill));
-    return acceptedOf(kind, row) === value && pendingOf(kind, row) === undefined;
+    return levelOf(kind, row, 'accepted') === value && levelOf(kind, row, 'pending') === undefined;
   }
 
   /** Every row with a pending narrowing. */
@@ -254,15 +254,9 @@ export class DeclarationRatchet {
     declared: RatchetValues[K],
     previous: RatchetValues[K] | undefined,
   ): Promise<RatchetChange<K> | undefined> {
-    const rows: RatchetRow[] = [];
-    const keys: string[] = [];
-    const changes: RatchetChange<K>[] = [];
-    this.#decide(kind, agent, skill, declared, previous, rows, keys, changes);
-    if (rows.length > 0) {
-      await this.#persist(rows);
-      this.#hold(rows, keys);
-    }
-    return changes[0];
+    const [change] = await this.observeAll(agent, [{ kind, skill, declared, previous }]);
+    // The one observation is of kind K, so its change is too.
+    return change as RatchetChange<K> | undefined;
   }
 
   /**
@@ -303,8 +297,8 @@ export class DeclarationRatchet {
     const k = key(kind, agent, skill);
     const row = this.#rows.get(k);
     const compare = COMPARE[kind];
-    const accepted = acceptedOf(kind, row);
-    const before = previous ?? pendingOf(kind, row) ?? accepted;
+    const accepted = levelOf(kind, row, 'accepted');
+    const before = previous ?? levelOf(kind, row, 'pending') ?? accepted;
     if (accepted === undefined || compare(declared, accepted) >= 0) {
       // First sight, same level or wider: takes effect at once.
       if (row === undefined || row.accepted !== declared || row.pending !== null) {
@@ -394,20 +388,12 @@ export class DeclarationRatchet {
   }
 }
 
-/** The accepted level of `row`, when it is a value of `kind`. */
-function acceptedOf<K extends RatchetKind>(
+/** The accepted or pending level of `row`, when it is a value of `kind`. */
+function levelOf<K extends RatchetKind>(
   kind: K,
   row: RatchetRow | undefined,
+  level: 'accepted' | 'pending',
 ): RatchetValues[K] | undefined {
-  const value = row?.accepted;
-  return IS_VALUE[kind](value) ? value : undefined;
-}
-
-/** The pending level of `row`, when it is a value of `kind`. */
-function pendingOf<K extends RatchetKind>(
-  kind: K,
-  row: RatchetRow | undefined,
-): RatchetValues[K] | undefined {
-  const value = row?.pending;
+  const value = row?.[level];
   return IS_VALUE[kind](value) ? value : undefined;
 }

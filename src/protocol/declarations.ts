@@ -12,10 +12,11 @@ import type {
 } from './declaration-types.js';
 import type { Reader } from './declaration-skill-map.js';
 import { emptyRecord, readSkillMap, skillPath } from './declaration-skill-map.js';
-import { BLAST_RADII, isBlastRadius } from './radius.js';
-import { HITL_MODES, isHitlMode } from './hitl.js';
+import { RADIUS_SCALE } from './radius.js';
+import { HITL_MODE_SCALE } from './hitl.js';
 import { isRecord, jsonPath, preview } from './json-path.js';
 import { LIMITS } from './limits.js';
+import type { OrderedScale } from './ordered-scale.js';
 import {
   BLAST_V1_URI,
   canonicalExtensionUri,
@@ -60,33 +61,39 @@ function readNote(
   return entry.note;
 }
 
+/** Reads the required `key` of an entry as one of the scale's names; else an error. */
+function readScaleName<T extends string>(
+  scale: OrderedScale<T>,
+  key: string,
+  entry: Record<string, unknown>,
+  base: string,
+  id: string,
+  report: Report,
+): T | undefined {
+  const value = entry[key];
+  if (scale.is(value)) return value;
+  const expected = `expected one of ${scale.values.join(', ')}`;
+  report(
+    skillPath(base, id, key),
+    'error',
+    value === undefined
+      ? `is missing; ${expected}`
+      : `unknown ${key} ${preview(value)}; ${expected}`,
+  );
+  return undefined;
+}
+
 const readBlast: Reader<BlastDeclaration> = (entry, base, id, report) => {
-  if (!isBlastRadius(entry.radius)) {
-    report(
-      skillPath(base, id, 'radius'),
-      'error',
-      entry.radius === undefined
-        ? `is missing; expected one of ${BLAST_RADII.join(', ')}`
-        : `unknown radius ${preview(entry.radius)}; expected one of ${BLAST_RADII.join(', ')}`,
-    );
-    return undefined;
-  }
+  const radius = readScaleName(RADIUS_SCALE, 'radius', entry, base, id, report);
+  if (radius === undefined) return undefined;
   const note = readNote(entry, base, id, report);
-  return note === undefined ? { radius: entry.radius } : { radius: entry.radius, note };
+  return note === undefined ? { radius } : { radius, note };
 };
 
 const readHitl: Reader<HitlModeDeclaration> = (entry, base, id, report) => {
-  if (!isHitlMode(entry.mode)) {
-    report(
-      skillPath(base, id, 'mode'),
-      'error',
-      entry.mode === undefined
-        ? `is missing; expected one of ${HITL_MODES.join(', ')}`
-        : `unknown mode ${preview(entry.mode)}; expected one of ${HITL_MODES.join(', ')}`,
-    );
-    return undefined;
-  }
-  const declaration: HitlModeDeclaration = { mode: entry.mode };
+  const mode = readScaleName(HITL_MODE_SCALE, 'mode', entry, base, id, report);
+  if (mode === undefined) return undefined;
+  const declaration: HitlModeDeclaration = { mode };
   if (entry.vetoTtlMs !== undefined) {
     const ttl = entry.vetoTtlMs;
     if (typeof ttl !== 'number' || !Number.isSafeInteger(ttl) || ttl <= 0) {

@@ -5,6 +5,7 @@ import type { RejectedDeltaEntry, WorldStateDeltaEntry } from './delta.js';
 import { partLocation } from './delta.js';
 import { collectDeltas } from './delta-collect.js';
 import { LIMITS } from './limits.js';
+import type { NormalizedPart } from './parts.js';
 import { partMimeMatch } from './parts.js';
 import type { NormalizedTask } from './task.js';
 import { readTask } from './task.js';
@@ -38,6 +39,28 @@ function toNormalized(task: unknown): NormalizedTask {
   return isNormalizedTask(task) ? task : readTask(task);
 }
 
+type DataPart = Extract<NormalizedPart, { type: 'data' }>;
+
+/**
+ * Calls `visit` with every data part of the task, with its artifact and part index. Index loops
+ * that skip holes, as `forEach` would: this runs on every skill call.
+ */
+function forEachDataPart(
+  task: NormalizedTask,
+  visit: (part: DataPart, a: number, p: number) => void,
+): void {
+  const artifacts = task.artifacts;
+  for (let a = 0; a < artifacts.length; a += 1) {
+    if (!(a in artifacts)) continue;
+    const parts = artifacts[a]!.parts;
+    for (let p = 0; p < parts.length; p += 1) {
+      if (!(p in parts)) continue;
+      const part = parts[p]!;
+      if (part.type === 'data') visit(part, a, p);
+    }
+  }
+}
+
 /**
  * Collects the worldstate-delta entries of **every** delta part of every artifact of a task
  * (SDK object, v1.0 or v0.3 wire JSON, or an already normalised task). A part is a delta part when
@@ -50,34 +73,25 @@ export function extractWorldStateDeltas(task: unknown): DeltaExtraction {
   const normalized = toNormalized(task);
   const out: DeltaExtraction = { entries: [], rejected: [], parts: 0, warnings: [] };
   let seen = 0;
-  // Index loops that skip holes, as `forEach` would: this runs on every skill call.
-  const artifacts = normalized.artifacts;
-  for (let a = 0; a < artifacts.length; a += 1) {
-    if (!(a in artifacts)) continue;
-    const parts = artifacts[a]!.parts;
-    for (let p = 0; p < parts.length; p += 1) {
-      if (!(p in parts)) continue;
-      const part = parts[p]!;
-      if (part.type !== 'data') continue;
-      const match = partMimeMatch(part, WORLDSTATE_DELTA_MIME);
-      if (match === 'none') continue;
-      if (match === 'mediaType') {
-        out.warnings.push(
-          `${partLocation(a, p)}: the worldstate-delta MIME is only in "mediaType"; put it in metadata.mimeType`,
-        );
-      }
-      out.parts += 1;
-      seen += collectDeltas(
-        part.data,
-        out,
-        seen,
-        Math.max(0, LIMITS.deltasPerTask - seen),
-        undefined,
-        a,
-        p,
+  forEachDataPart(normalized, (part, a, p) => {
+    const match = partMimeMatch(part, WORLDSTATE_DELTA_MIME);
+    if (match === 'none') return;
+    if (match === 'mediaType') {
+      out.warnings.push(
+        `${partLocation(a, p)}: the worldstate-delta MIME is only in "mediaType"; put it in metadata.mimeType`,
       );
     }
-  }
+    out.parts += 1;
+    seen += collectDeltas(
+      part.data,
+      out,
+      seen,
+      Math.max(0, LIMITS.deltasPerTask - seen),
+      undefined,
+      a,
+      p,
+    );
+  });
   return out;
 }
 
@@ -98,24 +112,17 @@ export function extractCost(task: unknown): CostExtraction {
   const normalized = toNormalized(task);
   const problems: string[] = [];
   let payload: CostPayload | undefined;
-  const artifacts = normalized.artifacts;
-  for (let a = 0; a < artifacts.length; a += 1) {
-    if (!(a in artifacts)) continue;
-    const parts = artifacts[a]!.parts;
-    for (let p = 0; p < parts.length; p += 1) {
-      if (!(p in parts)) continue;
-      const part = parts[p]!;
-      if (part.type !== 'data' || partMimeMatch(part, COST_MIME) === 'none') continue;
-      // A valid payload (nearly every one) passes the fast check; the schema words the others.
-      const accepted = acceptCostPayload(part.data);
-      if (accepted !== undefined) {
-        payload ??= accepted;
-        continue;
-      }
-      const verdict = parseCostPayload(part.data);
-      if (!verdict.ok) problems.push(`artifacts[${a}].parts[${p}].data: ${verdict.reason}`);
-      else payload ??= verdict.payload;
+  forEachDataPart(normalized, (part, a, p) => {
+    if (partMimeMatch(part, COST_MIME) === 'none') return;
+    // A valid payload (nearly every one) passes the fast check; the schema words the others.
+    const accepted = acceptCostPayload(part.data);
+    if (accepted !== undefined) {
+      payload ??= accepted;
+      return;
     }
-  }
+    const verdict = parseCostPayload(part.data);
+    if (!verdict.ok) problems.push(`artifacts[${a}].parts[${p}].data: ${verdict.reason}`);
+    else payload ??= verdict.payload;
+  });
   return payload === undefined ? { problems } : { problems, payload };
 }
