@@ -7,16 +7,11 @@
  * `@a2a-js/sdk` agent, plain HTTP on the wire.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startOpsAgent, type RunningAgent } from '../examples/agents/index.js';
+import type { RunningAgent } from '../examples/agents/index.js';
 import { FLEETGATE_GATEWAY_V1_URI } from '../src/protocol/index.js';
 import type { ServiceProcess } from './support/gateway-service.js';
-import { startServiceProcess } from './support/gateway-service.js';
-
-const OPERATOR = 'jrpc-operator-0123456789abcd';
+import { framesOf, startOpsProxy, type OpsProxy } from './support/ops-proxy.js';
 
 /** A v1.0 `SendMessage` / `SendStreamingMessage` body for the autonomous `sitrep` skill. */
 function sendBody(method: string, id: unknown, text: string): Record<string, unknown> {
@@ -35,54 +30,18 @@ function sendBody(method: string, id: unknown, text: string): Record<string, unk
   };
 }
 
-/** The `data:` frames (and their `event:` names) of an SSE body. */
-function framesOf(text: string): { event?: string; data: Record<string, unknown> }[] {
-  return text
-    .split('\n\n')
-    .filter((block) => block.trim() !== '')
-    .map((block) => {
-      const lines = block.split('\n');
-      const event = lines.find((l) => l.startsWith('event: '))?.slice('event: '.length);
-      const data = lines
-        .filter((l) => l.startsWith('data: '))
-        .map((l) => l.slice('data: '.length))
-        .join('\n');
-      return { ...(event === undefined ? {} : { event }), data: JSON.parse(data) as never };
-    });
-}
-
 describe('v1.0 JSON-RPC on the proxy route', () => {
-  let dir: string;
+  let fixture: OpsProxy;
   let agent: RunningAgent;
   let gw: ServiceProcess;
+  let OPERATOR: string;
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'fleetgate-jsonrpc-front-'));
-    agent = await startOpsAgent({ streaming: true });
-    const config = join(dir, 'fleetgate.yaml');
-    writeFileSync(
-      config,
-      [
-        'listen: { host: 127.0.0.1, port: 0 }',
-        `store: sqlite:${join(dir, 'fleetgate.db')}`,
-        `agents: [{ name: ops, url: ${agent.url} }]`,
-        'proxy: { holdFor: 5s }',
-        'auth:',
-        '  tokens:',
-        '    - { name: bob, tokenEnv: JRPC_OPERATOR, roles: [operator] }',
-      ].join('\n'),
-    );
-    gw = await startServiceProcess({
-      args: ['--config', config],
-      env: { JRPC_OPERATOR: OPERATOR },
-    });
+    fixture = await startOpsProxy('jrpc');
+    ({ agent, gw, token: OPERATOR } = fixture);
   }, 60_000);
 
-  afterAll(async () => {
-    await gw?.stop('SIGKILL');
-    await agent?.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(() => fixture?.close());
 
   /** POSTs `body` to `/a2a/ops` with the operator's token, v1.0 unless `headers` say otherwise. */
   function post(body: unknown, headers: Record<string, string> = {}): Promise<Response> {

@@ -3,10 +3,11 @@
  * caller's token (the role the agent's proxy needs), the agent and the body's size and JSON before
  * anything else; then the SDK's own server handlers take the request — the card (v1.0 or v0.3 by
  * `A2A-Version`), JSON-RPC at `/a2a/:agent`, HTTP+JSON at `/a2a/:agent/rest`, each with the SDK's
- * v0.3 compatibility — with the proxy's request handler behind them. v1.0 JSON-RPC, the hot path,
- * is answered on the fastify route itself with the SDK's framework-free transport
- * (`jsonrpc-front.ts`); the rest goes through the SDK's express handlers. What the gateway refuses
- * itself is answered in the transport's own error shape, and nothing of it reaches the agent.
+ * v0.3 compatibility — with the proxy's request handler behind them. The v1.0 card, v1.0 JSON-RPC
+ * (with the SDK's framework-free transport, `jsonrpc-front.ts`) and v1.0 HTTP+JSON
+ * (`rest-front.ts`) are answered on the fastify route itself; v0.3 goes through the SDK's express
+ * handlers. What the gateway refuses itself is answered in the transport's own error shape, and
+ * nothing of it reaches the agent.
  */
 import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
@@ -32,6 +33,8 @@ import type { ProxyMetrics } from './metrics.js';
 import { createProxyMetrics, measured } from './metrics.js';
 import type { JsonRpcFront } from './jsonrpc-front.js';
 import { createJsonRpcFront } from './jsonrpc-front.js';
+import type { RestFront } from './rest-front.js';
+import { createRestFront } from './rest-front.js';
 import type { A2aProxy } from './proxy.js';
 import type { A2aProxyOptions } from './proxy-core.js';
 import { createA2aProxy } from './proxy.js';
@@ -176,7 +179,9 @@ interface FrontContext {
   readonly handlers: Map<string, A2ARequestHandler>;
   /** Each agent's v1.0 JSON-RPC endpoint, built on its first v1.0 JSON-RPC request. */
   readonly jsonRpc: Map<string, JsonRpcFront>;
-  /** The SDK's express handlers of each agent (v0.3, HTTP+JSON, cards), built on first use. */
+  /** Each agent's v1.0 HTTP+JSON endpoint, built on its first v1.0 HTTP+JSON request. */
+  readonly rest: Map<string, RestFront>;
+  /** The SDK's express handlers of each agent (v0.3 JSON-RPC and HTTP+JSON, the v0.3 card). */
   readonly apps: Map<string, express.Express>;
 }
 
@@ -211,6 +216,7 @@ export function createProxyFront(options: ProxyFrontOptions): ProxyFront {
     metrics,
     handlers: new Map(),
     jsonRpc: new Map(),
+    rest: new Map(),
     apps: new Map(),
   };
   return {
@@ -272,10 +278,25 @@ function jsonRpcFor(context: FrontContext, agent: string): JsonRpcFront {
   return front;
 }
 
+/** The v1.0 HTTP+JSON endpoint of `agent`, built once. */
+function restFor(context: FrontContext, agent: string): RestFront {
+  let front = context.rest.get(agent);
+  if (front === undefined) {
+    front = createRestFront({
+      requestHandler: requestHandlerOf(context, agent),
+      contextBuilder: activateRequested(context.options.gateway, agent),
+      onError: context.options.onError,
+    });
+    context.rest.set(agent, front);
+  }
+  return front;
+}
+
 /**
- * The SDK's express handlers of `agent` as one express app, built once: the v0.3 card, HTTP+JSON
- * and v0.3 JSON-RPC (the SDK keeps their transports inside its express middleware). Its JSON-RPC
- * handler would answer v1.0 too; the front sends v1.0 JSON-RPC to {@link jsonRpcFor} instead.
+ * The SDK's express handlers of `agent` as one express app, built once: the v0.3 card, v0.3
+ * HTTP+JSON and v0.3 JSON-RPC (the SDK keeps their v0.3 transports inside its express
+ * middleware). Its handlers would answer v1.0 too; the front sends v1.0 to {@link jsonRpcFor} and
+ * {@link restFor} instead.
  */
 function appFor(context: FrontContext, agent: string): express.Express {
   const { apps } = context;
@@ -410,6 +431,27 @@ async function handle(
   if (surface === 'jsonrpc' && !wantsLegacy(request)) {
     await jsonRpcFor(context, agent).serve(request, reply, body, new GatewayUser(identity));
     return reply;
+  }
+  if (surface === 'rest' && !wantsLegacy(request)) {
+    const path = rest.split('?', 1)[0]!;
+    const served =
+      (path === '/rest' || path.startsWith('/rest/')) &&
+      (await restFor(context, agent).serve(
+        request,
+        reply,
+        path.slice('/rest'.length),
+        body,
+        new GatewayUser(identity),
+      ));
+    if (served) return reply;
+    count('route_not_found');
+    return refuse(
+      reply,
+      surface,
+      404,
+      'FLEETGATE_HTTP_ROUTE_NOT_FOUND',
+      `No A2A method at ${request.method} ${path}`,
+    );
   }
   reply.hijack();
   const req = request.raw as ProxiedRequest;

@@ -2,23 +2,16 @@
  * v1.0 JSON-RPC at `/a2a/:agent`, answered from the gateway's fastify route with the SDK's
  * framework-free `JsonRpcTransportHandler`: what the SDK's express `jsonRpcHandler` answers a
  * v1.0 request (its content-type guard, the version check against the card, `A2A-Extensions`,
- * streams as SSE), without an express app and its router on every call. v0.3 JSON-RPC, HTTP+JSON
- * and the v0.3 card stay on the SDK's express handlers (`front.ts`): the SDK exports their
- * transport handlers only inside its express middleware.
+ * streams as SSE), without an express app and its router on every call. v0.3 JSON-RPC and the
+ * v0.3 card stay on the SDK's express handlers (`front.ts`): the SDK exports its v0.3 transports
+ * only inside its express middleware.
  */
-import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import {
-  A2A_VERSION_HEADER,
-  Extensions,
-  HTTP_EXTENSION_HEADER,
-  SSE_HEADERS,
-  formatSSEErrorEvent,
-  formatSSEEvent,
-} from '@a2a-js/sdk';
+import { A2A_VERSION_HEADER, Extensions, HTTP_EXTENSION_HEADER } from '@a2a-js/sdk';
 import { A2A_ERROR_CODE, ContentTypeNotSupportedError } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler, ServerCallContextBuilder, User } from '@a2a-js/sdk/server';
 import { JsonRpcTransportHandler, validateVersion } from '@a2a-js/sdk/server';
+import { sendSse } from './sse.js';
 
 /** Options of {@link createJsonRpcFront}. */
 export interface JsonRpcFrontOptions {
@@ -44,7 +37,7 @@ type JsonRpcError = ReturnType<typeof JsonRpcTransportHandler.mapToJSONRPCError>
 const JSON_CONTENT_TYPE = 'application/json';
 
 /** One header's value as express's `req.header()` reads it (the first of repeated ones). */
-function headerOf(request: FastifyRequest, name: string): string | undefined {
+export function headerOf(request: FastifyRequest, name: string): string | undefined {
   const value = request.headers[name.toLowerCase()];
   return Array.isArray(value) ? value[0] : value;
 }
@@ -99,7 +92,16 @@ export function createJsonRpcFront(options: JsonRpcFrontOptions): JsonRpcFront {
         const activated =
           context.activatedExtensions === undefined ? [] : Array.from(context.activatedExtensions);
         if (Symbol.asyncIterator in answer) {
-          await sendStream(reply, body, answer, activated, mapped);
+          await sendSse(reply, answer, activated, {
+            frame: (value) => value,
+            // An error before the first event is a plain JSON-RPC error answer, status 200.
+            failedFirst: (error) => ({
+              status: 200,
+              body: errorEnvelope(body, mapped(error, 'proxy.jsonrpc.stream')),
+            }),
+            failedLater: (error) => errorEnvelope(body, mapped(error, 'proxy.jsonrpc.stream')),
+            onCloseError: (error) => mapped(error, 'proxy.jsonrpc.stream'),
+          });
           return;
         }
         if (activated.length > 0) void reply.header(HTTP_EXTENSION_HEADER, activated);
@@ -115,60 +117,4 @@ export function createJsonRpcFront(options: JsonRpcFrontOptions): JsonRpcFront {
       }
     },
   };
-}
-
-/**
- * A stream as the SDK's express handler sends it: the first event awaited before any header (an
- * error before it is a plain JSON-RPC error answer, status 200), then SSE — each event one `data:`
- * frame, an error after the first event one `event: error` frame — to the stream's end. A client
- * that hangs up ends the stream at the proxy (`return()` on it) instead of following it unread.
- */
-async function sendStream(
-  reply: FastifyReply,
-  body: unknown,
-  iterator: AsyncGenerator<unknown, void, undefined>,
-  activated: string[],
-  mapped: (error: unknown, where: string) => JsonRpcError,
-): Promise<void> {
-  const raw: ServerResponse = reply.raw;
-  let gone = false;
-  const hangUp = (): void => {
-    if (raw.writableFinished) return;
-    gone = true;
-    // An async generator takes `return()` at its next yield: the pending `next()` settles first.
-    iterator.return(undefined).catch((error: unknown) => mapped(error, 'proxy.jsonrpc.stream'));
-  };
-  raw.once('close', hangUp);
-  let first: IteratorResult<unknown, void>;
-  try {
-    first = await iterator.next();
-  } catch (error) {
-    raw.off('close', hangUp);
-    if (activated.length > 0) void reply.header(HTTP_EXTENSION_HEADER, activated);
-    void reply.code(200).send(errorEnvelope(body, mapped(error, 'proxy.jsonrpc.stream')));
-    return;
-  }
-  reply.hijack();
-  // The gateway's own headers (x-request-id) go with the stream, as with every other answer.
-  for (const [name, value] of Object.entries({ ...reply.getHeaders(), ...SSE_HEADERS })) {
-    if (value !== undefined) raw.setHeader(name, value);
-  }
-  if (activated.length > 0) raw.setHeader(HTTP_EXTENSION_HEADER, activated);
-  raw.writeHead(200);
-  try {
-    if (!first.done && !gone) {
-      raw.write(formatSSEEvent(first.value));
-      while (!gone) {
-        const next = await iterator.next();
-        if (next.done === true || gone) break;
-        raw.write(formatSSEEvent(next.value));
-      }
-    }
-  } catch (error) {
-    const event = errorEnvelope(body, mapped(error, 'proxy.jsonrpc.stream'));
-    if (!raw.writableEnded) raw.write(formatSSEErrorEvent(event));
-  } finally {
-    raw.off('close', hangUp);
-    if (!raw.writableEnded) raw.end();
-  }
 }
