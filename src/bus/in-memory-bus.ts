@@ -3,31 +3,31 @@
  * each subscription has its own bounded FIFO queue drained by one asynchronous loop, so handlers
  * are awaited one event at a time, in publish order, and a slow subscription never delays another.
  */
-import { FleetgateError } from '../protocol/index.js';
+import {
+  FleetgateError,
+  type EventEnvelope,
+  type EventFor,
+  type FleetgateTopics,
+  type TopicMap,
+  type TopicOf,
+} from '../protocol/index.js';
 import { Deque } from './deque.js';
 import { DuplicateWindow } from './duplicate-window.js';
 import { createClock, createEventIdGenerator, stampEnvelope } from './event-stamps.js';
 import { parseTopic } from './topic-pattern.js';
 import { TopicTrie } from './topic-trie.js';
-import type {
-  EventEnvelope,
-  EventFor,
-  FleetgateTopics,
-  TopicMap,
-  TopicOf,
-} from '../protocol/index.js';
-import type {
-  Delivery,
-  EventBus,
-  EventHandler,
-  OverflowPolicy,
-  PublishOptions,
-  PublishResult,
-  SubscribeOptions,
-  Subscription,
-  UnreportedErrorHandler,
+import {
+  warnUnreportedError,
+  type Delivery,
+  type EventBus,
+  type EventHandler,
+  type OverflowPolicy,
+  type PublishOptions,
+  type PublishResult,
+  type SubscribeOptions,
+  type Subscription,
+  type UnreportedErrorHandler,
 } from './types.js';
-import { warnUnreportedError } from './types.js';
 import { errorMessage } from './subscription-name.js';
 import { busClosed, checkEventId, checkSubscription } from './bus-checks.js';
 

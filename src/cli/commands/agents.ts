@@ -1,4 +1,3 @@
-import type { Command } from 'commander';
 import type { AgentCardState, CardBroker, RefreshOutcome } from '../../fleet/index.js';
 import type { BlastRadius } from '../../protocol/index.js';
 import { maxRadius } from '../../protocol/index.js';
@@ -10,6 +9,7 @@ import { DEFAULT_CONFIG, fromEnvironment, readConfig } from '../store.js';
 import type { Style } from '../style.js';
 import { createStyle, renderTable } from '../style.js';
 import { remoteAgents, remoteClient } from './remote.js';
+import type { RegisterCommand } from './types.js';
 
 /** What the policy counts an unknown radius as (`policy.unknownRadius`). */
 type UnknownRule = BlastRadius | 'proceed';
@@ -166,7 +166,7 @@ function refreshResult(o: RefreshOutcome): RefreshResult {
 }
 
 /** `fleetgate agents`, `fleetgate agents ack`, `fleetgate cards refresh`. */
-export function registerAgents(program: Command, io: CliIo, setExit: (code: number) => void): void {
+export const registerAgents: RegisterCommand = (program, io, setExit) => {
   const configHelp = `configuration file (default ./${DEFAULT_CONFIG})`;
   const agents = program
     .command('agents')
@@ -262,4 +262,4 @@ export function registerAgents(program: Command, io: CliIo, setExit: (code: numb
         );
       });
     });
-}
+};

@@ -14,6 +14,7 @@ import { DEFAULT_CONFIG, DEFAULT_STORE, withStore } from '../store.js';
 import type { Style } from '../style.js';
 import { createStyle, renderTable } from '../style.js';
 import { alreadyInState, remoteApprovals, remoteClient, requireClient } from './remote.js';
+import type { RegisterCommand } from './types.js';
 
 interface StoreOptions extends StoreFlags {
   json?: boolean;
@@ -94,18 +95,14 @@ const local = (opts: StoreOptions): boolean =>
   opts.store !== undefined || opts.config !== undefined;
 
 /** Registers `fleetgate approvals` and `fleetgate policy`. */
-export function registerApprovals(
-  program: Command,
-  io: CliIo,
-  setExit: (code: number) => void,
-): void {
+export const registerApprovals: RegisterCommand = (program, io, setExit) => {
   const approvals = registerList(program, io, setExit);
   registerDecision(approvals, 'approve', io, setExit);
   registerDecision(approvals, 'reject', io, setExit);
   registerDecision(approvals, 'snooze', io, setExit);
   registerAnswer(approvals, io, setExit);
   registerExplain(program, io, setExit);
-}
+};
 
 /** `fleetgate approvals`: the pending approvals; returns the command its verbs are added to. */
 function registerList(program: Command, io: CliIo, setExit: (code: number) => void): Command {

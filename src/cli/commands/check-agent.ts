@@ -1,13 +1,12 @@
-import type { Command } from 'commander';
 import type { AgentCheckCall, AgentCheckReport } from '../../agent/index.js';
 import { checkAgent } from '../../agent/index.js';
 import { FleetgateError } from '../../protocol/index.js';
 import { defined } from '../../protocol/fields/index.js';
-import type { CliIo } from '../io.js';
 import { EXIT } from '../errors.js';
 import { millisecondsFlag } from '../options.js';
 import type { Style } from '../style.js';
 import { createStyle, renderTable } from '../style.js';
+import type { RegisterCommand } from './types.js';
 
 interface CheckAgentCliOptions {
   skill: string;
@@ -92,11 +91,7 @@ function headers(list: readonly string[] | undefined): Record<string, string> {
  * gateway would reject or flag. Exit codes as `lint-card`: 0 clean, 1 warnings with `--strict`,
  * 2 errors.
  */
-export function registerCheckAgent(
-  program: Command,
-  io: CliIo,
-  setExit: (code: number) => void,
-): void {
+export const registerCheckAgent: RegisterCommand = (program, io, setExit) => {
   program
     .command('check-agent')
     .description(
@@ -132,4 +127,4 @@ export function registerCheckAgent(
       const { errors, warnings } = report.summary;
       setExit(errors > 0 || (warnings > 0 && opts.strict === true) ? EXIT.problems : EXIT.ok);
     });
-}
+};

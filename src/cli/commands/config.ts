@@ -3,14 +3,13 @@
  * [FILE]` reports every problem of one at once (`file:line:col path: message`).
  */
 import { writeFileSync } from 'node:fs';
-import type { Command } from 'commander';
 import { FleetgateError, isFleetgateError } from '../../protocol/index.js';
 import type { FleetgateConfig } from '../../service/index.js';
 import { loadConfigFile } from '../../service/index.js';
 import { EXIT, printError } from '../errors.js';
-import type { CliIo } from '../io.js';
 import { DEFAULT_CONFIG, fromEnvironment } from '../store.js';
 import { createStyle } from '../style.js';
+import type { RegisterCommand } from './types.js';
 
 /** The file `fleetgate init` writes: every section, commented, with its default values. */
 export const STARTER_CONFIG = `# Fleetgate configuration: read by the gateway and by the fleetgate commands.
@@ -50,7 +49,7 @@ domains: {}
 `;
 
 /** Registers `fleetgate init`. */
-export function registerInit(program: Command, io: CliIo, setExit: (code: number) => void): void {
+export const registerInit: RegisterCommand = (program, io, setExit) => {
   program
     .command('init')
     .description('write a commented starter configuration (fleetgate.yaml)')
@@ -85,7 +84,7 @@ export function registerInit(program: Command, io: CliIo, setExit: (code: number
       );
       setExit(EXIT.ok);
     });
-}
+};
 
 /**
  * What `fleetgate start` would refuse beyond the file's own shape: the tokens the `auth` section
@@ -115,7 +114,7 @@ function serviceProblems(config: FleetgateConfig, checkEnv: boolean): string[] {
 }
 
 /** Registers `fleetgate config check`. */
-export function registerConfig(program: Command, io: CliIo, setExit: (code: number) => void): void {
+export const registerConfig: RegisterCommand = (program, io, setExit) => {
   program
     .command('config')
     .description('the configuration file')
@@ -155,4 +154,4 @@ export function registerConfig(program: Command, io: CliIo, setExit: (code: numb
         setExit(EXIT.problems);
       }
     });
-}
+};

@@ -4,7 +4,6 @@
  * change as it happens, from the live-event stream.
  */
 import { randomUUID } from 'node:crypto';
-import type { Command } from 'commander';
 import { FleetgateError } from '../../protocol/index.js';
 import { defined } from '../../protocol/fields/index.js';
 import type { CliIo } from '../io.js';
@@ -12,6 +11,7 @@ import { createStyle } from '../style.js';
 import { urlOption } from './gateway-client.js';
 import type { DispatchRow } from './remote.js';
 import { ENDED, dispatchLine, requireClient, waitingLines } from './remote.js';
+import type { RegisterCommand } from './types.js';
 
 interface DispatchOptions {
   url?: string;
@@ -23,11 +23,7 @@ interface DispatchOptions {
 }
 
 /** `fleetgate dispatch AGENT|--skill SKILL [TEXT] [--data JSON] [--wait]`. */
-export function registerDispatch(
-  program: Command,
-  io: CliIo,
-  setExit: (code: number) => void,
-): void {
+export const registerDispatch: RegisterCommand = (program, io, setExit) => {
   urlOption(
     program
       .command('dispatch')
@@ -44,7 +40,7 @@ export function registerDispatch(
       .option('--timeout <duration>', 'with --wait: give up after this long', '10m')
       .option('--json', 'print the API answer (and with --wait, each change) as JSON'),
   ).action((args: string[], opts: DispatchOptions) => runDispatch(args, opts, io, setExit));
-}
+};
 
 /** Sends the dispatch and prints its answer; with `--wait`, each status change until it ends. */
 async function runDispatch(

@@ -1,18 +1,13 @@
 /** `fleetgate refresh [AGENT]` and `fleetgate ack AGENT SKILL` against a running gateway. */
-import type { Command } from 'commander';
 import type { BlastRadius } from '../../protocol/index.js';
-import type { CliIo } from '../io.js';
 import { createStyle } from '../style.js';
 import { urlOption } from './gateway-client.js';
 import type { AgentRow } from './remote.js';
 import { requireClient, statusCell } from './remote.js';
+import type { RegisterCommand } from './types.js';
 
 /** Registers `fleetgate refresh` and `fleetgate ack`. */
-export function registerFleetActions(
-  program: Command,
-  io: CliIo,
-  setExit: (code: number) => void,
-): void {
+export const registerFleetActions: RegisterCommand = (program, io, setExit) => {
   urlOption(
     program
       .command('refresh')
@@ -72,4 +67,4 @@ export function registerFleetActions(
     }
     setExit(0);
   });
-}
+};

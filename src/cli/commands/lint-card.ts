@@ -1,14 +1,13 @@
 import { readFile } from 'node:fs/promises';
-import type { Command } from 'commander';
 import type { McpTool } from '../../agent/index.js';
 import { checkRadiiAgainstMcpTools, parseMcpTools } from '../../agent/index.js';
 import { HttpCardSource } from '../../fleet/index.js';
 import type { Declarations, Diagnostic } from '../../protocol/index.js';
 import { FleetgateError, parseCardJson, readDeclarations } from '../../protocol/index.js';
 import { EXIT } from '../errors.js';
-import type { CliIo } from '../io.js';
 import { millisecondsFlag, readTarget } from '../options.js';
 import { createStyle, renderTable } from '../style.js';
+import type { RegisterCommand } from './types.js';
 
 /** One skill row of the lint report. */
 export interface LintSkillRow {
@@ -170,11 +169,7 @@ async function readMcpTools(path: string): Promise<McpTool[]> {
 }
 
 /** `fleetgate lint-card FILE|URL [--json] [--strict] [--timeout MS] [--mcp TOOLS.json]` */
-export function registerLintCard(
-  program: Command,
-  io: CliIo,
-  setExit: (code: number) => void,
-): void {
+export const registerLintCard: RegisterCommand = (program, io, setExit) => {
   program
     .command('lint-card')
     .description(
@@ -198,4 +193,4 @@ export function registerLintCard(
       const { errors, warnings } = report.summary;
       setExit(errors > 0 || (warnings > 0 && opts.strict === true) ? EXIT.problems : EXIT.ok);
     });
-}
+};

@@ -5,7 +5,6 @@
  * deploy waiting for approval.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import type { Command } from 'commander';
 import { pino, type Logger } from 'pino';
 import { FleetgateError } from '../../protocol/index.js';
 import { defined } from '../../protocol/fields/index.js';
@@ -27,6 +26,7 @@ import type { CliIo } from '../io.js';
 import { cliCommand } from '../launcher.js';
 import type { Style } from '../style.js';
 import { createStyle } from '../style.js';
+import type { RegisterCommand } from './types.js';
 
 interface StartOptions {
   config?: string;
@@ -118,7 +118,7 @@ function untilSignal(io: CliIo): Promise<string> {
 }
 
 /** Registers `fleetgate start`. */
-export function registerStart(program: Command, io: CliIo, setExit: (code: number) => void): void {
+export const registerStart: RegisterCommand = (program, io, setExit) => {
   program
     .command('start')
     .description('run the gateway and its HTTP API (no --config: a demo fleet on this machine)')
@@ -135,7 +135,7 @@ export function registerStart(program: Command, io: CliIo, setExit: (code: numbe
       `log level on stderr (${LEVELS.join(', ')}; default info, warn for the demo so its log does not run through the banner)`,
     )
     .action((opts: StartOptions) => runStart(opts, io, setExit));
-}
+};
 
 /** Runs the gateway until SIGINT or SIGTERM, then stops it (and the demo fleet, if it runs). */
 async function runStart(

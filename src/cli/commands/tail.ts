@@ -6,7 +6,6 @@
  * cannot be tailed from outside.
  */
 import { Option } from 'commander';
-import type { Command } from 'commander';
 import type { EventBus, StartFrom } from '../../bus/index.js';
 import type { OpenTopics } from '../../protocol/index.js';
 import { FleetgateError, isFleetgateError } from '../../protocol/index.js';
@@ -16,6 +15,7 @@ import type { CliIo } from '../io.js';
 import { integerFlag, natsServers } from '../options.js';
 import { formatEventLine } from './event-line.js';
 import { remoteClient, remoteTail } from './remote.js';
+import type { RegisterCommand } from './types.js';
 
 export { formatEventLine } from './event-line.js';
 
@@ -118,7 +118,7 @@ async function openTailBus(url: string, opts: TailCliOptions): Promise<EventBus<
 }
 
 /** `fleetgate tail [PATTERN…] --nats URL [--stream S] [--prefix P] [--json] [--from new|all] [--count N]` */
-export function registerTail(program: Command, io: CliIo, setExit: (code: number) => void): void {
+export const registerTail: RegisterCommand = (program, io, setExit) => {
   program
     .command('tail')
     .description(
@@ -175,4 +175,4 @@ export function registerTail(program: Command, io: CliIo, setExit: (code: number
       }
       setExit(EXIT.ok);
     });
-}
+};

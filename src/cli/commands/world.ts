@@ -2,17 +2,16 @@
  * `fleetgate world [DOMAIN]`: the materialised world state, read from the gateway's store. Without
  * a domain, one row per domain; with one, its state as JSON; with `--history`, its audit log.
  */
-import type { Command } from 'commander';
 import { FleetgateError } from '../../protocol/index.js';
 import { defined } from '../../protocol/fields/index.js';
 import type { AuditRecord, DomainSnapshot } from '../../world/index.js';
 import { EXIT } from '../errors.js';
-import type { CliIo } from '../io.js';
 import { integerFlag, storeFlag } from '../options.js';
 import { DEFAULT_CONFIG, DEFAULT_STORE, withStore } from '../store.js';
 import type { Style } from '../style.js';
 import { createStyle, renderTable } from '../style.js';
 import { remoteClient, remoteWorld } from './remote.js';
+import type { RegisterCommand } from './types.js';
 
 const CELL_WIDTH = 40;
 
@@ -81,7 +80,7 @@ export function renderHistory(records: readonly AuditRecord[], s: Style): string
 }
 
 /** Registers `fleetgate world`. */
-export function registerWorld(program: Command, io: CliIo, setExit: (code: number) => void): void {
+export const registerWorld: RegisterCommand = (program, io, setExit) => {
   program
     .command('world')
     .description(
@@ -173,4 +172,4 @@ export function registerWorld(program: Command, io: CliIo, setExit: (code: numbe
         setExit(EXIT.ok);
       });
     });
-}
+};

@@ -17,6 +17,7 @@ import type { RouteSpec } from './route.js';
 import { defineRoute } from './route.js';
 import { statusSchema, storySchema } from './api-schemas.js';
 import { auditEffect, num, parseJson, str } from './sql-values.js';
+import { unknownDispatch } from './routes-fleet.js';
 
 /** Most events kept for one call (a call that reported a long stream of deltas). */
 const MAX_EVENTS = 2000;
@@ -98,11 +99,7 @@ function storyRoute(gw: Gateway, db: Db): RouteSpec {
     responses: { 200: { description: 'the story', schema: storySchema } },
     handler: async ({ params }) => {
       const dispatch = await gw.dispatchRecord(params.id);
-      if (dispatch === undefined) {
-        throw new FleetgateError('FLEETGATE_DISPATCH_NOT_FOUND', `No dispatch ${params.id}.`, {
-          details: { id: params.id },
-        });
-      }
+      if (dispatch === undefined) throw unknownDispatch(params.id);
       const [sendRows, traceRows, taskRows, eventRows, approvalRows, effectRows] =
         await Promise.all([
           sql<Record<string, unknown>>`select owner, message_id, context_id, sent_at

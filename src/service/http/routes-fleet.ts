@@ -122,6 +122,13 @@ function unknownAgent(name: string): FleetgateError {
   });
 }
 
+/** `FLEETGATE_DISPATCH_NOT_FOUND` (a 404): the gateway has no record of dispatch `id`. */
+export function unknownDispatch(id: string): FleetgateError {
+  return new FleetgateError('FLEETGATE_DISPATCH_NOT_FOUND', `No dispatch ${id}.`, {
+    details: { id },
+  });
+}
+
 /** The fleet and dispatch routes. */
 export function fleetRoutes(ctx: ApiContext): RouteSpec[] {
   return [...agentRoutes(ctx), dispatchRoute(ctx), ...dispatchReadRoutes(ctx)];
@@ -327,11 +334,7 @@ function dispatchReadRoutes(ctx: ApiContext): RouteSpec[] {
           wait === undefined
             ? await gw.dispatchRecord(params.id)
             : await ctx.watcher.settled(params.id, wait);
-        if (record === undefined) {
-          throw new FleetgateError('FLEETGATE_DISPATCH_NOT_FOUND', `No dispatch ${params.id}.`, {
-            details: { id: params.id },
-          });
-        }
+        if (record === undefined) throw unknownDispatch(params.id);
         return record;
       },
     }),
