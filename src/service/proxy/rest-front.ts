@@ -402,7 +402,8 @@ export function createRestFront(options: RestFrontOptions): RestFront {
           context,
           params: found.params,
           query,
-          tenant: found.tenant,
+          // The path's tenant, else the query's (as the SDK reads it).
+          tenant: found.tenant || (query.get('tenant') ?? ''),
           body,
         });
         // Read once the call has answered (a blocking call adds what the agent echoed); on a
