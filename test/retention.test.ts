@@ -1,7 +1,8 @@
 /**
  * Bounded bookkeeping: restart recovery pages through every task in flight (not the first
- * 10,000), and the gateway's retention sweep deletes old sent outbox rows, terminal task records
- * and ended dispatches — never anything still in flight — on SQLite and PostgreSQL.
+ * 10,000), and the gateway's retention sweep deletes old sent outbox rows, terminal task records,
+ * ended dispatches and the proxy's ended tasks with their push configurations and deliveries —
+ * never anything still in flight — on SQLite and PostgreSQL.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,8 +17,10 @@ import type { TaskRecord } from '../src/tasks/index.js';
 import { createStoreTaskRecords, TaskTracker } from '../src/tasks/index.js';
 import { PG_URL, requirePostgres, uniqueName } from './support/services.js';
 import { assembleGateway } from '../src/service/internal.js';
+import { loadA2aProxy } from '../src/service/proxy/index.js';
 
 const pgUp = await requirePostgres();
+const { createProxyTaskStore } = await loadA2aProxy();
 const DAY = 86_400_000;
 const NOW = 1_900_000_000_000;
 
@@ -136,10 +139,60 @@ async function seed(store: GatewayStore): Promise<void> {
   await dispatches.create(dispatch('ended-recent', 'completed', recent));
   await dispatches.create(dispatch('waiting-old', 'awaiting-approval', old));
   await dispatches.create(dispatch('running-old', 'running', old));
+  const proxyTask = (id: string, state: string, at: number) => ({
+    id,
+    agent: 'ops',
+    caller: 'alice',
+    message_id: `m-${id}`,
+    context_id: `c-${id}`,
+    agent_task_id: null,
+    state,
+    task: JSON.stringify({ id, contextId: `c-${id}` }),
+    protocol: '1.0',
+    created_at: at,
+    updated_at: at,
+  });
+  await store.db
+    .insertInto('fleetgate_proxy_task')
+    .values([
+      proxyTask('proxy-ended-old', 'completed', old),
+      proxyTask('proxy-rejected-old', 'rejected', old),
+      proxyTask('proxy-ended-recent', 'completed', recent),
+      proxyTask('proxy-working-old', 'working', old),
+      proxyTask('proxy-held-old', 'input-required', old),
+    ])
+    .execute();
+  // A client's push configuration and a delivery of each of an old ended and a running task.
+  for (const taskId of ['proxy-ended-old', 'proxy-working-old']) {
+    await store.db
+      .insertInto('fleetgate_proxy_push')
+      .values({
+        task_id: taskId,
+        config_id: 'hook',
+        config: '{}',
+        protocol: '1.0',
+        created_at: old,
+      })
+      .execute();
+    await store.db
+      .insertInto('fleetgate_proxy_push_delivery')
+      .values({
+        task_id: taskId,
+        config_id: 'hook',
+        state: 'working',
+        status: 'delivered',
+        attempts: 1,
+        last_error: null,
+        updated_at: old,
+        next_at: null,
+        task: null,
+      })
+      .execute();
+  }
 }
 
 async function left(store: GatewayStore) {
-  const ids = async (table: 'fleetgate_outbox' | 'fleetgate_dispatch') =>
+  const ids = async (table: 'fleetgate_outbox' | 'fleetgate_dispatch' | 'fleetgate_proxy_task') =>
     (await store.db.selectFrom(table).select('id').orderBy('id').execute()).map((r) => r.id);
   return {
     outbox: await ids('fleetgate_outbox'),
@@ -147,6 +200,13 @@ async function left(store: GatewayStore) {
       await store.db.selectFrom('fleetgate_task').select('task_id').orderBy('task_id').execute()
     ).map((r) => r.task_id),
     dispatches: await ids('fleetgate_dispatch'),
+    proxyTasks: await ids('fleetgate_proxy_task'),
+    proxyPushes: (
+      await store.db.selectFrom('fleetgate_proxy_push').select('task_id').execute()
+    ).map((r) => r.task_id),
+    proxyDeliveries: (
+      await store.db.selectFrom('fleetgate_proxy_push_delivery').select('task_id').execute()
+    ).map((r) => r.task_id),
   };
 }
 
@@ -154,6 +214,10 @@ const EXPECTED_LEFT = {
   outbox: ['sent-recent', 'unsent-old'],
   tasks: ['task-000002', 'task-000003'],
   dispatches: ['ended-recent', 'running-old', 'waiting-old'],
+  // The proxy's view of a dispatch goes with it; one still running or held stays.
+  proxyTasks: ['proxy-ended-recent', 'proxy-held-old', 'proxy-working-old'],
+  proxyPushes: ['proxy-working-old'],
+  proxyDeliveries: ['proxy-working-old'],
 };
 
 describe('retention sweep', () => {
@@ -167,10 +231,20 @@ describe('retention sweep', () => {
       { now: () => NOW, relay: false },
     );
     try {
-      expect(await parts.retention.sweep()).toEqual({ outbox: 1, tasks: 1, dispatches: 2 });
+      expect(await parts.retention.sweep()).toEqual({
+        outbox: 1,
+        tasks: 1,
+        dispatches: 2,
+        proxyTasks: 2,
+      });
       expect(await left(parts.store)).toEqual(EXPECTED_LEFT);
       // A second sweep finds nothing more.
-      expect(await parts.retention.sweep()).toEqual({ outbox: 0, tasks: 0, dispatches: 0 });
+      expect(await parts.retention.sweep()).toEqual({
+        outbox: 0,
+        tasks: 0,
+        dispatches: 0,
+        proxyTasks: 0,
+      });
     } finally {
       await gw.close();
     }
@@ -186,7 +260,13 @@ describe('retention sweep', () => {
       { now: () => NOW, relay: false },
     );
     try {
-      expect(await parts.retention.sweep()).toEqual({ outbox: 0, tasks: 0, dispatches: 0 });
+      expect(await parts.retention.sweep()).toEqual({
+        outbox: 0,
+        tasks: 0,
+        dispatches: 0,
+        proxyTasks: 0,
+      });
+      expect((await left(parts.store)).proxyTasks).toHaveLength(5);
     } finally {
       await gw.close();
     }
@@ -203,6 +283,7 @@ describe('retention sweep', () => {
       expect(await pruneOutbox(store.db, NOW - 7 * DAY, 1)).toBe(1);
       expect(await tasks.prune(NOW - 7 * DAY, 1)).toBe(1);
       expect(await dispatches.prune(NOW - 30 * DAY, 1)).toBe(2);
+      expect(await createProxyTaskStore(store.db).prune(NOW - 30 * DAY, 1)).toBe(2);
       expect(await left(store)).toEqual(EXPECTED_LEFT);
     } finally {
       await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(store.db);

@@ -44,6 +44,7 @@ import type { GatewayStore } from './migrations.js';
 import { policyDeclarations, policyRules } from './policy-wiring.js';
 import type { RetentionSweeper } from './retention.js';
 import { createRetentionSweeper } from './retention.js';
+import { createProxyTaskStore } from './proxy/task-store.js';
 
 /** What every later step stands on. */
 export interface Ground {
@@ -295,6 +296,7 @@ export function wireUpkeep(ground: Ground, records: Records, calls: CallPath): U
     store: ground.store,
     tasks: records.taskRecords,
     dispatches: records.dispatchRecords,
+    proxyTasks: createProxyTaskStore(ground.store.db),
     policy: {
       outboxMs: config.retention.outbox,
       tasksMs: config.retention.tasks,

@@ -70,6 +70,7 @@ export function createProxyTaskStore<DB extends ProxyDatabase>(
     dueDeliveries: (now, limit) => dueDeliveries(db, now, limit),
     endDelivery: (key, outcome) => endDelivery(db, key, outcome),
     deliveries: (taskId) => deliveries(db, taskId),
+    prune: (before, batchSize) => prune(db, before, batchSize),
   };
   if (options.sqlite === undefined) return store;
   return {
@@ -369,6 +370,30 @@ async function deliveries(db: ProxyDb, taskId: string): ReturnType<ProxyTaskStor
     attempts: Number(r.attempts),
     error: r.last_error,
   }));
+}
+
+async function prune(db: ProxyDb, before: number, batchSize = 1_000): Promise<number> {
+  let total = 0;
+  for (;;) {
+    // In batches: one huge delete would hold its locks (and grow the log) for long.
+    const ids = (
+      await db
+        .selectFrom('fleetgate_proxy_task')
+        .select('id')
+        .where('state', 'in', TERMINAL_STATES)
+        .where('updated_at', '<', before)
+        .limit(batchSize)
+        .execute()
+    ).map((row) => row.id);
+    if (ids.length === 0) return total;
+    await db.transaction().execute(async (trx) => {
+      await trx.deleteFrom('fleetgate_proxy_push_delivery').where('task_id', 'in', ids).execute();
+      await trx.deleteFrom('fleetgate_proxy_push').where('task_id', 'in', ids).execute();
+      await trx.deleteFrom('fleetgate_proxy_task').where('id', 'in', ids).execute();
+    });
+    total += ids.length;
+    if (ids.length < batchSize) return total;
+  }
 }
 
 function pushFromRow(row: {

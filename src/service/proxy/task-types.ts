@@ -88,6 +88,13 @@ export interface ProxyTaskStore {
     key: DeliveryKey,
     outcome: { status: 'delivered' | 'dead'; attempts: number; error?: string; at: number },
   ): Promise<void>;
+  /**
+   * Retention: deletes the tasks that ended (completed, failed, canceled, rejected) and last moved
+   * before `before` (epoch ms), with their push configurations and deliveries, at most
+   * `batchSize` tasks per transaction (default 1,000); resolves how many tasks. A task that has
+   * not ended is never deleted.
+   */
+  prune(before: number, batchSize?: number): Promise<number>;
   /** Deliveries by task (tests and operators: what reached a client, what went dead). */
   deliveries(
     taskId: string,
