@@ -29,6 +29,5 @@ export {
 } from './config.js';
 export * from './migrations.js';
 export * from './fleet-runtime.js';
-export { policyDeclarations, policyRules } from './policy-wiring.js';
 export type { RetentionPolicy, RetentionResult, RetentionSweeper } from './retention.js';
 export { startService, type RunningService, type ServiceOptions } from './server.js';
