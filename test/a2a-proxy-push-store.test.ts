@@ -73,7 +73,6 @@ describe.each(storeVariants(pgUp))(
         caller: 'alice',
         messageId: `m-${id}`,
         contextId: `ctx-${id}`,
-        agentTaskId: null,
         state: 'working',
         task: task(id, TaskState.TASK_STATE_WORKING),
         protocol: '1.0',

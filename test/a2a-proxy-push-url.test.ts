@@ -74,7 +74,6 @@ describe('push deliveries and the push-URL policy', () => {
       caller: 'alice',
       messageId: `m-${id}`,
       contextId: `ctx-${id}`,
-      agentTaskId: null,
       state: 'working',
       task: task(id),
       protocol: '1.0',

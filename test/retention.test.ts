@@ -145,7 +145,6 @@ async function seed(store: GatewayStore): Promise<void> {
     caller: 'alice',
     message_id: `m-${id}`,
     context_id: `c-${id}`,
-    agent_task_id: null,
     state,
     task: JSON.stringify({ id, contextId: `c-${id}` }),
     protocol: '1.0',

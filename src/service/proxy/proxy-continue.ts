@@ -71,7 +71,8 @@ export async function continueTask(
     // A message to a task the agent is working on: a follow-up, decided as a call of the
     // task's skill before anything is sent.
     const skill = fleetgateMeta(task.task)?.skill;
-    if (task.agentTaskId === null || skill === undefined) {
+    const agentTaskId = await core.agentTaskId(task.id);
+    if (agentTaskId === null || skill === undefined) {
       throw new UnsupportedOperationError(
         `Task ${task.id} is still being sent to the agent; send the follow-up once GetTask shows it working.`,
       );
@@ -80,7 +81,7 @@ export async function continueTask(
       agent,
       skill,
       taskId: task.id,
-      agentTaskId: task.agentTaskId,
+      agentTaskId,
       contextId: task.contextId,
       message: { ...message, referenceTaskIds: await agentReferences(core, agent, message) },
       extensions: (context.requestedExtensions ?? []).filter(

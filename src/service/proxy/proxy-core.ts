@@ -249,19 +249,9 @@ export class ProxyCore {
     if (record === undefined) return current;
     const next = await view(this, current, record, hint?.result);
     if (next === undefined) return current;
-    if (
-      sameView(
-        current.task,
-        next.task,
-        current.agentTaskId,
-        next.agentTaskId ?? current.agentTaskId,
-      )
-    ) {
-      return current;
-    }
+    if (sameView(current.task, next.task)) return current;
     const { changed, task, pushes } = await this.store.update(id, {
       task: next.task,
-      ...(next.agentTaskId === undefined ? {} : { agentTaskId: next.agentTaskId }),
       at: Date.now(),
     });
     if (task === undefined) return current;
@@ -272,6 +262,14 @@ export class ProxyCore {
         await this.push.notify(task.task, task.state, { configs: pushes });
     }
     return task;
+  }
+
+  /**
+   * The agent's own id of a task, once the agent made one: its dispatch's, the one place the
+   * gateway keeps it.
+   */
+  async agentTaskId(id: string): Promise<string | null> {
+    return (await this.gateway.dispatchRecord(id))?.taskId ?? null;
   }
 
   /** Re-reads the task until `stop` says so or the deadline passes; resolves the last read. */

@@ -227,12 +227,13 @@ export class ProxyHandler implements A2ARequestHandler {
       if (stored !== undefined) await core.push.notify(stored.task, stored.state);
       return (stored ?? task).task;
     }
-    if (task.agentTaskId === null) {
+    const agentTaskId = record?.taskId ?? null;
+    if (agentTaskId === null) {
       throw new TaskNotCancelableError(`Task ${task.id} is being sent to the agent; try again.`);
     }
     const built = await core.ports.agentClient(this.#agent);
     await built.client.cancelTask(
-      { tenant: '', id: task.agentTaskId, metadata: params.metadata },
+      { tenant: '', id: agentTaskId, metadata: params.metadata },
       { serviceParameters: { ...built.headers } },
     );
     // The terminal path settles the canceled task (the tracker, or this read); the row follows.
@@ -255,10 +256,15 @@ export class ProxyHandler implements A2ARequestHandler {
     // A task running at the agent is followed on the agent's own stream, which ends when the
     // agent's does; a held one (nothing at the agent yet) on the store.
     // A call this process is still sending ends the subscription when the agent answers it.
+    const sending = core.inflight.get(current.id);
+    const agentTaskId =
+      sending === undefined && !awaitingApproval(current)
+        ? await core.agentTaskId(current.id)
+        : null;
     const agentDone =
-      core.inflight.get(current.id) ??
-      (current.agentTaskId !== null && !awaitingApproval(current)
-        ? () => relayAgentStream(core, this.#agent, current)
+      sending ??
+      (agentTaskId !== null
+        ? () => relayAgentStream(core, this.#agent, current, agentTaskId)
         : undefined);
     yield* stream(
       core,

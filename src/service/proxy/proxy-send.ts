@@ -76,7 +76,6 @@ export async function open(
     caller: callerOf(context),
     messageId: message.messageId,
     contextId,
-    agentTaskId: null,
     state: 'submitted',
     task: submittedTask({ id, contextId }, message, { fleetgate: meta }),
     protocol: protocolOf(context),
@@ -99,7 +98,7 @@ export async function agentReferences(
   const references: string[] = [];
   for (const ref of message.referenceTaskIds) {
     const known = await core.store.get(ref);
-    references.push(known?.agent === agent ? (known.agentTaskId ?? ref) : ref);
+    references.push(known?.agent === agent ? ((await core.agentTaskId(known.id)) ?? ref) : ref);
   }
   return references;
 }

@@ -124,9 +124,9 @@ export function relayAgentStream(
   core: ProxyCore,
   agent: string,
   task: ProxyTask,
+  agentTaskId: string,
 ): Promise<boolean> {
   const { feed } = core;
-  const agentTaskId = task.agentTaskId!;
   const ids = { id: task.id, contextId: task.contextId };
   feed.open(task.id);
   const work = (async () => {

@@ -66,15 +66,9 @@ export function readerOf(context: ServerCallContext): TaskReader {
 }
 
 /** True when the client would see no difference between the two views of a task. */
-export function sameView(
-  a: Task,
-  b: Task,
-  aAgentTask: string | null,
-  bAgentTask: string | null,
-): boolean {
+export function sameView(a: Task, b: Task): boolean {
   return (
     a.status?.state === b.status?.state &&
-    aAgentTask === bAgentTask &&
     a.artifacts.length === b.artifacts.length &&
     // A follow-up adds to the history without moving the state.
     a.history.length === b.history.length &&

@@ -21,10 +21,9 @@ export interface ViewCore {
   dashboardLink(approvalId: string): string;
 }
 
-/** A task as the client sees it, with the agent's task id once known. */
+/** A task as the client sees it. */
 export interface TaskView {
   task: Task;
-  agentTaskId?: string;
 }
 
 /** The states of a dispatch that has reached the agent (or failed on the way). */
@@ -115,7 +114,7 @@ export async function view(
   }
   const agentTaskId = record.taskId ?? result?.task?.id;
   if (result?.task !== undefined) {
-    return { task: clientTask(result.task, ids, metadata({})), agentTaskId: result.task.id };
+    return { task: clientTask(result.task, ids, metadata({})) };
   }
   if (agentTaskId === undefined || agentTaskId === null) {
     return viewWithoutAgentTask(current, record.status, record, result, metadata);
@@ -126,12 +125,9 @@ export async function view(
     const state = normalizeTaskState(
       record.result?.state ?? (record.status === 'awaiting-input' ? 'input-required' : 'failed'),
     );
-    return {
-      task: withStatus(base, TASK_STATE_OF[state], record.result?.text),
-      agentTaskId,
-    };
+    return { task: withStatus(base, TASK_STATE_OF[state], record.result?.text) };
   }
-  return { task: clientTask(fetched, ids, metadata({})), agentTaskId };
+  return { task: clientTask(fetched, ids, metadata({})) };
 }
 
 /** A task the gate rejected (or whose approval expired): the agent was not called. */

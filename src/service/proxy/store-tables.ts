@@ -1,12 +1,15 @@
 /**
- * The A2A proxy's tables: the proxy's tasks (the gateway's task id, durable mapping to the agent's,
- * the client's message id for idempotency, the task as the client sees it) and the clients' push
- * configurations with their deliveries. The composition root hands the migration to the store
+ * The A2A proxy's tables: the proxy's tasks (the gateway's task id — the dispatch's, whose record
+ * holds the agent's own task id — the client's message id for idempotency, the task as the client
+ * sees it) and the clients' push configurations with their deliveries. The composition root hands the migration to the store
  * (migration names are permanent).
  */
 import type { StoreMigration } from '../../store/index.js';
 
-/** One task of the proxy (`fleetgate_proxy_task`). */
+/**
+ * One task of the proxy (`fleetgate_proxy_task`): the client's view of its dispatch. The agent's
+ * own task id is the dispatch's (`fleetgate_dispatch.task_id`), kept there only.
+ */
 export interface ProxyTaskTable {
   /** The proxy's task id: the id of the dispatch that carries the call. */
   id: string;
@@ -15,8 +18,6 @@ export interface ProxyTaskTable {
   caller: string;
   message_id: string;
   context_id: string;
-  /** The agent's own task id, once the agent made one. */
-  agent_task_id: string | null;
   /** The state the client sees (`submitted`, `input-required`, `completed`, …). */
   state: string;
   /** The task as the client sees it, v1.0 wire JSON. */
@@ -154,6 +155,24 @@ export const PROXY_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
     },
     async down(db) {
       await db.schema.dropIndex('fleetgate_proxy_task_list').execute();
+    },
+  },
+  '0800_proxy_task_agent_id': {
+    // The agent's task id is the dispatch's: the copy (and its index, which no query used) go.
+    async up(db) {
+      await db.schema.dropIndex('fleetgate_proxy_task_by_agent_task').execute();
+      await db.schema.alterTable('fleetgate_proxy_task').dropColumn('agent_task_id').execute();
+    },
+    async down(db) {
+      await db.schema
+        .alterTable('fleetgate_proxy_task')
+        .addColumn('agent_task_id', 'text')
+        .execute();
+      await db.schema
+        .createIndex('fleetgate_proxy_task_by_agent_task')
+        .on('fleetgate_proxy_task')
+        .columns(['agent', 'agent_task_id'])
+        .execute();
     },
   },
 };

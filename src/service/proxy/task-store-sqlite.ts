@@ -21,8 +21,8 @@ export interface ProxyRowCodecs {
 
 const INSERT_TASK =
   'insert into "fleetgate_proxy_task" ("id", "agent", "caller", "message_id", "context_id", ' +
-  '"agent_task_id", "state", "task", "protocol", "created_at", "updated_at") ' +
-  'values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ' +
+  '"state", "task", "protocol", "created_at", "updated_at") ' +
+  'values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ' +
   'on conflict ("agent", "caller", "message_id") do nothing';
 const SELECT_BY_MESSAGE =
   'select * from "fleetgate_proxy_task" where "agent" = ? and "caller" = ? and "message_id" = ?';
@@ -39,8 +39,7 @@ const INSERT_DELIVERY =
 /** The update of a task that has not ended (a task that ended is never changed again). */
 function updateTask(terminalStates: readonly string[]): string {
   return (
-    'update "fleetgate_proxy_task" set "state" = ?, "task" = ?, "updated_at" = ?, ' +
-    '"agent_task_id" = coalesce(?, "agent_task_id") ' +
+    'update "fleetgate_proxy_task" set "state" = ?, "task" = ?, "updated_at" = ? ' +
     `where "id" = ? and "state" not in (${terminalStates.map(() => '?').join(', ')}) returning *`
   );
 }
@@ -67,7 +66,6 @@ export function directProxyTaskStore(
             task.caller,
             task.messageId,
             task.contextId,
-            task.agentTaskId,
             task.state,
             json,
             task.protocol,
@@ -98,7 +96,6 @@ export function directProxyTaskStore(
           state,
           json,
           change.at,
-          change.agentTaskId ?? null,
           id,
           ...terminalStates,
         ]);

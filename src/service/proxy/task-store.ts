@@ -35,7 +35,6 @@ function fromRow(row: ProxyTaskTable): ProxyTask {
     caller: row.caller,
     messageId: row.message_id,
     contextId: row.context_id,
-    agentTaskId: row.agent_task_id,
     state: normalizeTaskState(row.state),
     task: TaskCodec.fromJSON(JSON.parse(row.task)),
     protocol: row.protocol === '0.3' ? '0.3' : '1.0',
@@ -111,7 +110,6 @@ async function claimTask(
       caller: task.caller,
       message_id: task.messageId,
       context_id: task.contextId,
-      agent_task_id: task.agentTaskId,
       state: task.state,
       task: JSON.stringify(TaskCodec.toJSON(task.task)),
       protocol: task.protocol,
@@ -135,7 +133,7 @@ async function claimTask(
 async function updateTask(
   db: ProxyDb,
   id: string,
-  change: { task: Task; agentTaskId?: string; at: number },
+  change: { task: Task; at: number },
 ): Promise<{ changed: boolean; task: ProxyTask | undefined; pushes?: ProxyPushConfig[] }> {
   const state = normalizeTaskState(change.task.status?.state);
   const json = JSON.stringify(TaskCodec.toJSON(change.task));
@@ -153,7 +151,6 @@ async function updateTask(
         state,
         task: json,
         updated_at: change.at,
-        ...(change.agentTaskId === undefined ? {} : { agent_task_id: change.agentTaskId }),
       })
       .where('id', '=', id)
       .where('state', 'not in', TERMINAL_STATES)

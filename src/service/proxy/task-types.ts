@@ -16,7 +16,6 @@ export interface ProxyTask {
   caller: string;
   messageId: string;
   contextId: string;
-  agentTaskId: string | null;
   state: TaskStateName;
   /** The task as the client sees it (ids are the proxy's). */
   task: Task;
@@ -59,7 +58,7 @@ export interface ProxyTaskStore {
    */
   update(
     id: string,
-    change: { task: Task; agentTaskId?: string; at: number },
+    change: { task: Task; at: number },
   ): Promise<{ changed: boolean; task: ProxyTask | undefined; pushes?: ProxyPushConfig[] }>;
   setPush(config: ProxyPushConfig, at: number): Promise<void>;
   getPush(taskId: string, configId: string): Promise<ProxyPushConfig | undefined>;
