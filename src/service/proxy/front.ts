@@ -35,6 +35,7 @@ import type { JsonRpcFront } from './jsonrpc-front.js';
 import { createJsonRpcFront } from './jsonrpc-front.js';
 import type { RestFront } from './rest-front.js';
 import { createRestFront } from './rest-front.js';
+import type { TransportFrontOptions } from './transport.js';
 import type { A2aProxy } from './proxy.js';
 import type { A2aProxyOptions } from './proxy-core.js';
 import { createA2aProxy } from './proxy.js';
@@ -264,30 +265,21 @@ function requestHandlerOf(context: FrontContext, agent: string): A2ARequestHandl
   return handler;
 }
 
-/** The v1.0 JSON-RPC endpoint of `agent`, built once. */
-function jsonRpcFor(context: FrontContext, agent: string): JsonRpcFront {
-  let front = context.jsonRpc.get(agent);
+/** The v1.0 front of `agent` that `create` builds (JSON-RPC or HTTP+JSON), built once. */
+function frontOf<F>(
+  context: FrontContext,
+  built: Map<string, F>,
+  agent: string,
+  create: (options: TransportFrontOptions) => F,
+): F {
+  let front = built.get(agent);
   if (front === undefined) {
-    front = createJsonRpcFront({
+    front = create({
       requestHandler: requestHandlerOf(context, agent),
       contextBuilder: activateRequested(context.options.gateway, agent),
       onError: context.options.onError,
     });
-    context.jsonRpc.set(agent, front);
-  }
-  return front;
-}
-
-/** The v1.0 HTTP+JSON endpoint of `agent`, built once. */
-function restFor(context: FrontContext, agent: string): RestFront {
-  let front = context.rest.get(agent);
-  if (front === undefined) {
-    front = createRestFront({
-      requestHandler: requestHandlerOf(context, agent),
-      contextBuilder: activateRequested(context.options.gateway, agent),
-      onError: context.options.onError,
-    });
-    context.rest.set(agent, front);
+    built.set(agent, front);
   }
   return front;
 }
@@ -295,8 +287,8 @@ function restFor(context: FrontContext, agent: string): RestFront {
 /**
  * The SDK's express handlers of `agent` as one express app, built once: the v0.3 card, v0.3
  * HTTP+JSON and v0.3 JSON-RPC (the SDK keeps their v0.3 transports inside its express
- * middleware). Its handlers would answer v1.0 too; the front sends v1.0 to {@link jsonRpcFor} and
- * {@link restFor} instead.
+ * middleware). Its handlers would answer v1.0 too; the front sends v1.0 to its own fronts instead
+ * ({@link frontOf}).
  */
 function appFor(context: FrontContext, agent: string): express.Express {
   const { apps } = context;
@@ -429,14 +421,19 @@ async function handle(
     }
   }
   if (surface === 'jsonrpc' && !wantsLegacy(request)) {
-    await jsonRpcFor(context, agent).serve(request, reply, body, new GatewayUser(identity));
+    await frontOf(context, context.jsonRpc, agent, createJsonRpcFront).serve(
+      request,
+      reply,
+      body,
+      new GatewayUser(identity),
+    );
     return reply;
   }
   if (surface === 'rest' && !wantsLegacy(request)) {
     const path = rest.split('?', 1)[0]!;
     const served =
       (path === '/rest' || path.startsWith('/rest/')) &&
-      (await restFor(context, agent).serve(
+      (await frontOf(context, context.rest, agent, createRestFront).serve(
         request,
         reply,
         path.slice('/rest'.length),

@@ -7,21 +7,13 @@
  * only inside its express middleware.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { A2A_VERSION_HEADER, Extensions, HTTP_EXTENSION_HEADER } from '@a2a-js/sdk';
+import { HTTP_EXTENSION_HEADER } from '@a2a-js/sdk';
 import { A2A_ERROR_CODE, ContentTypeNotSupportedError } from '@a2a-js/sdk/errors';
-import type { A2ARequestHandler, ServerCallContextBuilder, User } from '@a2a-js/sdk/server';
+import type { User } from '@a2a-js/sdk/server';
 import { JsonRpcTransportHandler, validateVersion } from '@a2a-js/sdk/server';
 import { sendSse } from './sse.js';
-
-/** Options of {@link createJsonRpcFront}. */
-export interface JsonRpcFrontOptions {
-  /** The agent's request handler (the proxy's, measured). */
-  requestHandler: A2ARequestHandler;
-  /** Builds each call's context (activates the requested extensions). */
-  contextBuilder: ServerCallContextBuilder;
-  /** Told of the failures that are the gateway's or the agent's (INTERNAL_ERROR), not the client's. */
-  onError: (error: unknown, where: string) => void;
-}
+import type { TransportFrontOptions } from './transport.js';
+import { callContext, headerOf } from './transport.js';
 
 /** One agent's v1.0 JSON-RPC endpoint. */
 export interface JsonRpcFront {
@@ -36,12 +28,6 @@ type JsonRpcError = ReturnType<typeof JsonRpcTransportHandler.mapToJSONRPCError>
 
 const JSON_CONTENT_TYPE = 'application/json';
 
-/** One header's value as express's `req.header()` reads it (the first of repeated ones). */
-export function headerOf(request: FastifyRequest, name: string): string | undefined {
-  const value = request.headers[name.toLowerCase()];
-  return Array.isArray(value) ? value[0] : value;
-}
-
 /** The error envelope the SDK answers with: `id` as the SDK takes it (`body?.id || null`). */
 function errorEnvelope(body: unknown, error: JsonRpcError): Record<string, unknown> {
   const id = typeof body === 'object' && body !== null ? (body as { id?: unknown }).id : undefined;
@@ -49,7 +35,7 @@ function errorEnvelope(body: unknown, error: JsonRpcError): Record<string, unkno
 }
 
 /** Builds the v1.0 JSON-RPC endpoint of one agent. */
-export function createJsonRpcFront(options: JsonRpcFrontOptions): JsonRpcFront {
+export function createJsonRpcFront(options: TransportFrontOptions): JsonRpcFront {
   const { requestHandler, contextBuilder, onError } = options;
   const transport = new JsonRpcTransportHandler(requestHandler);
   /** The SDK logs every failure; the gateway reports its own faults and answers the client's. */
@@ -78,13 +64,7 @@ export function createJsonRpcFront(options: JsonRpcFrontOptions): JsonRpcFront {
         }
       }
       try {
-        const requestedVersion = headerOf(request, A2A_VERSION_HEADER);
-        const context = contextBuilder({
-          extensions: Extensions.parseServiceParameter(headerOf(request, HTTP_EXTENSION_HEADER)),
-          user,
-          headers: request.headers,
-          ...(requestedVersion ? { requestedVersion } : {}),
-        });
+        const context = callContext(contextBuilder, request, user);
         validateVersion(context.requestedVersion, await requestHandler.getAgentCard(), 'JSONRPC');
         const answer = await transport.handle(body as Record<string, unknown>, context);
         // Read once the call has answered (a blocking call adds what the agent echoed); on a

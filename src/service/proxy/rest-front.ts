@@ -9,9 +9,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
   A2A_CONTENT_TYPE,
-  A2A_VERSION_HEADER,
   AgentCard,
-  Extensions,
   HTTP_EXTENSION_HEADER,
   ListTaskPushNotificationConfigsResponse,
   ListTasksResponse,
@@ -32,25 +30,11 @@ import {
   restStatusFor,
   toRestErrorBody,
 } from '@a2a-js/sdk/errors';
-import type {
-  A2ARequestHandler,
-  ServerCallContext,
-  ServerCallContextBuilder,
-  User,
-} from '@a2a-js/sdk/server';
+import type { A2ARequestHandler, ServerCallContext, User } from '@a2a-js/sdk/server';
 import { validateVersion } from '@a2a-js/sdk/server';
-import { headerOf } from './jsonrpc-front.js';
 import { sendSse } from './sse.js';
-
-/** Options of {@link createRestFront}. */
-export interface RestFrontOptions {
-  /** The agent's request handler (the proxy's, measured). */
-  requestHandler: A2ARequestHandler;
-  /** Builds each call's context (activates the requested extensions). */
-  contextBuilder: ServerCallContextBuilder;
-  /** Told of the failures that are the gateway's or the agent's (status 500), not the client's. */
-  onError: (error: unknown, where: string) => void;
-}
+import type { TransportFrontOptions } from './transport.js';
+import { callContext, headerOf } from './transport.js';
 
 /** One agent's v1.0 HTTP+JSON endpoint. */
 export interface RestFront {
@@ -363,7 +347,7 @@ export function findRoute(
 }
 
 /** Builds the v1.0 HTTP+JSON endpoint of one agent. */
-export function createRestFront(options: RestFrontOptions): RestFront {
+export function createRestFront(options: TransportFrontOptions): RestFront {
   const { requestHandler, contextBuilder, onError } = options;
   /** The SDK's error answer; the gateway reports its own faults and answers the client's. */
   const failed = (error: unknown, where: string): Required<Answer> => {
@@ -388,14 +372,7 @@ export function createRestFront(options: RestFrontOptions): RestFront {
       }
       let activated: string[] = [];
       try {
-        const requestedVersion = headerOf(request, A2A_VERSION_HEADER);
-        const context = contextBuilder({
-          extensions: Extensions.parseServiceParameter(headerOf(request, HTTP_EXTENSION_HEADER)),
-          user,
-          headers: request.headers,
-          ...(requestedVersion ? { requestedVersion } : {}),
-          ...(found.tenant === '' ? {} : { tenant: found.tenant }),
-        });
+        const context = callContext(contextBuilder, request, user, found.tenant);
         validateVersion(context.requestedVersion, await requestHandler.getAgentCard(), 'HTTP+JSON');
         const query = new URLSearchParams(request.url.split('?')[1] ?? '');
         const answer = await found.route.handler(requestHandler, {
