@@ -141,30 +141,80 @@ describe('v1.0 JSON-RPC on the proxy route', () => {
     expect(agent.received.length).toBe(before);
   });
 
-  it('still answers v0.3 JSON-RPC (no A2A-Version) in the v0.3 shape', async () => {
-    const response = await fetch(`${gw.url}/a2a/ops`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${OPERATOR}`, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 'v03',
-        method: 'message/send',
-        params: {
-          message: {
-            kind: 'message',
-            messageId: randomUUID(),
-            role: 'user',
-            parts: [{ kind: 'text', text: 'jrpc legacy' }],
-            metadata: { 'x-effect-domain-skill': 'sitrep' },
-          },
+  /** A v0.3 `message/send` or `message/stream` body for the autonomous `sitrep` skill. */
+  function legacyBody(method: string, id: unknown, text: string): Record<string, unknown> {
+    return {
+      jsonrpc: '2.0',
+      id,
+      method,
+      params: {
+        message: {
+          kind: 'message',
+          messageId: randomUUID(),
+          role: 'user',
+          parts: [{ kind: 'text', text }],
+          metadata: { 'x-effect-domain-skill': 'sitrep' },
         },
-      }),
+      },
+    };
+  }
+
+  /** POSTs a v0.3 body (no `A2A-Version`) to `/a2a/ops`. */
+  function postLegacy(body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+    return fetch(`${gw.url}/a2a/ops`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${OPERATOR}`,
+        'content-type': 'application/json',
+        ...headers,
+      },
+      body: JSON.stringify(body),
+    });
+  }
+
+  it('answers v0.3 JSON-RPC (no A2A-Version) on the route too, in the v0.3 shape', async () => {
+    const response = await postLegacy(legacyBody('message/send', 'v03', 'jrpc legacy'), {
+      'x-request-id': 'jrpc-legacy-1',
+      'x-a2a-extensions': FLEETGATE_GATEWAY_V1_URI,
     });
     expect(response.status).toBe(200);
+    // The route's own answer: the express app wrote past fastify's headers.
+    expect(response.headers.get('x-request-id')).toBe('jrpc-legacy-1');
+    expect(response.headers.get('x-a2a-extensions')).toContain(FLEETGATE_GATEWAY_V1_URI);
     expect(await response.json()).toMatchObject({
       id: 'v03',
       result: { kind: 'task', status: { state: 'completed' } },
     });
     expect(agent.received.at(-1)!.text).toBe('jrpc legacy');
+  });
+
+  it('streams v0.3 message/stream, and answers v0.3 errors in the v0.3 shape', async () => {
+    const streamed = await postLegacy(legacyBody('message/stream', 's03', 'jrpc legacy stream'));
+    expect(streamed.headers.get('content-type')).toBe('text/event-stream');
+    const frames = framesOf(await streamed.text());
+    expect(frames[0]!.data).toMatchObject({ id: 's03', result: { kind: 'task' } });
+    expect(frames.at(-1)!.data).toMatchObject({
+      result: { kind: 'status-update', status: { state: 'completed' }, final: true },
+    });
+
+    const unknown = await postLegacy({
+      jsonrpc: '2.0',
+      id: 'g03',
+      method: 'tasks/get',
+      params: { id: randomUUID() },
+    });
+    expect(unknown.status).toBe(200);
+    expect(await unknown.json()).toMatchObject({ id: 'g03', error: { code: -32001 } });
+
+    // v0.3 `tasks/resubscribe` answers SSE at once; a task it cannot follow is an error event.
+    const resubscribed = await postLegacy({
+      jsonrpc: '2.0',
+      id: 'r03',
+      method: 'tasks/resubscribe',
+      params: { id: randomUUID() },
+    });
+    expect(resubscribed.headers.get('content-type')).toBe('text/event-stream');
+    const [failed] = framesOf(await resubscribed.text());
+    expect(failed).toMatchObject({ event: 'error', data: { id: 'r03', error: { code: -32001 } } });
   });
 });

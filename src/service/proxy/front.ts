@@ -3,10 +3,10 @@
  * caller's token (the role the agent's proxy needs), the agent and the body's size and JSON before
  * anything else; then the SDK's own server handlers take the request — the card (v1.0 or v0.3 by
  * `A2A-Version`), JSON-RPC at `/a2a/:agent`, HTTP+JSON at `/a2a/:agent/rest`, each with the SDK's
- * v0.3 compatibility — with the proxy's request handler behind them. The v1.0 card, v1.0 JSON-RPC
- * (with the SDK's framework-free transport, `jsonrpc-front.ts`) and v1.0 HTTP+JSON
- * (`rest-front.ts`) are answered on the fastify route itself; v0.3 goes through the SDK's express
- * handlers. What the gateway refuses itself is answered in the transport's own error shape, and
+ * v0.3 compatibility — with the proxy's request handler behind them. The v1.0 card, JSON-RPC of
+ * both versions (with the SDK's framework-free transports, `jsonrpc-front.ts`) and v1.0 HTTP+JSON
+ * (`rest-front.ts`) are answered on the fastify route itself; v0.3 HTTP+JSON and the v0.3 card go
+ * through the SDK's express handlers (it keeps their codecs inside them). What the gateway refuses itself is answered in the transport's own error shape, and
  * nothing of it reaches the agent.
  */
 import { createHash } from 'node:crypto';
@@ -285,10 +285,9 @@ function frontOf<F>(
 }
 
 /**
- * The SDK's express handlers of `agent` as one express app, built once: the v0.3 card, v0.3
- * HTTP+JSON and v0.3 JSON-RPC (the SDK keeps their v0.3 transports inside its express
- * middleware). Its handlers would answer v1.0 too; the front sends v1.0 to its own fronts instead
- * ({@link frontOf}).
+ * The SDK's express handlers of `agent` as one express app, built once: the v0.3 card and v0.3
+ * HTTP+JSON (the SDK keeps their codecs inside its express middleware). Its handlers would answer
+ * v1.0 and JSON-RPC too; the front sends those to its own fronts instead ({@link frontOf}).
  */
 function appFor(context: FrontContext, agent: string): express.Express {
   const { apps } = context;
@@ -420,7 +419,7 @@ async function handle(
         : refuse(reply, surface, 400, 'FLEETGATE_HTTP_JSON_INVALID', 'Invalid JSON payload.');
     }
   }
-  if (surface === 'jsonrpc' && !wantsLegacy(request)) {
+  if (surface === 'jsonrpc') {
     await frontOf(context, context.jsonRpc, agent, createJsonRpcFront).serve(
       request,
       reply,

@@ -372,7 +372,7 @@ export function createRestFront(options: TransportFrontOptions): RestFront {
       }
       let activated: string[] = [];
       try {
-        const context = callContext(contextBuilder, request, user, found.tenant);
+        const context = callContext(contextBuilder, request, user, { tenant: found.tenant });
         validateVersion(context.requestedVersion, await requestHandler.getAgentCard(), 'HTTP+JSON');
         const query = new URLSearchParams(request.url.split('?')[1] ?? '');
         const answer = await found.route.handler(requestHandler, {

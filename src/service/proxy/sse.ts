@@ -25,6 +25,13 @@ export interface SseShape {
   failedLater(error: unknown): unknown;
   /** Told when the stream fails to close after the client hung up. */
   onCloseError(error: unknown): void;
+  /** The header that names the activated extensions (default `A2A-Extensions`). */
+  extensionHeader?: string;
+  /**
+   * Send the headers before the first event (the SDK does for v0.3 `tasks/resubscribe`): a
+   * failure before it is then an `event: error` frame too.
+   */
+  headersAtOnce?: boolean;
 }
 
 /** Sends `iterator` on `reply` as SSE, with the extensions the call activated. */
@@ -43,24 +50,33 @@ export async function sendSse(
     iterator.return(undefined).catch((error: unknown) => shape.onCloseError(error));
   };
   raw.once('close', hangUp);
-  let first: IteratorResult<unknown, void>;
-  try {
-    first = await iterator.next();
-  } catch (error) {
-    raw.off('close', hangUp);
-    if (activated.length > 0) void reply.header(HTTP_EXTENSION_HEADER, activated);
-    const answer = shape.failedFirst(error);
-    void reply.code(answer.status).send(answer.body);
-    return;
+  const extensionHeader = shape.extensionHeader ?? HTTP_EXTENSION_HEADER;
+  const writeHead = (): void => {
+    reply.hijack();
+    // The gateway's own headers (x-request-id) go with the stream, as with every other answer.
+    for (const [name, value] of Object.entries({ ...reply.getHeaders(), ...SSE_HEADERS })) {
+      if (value !== undefined) raw.setHeader(name, value);
+    }
+    if (activated.length > 0) raw.setHeader(extensionHeader, activated);
+    raw.writeHead(200);
+  };
+  let first: IteratorResult<unknown, void> | undefined;
+  if (shape.headersAtOnce === true) {
+    writeHead();
+  } else {
+    try {
+      first = await iterator.next();
+    } catch (error) {
+      raw.off('close', hangUp);
+      if (activated.length > 0) void reply.header(extensionHeader, activated);
+      const answer = shape.failedFirst(error);
+      void reply.code(answer.status).send(answer.body);
+      return;
+    }
+    writeHead();
   }
-  reply.hijack();
-  // The gateway's own headers (x-request-id) go with the stream, as with every other answer.
-  for (const [name, value] of Object.entries({ ...reply.getHeaders(), ...SSE_HEADERS })) {
-    if (value !== undefined) raw.setHeader(name, value);
-  }
-  if (activated.length > 0) raw.setHeader(HTTP_EXTENSION_HEADER, activated);
-  raw.writeHead(200);
   try {
+    first ??= await iterator.next();
     if (!first.done && !gone) {
       raw.write(formatSSEEvent(shape.frame(first.value)));
       while (!gone) {

@@ -28,19 +28,27 @@ export function headerOf(request: FastifyRequest, name: string): string | undefi
   return Array.isArray(value) ? value[0] : value;
 }
 
+/** The extensions header of v0.3 (v1.0's `A2A-Extensions` is read when it is missing). */
+export const LEGACY_EXTENSION_HEADER = 'X-A2A-Extensions';
+
 /**
- * The call's context: the extensions the client asks for (`A2A-Extensions`), the version it
- * speaks (`A2A-Version`), the caller the gateway checked and, on HTTP+JSON, the path's tenant.
+ * The call's context: the extensions the client asks for (`A2A-Extensions`, or v0.3's
+ * `X-A2A-Extensions` first when `legacy`), the version it speaks (`A2A-Version`), the caller the
+ * gateway checked and, on HTTP+JSON, the path's tenant.
  */
 export function callContext(
   builder: ServerCallContextBuilder,
   request: FastifyRequest,
   user: User,
-  tenant = '',
+  options: { tenant?: string; legacy?: boolean } = {},
 ): ServerCallContext {
   const requestedVersion = headerOf(request, A2A_VERSION_HEADER);
+  const { tenant = '', legacy = false } = options;
+  const extensions =
+    (legacy ? headerOf(request, LEGACY_EXTENSION_HEADER) : undefined) ??
+    headerOf(request, HTTP_EXTENSION_HEADER);
   return builder({
-    extensions: Extensions.parseServiceParameter(headerOf(request, HTTP_EXTENSION_HEADER)),
+    extensions: Extensions.parseServiceParameter(extensions),
     user,
     headers: request.headers,
     ...(requestedVersion ? { requestedVersion } : {}),
