@@ -178,7 +178,7 @@ interface FrontContext {
   readonly metrics: ProxyMetrics;
   /** Each agent's request handler (the proxy's, measured), built on its first request. */
   readonly handlers: Map<string, A2ARequestHandler>;
-  /** Each agent's v1.0 JSON-RPC endpoint, built on its first v1.0 JSON-RPC request. */
+  /** Each agent's JSON-RPC endpoint (v1.0 and v0.3), built on its first JSON-RPC request. */
   readonly jsonRpc: Map<string, JsonRpcFront>;
   /** Each agent's v1.0 HTTP+JSON endpoint, built on its first v1.0 HTTP+JSON request. */
   readonly rest: Map<string, RestFront>;
@@ -360,8 +360,9 @@ async function sendCard(
 
 /**
  * Takes a request to `/a2a/:agent/…`: refuses what the gateway refuses itself (an unknown agent,
- * a caller without the role, a card not loaded, a body that is not JSON), serves the v1.0 card
- * and v1.0 JSON-RPC, and hands the rest to the agent's express app.
+ * a caller without the role, a card not loaded, a body that is not JSON), serves the v1.0 card,
+ * JSON-RPC and v1.0 HTTP+JSON, and hands the rest (v0.3 HTTP+JSON and card) to the agent's
+ * express app.
  */
 async function handle(
   context: FrontContext,

@@ -15,10 +15,10 @@ import { sendSse } from './sse.js';
 import type { TransportFrontOptions } from './transport.js';
 import { LEGACY_EXTENSION_HEADER, callContext, headerOf } from './transport.js';
 
-/** One agent's v1.0 JSON-RPC endpoint. */
+/** One agent's JSON-RPC endpoint (v1.0 and v0.3). */
 export interface JsonRpcFront {
   /**
-   * Answers one v1.0 JSON-RPC `POST`: `body` is the request's JSON, already parsed (undefined
+   * Answers one JSON-RPC `POST`: `body` is the request's JSON, already parsed (undefined
    * when the body was empty), `user` the caller the gateway checked.
    */
   serve(request: FastifyRequest, reply: FastifyReply, body: unknown, user: User): Promise<void>;
@@ -44,7 +44,7 @@ function errorEnvelope(body: unknown, error: JsonRpcError): Record<string, unkno
   return { jsonrpc: '2.0', id: id || null, error };
 }
 
-/** Builds the v1.0 JSON-RPC endpoint of one agent. */
+/** Builds the JSON-RPC endpoint (v1.0 and v0.3) of one agent. */
 export function createJsonRpcFront(options: TransportFrontOptions): JsonRpcFront {
   const { requestHandler, contextBuilder, onError } = options;
   const transports = {
@@ -53,14 +53,16 @@ export function createJsonRpcFront(options: TransportFrontOptions): JsonRpcFront
   };
   /** The SDK logs every failure; the gateway reports its own faults and answers the client's. */
   const mapper =
-    (legacy: boolean) =>
+    (toRpc: (error: unknown) => JsonRpcError) =>
     (error: unknown, where: string): JsonRpcError => {
-      const rpcError = legacy
-        ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(error)
-        : JsonRpcTransportHandler.mapToJSONRPCError(error);
+      const rpcError = toRpc(error);
       if (rpcError.code === A2A_ERROR_CODE.INTERNAL_ERROR) onError(error, where);
       return rpcError;
     };
+  const mappers = {
+    v1: mapper((error) => JsonRpcTransportHandler.mapToJSONRPCError(error)),
+    legacy: mapper((error) => LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(error)),
+  };
 
   return {
     async serve(request, reply, body, user) {
@@ -82,7 +84,7 @@ export function createJsonRpcFront(options: TransportFrontOptions): JsonRpcFront
       }
       // v0.3 when the client names no version or names 0.3, as the SDK's handler decides.
       const legacy = (headerOf(request, A2A_VERSION_HEADER) || '0.3') === '0.3';
-      const mapped = mapper(legacy);
+      const mapped = legacy ? mappers.legacy : mappers.v1;
       const extensionHeader = legacy ? LEGACY_EXTENSION_HEADER : HTTP_EXTENSION_HEADER;
       try {
         const context = callContext(contextBuilder, request, user, { legacy });

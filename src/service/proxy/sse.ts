@@ -3,7 +3,7 @@
  * event awaited before any header (a failure before it is a plain answer in the transport's error
  * shape), then one `data:` frame per event and, for a failure after the first, one
  * `event: error` frame, to the stream's end. A client that hangs up ends the stream at the proxy
- * (`return()` on it) instead of following it unread. Shared by the v1.0 JSON-RPC and HTTP+JSON
+ * (`return()` on it) instead of following it unread. Shared by the JSON-RPC and v1.0 HTTP+JSON
  * fronts, which differ only in how a frame and an error read.
  */
 import type { ServerResponse } from 'node:http';
