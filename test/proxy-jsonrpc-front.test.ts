@@ -13,17 +13,27 @@ import { FLEETGATE_GATEWAY_V1_URI } from '../src/protocol/index.js';
 import type { ServiceProcess } from './support/gateway-service.js';
 import { framesOf, startOpsProxy, type OpsProxy } from './support/ops-proxy.js';
 
-/** A v1.0 `SendMessage` / `SendStreamingMessage` body for the autonomous `sitrep` skill. */
-function sendBody(method: string, id: unknown, text: string): Record<string, unknown> {
+/**
+ * A `SendMessage` / `SendStreamingMessage` body (v1.0), or with `legacy` a `message/send` /
+ * `message/stream` one (v0.3: `kind`s, lowercase role), for the autonomous `sitrep` skill.
+ */
+function sendBody(
+  method: string,
+  id: unknown,
+  text: string,
+  legacy = false,
+): Record<string, unknown> {
+  const message = legacy
+    ? { kind: 'message', role: 'user', parts: [{ kind: 'text', text }] }
+    : { role: 'ROLE_USER', parts: [{ text }] };
   return {
     jsonrpc: '2.0',
     id,
     method,
     params: {
       message: {
+        ...message,
         messageId: randomUUID(),
-        role: 'ROLE_USER',
-        parts: [{ text }],
         metadata: { 'x-effect-domain-skill': 'sitrep' },
       },
     },
@@ -141,24 +151,6 @@ describe('v1.0 JSON-RPC on the proxy route', () => {
     expect(agent.received.length).toBe(before);
   });
 
-  /** A v0.3 `message/send` or `message/stream` body for the autonomous `sitrep` skill. */
-  function legacyBody(method: string, id: unknown, text: string): Record<string, unknown> {
-    return {
-      jsonrpc: '2.0',
-      id,
-      method,
-      params: {
-        message: {
-          kind: 'message',
-          messageId: randomUUID(),
-          role: 'user',
-          parts: [{ kind: 'text', text }],
-          metadata: { 'x-effect-domain-skill': 'sitrep' },
-        },
-      },
-    };
-  }
-
   /** POSTs a v0.3 body (no `A2A-Version`) to `/a2a/ops`. */
   function postLegacy(body: unknown, headers: Record<string, string> = {}): Promise<Response> {
     return fetch(`${gw.url}/a2a/ops`, {
@@ -173,7 +165,7 @@ describe('v1.0 JSON-RPC on the proxy route', () => {
   }
 
   it('answers v0.3 JSON-RPC (no A2A-Version) on the route too, in the v0.3 shape', async () => {
-    const response = await postLegacy(legacyBody('message/send', 'v03', 'jrpc legacy'), {
+    const response = await postLegacy(sendBody('message/send', 'v03', 'jrpc legacy', true), {
       'x-request-id': 'jrpc-legacy-1',
       'x-a2a-extensions': FLEETGATE_GATEWAY_V1_URI,
     });
@@ -189,7 +181,9 @@ describe('v1.0 JSON-RPC on the proxy route', () => {
   });
 
   it('streams v0.3 message/stream, and answers v0.3 errors in the v0.3 shape', async () => {
-    const streamed = await postLegacy(legacyBody('message/stream', 's03', 'jrpc legacy stream'));
+    const streamed = await postLegacy(
+      sendBody('message/stream', 's03', 'jrpc legacy stream', true),
+    );
     expect(streamed.headers.get('content-type')).toBe('text/event-stream');
     const frames = framesOf(await streamed.text());
     expect(frames[0]!.data).toMatchObject({ id: 's03', result: { kind: 'task' } });

@@ -320,7 +320,7 @@ function matchPattern(
  * The route of a request, with its path values and tenant: each route as it stands first, then
  * with a tenant segment before it.
  */
-export function findRoute(
+function findRoute(
   method: string,
   path: string,
 ): { route: Route; params: Record<string, string>; tenant: string } | undefined {
