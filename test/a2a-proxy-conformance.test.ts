@@ -299,6 +299,7 @@ describe('the A2A proxy in front of a plain SDK agent', () => {
     const firstPush = (taskId: string) =>
       pushes.find((p) => p.url === '/slow-hook' && JSON.stringify(p.body).includes(taskId));
     const client = await sdkClient(base, { token: ALICE });
+    const calls = agent.received.length;
     // Streaming: the receiver has answered the submitted task when the first event arrives.
     for await (const event of client.sendMessageStream({ ...send('hello'), configuration })) {
       expect(event.payload?.$case).toBe('task');
@@ -313,6 +314,10 @@ describe('the A2A proxy in front of a plain SDK agent', () => {
       configuration: { ...configuration, returnImmediately: true },
     })) as Task;
     expect(firstPush(task.id)?.answered).toBe(true);
+    // Both calls go on at the agent after their answers: they land before the next case counts.
+    await eventually(async () =>
+      Promise.resolve(agent.received.length >= calls + 2 ? true : undefined),
+    );
   });
 
   it("C: refuses a push URL CreateTaskPushNotificationConfig refuses, and the agent isn't called", async () => {
