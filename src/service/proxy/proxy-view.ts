@@ -48,10 +48,12 @@ async function agentTask(core: ViewCore, agent: string, taskId: string): Promise
 
 /** The pending approval that holds a dispatch (not a question, not a follow-up), from the inbox. */
 async function heldApprovalOf(core: ViewCore, dispatchId: string): Promise<string | undefined> {
-  const pending = await core.gateway.approvals.list({ status: 'pending', includeSnoozed: true });
-  return pending.find(
-    (a) => a.dispatchId === dispatchId && (a.kind === 'dispatch' || a.kind === 'veto'),
-  )?.id;
+  const pending = await core.gateway.approvals.list({
+    status: 'pending',
+    includeSnoozed: true,
+    dispatchId,
+  });
+  return pending.find((a) => a.kind === 'dispatch' || a.kind === 'veto')?.id;
 }
 
 /** What the client sees of a task, from its dispatch (and the call's result when known). */
