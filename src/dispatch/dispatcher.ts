@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Task } from '@a2a-js/sdk';
 import { FleetgateError, isFleetgateError } from '../protocol/index.js';
+import { newRecordId } from '../protocol/ids/index.js';
 import type { ErrorCode, HeldInput, TaskStateName } from '../protocol/index.js';
 import { isTerminalState, normalizeTaskState } from '../protocol/index.js';
 import type { CallEffect, CallEvent } from '../calls/index.js';
@@ -164,10 +165,10 @@ export class Dispatcher {
   ): Promise<DispatchRecord> {
     const now = this.#o.now();
     const record: DispatchRecord = {
-      id: request.id ?? randomUUID(),
+      id: request.id ?? newRecordId(),
       agent: request.agent,
       skill: request.skill,
-      correlationId: request.correlationId ?? randomUUID(),
+      correlationId: request.correlationId ?? newRecordId(),
       status: 'running',
       taskId: null,
       createdAt: now,

@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 
 import { TaskState, type Task } from '@a2a-js/sdk';
 
 import { FleetgateError } from '../protocol/index.js';
+import { newRecordId } from '../protocol/ids/index.js';
 import {
   createHookFailureLog,
   type ExtensionEventBus,
@@ -144,7 +144,7 @@ function callWithTimeout(
   timeoutMs: number,
 ): Promise<CallResult> {
   const timeout = new AbortController();
-  const correlationId = callOptions.correlationId ?? randomUUID();
+  const correlationId = callOptions.correlationId ?? newRecordId();
   const work = parts.exchange.run(
     agent,
     skill,

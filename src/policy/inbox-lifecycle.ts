@@ -2,8 +2,8 @@
  * The life of a request after the decisions: asked for, expired, consumed once with the dispatch
  * moving on, settled, or made void when its call changed.
  */
-import { randomUUID } from 'node:crypto';
 import type { Transaction } from 'kysely';
+import { newRecordId } from '../protocol/ids/index.js';
 import type { ApprovalRecord, NewApproval } from './approval-records.js';
 import { fromRow } from './approval-records.js';
 import type { InboxContext } from './inbox-context.js';
@@ -19,7 +19,7 @@ export async function requestApproval(
   approval: NewApproval,
 ): Promise<ApprovalRecord> {
   const { db, now, audit } = ctx;
-  const id = approval.id ?? randomUUID();
+  const id = approval.id ?? newRecordId();
   const row: ApprovalTable = {
     id,
     kind: approval.kind,

@@ -3,13 +3,13 @@
  * calls accepted until `close()` starts, dispatch handles and their watcher, follow-ups decided by
  * the gate, and the shutdown in reverse order of the wiring.
  */
-import { randomUUID } from 'node:crypto';
 import type { Subscription } from '../bus/index.js';
 import { createOutboxLog, InMemoryEventBus } from '../bus/index.js';
 import { ENDED_STATUSES } from '../calls/index.js';
 import type { DispatchRecord, DispatchWatcher, GateVerdict } from '../dispatch/index.js';
 import { CallHandle, createDispatchWatcher } from '../dispatch/index.js';
 import { FleetgateError } from '../protocol/index.js';
+import { newRecordId } from '../protocol/ids/index.js';
 import { defined } from '../protocol/fields/index.js';
 import { checkCallTarget } from './fleet-view.js';
 import type { FollowUpRequest, Gateway } from './gateway-types.js';
@@ -65,7 +65,7 @@ export function buildGateway(assembly: Assembly): Gateway {
   return {
     config,
     dispatch(request) {
-      const id = request.id ?? randomUUID();
+      const id = request.id ?? newRecordId();
       const handle = new CallHandle(id, handleServices);
       handle.begin(
         accept(async () => {

@@ -3,8 +3,8 @@
  * gateway: the answer (with the routing and the gate's decision), and with `--wait` every status
  * change as it happens, from the live-event stream.
  */
-import { randomUUID } from 'node:crypto';
 import { FleetgateError } from '../../protocol/index.js';
+import { newRecordId } from '../../protocol/ids/index.js';
 import { defined } from '../../protocol/fields/index.js';
 import type { CliIo } from '../io.js';
 import { createStyle } from '../style.js';
@@ -56,7 +56,7 @@ async function runDispatch(
     ? Number(opts.timeout)
     : parseShortDuration(opts.timeout);
   const s = createStyle(io.color);
-  const correlationId = randomUUID();
+  const correlationId = newRecordId();
   const controller = new AbortController();
   let last: DispatchRow | undefined;
   /** The gate's decision from the API's answer: the events of the dispatch do not carry it. */

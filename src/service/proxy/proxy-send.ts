@@ -10,6 +10,7 @@ import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import type { ServerCallContext } from '@a2a-js/sdk/server';
 import type { CallResult, DispatchRecord } from '../../dispatch/index.js';
 import { FLEETGATE_GATEWAY_V1_URI } from '../../protocol/index.js';
+import { newRecordId } from '../../protocol/ids/index.js';
 import type { ProxyCore } from './proxy-core.js';
 import type { ProxyMetadata } from './proxy-task-meta.js';
 import { answered, callerOf, fleetgateMeta, protocolOf } from './proxy-task-meta.js';
@@ -60,7 +61,7 @@ export async function open(
     requestMetadata: params.metadata,
     radius: (s) => gateway.agents.effectiveRadius(agent, s).radius,
   });
-  const id = randomUUID();
+  const id = newRecordId();
   const contextId = message.contextId === '' ? randomUUID() : message.contextId;
   const references = await agentReferences(core, agent, message);
   const forwarded: Message = { ...message, taskId: '', contextId, referenceTaskIds: references };
