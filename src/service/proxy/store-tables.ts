@@ -8,7 +8,8 @@ import type { StoreMigration } from '../../store/index.js';
 
 /**
  * One task of the proxy (`fleetgate_proxy_task`): the client's view of its dispatch. The agent's
- * own task id is the dispatch's (`fleetgate_dispatch.task_id`), kept there only.
+ * own task id is the dispatch's (`fleetgate_dispatch.task_id`), kept there only (the table's
+ * `agent_task_id` column, from before, is left null).
  */
 export interface ProxyTaskTable {
   /** The proxy's task id: the id of the dispatch that carries the call. */
@@ -158,18 +159,25 @@ export const PROXY_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
     },
   },
   '0800_proxy_task_agent_id': {
-    // The agent's task id is the dispatch's: the copy (and its index, which no query used) go.
+    // The agent's task id is the dispatch's: the index on the proxy's copy goes (no query used
+    // it). The column stays, unused and null in new rows: migrations only add, so a replica of an
+    // earlier release that still writes it keeps running against this store during a roll.
     async up(db) {
-      await db.schema.dropIndex('fleetgate_proxy_task_by_agent_task').execute();
-      await db.schema.alterTable('fleetgate_proxy_task').dropColumn('agent_task_id').execute();
+      await db.schema.dropIndex('fleetgate_proxy_task_by_agent_task').ifExists().execute();
     },
     async down(db) {
-      await db.schema
-        .alterTable('fleetgate_proxy_task')
-        .addColumn('agent_task_id', 'text')
-        .execute();
+      // A store that ran this migration when it still dropped the column gets it back.
+      const tables = await db.introspection.getTables();
+      const proxyTask = tables.find((t) => t.name === 'fleetgate_proxy_task');
+      if (proxyTask !== undefined && !proxyTask.columns.some((c) => c.name === 'agent_task_id')) {
+        await db.schema
+          .alterTable('fleetgate_proxy_task')
+          .addColumn('agent_task_id', 'text')
+          .execute();
+      }
       await db.schema
         .createIndex('fleetgate_proxy_task_by_agent_task')
+        .ifNotExists()
         .on('fleetgate_proxy_task')
         .columns(['agent', 'agent_task_id'])
         .execute();
