@@ -39,18 +39,6 @@ export {
   type WorldDomainTable,
   type WorldEventTable,
 } from './store-tables.js';
-export type {
-  AuditRecord,
-  AuditStatus,
-  DomainSnapshot,
-  HistoryQuery,
-  LoadedDomain,
-  NewAuditRecord,
-  PruneResult,
-  StoredDomain,
-  WorldEmission,
-  WorldStore,
-  WorldUnitOfWork,
-} from './types.js';
+export type * from './types.js';
 export type { WorldBus, WorldPublishedTopic, WorldSubscription } from './bus-port.js';
 export type { WorldOutbox } from './outbox-port.js';
