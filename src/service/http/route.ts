@@ -64,6 +64,13 @@ export function defineRoute<P extends z.ZodType, Q extends z.ZodType, B extends 
   return spec as unknown as RouteSpec;
 }
 
+/** Declares a read of the API: a `GET` route any viewer (or a wider role) may call. */
+export function viewerGet<P extends z.ZodType, Q extends z.ZodType>(
+  spec: Omit<RouteSpec<P, Q>, 'method' | 'access' | 'body'>,
+): RouteSpec {
+  return defineRoute({ method: 'GET', access: 'viewer', ...spec });
+}
+
 declare module 'fastify' {
   interface FastifyContextConfig {
     access?: Access;

@@ -10,7 +10,7 @@ import type { ApprovalOutcome } from '../approvals.js';
 import { parseDuration } from '../config.js';
 import type { ApiContext } from './context.js';
 import type { RouteSpec } from './route.js';
-import { defineRoute } from './route.js';
+import { defineRoute, viewerGet } from './route.js';
 import { APPROVAL_STATUSES as STATUSES, approvalSchema } from './api-schemas.js';
 
 const outcomeSchema = z.object({
@@ -32,10 +32,8 @@ function outcome(o: ApprovalOutcome): { approval: unknown; dispatch: unknown } {
 export function approvalRoutes(ctx: ApiContext): RouteSpec[] {
   const approvals = ctx.gateway.approvals;
   return [
-    defineRoute({
-      method: 'GET',
+    viewerGet({
       url: '/api/approvals',
-      access: 'viewer',
       tag: 'approvals',
       summary: 'Approval requests by status (default: pending, snoozed ones left out)',
       query: z.object({
@@ -55,10 +53,8 @@ export function approvalRoutes(ctx: ApiContext): RouteSpec[] {
         }),
       }),
     }),
-    defineRoute({
-      method: 'GET',
+    viewerGet({
       url: '/api/approvals/:id',
-      access: 'viewer',
       tag: 'approvals',
       summary: 'One approval request',
       params: idParams,

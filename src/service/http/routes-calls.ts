@@ -14,7 +14,7 @@ import { FleetgateError } from '../../protocol/index.js';
 import type { Gateway } from '../gateway-types.js';
 import type { ApiContext } from './context.js';
 import type { RouteSpec } from './route.js';
-import { defineRoute } from './route.js';
+import { viewerGet } from './route.js';
 import { statusSchema, storySchema } from './api-schemas.js';
 import { auditEffect, num, parseJson, str } from './sql-values.js';
 import { unknownDispatch } from './routes-fleet.js';
@@ -37,10 +37,8 @@ export function callRoutes(ctx: ApiContext): RouteSpec[] {
 function statusRoute(ctx: ApiContext): RouteSpec {
   const instance = randomUUID();
   const startedAt = Date.now();
-  return defineRoute({
-    method: 'GET',
+  return viewerGet({
     url: '/api/status',
-    access: 'viewer',
     tag: 'service',
     summary: "The gateway's version, uptime and process id (new after a restart)",
     responses: { 200: { description: 'the gateway', schema: statusSchema } },
@@ -56,10 +54,8 @@ function statusRoute(ctx: ApiContext): RouteSpec {
 
 /** `GET /api/agents/:name/tasks/:taskId/dispatch`: the dispatch that made a task. */
 function taskDispatchRoute(gw: Gateway, db: Db): RouteSpec {
-  return defineRoute({
-    method: 'GET',
+  return viewerGet({
     url: '/api/agents/:name/tasks/:taskId/dispatch',
-    access: 'viewer',
     tag: 'dispatch',
     summary: 'The dispatch that made a task of an agent (a delta names its task)',
     params: z.object({
@@ -86,10 +82,8 @@ function taskDispatchRoute(gw: Gateway, db: Db): RouteSpec {
 
 /** `GET /api/dispatches/:id/story`: one call's whole story from the durable records. */
 function storyRoute(gw: Gateway, db: Db): RouteSpec {
-  return defineRoute({
-    method: 'GET',
+  return viewerGet({
     url: '/api/dispatches/:id/story',
-    access: 'viewer',
     tag: 'dispatch',
     summary:
       "One call's whole story: gate decision, approvals, what was sent, task, events, world changes, cost",

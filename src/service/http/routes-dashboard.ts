@@ -19,7 +19,7 @@ import { callRoutes } from './routes-calls.js';
 import { explanationSchema, sessionSchema } from './api-schemas.js';
 import { searchRoutes } from './routes-search.js';
 import type { RouteSpec } from './route.js';
-import { defineRoute } from './route.js';
+import { defineRoute, viewerGet } from './route.js';
 
 /**
  * Where the build lands, found from the package's root: the same place whether this module runs
@@ -78,10 +78,8 @@ export function dashboardRoutes(ctx: ApiContext, directory = dashboardDirectory(
 /** `GET /api/policy/explain`: the gate's decision for a call, before it is sent. */
 function explainRoute(ctx: ApiContext): RouteSpec {
   const gw = ctx.gateway;
-  return defineRoute({
-    method: 'GET',
+  return viewerGet({
     url: '/api/policy/explain',
-    access: 'viewer',
     tag: 'approvals',
     summary:
       "The gate's decision for a call to AGENT SKILL now, with every reason (nothing is sent)",
@@ -130,10 +128,8 @@ function explainRoute(ctx: ApiContext): RouteSpec {
 
 /** `GET /api/session`: who the caller's token is. */
 function sessionRoute(): RouteSpec {
-  return defineRoute({
-    method: 'GET',
+  return viewerGet({
     url: '/api/session',
-    access: 'viewer',
     tag: 'service',
     summary: "Who the caller's token is: its name and role",
     responses: {

@@ -12,9 +12,10 @@ import { parseDuration } from '../config.js';
 import { agentView, fleetView } from '../fleet-view.js';
 import type { SkillRoute } from '../skill-routing.js';
 import { routeSkill } from '../skill-routing.js';
+import type { Gateway } from '../gateway-types.js';
 import type { ApiContext } from './context.js';
 import type { RouteSpec } from './route.js';
-import { defineRoute } from './route.js';
+import { defineRoute, viewerGet } from './route.js';
 import { agentSchema, decisionSchema, dispatchSchema } from './api-schemas.js';
 
 const agentName = z.object({
@@ -131,17 +132,14 @@ export function unknownDispatch(id: string): FleetgateError {
 
 /** The fleet and dispatch routes. */
 export function fleetRoutes(ctx: ApiContext): RouteSpec[] {
-  return [...agentRoutes(ctx), dispatchRoute(ctx), ...dispatchReadRoutes(ctx)];
+  return [...agentRoutes(ctx.gateway), dispatchRoute(ctx), ...dispatchReadRoutes(ctx)];
 }
 
 /** `GET /api/agents`, `GET /api/agents/:name`, `POST /api/agents/:name/refresh` and `…/ack`. */
-function agentRoutes(ctx: ApiContext): RouteSpec[] {
-  const gw = ctx.gateway;
+function agentRoutes(gw: Gateway): RouteSpec[] {
   return [
-    defineRoute({
-      method: 'GET',
+    viewerGet({
       url: '/api/agents',
-      access: 'viewer',
       tag: 'fleet',
       summary: 'The fleet: card status and effective declarations of every agent',
       responses: {
@@ -159,10 +157,8 @@ function agentRoutes(ctx: ApiContext): RouteSpec[] {
           pendingAcknowledgements: gw.agents.pendingAcknowledgements(),
         }),
     }),
-    defineRoute({
-      method: 'GET',
+    viewerGet({
       url: '/api/agents/:name',
-      access: 'viewer',
       tag: 'fleet',
       summary: 'One agent: card status, skills with radius, floor, hitl mode and domains',
       params: agentName,
@@ -275,10 +271,8 @@ function dispatchRoute(ctx: ApiContext): RouteSpec {
 function dispatchReadRoutes(ctx: ApiContext): RouteSpec[] {
   const gw = ctx.gateway;
   return [
-    defineRoute({
-      method: 'GET',
+    viewerGet({
       url: '/api/dispatches',
-      access: 'viewer',
       tag: 'dispatch',
       summary: 'Dispatches, newest first, filtered and paged',
       description:
@@ -314,10 +308,8 @@ function dispatchReadRoutes(ctx: ApiContext): RouteSpec[] {
         };
       },
     }),
-    defineRoute({
-      method: 'GET',
+    viewerGet({
       url: '/api/dispatches/:id',
-      access: 'viewer',
       tag: 'dispatch',
       summary: 'One dispatch: status, task, result',
       params: z.object({ id: z.string().min(1).max(200) }),

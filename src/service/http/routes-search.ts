@@ -16,7 +16,7 @@ import { BLAST_RADII } from '../../protocol/index.js';
 import type { Gateway } from '../gateway-types.js';
 import type { ApiContext } from './context.js';
 import type { RouteSpec } from './route.js';
-import { defineRoute } from './route.js';
+import { viewerGet } from './route.js';
 import { fleetView } from '../fleet-view.js';
 import { BY_CREATED, BY_SEQ, queryPage } from './paged-query.js';
 import { auditEffect, num, parseJson, str } from './sql-values.js';
@@ -104,6 +104,28 @@ function pairCondition(pairs: [string, string][]): RawBuilder<unknown> {
   )})`;
 }
 
+/**
+ * A search route: a viewer's `GET` taking the filters every search takes ({@link common}) and its
+ * own, answering a page of items.
+ */
+function searchRoute<F extends z.ZodRawShape>(route: {
+  url: string;
+  tag: string;
+  summary: string;
+  filters: F;
+  itemSchema: z.ZodType;
+  handler: (input: { query: z.output<z.ZodObject<typeof common & F>> }) => Promise<unknown>;
+}): RouteSpec {
+  return viewerGet({
+    url: route.url,
+    tag: route.tag,
+    summary: route.summary,
+    query: z.object({ ...common, ...route.filters }),
+    responses: { 200: { description: 'a page', schema: page(route.itemSchema) } },
+    handler: route.handler,
+  });
+}
+
 /** The search routes. */
 export function searchRoutes(ctx: ApiContext): RouteSpec[] {
   const gw = ctx.gateway;
@@ -113,17 +135,12 @@ export function searchRoutes(ctx: ApiContext): RouteSpec[] {
 
 /** `GET /api/search/dispatches`. */
 function dispatchSearchRoute(gw: Pick<Gateway, 'agents'>, db: Db): RouteSpec {
-  return defineRoute({
-    method: 'GET',
+  return searchRoute({
     url: '/api/search/dispatches',
-    access: 'viewer',
     tag: 'dispatch',
     summary: 'Search dispatches: filters, newest first, paged with a cursor, with the total',
-    query: z.object({
-      ...common,
-      status: z.string().min(1).max(40).optional(),
-    }),
-    responses: { 200: { description: 'a page', schema: page(dispatchItemSchema) } },
+    filters: { status: z.string().min(1).max(40).optional() },
+    itemSchema: dispatchItemSchema,
     handler: async ({ query }) => {
       const conditions = agentSkillConditions(query);
       if (query.status !== undefined) conditions.push(sql`status = ${query.status}`);
@@ -173,18 +190,15 @@ function dispatchSearchRoute(gw: Pick<Gateway, 'agents'>, db: Db): RouteSpec {
 
 /** `GET /api/search/effects`: the audit log of every domain. */
 function effectSearchRoute(gw: Pick<Gateway, 'agents'>, db: Db): RouteSpec {
-  return defineRoute({
-    method: 'GET',
+  return searchRoute({
     url: '/api/search/effects',
-    access: 'viewer',
     tag: 'world',
     summary: 'Search world changes (the audit log of every domain): filters, newest first, paged',
-    query: z.object({
-      ...common,
+    filters: {
       status: z.enum(['applied', 'rejected']).optional(),
       path: z.string().min(1).max(500).optional().describe('this path and below'),
-    }),
-    responses: { 200: { description: 'a page', schema: page(effectItemSchema) } },
+    },
+    itemSchema: effectItemSchema,
     handler: async ({ query }) => {
       const conditions = agentSkillConditions(query);
       if (query.status !== undefined) conditions.push(sql`status = ${query.status}`);
@@ -225,22 +239,19 @@ function effectSearchRoute(gw: Pick<Gateway, 'agents'>, db: Db): RouteSpec {
 
 /** `GET /api/search/approvals`. */
 function approvalSearchRoute(db: Db): RouteSpec {
-  return defineRoute({
-    method: 'GET',
+  return searchRoute({
     url: '/api/search/approvals',
-    access: 'viewer',
     tag: 'approvals',
     summary: 'Search approval requests: filters, newest first, paged, with the total',
-    query: z.object({
-      ...common,
+    filters: {
       status: z
         .enum(['pending', 'approved', 'rejected', 'expired', 'consumed', 'void', 'decided'])
         .optional()
         .describe('`decided`: every status but pending'),
       kind: z.enum(['dispatch', 'veto', 'checkpoint', 'follow-up']).optional(),
       by: z.string().min(1).max(200).optional().describe('asked, approved or decided by'),
-    }),
-    responses: { 200: { description: 'a page', schema: page(approvalItemSchema) } },
+    },
+    itemSchema: approvalItemSchema,
     handler: async ({ query }) => {
       const conditions = agentSkillConditions(query);
       if (query.status === 'decided') conditions.push(sql`status <> 'pending'`);

@@ -8,7 +8,7 @@ import { parsePattern } from '../../bus/index.js';
 import { FleetgateError } from '../../protocol/index.js';
 import type { ApiContext } from './context.js';
 import type { RouteSpec } from './route.js';
-import { defineRoute } from './route.js';
+import { defineRoute, viewerGet } from './route.js';
 
 /** Health, readiness, metrics, events and push callbacks. */
 export function systemRoutes(ctx: ApiContext): RouteSpec[] {
@@ -67,10 +67,8 @@ function probeRoutes(ctx: ApiContext): RouteSpec[] {
         });
       },
     }),
-    defineRoute({
-      method: 'GET',
+    viewerGet({
       url: '/metrics',
-      access: 'viewer',
       tag: 'service',
       summary: 'Prometheus metrics',
       responses: { 200: { description: 'Prometheus text exposition', type: 'text/plain' } },
@@ -84,10 +82,8 @@ function probeRoutes(ctx: ApiContext): RouteSpec[] {
 
 /** `GET /api/events`: live bus events as Server-Sent Events. */
 function eventsRoute(ctx: ApiContext): RouteSpec {
-  return defineRoute({
-    method: 'GET',
+  return viewerGet({
     url: '/api/events',
-    access: 'viewer',
     tag: 'events',
     summary: 'Live bus events as Server-Sent Events',
     description:

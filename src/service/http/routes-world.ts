@@ -4,7 +4,7 @@ import { FleetgateError } from '../../protocol/index.js';
 import { defined } from '../../protocol/fields/index.js';
 import type { ApiContext } from './context.js';
 import type { RouteSpec } from './route.js';
-import { defineRoute } from './route.js';
+import { viewerGet } from './route.js';
 import { auditRecordSchema, domainSchema } from './api-schemas.js';
 
 const domainParams = z.object({ domain: z.string().min(1).max(200) });
@@ -21,10 +21,8 @@ function unknownDomain(domain: string): FleetgateError {
 export function worldRoutes(ctx: ApiContext): RouteSpec[] {
   const world = ctx.gateway.world;
   return [
-    defineRoute({
-      method: 'GET',
+    viewerGet({
       url: '/api/world',
-      access: 'viewer',
       tag: 'world',
       summary: 'The materialised world state: every domain',
       responses: {
@@ -35,10 +33,8 @@ export function worldRoutes(ctx: ApiContext): RouteSpec[] {
       },
       handler: async () => ({ domains: await world.getWorld() }),
     }),
-    defineRoute({
-      method: 'GET',
+    viewerGet({
       url: '/api/world/:domain',
-      access: 'viewer',
       tag: 'world',
       summary: 'One world-state domain',
       params: domainParams,
@@ -49,10 +45,8 @@ export function worldRoutes(ctx: ApiContext): RouteSpec[] {
         return found;
       },
     }),
-    defineRoute({
-      method: 'GET',
+    viewerGet({
       url: '/api/world/:domain/history',
-      access: 'viewer',
       tag: 'world',
       summary: "A domain's audit log: every applied and rejected entry",
       params: domainParams,
