@@ -5,7 +5,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventEnvelope } from '../src/protocol/index.js';
-import type { DispatchRecord, DispatchRequest, PolicyGate } from '../src/dispatch/index.js';
+import type {
+  DispatchRecord,
+  DispatchRequest,
+  DispatchSend,
+  PolicyGate,
+} from '../src/dispatch/index.js';
 import type { GatewayOptions, TestGateway, World } from './support/gateway.js';
 import { gateway, startCallbackServer, until, world } from './support/gateway.js';
 
@@ -26,6 +31,8 @@ async function harness(
     gate?: PolicyGate;
     mode?: 'blocking' | 'return-immediately';
     tracker?: Pick<GatewayOptions, 'polling' | 'maxTrackingTimeMs' | 'pushBaseUrl'>;
+    /** Told of each unit the dispatcher writes before it sends: its events and its send. */
+    writes?: (unit: RecordWrite) => void;
   } = {},
 ): Promise<Harness> {
   const events: EventEnvelope[] = [];
@@ -45,6 +52,23 @@ async function harness(
           lookups += 1;
           return built.dispatches.byTask(agent, taskId);
         },
+        create: async (record, createOptions) => {
+          await built.dispatches.create(record, createOptions);
+          const announce = createOptions?.announce;
+          options.writes?.({
+            id: record.id,
+            topics: (announce === undefined ? [] : [announce].flat()).map((a) => a.topic),
+            send: createOptions?.send,
+          });
+        },
+        sending: async (record, send, announce) => {
+          await built.dispatches.sending(record, send, announce);
+          options.writes?.({
+            id: record.id,
+            topics: announce === undefined ? [] : [announce.topic],
+            send,
+          });
+        },
       },
     }),
     ...(options.gate === undefined ? {} : { gate: options.gate }),
@@ -61,6 +85,13 @@ async function harness(
       await g.stop();
     },
   };
+}
+
+/** One unit a dispatch's record wrote before its call was sent. */
+interface RecordWrite {
+  id: string;
+  topics: string[];
+  send: DispatchSend | undefined;
 }
 
 const topicsFor = (h: Harness, id: string): string[] =>
@@ -90,6 +121,56 @@ describe('dispatcher', () => {
       await until(() =>
         w.deltas.some((e) => (e.payload as { taskId: string }).taskId === record.taskId),
       );
+    } finally {
+      await h.stop();
+    }
+  });
+
+  it('records a call the gate lets go at once, what it sends and both its events in one unit, before sending', async () => {
+    const writes: (RecordWrite & { received: number })[] = [];
+    const h = await harness(w, {
+      writes: (unit) => writes.push({ ...unit, received: w.agent.received.length }),
+    });
+    try {
+      const before = w.agent.received.length;
+      const record = await h.dispatch({ agent: 'ops', skill: 'pr_review', text: 'go' });
+      expect(record.status).toBe('completed');
+      const units = writes.filter((u) => u.id === record.id);
+      expect(units).toHaveLength(1);
+      expect(units[0]!.topics).toEqual(['skill.dispatch.requested', 'skill.dispatch.started']);
+      expect(units[0]!.send).toMatchObject({
+        messageId: expect.stringMatching(/.+/),
+        contextId: expect.stringMatching(/.+/),
+        sentAt: expect.any(Number),
+      });
+      // Committed before the agent heard of the call.
+      expect(units[0]!.received).toBe(before);
+      expect(w.agent.received.length).toBe(before + 1);
+      await until(() => topicsFor(h, record.id).length === 3);
+      expect(topicsFor(h, record.id)).toEqual([
+        'skill.dispatch.requested',
+        'skill.dispatch.started',
+        'skill.dispatch.completed',
+      ]);
+    } finally {
+      await h.stop();
+    }
+  });
+
+  it("records a call first and what it sends after, when only the gate's decide can tell", async () => {
+    const writes: RecordWrite[] = [];
+    const later: PolicyGate = { decide: () => Promise.resolve({ action: 'allow' }) };
+    const h = await harness(w, { gate: later, writes: (unit) => writes.push(unit) });
+    try {
+      const record = await h.dispatch({ agent: 'ops', skill: 'pr_review', text: 'go' });
+      expect(record.status).toBe('completed');
+      const units = writes.filter((u) => u.id === record.id);
+      expect(units.map((u) => u.topics)).toEqual([
+        ['skill.dispatch.requested'],
+        ['skill.dispatch.started'],
+      ]);
+      expect(units[0]!.send).toMatchObject({ messageId: '', contextId: '', sentAt: null });
+      expect(units[1]!.send).toMatchObject({ sentAt: expect.any(Number) });
     } finally {
       await h.stop();
     }

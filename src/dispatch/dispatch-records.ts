@@ -113,12 +113,15 @@ export interface DispatchUpdate {
 /** Durable dispatch records. */
 export interface DispatchRecordStore {
   /**
-   * Records a new dispatch, with its announcement (`skill.dispatch.requested`) and who holds it,
-   * in one unit.
+   * Records a new dispatch, with its announcement (`skill.dispatch.requested`, and for a call the
+   * gate let go at once `skill.dispatch.started` after it) and who holds it, in one unit.
    */
   create(
     record: DispatchRecord,
-    options?: { announce?: DispatchAnnouncement; send?: DispatchSend },
+    options?: {
+      announce?: DispatchAnnouncement | readonly DispatchAnnouncement[];
+      send?: DispatchSend;
+    },
   ): Promise<void>;
   /**
    * Commits what a dispatch is about to send, and who sends it, before the first byte leaves for
@@ -358,10 +361,19 @@ async function insertRecord(
 async function createRecord(
   ctx: RecordsContext,
   record: DispatchRecord,
-  createOptions: { announce?: DispatchAnnouncement; send?: DispatchSend } = {},
+  createOptions: {
+    announce?: DispatchAnnouncement | readonly DispatchAnnouncement[];
+    send?: DispatchSend;
+  } = {},
 ): Promise<void> {
   const { direct, db, eventId } = ctx;
-  const { announce, send } = createOptions;
+  const { send } = createOptions;
+  const announce =
+    createOptions.announce === undefined
+      ? undefined
+      : Array.isArray(createOptions.announce)
+        ? (createOptions.announce as readonly DispatchAnnouncement[])
+        : [createOptions.announce as DispatchAnnouncement];
   const result = record.result === null ? null : JSON.stringify(record.result);
   if (direct !== undefined) {
     // The record, its trace context and its event in one unit, committed with the writes of
@@ -383,7 +395,8 @@ async function createRecord(
       }
       if (send !== undefined) sql.run(UPSERT_SEND, sendParams(record.id, send));
       if (announce !== undefined) {
-        insertOutboxRows(sql, [eventOf(record, announce, eventId())], record.createdAt);
+        const events = announce.map((a) => eventOf(record, a, eventId()));
+        insertOutboxRows(sql, events, record.createdAt);
       }
     });
   } else if (announce === undefined && send === undefined) {
@@ -392,8 +405,8 @@ async function createRecord(
     await db.transaction().execute(async (trx) => {
       await insertRecord(trx, record, result);
       if (send !== undefined) await upsertSend(trx, record.id, send);
-      if (announce !== undefined) {
-        await writeAnnouncement(trx, record, announce, eventId(), record.createdAt);
+      for (const a of announce ?? []) {
+        await writeAnnouncement(trx, record, a, eventId(), record.createdAt);
       }
     });
   }

@@ -16,18 +16,28 @@ import type {
   HeldDispatch,
 } from './dispatch-records.js';
 import { moveDispatch } from './dispatch-records.js';
-import type { CallMode, CallResult, TaskFollower } from './call-types.js';
+import type { CallInput, CallMode, CallOptions, CallResult, TaskFollower } from './call-types.js';
 import type { DispatchObserver } from './handle.js';
-import type { GateVerdict, PolicyGate } from './policy-gate.js';
+import type { GateCall, GateVerdict, PolicyGate } from './policy-gate.js';
 import { ALLOW_ALL } from './policy-gate.js';
 import type { FleetClient } from './fleet-client.js';
 import { heldCall } from './request.js';
 import { readReply } from './task-accumulator.js';
 import type { SettledTask } from './terminal-types.js';
 
+/** A call's input and options as sent, with the ids and holder committed before it leaves. */
+interface PreparedSend {
+  input: CallInput;
+  options: CallOptions;
+  send: DispatchSend;
+}
+
 /** What to dispatch. */
 export interface DispatchRequest {
-  /** The dispatch's id (default: a fresh UUID); the A2A proxy's task id is its dispatch's id. */
+  /**
+   * The dispatch's id (default: a fresh time-ordered UUID); the A2A proxy's task id is its
+   * dispatch's id.
+   */
   id?: string;
   agent: string;
   skill: string;
@@ -178,13 +188,6 @@ export class Dispatcher {
         ? {}
         : { traceparent: request.headers.traceparent }),
     };
-    // The record, its event and its holder in one unit: a process that dies from here on leaves
-    // a dispatch that recovery can find (never sent, or sent and to be looked up).
-    await this.#o.records.create(record, {
-      announce: { topic: 'skill.dispatch.requested' },
-      send: { owner: this.#o.owner, messageId: '', contextId: '', sentAt: null },
-    });
-
     const input: HeldInput = {
       ...(request.text === undefined ? {} : { text: request.text }),
       ...(request.data === undefined ? {} : { data: request.data }),
@@ -192,24 +195,67 @@ export class Dispatcher {
       ...(request.metadata === undefined ? {} : { metadata: request.metadata }),
       ...(request.extensions === undefined ? {} : { extensions: request.extensions }),
     };
-    const decision = await this.#o.gate.decide({
+    const call: GateCall = {
       dispatchId: record.id,
       agent: record.agent,
       skill: record.skill,
       correlationId: record.correlationId,
       input,
       ...(request.requestedBy === undefined ? {} : { requestedBy: request.requestedBy }),
-    });
-    observer?.decided?.(decision);
-    if (decision.action !== 'allow') return this.#held(record, decision);
-
-    return this.#send(record, input, {
+    };
+    const more = {
       started: true,
       ...(request.requestedBy === undefined ? {} : { requestedBy: request.requestedBy }),
       ...(request.mode === undefined ? {} : { mode: request.mode }),
       ...(request.headers === undefined ? {} : { headers: request.headers }),
       ...(observer === undefined ? {} : { observer }),
+    };
+    const atOnce = this.#o.gate.decideAtOnce?.(call);
+    const prepared = atOnce?.action === 'allow' ? this.#prepare(input) : undefined;
+    if (atOnce !== undefined && prepared !== undefined) {
+      // A call the gate lets go without a write: the record, who sends it with which ids, and
+      // its two events in one unit, committed before the first byte leaves (a process that dies
+      // from here on leaves a call that was sent, to be looked up by its context).
+      await this.#o.records.create(record, {
+        announce: [{ topic: 'skill.dispatch.requested' }, { topic: 'skill.dispatch.started' }],
+        send: prepared.send,
+      });
+      observer?.decided?.(atOnce);
+      return this.#send(record, input, { ...more, prepared });
+    }
+
+    // The record, its event and its holder in one unit: a process that dies from here on leaves
+    // a dispatch that recovery can find (never sent, or sent and to be looked up).
+    await this.#o.records.create(record, {
+      announce: { topic: 'skill.dispatch.requested' },
+      send: { owner: this.#o.owner, messageId: '', contextId: '', sentAt: null },
     });
+    const decision = await this.#o.gate.decide(call);
+    observer?.decided?.(decision);
+    if (decision.action !== 'allow') return this.#held(record, decision);
+    return this.#send(record, input, more);
+  }
+
+  /**
+   * What a call sends, and the ids and holder to commit before it is sent; undefined when the
+   * input does not decode (the send records that failure).
+   */
+  #prepare(held: HeldInput): PreparedSend | undefined {
+    let call: { input: CallInput; options: CallOptions };
+    try {
+      call = heldCall(held);
+    } catch {
+      return undefined;
+    }
+    call.options.messageId ??= randomUUID();
+    call.options.contextId ??= randomUUID();
+    const send: DispatchSend = {
+      owner: this.#o.owner,
+      messageId: call.options.messageId,
+      contextId: call.options.contextId,
+      sentAt: this.#o.now(),
+    };
+    return { ...call, send };
   }
 
   async #send(
@@ -218,6 +264,8 @@ export class Dispatcher {
     more: {
       /** Announce `skill.dispatch.started` with the send (a call the gate let go at once). */
       started?: boolean;
+      /** What is sent, its ids and holder already committed with the record (`#prepare`). */
+      prepared?: PreparedSend;
       requestedBy?: string;
       taskId?: string;
       contextId?: string;
@@ -229,8 +277,8 @@ export class Dispatcher {
     let result: CallResult;
     this.#sending.add(record.id);
     try {
-      const { input, options } = heldCall(held);
-      if (more.taskId === undefined) {
+      const { input, options } = more.prepared ?? heldCall(held);
+      if (more.taskId === undefined && more.prepared === undefined) {
         // Durable before the network: the ids of what is sent, and who sends it, are committed
         // before the first byte leaves, so recovery can find the task by its context.
         options.messageId ??= randomUUID();

@@ -15,4 +15,7 @@ export type {
 } from '../protocol/index.js';
 
 /** A gate that allows every call. */
-export const ALLOW_ALL: PolicyGate = { decide: () => Promise.resolve({ action: 'allow' }) };
+export const ALLOW_ALL: PolicyGate = {
+  decide: () => Promise.resolve({ action: 'allow' }),
+  decideAtOnce: () => ({ action: 'allow' }),
+};

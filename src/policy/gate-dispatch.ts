@@ -69,6 +69,17 @@ async function hold(
 }
 
 /**
+ * The verdict of a call that goes at once (`HitlGate.decideAtOnce`): allowed when the policy makes
+ * it autonomous, undefined for every other call (notification publishes, the rest may write).
+ */
+export function decideAtOnce(ctx: GateContext, call: GateCall): GateVerdict | undefined {
+  const decision = decide(facts(ctx, call.agent, call.skill), ctx.rules);
+  return decision.deny === undefined && decision.mode === 'autonomous'
+    ? { action: 'allow', decision }
+    : undefined;
+}
+
+/**
  * Decides a call at dispatch (`HitlGate.decide`): autonomous and notification go (the latter
  * published), an identical call rejected within the cooldown is refused, a standing approval
  * covering the call lets it go (one use taken), anything else is held.

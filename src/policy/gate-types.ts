@@ -52,6 +52,11 @@ export interface HitlGate {
   readonly inbox: ApprovalInbox;
   /** The dispatcher's seam: decides a call, holding it in the inbox when a human must decide. */
   decide(call: GateCall): Promise<GateVerdict>;
+  /**
+   * The dispatcher's seam: the verdict of a call the policy lets go autonomously, given without
+   * a write; undefined for every other call (ask `decide`).
+   */
+  decideAtOnce(call: GateCall): GateVerdict | undefined;
   /** The dispatcher's seam: re-checks a held call; `go` when it may be sent now. */
   release(call: GateCall & { dispatchId: string }): Promise<ReleaseVerdict>;
   /**

@@ -18,7 +18,7 @@ import { policyVersion } from './fingerprint.js';
 import { askCheckpoint, resumeCheckpoint } from './gate-checkpoint.js';
 import type { GateContext } from './gate-context.js';
 import { facts, fingerprintOf, liveGrants } from './gate-context.js';
-import { decideAtDispatch } from './gate-dispatch.js';
+import { decideAtDispatch, decideAtOnce } from './gate-dispatch.js';
 import { continueHeldFollowUp, releaseHeld, settleDecided, sweepInbox } from './gate-release.js';
 import type { HitlGate, HitlGateOptions } from './gate-types.js';
 
@@ -58,6 +58,7 @@ export function createHitlGate(options: HitlGateOptions): HitlGate {
     inbox,
 
     decide: (call) => decideAtDispatch(ctx, call),
+    decideAtOnce: (call) => decideAtOnce(ctx, call),
     release: (call) => releaseHeld(ctx, call),
     continueFollowUp: (call) => continueHeldFollowUp(ctx, call),
     checkpoint: (call) => askCheckpoint(ctx, call),

@@ -113,6 +113,13 @@ export type FollowUpVerdict = ContinuationVerdict<{
  */
 export interface PolicyGate<D = unknown> {
   decide(call: GateCall): Promise<GateVerdict<D>>;
+  /**
+   * The verdict when the gate gives it without writing or publishing anything (a call that goes
+   * at once, autonomously); undefined when only `decide` can tell (it may hold the call in the
+   * inbox, which needs the dispatch recorded first). A dispatcher then records the call and what
+   * it sends in one unit instead of two.
+   */
+  decideAtOnce?(call: GateCall): GateVerdict<D> | undefined;
   release?(call: GateCall): Promise<ReleaseVerdict>;
   checkpoint?(call: CheckpointCall): Promise<unknown>;
   resume?(call: { dispatchId: string }): Promise<ResumeVerdict>;
