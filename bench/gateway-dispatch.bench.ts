@@ -18,6 +18,8 @@
  *   `raw_p50_ms`, `forwarder_p50_ms`;
  * - `agent_cpu_ms_per_request` (the agent, in the raw rounds), `gateway_cpu_ms_per_request` and
  *   `forwarder_cpu_ms_per_request` (that process alone, in its rounds): where the cores go (Linux).
+ * - `gateway_store_write_kib_per_request`: KiB the gateway process wrote to storage per request (its SQLite
+ *   store's log and checkpoints: the pages a call's commits write; Linux);
  * - `gateway_cpu_vs_agent`: the gateway's CPU per request ÷ the agent's (≤ 1.0), and
  *   `throughput_vs_forwarder`: gateway requests/s ÷ the bare forwarder's (≥ 0.8).
  */
@@ -177,6 +179,7 @@ async function main(): Promise<void> {
       gateway_cpu_ms_per_request: 'gw',
       forwarder_cpu_ms_per_request: 'forwarded',
     });
+    cpu.reportWrites(BENCH, 'gateway_store_write_kib_per_request', 'gw');
     // The calls-room targets: the gateway's work per call against the agent's own, and its
     // throughput against a bare forwarder's (the network hop alone).
     const gwCpu = cpu.perRequest('gw');

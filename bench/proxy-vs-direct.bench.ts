@@ -16,6 +16,8 @@
  *   `direct_p50_ms`, `forwarder_p50_ms`;
  * - `agent_cpu_ms_per_call` (the agent, in the direct rounds), `gateway_cpu_ms_per_call` and
  *   `forwarder_cpu_ms_per_call` (that process alone, in its rounds): where the cores go (Linux).
+ * - `gateway_store_write_kib_per_call`: KiB the gateway process wrote to storage per proxied call (its SQLite
+ *   store's log and checkpoints: the pages a call's commits write; Linux);
  * - `proxy_cpu_vs_agent`: the gateway's CPU per proxied call ÷ the agent's (≤ 1.5), and
  *   `p50_vs_forwarder`: proxied p50 ÷ the bare forwarder's p50 (≤ 1.5).
  */
@@ -191,6 +193,7 @@ async function main(): Promise<void> {
       gateway_cpu_ms_per_call: 'proxied',
       forwarder_cpu_ms_per_call: 'forwarded',
     });
+    cpu.reportWrites(BENCH, 'gateway_store_write_kib_per_call', 'proxied');
     // The calls-room targets: the proxy's work per call against the agent's own, and its median
     // latency against a bare forwarder's (the network hop alone).
     const proxyCpu = cpu.perRequest('proxied');

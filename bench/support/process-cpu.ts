@@ -1,7 +1,7 @@
 /**
- * CPU time of another process (user + system), read from `/proc/PID/stat` — for a service
- * benchmark's per-request cost of each process in the path. Undefined where there is no `/proc`
- * (the figures are then left out).
+ * CPU time of another process (user + system), read from `/proc/PID/stat`, and the bytes it had
+ * written to storage (`/proc/PID/io`) — for a service benchmark's per-request cost of each process
+ * in the path. Undefined where there is no `/proc` (the figures are then left out).
  */
 import { readFileSync } from 'node:fs';
 import { note, report } from '../report.js';
@@ -24,12 +24,29 @@ export function processCpuMs(pid: number): number | undefined {
 }
 
 /**
+ * Bytes the process `pid` (its threads included: SQLite's checkpoints) has caused to be written
+ * to storage so far, or undefined. On a quiet machine this is the store's log and checkpoints:
+ * the pages a call's commits write, a figure CPU noise does not move.
+ */
+export function processWriteBytes(pid: number): number | undefined {
+  let io: string;
+  try {
+    io = readFileSync(`/proc/${pid}/io`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const match = /^write_bytes: (\d+)$/m.exec(io);
+  return match === null ? undefined : Number(match[1]);
+}
+
+/**
  * The CPU each side of a benchmark adds to the path — one process per side (for the baseline,
  * the agent's own) — summed over the side's rounds, with the requests the rounds served.
  */
 export class SideCpu<S extends string> {
   readonly #pids: Record<S, number>;
   readonly #ms = new Map<S, number>();
+  readonly #written = new Map<S, number>();
   readonly #served = new Map<S, number>();
 
   constructor(pids: Record<S, number>) {
@@ -38,11 +55,17 @@ export class SideCpu<S extends string> {
 
   /** Runs one round of `side`, counting its process's CPU and the requests it served. */
   async round<R>(side: S, run: () => Promise<R>, served: (result: R) => number): Promise<R> {
-    const before = processCpuMs(this.#pids[side]);
+    const pid = this.#pids[side];
+    const before = processCpuMs(pid);
+    const writtenBefore = processWriteBytes(pid);
     const result = await run();
-    const after = processCpuMs(this.#pids[side]);
+    const after = processCpuMs(pid);
+    const writtenAfter = processWriteBytes(pid);
     if (before !== undefined && after !== undefined) {
       this.#ms.set(side, (this.#ms.get(side) ?? 0) + after - before);
+    }
+    if (writtenBefore !== undefined && writtenAfter !== undefined) {
+      this.#written.set(side, (this.#written.get(side) ?? 0) + writtenAfter - writtenBefore);
     }
     this.#served.set(side, (this.#served.get(side) ?? 0) + served(result));
     return result;
@@ -52,6 +75,20 @@ export class SideCpu<S extends string> {
   perRequest(side: S): number | undefined {
     if (this.#ms.size === 0) return undefined;
     return (this.#ms.get(side) ?? 0) / (this.#served.get(side) ?? Number.NaN);
+  }
+
+  /**
+   * Reports `metric` as the KiB `side`'s process wrote to storage per request (its store's log
+   * and checkpoints); left out where `/proc/PID/io` cannot be read.
+   */
+  reportWrites(bench: string, metric: string, side: S): void {
+    const bytes = this.#written.get(side);
+    if (bytes === undefined) {
+      note(`no /proc/PID/io here: ${metric} is left out`);
+      return;
+    }
+    const served = this.#served.get(side) ?? Number.NaN;
+    report({ bench, metric, value: Math.round((bytes / 1024 / served) * 10) / 10, unit: 'KiB' });
   }
 
   /** Reports `metric` as the CPU milliseconds per request of `side`, for each entry. */
