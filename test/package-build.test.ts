@@ -122,7 +122,8 @@ describe('the bundled package', () => {
     const packages = new Set(
       files.flatMap((f) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//u.exec(f)?.[1] ?? []),
     );
-    expect([...packages].sort()).toEqual(['@a2a-js/sdk', 'jose']);
+    // The A2A SDK (and its JWT library) for calls, `uuid` for the ids of a call's records.
+    expect([...packages].sort()).toEqual(['@a2a-js/sdk', 'jose', 'uuid']);
   });
 
   it('runs the CLI, which finds its version and docs/errors.md from the package root', async () => {
