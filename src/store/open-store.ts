@@ -392,6 +392,7 @@ async function openSqlite(
   const memory = file === ':memory:';
   let database: BetterSqlite3.Database;
   try {
+    const fresh = memory || !existsSync(file) || statSync(file).size === 0;
     if (!memory && !mode.create && !existsSync(file)) {
       throw new FleetgateError(
         'FLEETGATE_STORE_NOT_INITIALISED',
@@ -407,6 +408,9 @@ async function openSqlite(
     // WAL lets readers run beside the single writer; NORMAL sync is durable across process crashes
     // in WAL mode (only an OS crash may lose the last transactions). A reader changes neither.
     if (!mode.readOnly) {
+      // A new file's page size, set before its first write fixes it (a store that exists keeps
+      // its own). See SQLITE_PAGE_BYTES.
+      if (fresh) database.pragma(`page_size = ${SQLITE_PAGE_BYTES}`);
       database.pragma('journal_mode = WAL');
       database.pragma('synchronous = NORMAL');
     }
@@ -461,6 +465,16 @@ function createDirectory(dir: string): void {
     }
   }
 }
+
+/**
+ * The page size of a new SQLite store. A call's commits each change a row or two in each of about
+ * twenty tables and indexes, and a commit writes every page it changed whole into the log (and a
+ * checkpoint writes it again into the file): with 2 KiB pages a call writes 30% fewer bytes than
+ * with SQLite's default of 4 KiB (`gateway_store_write_kib_per_request` 129 → 90; proxied calls
+ * 170 → 117), for the same CPU. 1 KiB pages wrote 42% fewer bytes but cost CPU (deeper trees,
+ * rows spilling onto overflow pages).
+ */
+const SQLITE_PAGE_BYTES = 2048;
 
 /** The SQLite page cache of a store, in KiB. */
 const SQLITE_CACHE_KIB = 32 * 1024;
