@@ -549,7 +549,7 @@ function RecentChanges(props: { store: Store; approval: Approval }) {
         <ul class="small last-calls">
           {calls.map((c) => (
             <li key={c.id}>
-              <a href={`#/calls/${encodeURIComponent(c.id)}`}>{c.id.slice(0, 8)}</a>{' '}
+              <a href={`#/calls/${encodeURIComponent(c.id)}`}>{c.id.slice(-8)}</a>{' '}
               <span class={`badge status status-${c.status}`}>{c.status}</span>{' '}
               {new Date(c.createdAt).toLocaleString()}
             </li>

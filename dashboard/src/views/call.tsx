@@ -71,7 +71,7 @@ function approvalStep(a: Approval): Step[] {
         <>
           {a.question !== null && <p class="question">{a.question}</p>}
           <div class="small">
-            <a href={`#/approvals/${encodeURIComponent(a.id)}`}>approval {a.id.slice(0, 8)}</a> ·
+            <a href={`#/approvals/${encodeURIComponent(a.id)}`}>approval {a.id.slice(-8)}</a> ·
             asked by {a.requestedBy ?? 'unknown'} · <RadiusBadge radius={a.radius} />{' '}
             <span class="badge mode">{a.mode}</span>
           </div>
@@ -464,7 +464,7 @@ export function CallView(props: { store: Store; id: string }) {
   if (error !== '') {
     return (
       <section class="call">
-        <h2>Call {id.slice(0, 8)}</h2>
+        <h2>Call {id.slice(-8)}</h2>
         <p class="error" role="alert">
           {error}
         </p>

@@ -403,7 +403,7 @@ function DispatchSearch(props: { store: Store; initial: Record<string, string> }
               </td>
               <td>
                 <a href={`#/calls/${encodeURIComponent(d.id)}`} data-call-link>
-                  {d.id.slice(0, 8)}
+                  {d.id.slice(-8)}
                 </a>
               </td>
               <td class="small clip">{result?.error?.message ?? result?.text ?? ''}</td>
@@ -456,7 +456,7 @@ export function DispatchesView(props: {
                     {r.agent} / {r.skill}
                   </strong>{' '}
                   <span class="muted small">
-                    {ago(r.updatedAt, now)} · {r.id.slice(0, 8)}
+                    {ago(r.updatedAt, now)} · {r.id.slice(-8)}
                     {r.taskId !== null && ` · task ${r.taskId.slice(0, 8)}`}
                   </span>
                   {reason !== undefined && r.status !== 'completed' && (

@@ -268,7 +268,7 @@ function Domain(props: { store: Store; domain: WorldDomain; now: number; range: 
                     <>
                       {' '}
                       dispatch{' '}
-                      <a href={`#/calls/${encodeURIComponent(dispatch)}`}>{dispatch.slice(0, 8)}</a>
+                      <a href={`#/calls/${encodeURIComponent(dispatch)}`}>{dispatch.slice(-8)}</a>
                     </>
                   )}
                 </li>

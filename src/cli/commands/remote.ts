@@ -154,7 +154,8 @@ export async function remoteAgents(
 }
 
 export function dispatchLine(d: DispatchRow, s: Style): string {
-  const parts = [`${s.bold(d.id.slice(0, 8))} ${d.agent}/${d.skill}`, statusCell(d.status, s)];
+  // A record id's tail: its head is the time it was made, the same for every call of a minute.
+  const parts = [`${s.bold(d.id.slice(-8))} ${d.agent}/${d.skill}`, statusCell(d.status, s)];
   if (d.decision?.mode !== undefined) {
     const r = d.decision.effectiveRadius ?? null;
     parts.push(`${d.decision.mode} at ${radiusCell(r, s)}`);

@@ -53,7 +53,7 @@ async function refresh() {
     $('fleet').tBodies[0].innerHTML = agents.flatMap((a) => (a.skills.length ? a.skills : [{}]).map((s, i) =>
       '<tr><td>' + (i ? '' : esc(a.name)) + '</td><td>' + (i ? '' : esc(a.status)) + '</td><td>' + esc(s.id) + '</td><td>' + (s.id ? badge(s.effectiveRadius) : '') + '</td><td>' + esc(s.hitlMode) + '</td><td>' + esc((s.domains || []).join(', ')) + '</td></tr>')).join('');
     const { approvals } = await api('/api/approvals');
-    $('approvals').tBodies[0].innerHTML = approvals.map((a) => '<tr><td>' + esc(a.id.slice(0, 8)) + '</td><td>' + esc(a.agent + '/' + a.skill) + '</td><td>' + badge(a.radius) + '</td><td>' + esc(a.kind === 'checkpoint' ? 'question: ' + a.question : a.kind === 'follow-up' ? 'follow-up · ' + a.mode : a.mode) + '</td><td>' + esc(a.reasons.map((r) => r.detail).join('; ')) + '</td><td>' +
+    $('approvals').tBodies[0].innerHTML = approvals.map((a) => '<tr><td>' + esc(a.id.slice(-8)) + '</td><td>' + esc(a.agent + '/' + a.skill) + '</td><td>' + badge(a.radius) + '</td><td>' + esc(a.kind === 'checkpoint' ? 'question: ' + a.question : a.kind === 'follow-up' ? 'follow-up · ' + a.mode : a.mode) + '</td><td>' + esc(a.reasons.map((r) => r.detail).join('; ')) + '</td><td>' +
       (a.kind === 'checkpoint' ? '' : '<button data-id="' + esc(a.id) + '" data-verb="approve">approve</button><button data-id="' + esc(a.id) + '" data-verb="reject">reject</button>') + '</td></tr>').join('') || '<tr><td colspan="6" class="muted">none</td></tr>';
     const { domains } = await api('/api/world');
     $('world').textContent = JSON.stringify(Object.fromEntries(Object.entries(domains).map(([k, v]) => [k + ' v' + v.version, v.state])), null, 2);
