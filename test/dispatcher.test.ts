@@ -57,7 +57,7 @@ async function harness(
           const announce = createOptions?.announce;
           options.writes?.({
             id: record.id,
-            topics: (announce === undefined ? [] : [announce].flat()).map((a) => a.topic),
+            topics: (announce ?? []).map((a) => a.topic),
             send: createOptions?.send,
           });
         },

@@ -456,6 +456,14 @@ export function useNow(everyMs = 1000): number {
   return now;
 }
 
+/**
+ * How a call or an approval is named in a table: its id's last 8 characters (a time-ordered id's
+ * first 8 are the same for every record of a minute).
+ */
+export function shortId(id: string): string {
+  return id.slice(-8);
+}
+
 export function ago(ms: number | null | undefined, now: number): string {
   if (ms === null || ms === undefined) return '—';
   const s = Math.max(0, Math.round((now - ms) / 1000));

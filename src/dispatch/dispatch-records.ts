@@ -9,6 +9,7 @@ import type {
   FleetgateTopics,
 } from '../protocol/index.js';
 import type { SqliteAccess } from '../store/index.js';
+import { defined } from '../protocol/fields/index.js';
 
 export type { DispatchResult, DispatchStatus } from '../protocol/index.js';
 
@@ -119,7 +120,7 @@ export interface DispatchRecordStore {
   create(
     record: DispatchRecord,
     options?: {
-      announce?: DispatchAnnouncement | readonly DispatchAnnouncement[];
+      announce?: readonly DispatchAnnouncement[];
       send?: DispatchSend;
     },
   ): Promise<void>;
@@ -362,18 +363,12 @@ async function createRecord(
   ctx: RecordsContext,
   record: DispatchRecord,
   createOptions: {
-    announce?: DispatchAnnouncement | readonly DispatchAnnouncement[];
+    announce?: readonly DispatchAnnouncement[];
     send?: DispatchSend;
   } = {},
 ): Promise<void> {
   const { direct, db, eventId } = ctx;
-  const { send } = createOptions;
-  const announce =
-    createOptions.announce === undefined
-      ? undefined
-      : Array.isArray(createOptions.announce)
-        ? (createOptions.announce as readonly DispatchAnnouncement[])
-        : [createOptions.announce as DispatchAnnouncement];
+  const { send, announce } = createOptions;
   const result = record.result === null ? null : JSON.stringify(record.result);
   if (direct !== undefined) {
     // The record, its trace context and its event in one unit, committed with the writes of
@@ -632,7 +627,7 @@ async function tryMove(
     .set({
       status: change.status,
       updated_at: change.at,
-      ...(change.taskId === undefined ? {} : { task_id: change.taskId }),
+      ...defined({ task_id: change.taskId }),
       ...(result === null ? {} : { result }),
     })
     .where('id', '=', id)

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Task } from '@a2a-js/sdk';
 import { FleetgateError, isFleetgateError } from '../protocol/index.js';
 import { newRecordId } from '../protocol/ids/index.js';
+import { defined } from '../protocol/fields/index.js';
 import type { ErrorCode, HeldInput, TaskStateName } from '../protocol/index.js';
 import { isTerminalState, normalizeTaskState } from '../protocol/index.js';
 import type { CallEffect, CallEvent } from '../calls/index.js';
@@ -184,32 +185,19 @@ export class Dispatcher {
       createdAt: now,
       updatedAt: now,
       result: null,
-      ...(request.headers?.traceparent === undefined
-        ? {}
-        : { traceparent: request.headers.traceparent }),
+      ...defined({ traceparent: request.headers?.traceparent }),
     };
-    const input: HeldInput = {
-      ...(request.text === undefined ? {} : { text: request.text }),
-      ...(request.data === undefined ? {} : { data: request.data }),
-      ...(request.message === undefined ? {} : { message: request.message }),
-      ...(request.metadata === undefined ? {} : { metadata: request.metadata }),
-      ...(request.extensions === undefined ? {} : { extensions: request.extensions }),
-    };
+    const { text, data, message, metadata, extensions, requestedBy, mode, headers } = request;
+    const input: HeldInput = defined({ text, data, message, metadata, extensions });
     const call: GateCall = {
       dispatchId: record.id,
       agent: record.agent,
       skill: record.skill,
       correlationId: record.correlationId,
       input,
-      ...(request.requestedBy === undefined ? {} : { requestedBy: request.requestedBy }),
+      ...defined({ requestedBy }),
     };
-    const more = {
-      started: true,
-      ...(request.requestedBy === undefined ? {} : { requestedBy: request.requestedBy }),
-      ...(request.mode === undefined ? {} : { mode: request.mode }),
-      ...(request.headers === undefined ? {} : { headers: request.headers }),
-      ...(observer === undefined ? {} : { observer }),
-    };
+    const more = { started: true, ...defined({ requestedBy, mode, headers, observer }) };
     const atOnce = this.#o.gate.decideAtOnce?.(call);
     const prepared = atOnce?.action === 'allow' ? this.#prepare(input) : undefined;
     if (atOnce !== undefined && prepared !== undefined) {
@@ -227,7 +215,7 @@ export class Dispatcher {
     // The record, its event and its holder in one unit: a process that dies from here on leaves
     // a dispatch that recovery can find (never sent, or sent and to be looked up).
     await this.#o.records.create(record, {
-      announce: { topic: 'skill.dispatch.requested' },
+      announce: [{ topic: 'skill.dispatch.requested' }],
       send: { owner: this.#o.owner, messageId: '', contextId: '', sentAt: null },
     });
     const decision = await this.#o.gate.decide(call);
@@ -247,15 +235,19 @@ export class Dispatcher {
     } catch {
       return undefined;
     }
-    call.options.messageId ??= randomUUID();
-    call.options.contextId ??= randomUUID();
-    const send: DispatchSend = {
+    return { ...call, send: this.#sendIds(call.options) };
+  }
+
+  /** The ids a send goes out with (the caller's, or new ones) and who sends it, from now. */
+  #sendIds(options: CallOptions): DispatchSend {
+    options.messageId ??= randomUUID();
+    options.contextId ??= randomUUID();
+    return {
       owner: this.#o.owner,
-      messageId: call.options.messageId,
-      contextId: call.options.contextId,
+      messageId: options.messageId,
+      contextId: options.contextId,
       sentAt: this.#o.now(),
     };
-    return { ...call, send };
   }
 
   async #send(
@@ -281,17 +273,9 @@ export class Dispatcher {
       if (more.taskId === undefined && more.prepared === undefined) {
         // Durable before the network: the ids of what is sent, and who sends it, are committed
         // before the first byte leaves, so recovery can find the task by its context.
-        options.messageId ??= randomUUID();
-        options.contextId ??= randomUUID();
-        const send: DispatchSend = {
-          owner: this.#o.owner,
-          messageId: options.messageId,
-          contextId: options.contextId,
-          sentAt: this.#o.now(),
-        };
         await this.#o.records.sending(
           record,
-          send,
+          this.#sendIds(options),
           more.started === true ? { topic: 'skill.dispatch.started' } : undefined,
         );
       }
@@ -302,8 +286,7 @@ export class Dispatcher {
           : { onEvent: more.observer.streamed.bind(more.observer) }),
         correlationId: record.correlationId,
         mode: more.mode ?? this.#o.mode ?? 'blocking',
-        ...(more.taskId === undefined ? {} : { taskId: more.taskId }),
-        ...(more.contextId === undefined ? {} : { contextId: more.contextId }),
+        ...defined({ taskId: more.taskId, contextId: more.contextId }),
         ...(more.headers !== undefined
           ? { serviceParameters: more.headers }
           : record.traceparent === undefined
@@ -346,8 +329,7 @@ export class Dispatcher {
       type: 'answered',
       at: this.#o.now(),
       state: goesOn ? normalizeTaskState(result.task?.status?.state) : result.state,
-      ...(taskId === undefined ? {} : { taskId }),
-      ...(result.text === undefined ? {} : { text: result.text }),
+      ...defined({ taskId, text: result.text }),
       ...(more.taskId === undefined ? {} : { continued: true }),
       ...(result.streamDropped === true ? { resubscribe: true } : {}),
     };
@@ -483,7 +465,7 @@ export class Dispatcher {
       taskId,
       ...(contextId === undefined || contextId === '' ? {} : { contextId }),
       question,
-      ...(requestedBy === undefined ? {} : { requestedBy }),
+      ...defined({ requestedBy }),
     });
   }
 
@@ -522,7 +504,7 @@ export class Dispatcher {
           { text: verdict.text },
           {
             taskId: verdict.taskId,
-            ...(verdict.contextId === undefined ? {} : { contextId: verdict.contextId }),
+            ...defined({ contextId: verdict.contextId }),
           },
         );
       }
@@ -553,7 +535,7 @@ export class Dispatcher {
     if (!claimed) return this.#o.records.get(record.id);
     return this.#send({ ...record, updatedAt: at }, verdict.input, {
       taskId: verdict.taskId,
-      ...(verdict.contextId === undefined ? {} : { contextId: verdict.contextId }),
+      ...defined({ contextId: verdict.contextId }),
     });
   }
 
@@ -724,7 +706,7 @@ export class Dispatcher {
       at: this.#o.now(),
       taskId: task.id,
       state,
-      ...(text === undefined ? {} : { text }),
+      ...defined({ text }),
       ...(via === 'timeout' ? { timedOut: true } : {}),
     });
   }
@@ -790,8 +772,7 @@ export class Dispatcher {
       at: event.at,
       ...(call.taskId !== null && call.taskId !== record.taskId ? { taskId: call.taskId } : {}),
       ...(call.result !== null && call.result !== record.result ? { result: call.result } : {}),
-      ...(more.from === undefined ? {} : { from: more.from }),
-      ...(announce === undefined ? {} : { announce }),
+      ...defined({ from: more.from, announce }),
     });
     return {
       record: updated ?? record,

@@ -9,7 +9,7 @@ import { RadiusBadge, radiusRank } from '../radius.js';
 import { FilterSelect, SearchText, useSearch, VirtualTable, Count } from '../search.js';
 import { fleetOptions } from './dispatches.js';
 import type { Store } from '../state.js';
-import { ago, countdown, duration, roleAtLeast, useNow, useStore } from '../state.js';
+import { ago, countdown, duration, roleAtLeast, shortId, useNow, useStore } from '../state.js';
 import type { Approval, DispatchRecord } from '../types.js';
 
 /** Pending requests in inbox order: widest radius first, then the oldest. */
@@ -549,7 +549,7 @@ function RecentChanges(props: { store: Store; approval: Approval }) {
         <ul class="small last-calls">
           {calls.map((c) => (
             <li key={c.id}>
-              <a href={`#/calls/${encodeURIComponent(c.id)}`}>{c.id.slice(-8)}</a>{' '}
+              <a href={`#/calls/${encodeURIComponent(c.id)}`}>{shortId(c.id)}</a>{' '}
               <span class={`badge status status-${c.status}`}>{c.status}</span>{' '}
               {new Date(c.createdAt).toLocaleString()}
             </li>

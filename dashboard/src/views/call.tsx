@@ -9,7 +9,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { ApiError } from '../api.js';
 import { RadiusBadge } from '../radius.js';
 import type { Store } from '../state.js';
-import { useStore } from '../state.js';
+import { shortId, useStore } from '../state.js';
 import type { Approval, CallStory, DispatchRecord, Radius, StoryEvent } from '../types.js';
 
 /** A step of the timeline. */
@@ -71,8 +71,8 @@ function approvalStep(a: Approval): Step[] {
         <>
           {a.question !== null && <p class="question">{a.question}</p>}
           <div class="small">
-            <a href={`#/approvals/${encodeURIComponent(a.id)}`}>approval {a.id.slice(-8)}</a> ·
-            asked by {a.requestedBy ?? 'unknown'} · <RadiusBadge radius={a.radius} />{' '}
+            <a href={`#/approvals/${encodeURIComponent(a.id)}`}>approval {shortId(a.id)}</a> · asked
+            by {a.requestedBy ?? 'unknown'} · <RadiusBadge radius={a.radius} />{' '}
             <span class="badge mode">{a.mode}</span>
           </div>
         </>
@@ -464,7 +464,7 @@ export function CallView(props: { store: Store; id: string }) {
   if (error !== '') {
     return (
       <section class="call">
-        <h2>Call {id.slice(-8)}</h2>
+        <h2>Call {shortId(id)}</h2>
         <p class="error" role="alert">
           {error}
         </p>

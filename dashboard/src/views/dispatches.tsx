@@ -8,7 +8,7 @@ import { Count, FilterSelect, SearchText, useSearch, VirtualTable } from '../sea
 import { ApiError } from '../api.js';
 import { RadiusBadge } from '../radius.js';
 import type { DispatchInfo, Store } from '../state.js';
-import { ago, roleAtLeast, useNow, useStore } from '../state.js';
+import { ago, roleAtLeast, shortId, useNow, useStore } from '../state.js';
 import type { Decision, DispatchRecord, Explanation, Radius, SearchDispatch } from '../types.js';
 
 function DecisionView(props: { decision: Decision; record?: DispatchRecord }) {
@@ -403,7 +403,7 @@ function DispatchSearch(props: { store: Store; initial: Record<string, string> }
               </td>
               <td>
                 <a href={`#/calls/${encodeURIComponent(d.id)}`} data-call-link>
-                  {d.id.slice(-8)}
+                  {shortId(d.id)}
                 </a>
               </td>
               <td class="small clip">{result?.error?.message ?? result?.text ?? ''}</td>
@@ -456,7 +456,7 @@ export function DispatchesView(props: {
                     {r.agent} / {r.skill}
                   </strong>{' '}
                   <span class="muted small">
-                    {ago(r.updatedAt, now)} · {r.id.slice(-8)}
+                    {ago(r.updatedAt, now)} · {shortId(r.id)}
                     {r.taskId !== null && ` · task ${r.taskId.slice(0, 8)}`}
                   </span>
                   {reason !== undefined && r.status !== 'completed' && (

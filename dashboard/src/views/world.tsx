@@ -7,7 +7,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import type { Store } from '../state.js';
-import { ago, useNow, useStore } from '../state.js';
+import { ago, shortId, useNow, useStore } from '../state.js';
 import type { AuditRecord, WorldDomain } from '../types.js';
 
 /** Leaf values of a state object by dot path (`data.untriaged`). */
@@ -268,7 +268,7 @@ function Domain(props: { store: Store; domain: WorldDomain; now: number; range: 
                     <>
                       {' '}
                       dispatch{' '}
-                      <a href={`#/calls/${encodeURIComponent(dispatch)}`}>{dispatch.slice(-8)}</a>
+                      <a href={`#/calls/${encodeURIComponent(dispatch)}`}>{shortId(dispatch)}</a>
                     </>
                   )}
                 </li>
