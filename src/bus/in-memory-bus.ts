@@ -30,6 +30,7 @@ import {
 } from './types.js';
 import { errorMessage } from './subscription-name.js';
 import { busClosed, checkEventId, checkSubscription } from './bus-checks.js';
+import { defined } from '../protocol/fields/index.js';
 
 /** Options of {@link createInMemoryEventBus}. */
 export interface InMemoryEventBusOptions {
@@ -454,8 +455,7 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
       source,
       message: error.message,
       code: error.code,
-      ...(topic === undefined ? {} : { topic }),
-      ...(eventId === undefined ? {} : { eventId }),
+      ...defined({ topic, eventId }),
     };
     try {
       const subs = this.#match('system.error');

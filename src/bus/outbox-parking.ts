@@ -7,6 +7,7 @@ import type { Kysely } from 'kysely';
 import { FleetgateError, isFleetgateError } from '../protocol/index.js';
 import type { OutboxDatabase } from './outbox-tables.js';
 import { errorMessage } from './subscription-name.js';
+import { defined } from '../protocol/fields/index.js';
 
 /** A row set aside in a round, with the error that says why. */
 export interface ParkedRow {
@@ -87,7 +88,7 @@ export function describePayload(payload: string): {
   return {
     agent: field('source') ?? field('agent') ?? '',
     skill: field('skill') ?? '',
-    ...(taskId === undefined ? {} : { taskId }),
+    ...defined({ taskId }),
   };
 }
 

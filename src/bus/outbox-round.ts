@@ -14,6 +14,7 @@ import type { ParkedRow } from './outbox-parking.js';
 import { describePayload, isPoisonError, parkRows, parkedRow, readRow } from './outbox-parking.js';
 import type { EventBus, PublishResult, UnreportedErrorHandler } from './types.js';
 import { errorMessage } from './subscription-name.js';
+import { defined } from '../protocol/fields/index.js';
 
 /** The columns of an outbox row a round reads. */
 interface OutboxRow {
@@ -172,7 +173,7 @@ async function announceParked(ctx: RelayRoundContext, row: ParkedRow): Promise<v
         eventId: row.id,
         topic: row.topic,
         bytes: row.bytes,
-        ...(about.taskId === undefined ? {} : { taskId: about.taskId }),
+        ...defined({ taskId: about.taskId }),
       },
     });
   } catch (error) {

@@ -13,6 +13,7 @@
  */
 import type { DispatchResult, DispatchStatus, TaskStateName } from '../protocol/index.js';
 import { isInterruptedState, isTerminalState } from '../protocol/index.js';
+import { defined } from '../protocol/fields/index.js';
 
 /** Where a call stands: the HTTP API's `status`, the events' and the proxy's one vocabulary. */
 export type CallStatus = DispatchStatus;
@@ -219,7 +220,7 @@ interface Step {
 /** An end: status and result, announced once (a call is not ended twice: see {@link advance}). */
 function end(status: CallStatus, result: DispatchResult, taskId?: string): Step {
   return {
-    change: { status, result, ...(taskId === undefined ? {} : { taskId }) },
+    change: { status, result, ...defined({ taskId }) },
     effects: [{ type: 'announce', topic: endTopic(status) }],
   };
 }

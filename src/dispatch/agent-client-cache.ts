@@ -8,6 +8,7 @@ import {
 } from './agent-clients.js';
 import type { AgentFetchLimits } from './agent-fetch.js';
 import { mergeExtensionHeader } from './headers.js';
+import { defined } from '../protocol/fields/index.js';
 
 /** The extensions active for an agent (card ∩ registry), and their URIs in the same order. */
 export interface ActiveExtensions {
@@ -68,14 +69,11 @@ export class AgentClientCache {
     const cached = clients.get(name);
     // The card broker replaces the card object on refresh; a new object means a new client.
     if (cached !== undefined && cached.source === agent.card) return cached.promise;
-    const baseFetch = this.#baseFetch;
-    const limits = this.#options.limits;
     const promise = createAgentClient({
       name,
       agent,
-      ...(baseFetch === undefined ? {} : { fetch: baseFetch }),
       wire: this.wire,
-      ...(limits === undefined ? {} : { limits }),
+      ...defined({ fetch: this.#baseFetch, limits: this.#options.limits }),
     });
     const entry: CachedClient = { source: agent.card, promise };
     clients.set(name, entry);

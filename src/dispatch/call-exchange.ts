@@ -18,6 +18,7 @@ import { NEVER_ABORTED, buildMessage, callError } from './request.js';
 import { TaskAccumulator, readReply } from './task-accumulator.js';
 import type { TaskTerminal } from './terminal.js';
 import type { SettleResult, TaskCall } from './terminal-types.js';
+import { defined } from '../protocol/fields/index.js';
 
 /**
  * The calls of one fleet client: each runs the `before` hooks, sends its request, and settles the
@@ -347,7 +348,7 @@ function requestError(
     skill,
     timedOut: false,
     aborted,
-    ...(record.status === undefined ? {} : { status: record.status }),
+    ...defined({ status: record.status }),
   });
 }
 

@@ -5,6 +5,7 @@ import { Message as MessageCodec, Role, type Message, type Part } from '@a2a-js/
 import { FleetgateError, isFleetgateError } from '../protocol/index.js';
 import type { HeldInput } from '../protocol/index.js';
 import type { CallInput, CallOptions } from './call-types.js';
+import { defined } from '../protocol/fields/index.js';
 
 /** The signal of a call nobody can abort (never passed to fetch). */
 export const NEVER_ABORTED = new AbortController().signal;
@@ -54,14 +55,8 @@ export function buildMessage(input: CallInput, options: CallOptions): Message {
  * @throws FleetgateError `FLEETGATE_PART_INVALID` when the message does not decode.
  */
 export function heldCall(input: HeldInput): { input: CallInput; options: CallOptions } {
-  const plain = {
-    ...(input.text === undefined ? {} : { text: input.text }),
-    ...(input.data === undefined ? {} : { data: input.data }),
-  };
-  const options: CallOptions = {
-    ...(input.metadata === undefined ? {} : { metadata: input.metadata }),
-    ...(input.extensions === undefined ? {} : { extensions: input.extensions }),
-  };
+  const plain = defined({ text: input.text, data: input.data });
+  const options: CallOptions = defined({ metadata: input.metadata, extensions: input.extensions });
   if (input.message === undefined) return { input: plain, options };
   let message: Message;
   try {

@@ -14,6 +14,7 @@ import type {
   TaskTerminalOptions,
   TerminalRecords,
 } from './terminal-types.js';
+import { defined } from '../protocol/fields/index.js';
 
 /** A claim waiting for the store to come back. */
 export interface PendingClaim {
@@ -57,7 +58,7 @@ function claimKept(records: TerminalRecords, kept: JournaledClaim): Promise<bool
       state: kept.state,
       at: kept.at,
       call: { skill, correlationId, startedAt },
-      ...(kept.group === undefined ? {} : { group: kept.group }),
+      ...defined({ group: kept.group }),
     },
     kept.events,
   );
@@ -183,7 +184,7 @@ export async function claimDurably(
       correlationId: call.correlationId,
       startedAt: call.startedAt,
     },
-    ...(group === undefined ? {} : { group }),
+    ...defined({ group }),
     ...(settled.fresh === true ? { fresh: true } : {}),
     events: collected.events,
   };

@@ -11,6 +11,7 @@ import {
 import { TaskEventIds } from './task-event-ids.js';
 import { normalizedTask } from './task-view.js';
 import type { Extension, ExtensionEventBus, SkillCallContext } from './types.js';
+import { defined } from '../protocol/fields/index.js';
 
 /** Topic of the validated deltas of one terminal task. */
 export const WORLD_STATE_DELTA_TOPIC = 'world.state.delta';
@@ -93,7 +94,7 @@ export function createEffectDomainExtension(options: EffectDomainExtensionOption
     const { [key]: _list, ...rest } = payload;
     const runs = splitBySize(items, maxBytes, {
       baseBytes: baseBytes({ ...rest, [key]: [], part: { index: 0, count: 0 } }),
-      ...(itemBound === undefined ? {} : { itemBound }),
+      ...defined({ itemBound }),
     });
     if (runs.length === 1) return bus.publish(topic, payload, { id, correlationId });
     const publishes = runs.map((run, index) =>

@@ -5,6 +5,7 @@ import { createEffectDomainExtension } from './effect-domain.js';
 import { createHitlModeExtension } from './hitl-mode.js';
 import type { ExtensionRegistry } from './registry.js';
 import type { ExtensionEventBus, RegisterOptions } from './types.js';
+import { defined } from '../protocol/fields/index.js';
 
 /**
  * The effective radius and mode of a skill, as the stamps must carry them (the fleet's declaration
@@ -50,7 +51,7 @@ export function registerStandardExtensions(
     ),
     createEffectDomainExtension({
       bus: options.bus,
-      ...(options.maxEventBytes === undefined ? {} : { maxEventBytes: options.maxEventBytes }),
+      ...defined({ maxEventBytes: options.maxEventBytes }),
     }),
     createCostExtension({ ...options.cost, bus: options.bus }),
   ];

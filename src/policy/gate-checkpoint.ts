@@ -8,6 +8,7 @@ import type { GateContext } from './gate-context.js';
 import { CHECKPOINT_KINDS, HOLD_KINDS, approvalEvent, facts } from './gate-context.js';
 import type { CheckpointCall, ResumeVerdict } from './gate-types.js';
 import type { ApprovalRecord } from './inbox.js';
+import { defined } from '../protocol/fields/index.js';
 
 /**
  * Puts a task's question in the inbox (`HitlGate.checkpoint`), once per dispatch and task while it
@@ -45,7 +46,7 @@ export async function askCheckpoint(
     reasons: decision.reasons,
     expiresAt: now() + rules.approvalTtlMs,
     taskId: call.taskId,
-    ...(call.contextId === undefined ? {} : { contextId: call.contextId }),
+    ...defined({ contextId: call.contextId }),
     question: call.question,
   });
   await publish('hitl.approval.requested', approvalEvent(record));

@@ -5,6 +5,7 @@ import type { SettlePath, TerminalRecords } from '../dispatch/index.js';
 import type { OpenTopics, TaskStateName } from '../protocol/index.js';
 import { normalizeTaskState } from '../protocol/index.js';
 import type { SqliteAccess } from '../store/index.js';
+import { defined } from '../protocol/fields/index.js';
 
 /** The durable record of one task the gateway follows. */
 export interface TaskRecord {
@@ -196,7 +197,7 @@ function claimInTransaction(
     for (const event of events) {
       await outbox.write(trx, event.topic, event.payload, {
         id: event.id,
-        ...(event.correlationId === undefined ? {} : { correlationId: event.correlationId }),
+        ...defined({ correlationId: event.correlationId }),
       });
     }
     return true;

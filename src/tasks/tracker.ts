@@ -17,6 +17,7 @@ import { PollScheduler } from './poll-scheduler.js';
 import type { PushReceiverOptions, PushRequest, PushResponse } from './push-receiver.js';
 import { createPushReceiver, createPushToken, hashPushToken } from './push-receiver.js';
 import type { TaskRecord, TaskRecordStore } from './task-records.js';
+import { defined } from '../protocol/fields/index.js';
 
 /** What the tracker needs of the fleet client: its task terminal and its per-agent SDK clients. */
 export interface TrackerFleet {
@@ -325,7 +326,7 @@ export class TaskTracker implements TaskFollower {
       // Page by page, however many there are: every task in flight is recovered.
       const records = await this.#o.records.inFlight({
         limit: RECOVERY_PAGE,
-        ...(after === undefined ? {} : { after }),
+        ...defined({ after }),
       });
       for (const record of records) {
         const key = keyOf(record.agent, record.taskId);
@@ -486,7 +487,7 @@ export class TaskTracker implements TaskFollower {
       agent,
       taskId,
       state,
-      ...(task === undefined ? {} : { task }),
+      ...defined({ task }),
     });
     if (isInterruptedState(state) && this.#o.onInterrupted !== undefined) {
       const record = await this.#o.records.get(agent, taskId);

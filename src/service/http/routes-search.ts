@@ -26,6 +26,7 @@ import {
   searchEffectSchema as effectItemSchema,
   searchPage as page,
 } from './api-schemas.js';
+import { defined } from '../../protocol/fields/index.js';
 
 /** The store the searches read. */
 type Db = ApiContext['ports']['store']['db'];
@@ -146,12 +147,7 @@ function dispatchSearchRoute(gw: Pick<Gateway, 'agents'>, db: Db): RouteSpec {
       if (query.status !== undefined) conditions.push(sql`status = ${query.status}`);
       if (query.radius !== undefined || query.domain !== undefined) {
         conditions.push(
-          pairCondition(
-            skillsWhere(gw, {
-              ...(query.radius === undefined ? {} : { radius: query.radius }),
-              ...(query.domain === undefined ? {} : { domain: query.domain }),
-            }),
-          ),
+          pairCondition(skillsWhere(gw, defined({ radius: query.radius, domain: query.domain }))),
         );
       }
       if (query.text !== undefined) {

@@ -14,6 +14,7 @@ import { Message as MessageCodec } from '@a2a-js/sdk';
 import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import type { CallResult } from '../../dispatch/index.js';
 import type { Gateway } from '../gateway-types.js';
+import { defined } from '../../protocol/fields/index.js';
 
 /** What is sent: the client's message on the agent's task. */
 export interface FollowUp {
@@ -57,7 +58,7 @@ export async function admitFollowUp(
         taskId: call.agentTaskId,
         contextId: call.contextId,
       }) as Record<string, unknown>,
-      ...(call.metadata === undefined ? {} : { metadata: call.metadata }),
+      ...defined({ metadata: call.metadata }),
       ...(call.extensions.length === 0 ? {} : { extensions: [...call.extensions] }),
     },
   });
@@ -90,14 +91,14 @@ export function sendFollowUp(gateway: Gateway, call: FollowUp): Promise<CallResu
       taskId: call.agentTaskId,
       contextId: call.contextId,
       ...(message.messageId === '' ? {} : { messageId: message.messageId }),
-      ...(message.metadata === undefined ? {} : { messageMetadata: message.metadata }),
+      ...defined({ messageMetadata: message.metadata }),
       ...(message.referenceTaskIds.length === 0
         ? {}
         : { referenceTaskIds: message.referenceTaskIds }),
       ...(message.extensions.length === 0 ? {} : { messageExtensions: message.extensions }),
-      ...(call.metadata === undefined ? {} : { metadata: call.metadata }),
+      ...defined({ metadata: call.metadata }),
       ...(call.extensions.length === 0 ? {} : { extensions: call.extensions }),
-      ...(call.onEvent === undefined ? {} : { onEvent: call.onEvent }),
+      ...defined({ onEvent: call.onEvent }),
     },
   );
 }

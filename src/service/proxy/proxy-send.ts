@@ -19,6 +19,7 @@ import { resolveSkill } from './skill.js';
 import type { ProxyTask } from './task-store.js';
 import { ended } from './task-store.js';
 import { clientEvent, submittedTask } from './task-view.js';
+import { defined } from '../../protocol/fields/index.js';
 
 /** A recorded call: its task, whether this message made it, the message to send, its skill. */
 export interface OpenedCall {
@@ -126,7 +127,7 @@ export async function dispatch(
     agent,
     skill: opened.skill.skill,
     message: opened.message,
-    ...(params.metadata === undefined ? {} : { metadata: params.metadata }),
+    ...defined({ metadata: params.metadata }),
     ...(requested.length === 0 ? {} : { extensions: requested }),
     requestedBy: callerOf(context),
     mode: streaming ? 'streaming' : 'blocking',
@@ -198,7 +199,7 @@ export async function sendBlocking(
       record: sent.record,
       // The row as this call left it (a held call's row has its approval id since).
       ...(sent.held ? {} : { current: opened.task }),
-      ...(sent.result === undefined ? {} : { result: sent.result }),
+      ...defined({ result: sent.result }),
     });
     if (!returnNow && sent.held && task !== undefined && !ended(task.state)) {
       core.options.observe?.held?.(agent, 1);
@@ -249,7 +250,7 @@ export function sendStreaming(
       try {
         await core.sync(id, {
           record: sent.record,
-          ...(sent.result === undefined ? {} : { result: sent.result }),
+          ...defined({ result: sent.result }),
         });
       } finally {
         core.feed.close(id);

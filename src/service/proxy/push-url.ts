@@ -16,6 +16,7 @@ import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { FleetgateError } from '../../protocol/index.js';
+import { defined } from '../../protocol/fields/index.js';
 
 /** Options of {@link createPushUrlPolicy}. */
 export interface PushUrlPolicyOptions {
@@ -154,7 +155,7 @@ export function createPushUrlPolicy(options: PushUrlPolicyOptions): PushUrlPolic
     throw new FleetgateError(
       'FLEETGATE_PUSH_URL_REFUSED',
       `Push URL ${url} is refused: ${reason}.${entries === undefined ? ' Allow it with proxy.pushUrls.' : ''}`,
-      { details: { url, reason, ...(address === undefined ? {} : { address }) } },
+      { details: { url, reason, ...defined({ address }) } },
     );
   };
 

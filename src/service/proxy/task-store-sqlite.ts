@@ -10,6 +10,7 @@ import type { SqliteAccess, SqliteStatements } from '../../store/index.js';
 import { normalizeTaskState } from '../../protocol/index.js';
 import type { ProxyPushTable, ProxyTaskTable } from './store-tables.js';
 import type { ProxyPushConfig, ProxyTask, ProxyTaskStore } from './task-types.js';
+import { defined } from '../../protocol/fields/index.js';
 
 /** The kysely path's pieces the direct path shares (row decoding, the grace of a delivery). */
 export interface ProxyRowCodecs {
@@ -108,7 +109,7 @@ export function directProxyTaskStore(
         return after;
       });
       if (row !== undefined) {
-        return { changed: true, task: fromRow(row), ...(pushes === undefined ? {} : { pushes }) };
+        return { changed: true, task: fromRow(row), ...defined({ pushes }) };
       }
       return { changed: false, task: await sqlite.read((sql) => readTask(sql, id)) };
     },

@@ -11,6 +11,7 @@ import type { SqliteAccess } from '../../store/index.js';
 import type { ProxyDatabase, ProxyTaskTable } from './store-tables.js';
 import { directProxyTaskStore } from './task-store-sqlite.js';
 import type { DeliveryKey, ProxyPushConfig, ProxyTask, ProxyTaskStore } from './task-types.js';
+import { defined } from '../../protocol/fields/index.js';
 
 export type {
   ClientProtocol,
@@ -161,7 +162,7 @@ async function updateTask(
     return after;
   });
   if (row !== undefined) {
-    return { changed: true, task: fromRow(row), ...(pushes === undefined ? {} : { pushes }) };
+    return { changed: true, task: fromRow(row), ...defined({ pushes }) };
   }
   return { changed: false, task: await getTask(db, id) };
 }
