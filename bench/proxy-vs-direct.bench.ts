@@ -19,7 +19,10 @@
  * - `gateway_store_write_kib_per_call`: KiB the gateway process wrote to storage per proxied call (its SQLite
  *   store's log and checkpoints: the pages a call's commits write; Linux);
  * - `proxy_cpu_vs_agent`: the gateway's CPU per proxied call ÷ the agent's (≤ 1.5), and
- *   `p50_vs_forwarder`: proxied p50 ÷ the bare forwarder's p50 (≤ 1.5).
+ *   `p50_vs_forwarder`: proxied p50 ÷ the bare forwarder's p50 (≤ 1.5);
+ * - `single_call_p50_ms_direct`, `_proxied`, `_forwarded` and `single_call_p50_vs_direct`: one call at a time, each
+ *   after a pause (a client that calls now and then, as a conformance suite does: every call meets
+ *   cold caches), proxied p50 ÷ direct p50.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -42,6 +45,9 @@ const SKILL = 'sitrep';
 const CONCURRENCY = 8;
 const ROUND_MS = 3000;
 const ROUNDS = 6;
+/** Calls per side in the single-call rounds, and the pause before each. */
+const SINGLE_CALLS = 40;
+const SINGLE_PAUSE_MS = 25;
 
 if (process.argv.includes('--agent')) {
   const agent = await startOpsAgent();
@@ -62,15 +68,7 @@ async function load(client: Client, ms: number): Promise<Round & { calls: number
   const caller = async (): Promise<void> => {
     while (performance.now() < until) {
       const started = performance.now();
-      const reply = (await client.sendMessage({
-        tenant: '',
-        message: userMessage('status', { 'x-effect-domain-skill': SKILL }),
-        configuration: undefined,
-        metadata: undefined,
-      })) as Task;
-      if (reply.status?.state !== TaskState.TASK_STATE_COMPLETED) {
-        throw new Error(`call ended ${reply.status?.state}`);
-      }
+      await send(client);
       latencies.push(performance.now() - started);
     }
   };
@@ -82,6 +80,30 @@ async function load(client: Client, ms: number): Promise<Round & { calls: number
     p50: percentile(latencies, 50),
     calls: latencies.length,
   };
+}
+
+async function send(client: Client): Promise<void> {
+  const reply = (await client.sendMessage({
+    tenant: '',
+    message: userMessage('status', { 'x-effect-domain-skill': SKILL }),
+    configuration: undefined,
+    metadata: undefined,
+  })) as Task;
+  if (reply.status?.state !== TaskState.TASK_STATE_COMPLETED) {
+    throw new Error(`call ended ${reply.status?.state}`);
+  }
+}
+
+/** Latencies of `SINGLE_CALLS` calls made one at a time, each after a pause. */
+async function singles(client: Client): Promise<number[]> {
+  const latencies: number[] = [];
+  for (let i = 0; i < SINGLE_CALLS; i += 1) {
+    await new Promise((resolve) => setTimeout(resolve, SINGLE_PAUSE_MS));
+    const started = performance.now();
+    await send(client);
+    latencies.push(performance.now() - started);
+  }
+  return latencies;
 }
 
 /**
@@ -150,6 +172,11 @@ async function main(): Promise<void> {
         );
       }
     }
+    // One call at a time, each side in turn, three times.
+    const single: Record<keyof typeof sides, number[]> = { direct: [], proxied: [], forwarded: [] };
+    for (let i = 0; i < 3; i += 1) {
+      for (const side of names) single[side].push(...(await singles(sides[side])));
+    }
     const proxyRate = median(rounds.proxied.map((r) => r.callsPerSecond));
     const directRate = median(rounds.direct.map((r) => r.callsPerSecond));
     const proxyP50 = median(rounds.proxied.map((r) => r.p50));
@@ -213,6 +240,20 @@ async function main(): Promise<void> {
       value: proxyP50 / forwardedP50,
       unit: 'ratio',
       target: '<=1.5',
+    });
+    for (const side of names) {
+      report({
+        bench: BENCH,
+        metric: `single_call_p50_ms_${side}`,
+        value: percentile(single[side], 50),
+        unit: 'ms',
+      });
+    }
+    report({
+      bench: BENCH,
+      metric: 'single_call_p50_vs_direct',
+      value: percentile(single.proxied, 50) / percentile(single.direct, 50),
+      unit: 'ratio',
     });
   } finally {
     gateway.child.kill('SIGTERM');
