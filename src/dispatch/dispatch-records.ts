@@ -251,7 +251,6 @@ const INSERT =
   '"created_at", "updated_at", "result") values (?, ?, ?, ?, ?, ?, ?, ?, ?)';
 const INSERT_TRACE =
   'insert into "fleetgate_dispatch_trace" ("dispatch_id", "traceparent") values (?, ?)';
-const SELECT_STATUS = 'select "status" from "fleetgate_dispatch" where "id" = ?';
 /**
  * A move of a dispatch in a given status. A task id or result left out of a change keeps the
  * stored one (neither is ever cleared).
@@ -561,16 +560,24 @@ function updateDirect(
   change: DispatchChange,
   result: string | null,
 ): Promise<DispatchUpdate> {
-  // Read, change and the record as it stands after, in one unit: nothing comes between.
+  // Read and change in one unit: nothing comes between, so the record after the change is the
+  // row read with the update's own assignments (`UPDATE_FROM`) applied.
   return direct
     .write((sql) => {
-      const before = sql.get<{ status: string }>(SELECT_STATUS, [id])?.status;
+      let row = sql.get<DispatchRow>(SELECT_BY_ID, [id]);
+      const before = row?.status;
       let changed = false;
-      if (movable(before, change.from)) {
+      if (row !== undefined && movable(before, change.from)) {
         sql.run(UPDATE_FROM, [change.status, change.at, change.taskId ?? null, result, id, before]);
         changed = before !== change.status;
+        row = {
+          ...row,
+          status: change.status,
+          updated_at: change.at,
+          task_id: change.taskId ?? row.task_id,
+          result: result ?? row.result,
+        };
       }
-      const row = sql.get<DispatchRow>(SELECT_BY_ID, [id]);
       const record = row === undefined ? undefined : fromRow(row);
       if (changed && record !== undefined && change.announce !== undefined) {
         insertOutboxRows(sql, [eventOf(record, change.announce, ctx.eventId())], change.at);
