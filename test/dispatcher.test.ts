@@ -33,6 +33,7 @@ async function harness(
     tracker?: Pick<GatewayOptions, 'polling' | 'maxTrackingTimeMs' | 'pushBaseUrl'>;
     /** Told of each unit the dispatcher writes before it sends: its events and its send. */
     writes?: (unit: RecordWrite) => void;
+    onGateDecision?: GatewayOptions['onGateDecision'];
   } = {},
 ): Promise<Harness> {
   const events: EventEnvelope[] = [];
@@ -73,6 +74,7 @@ async function harness(
     }),
     ...(options.gate === undefined ? {} : { gate: options.gate }),
     ...(options.mode === undefined ? {} : { dispatchMode: options.mode }),
+    ...(options.onGateDecision === undefined ? {} : { onGateDecision: options.onGateDecision }),
   });
   return {
     g,
@@ -152,6 +154,26 @@ describe('dispatcher', () => {
         'skill.dispatch.started',
         'skill.dispatch.completed',
       ]);
+    } finally {
+      await h.stop();
+    }
+  });
+
+  it('records a call in one unit also when the gate is observed, as the service observes it for its metrics', async () => {
+    const writes: RecordWrite[] = [];
+    const decisions: string[] = [];
+    const h = await harness(w, {
+      writes: (unit) => writes.push(unit),
+      onGateDecision: (request, decision) =>
+        decisions.push(`${request.dispatchId}:${decision.action}`),
+    });
+    try {
+      const record = await h.dispatch({ agent: 'ops', skill: 'pr_review', text: 'go' });
+      expect(record.status).toBe('completed');
+      expect(writes.filter((u) => u.id === record.id).map((u) => u.topics)).toEqual([
+        ['skill.dispatch.requested', 'skill.dispatch.started'],
+      ]);
+      expect(decisions).toEqual([`${record.id}:allow`]);
     } finally {
       await h.stop();
     }

@@ -218,7 +218,9 @@ export class Dispatcher {
       announce: [{ topic: 'skill.dispatch.requested' }],
       send: { owner: this.#o.owner, messageId: '', contextId: '', sentAt: null },
     });
-    const decision = await this.#o.gate.decide(call);
+    // A call the gate let go at once whose input does not decode is decided already: its send
+    // records the failure.
+    const decision = atOnce ?? (await this.#o.gate.decide(call));
     observer?.decided?.(decision);
     if (decision.action !== 'allow') return this.#held(record, decision);
     return this.#send(record, input, more);

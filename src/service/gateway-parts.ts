@@ -60,6 +60,16 @@ export function observedGate(
       observe(request, decision);
       return decision;
     },
+    // Kept, so a call the gate lets go at once is still recorded with its send in one unit.
+    ...(gate.decideAtOnce === undefined
+      ? {}
+      : {
+          decideAtOnce: (request) => {
+            const decision = gate.decideAtOnce!(request);
+            if (decision !== undefined) observe(request, decision);
+            return decision;
+          },
+        }),
     ...(gate.release === undefined ? {} : { release: (r) => gate.release!(r) }),
     ...(gate.checkpoint === undefined ? {} : { checkpoint: (r) => gate.checkpoint!(r) }),
     ...(gate.resume === undefined ? {} : { resume: (r) => gate.resume!(r) }),

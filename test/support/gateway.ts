@@ -90,6 +90,8 @@ export interface GatewayOptions {
   /** The policy gate of `gw.dispatch` (default: allow every call). */
   gate?: PolicyGate;
   dispatchMode?: GatewayDeps['dispatchMode'];
+  /** Told of each gate decision, as the service's metrics are. */
+  onGateDecision?: GatewayDeps['onGateDecision'];
   /** More agents besides `ops`: name → URL (their cards are fetched like the ops agent's). */
   agents?: Readonly<Record<string, string>>;
 }
@@ -122,6 +124,7 @@ export async function gateway(w: World, options: GatewayOptions = {}): Promise<T
       ...(options.records === undefined ? {} : { records: options.records }),
       ...(options.onError === undefined ? {} : { onError: options.onError }),
       ...(options.dispatchMode === undefined ? {} : { dispatchMode: options.dispatchMode }),
+      ...(options.onGateDecision === undefined ? {} : { onGateDecision: options.onGateDecision }),
     },
   );
   return {
