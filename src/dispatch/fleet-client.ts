@@ -1,4 +1,3 @@
-
 import { TaskState, type Task } from '@a2a-js/sdk';
 
 import { FleetgateError } from '../protocol/index.js';
