@@ -8,9 +8,44 @@ import { checkOutboxTopics, outboxInsertSql, outboxRowValues } from './outbox-ro
 
 /** Statements on the store's SQLite connection, run synchronously (`?` placeholders). */
 export interface SqliteStatementsPort {
-  run(sql: string, params?: readonly unknown[]): { changes: number };
+  run(
+    sql: string,
+    params?: readonly unknown[],
+  ): { changes: number; lastInsertRowid?: number | bigint };
   all<R>(sql: string, params?: readonly unknown[]): R[];
   get<R>(sql: string, params?: readonly unknown[]): R | undefined;
+  /** Inside a write: runs `fn` once the unit committed, never when it rolled back. */
+  afterCommit?(fn: () => void): void;
+}
+
+/** An outbox row as the relay reads it, and as a writer hands it over once it committed. */
+export interface OutboxRow {
+  seq: number;
+  id: string;
+  topic: string;
+  payload: string;
+  correlation_id: string;
+  time: string;
+}
+
+/** Who is told of the rows written through a connection's statements once they committed. */
+type OutboxTap = (rows: readonly OutboxRow[]) => void;
+
+// By the statements object of a store's connection (the same for all its writes): at most a
+// relay or two per connection, gone with it.
+const taps = new WeakMap<object, Set<OutboxTap>>();
+
+/**
+ * Tells `tap` of every row {@link insertOutboxRows} writes through `sqlite`'s statements, once its
+ * unit committed, in `seq` order (the relay's handover, `outbox-handover.ts`). Rows written another
+ * way (through kysely) are not told. Resolves the function that stops it.
+ */
+export async function tapOutbox(sqlite: OutboxSqlite, tap: OutboxTap): Promise<() => void> {
+  const statements = await sqlite.read((sql) => sql);
+  let set = taps.get(statements);
+  if (set === undefined) taps.set(statements, (set = new Set()));
+  set.add(tap);
+  return () => void set.delete(tap);
 }
 
 /**
@@ -44,13 +79,36 @@ export function insertOutboxRows(
   checkOutboxTopics(events);
   const time = new Date(now).toISOString();
   const text = outboxInsertSql('sqlite', 1);
+  const tapped = taps.get(sql);
+  const rows: OutboxRow[] = [];
   let inserted = 0;
   for (const event of events) {
     const params: unknown[] = [];
     outboxRowValues(event, time, now, params);
-    inserted += sql.run(text, params).changes;
+    const result = sql.run(text, params);
+    inserted += result.changes;
+    if (tapped !== undefined && result.changes === 1 && result.lastInsertRowid !== undefined) {
+      rows.push(handedRow(Number(result.lastInsertRowid), params, time));
+    }
+  }
+  if (tapped !== undefined && rows.length > 0 && sql.afterCommit !== undefined) {
+    sql.afterCommit(() => {
+      for (const tap of tapped) tap(rows);
+    });
   }
   return inserted;
+}
+
+/** The row just inserted at `seq` from its values (`outboxRowValues`' order). */
+function handedRow(seq: number, params: readonly unknown[], time: string): OutboxRow {
+  return {
+    seq,
+    id: params[0] as string,
+    topic: params[1] as string,
+    payload: params[2] as string,
+    correlation_id: params[3] as string,
+    time,
+  };
 }
 
 /** The relay's read of one round: unsent rows in `seq` order. */

@@ -8,6 +8,8 @@ import type { Kysely } from 'kysely';
 import type { FleetgateTopics, TopicMap } from '../protocol/index.js';
 import type { OutboxDatabase, OutboxRelayDatabase } from './outbox.js';
 import type { OutboxSqlite } from './outbox-direct.js';
+import { tapOutbox } from './outbox-direct.js';
+import { OutboxHandover } from './outbox-handover.js';
 import type { RelayRoundContext } from './outbox-round.js';
 import { relayRound } from './outbox-round.js';
 import type { EventBus, UnreportedErrorHandler } from './types.js';
@@ -112,9 +114,14 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
     return Promise.race([work, stopped]);
   }
 
+  const direct = options.lockRows === true ? undefined : options.sqlite;
+  // The rows the writers commit on a SQLite store, told to the relay while it runs.
+  const handover = direct === undefined ? undefined : new OutboxHandover();
+  let untap: Promise<() => void> | undefined;
   const context: RelayRoundContext = {
     db,
-    direct: options.lockRows === true ? undefined : options.sqlite,
+    direct,
+    handover,
     bus: looseBus,
     batchSize,
     lockRows: options.lockRows === true,
@@ -174,6 +181,13 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
     start() {
       if (running) return;
       running = true;
+      if (direct !== undefined && handover !== undefined) {
+        untap = tapOutbox(direct, (rows) => handover.add(rows)).catch((error: unknown) => {
+          // Without the handover every round reads the table, as on PostgreSQL.
+          onError(error, { source: 'outbox-relay' });
+          return () => undefined;
+        });
+      }
       stopped = new Promise<void>((resolve) => (stopping = resolve));
       loop = runLoop();
     },
@@ -197,6 +211,9 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
       await loop;
       loop = undefined;
       await round?.catch(() => undefined);
+      if (untap !== undefined) (await untap)();
+      untap = undefined;
+      handover?.clear();
     },
   };
 }

@@ -8,23 +8,14 @@ import type { Kysely } from 'kysely';
 import { FleetgateError } from '../protocol/index.js';
 import type { TopicMap } from '../protocol/index.js';
 import type { OutboxDatabase } from './outbox-tables.js';
-import type { OutboxSqlite } from './outbox-direct.js';
+import type { OutboxRow, OutboxSqlite } from './outbox-direct.js';
+import type { OutboxHandover } from './outbox-handover.js';
 import { SELECT_UNSENT, markOutboxRowsSent } from './outbox-direct.js';
 import type { ParkedRow } from './outbox-parking.js';
 import { describePayload, isPoisonError, parkRows, parkedRow, readRow } from './outbox-parking.js';
 import type { EventBus, PublishResult, UnreportedErrorHandler } from './types.js';
 import { errorMessage } from './subscription-name.js';
 import { defined } from '../protocol/fields/index.js';
-
-/** The columns of an outbox row a round reads. */
-interface OutboxRow {
-  seq: number;
-  id: string;
-  topic: string;
-  payload: string;
-  correlation_id: string;
-  time: string;
-}
 
 /** A publish of one outbox row failed (internal: carries the row to the failure bookkeeping). */
 class RelayPublishError extends Error {
@@ -42,6 +33,8 @@ export interface RelayRoundContext {
   db: Kysely<OutboxDatabase>;
   /** A SQLite store's direct access; undefined on PostgreSQL and with `lockRows`. */
   direct: OutboxSqlite | undefined;
+  /** The rows the writers committed, with `direct` (`outbox-handover.ts`). */
+  handover: OutboxHandover | undefined;
   /** The relay publishes whatever topic a row holds; rows were type-checked when written. */
   bus: EventBus<Record<string, unknown> & TopicMap>;
   batchSize: number;
@@ -60,6 +53,8 @@ function selectRows(
 ): Promise<OutboxRow[]> {
   const { direct } = ctx;
   if (direct !== undefined) {
+    const taken = ctx.handover?.take(ctx.batchSize);
+    if (taken !== undefined) return Promise.resolve(taken);
     return direct.read((sql) => sql.all<OutboxRow>(SELECT_UNSENT, [ctx.batchSize]));
   }
   let select = q
@@ -106,6 +101,28 @@ async function publishRows(
   lock: boolean,
 ): Promise<number> {
   const rows = await selectRows(ctx, q, lock);
+  let complete = false;
+  try {
+    const { sent, parked } = await publishAndMark(ctx, q, rows);
+    complete = sent + parked.length === rows.length;
+    for (const row of parked) await announceParked(ctx, row);
+    return sent;
+  } finally {
+    // The round's rows all marked sent or parked, or not: what the next round may take.
+    ctx.handover?.ended(rows, complete);
+  }
+}
+
+/**
+ * Publishes `rows` in order, marks the ones the bus took (and its durable subscribers handled)
+ * sent and parks the poison ones; resolves how many were marked, and the parked rows. Throws at
+ * the first failed publish, after marking and parking what came before it.
+ */
+async function publishAndMark(
+  ctx: RelayRoundContext,
+  q: Kysely<OutboxDatabase>,
+  rows: readonly OutboxRow[],
+): Promise<{ sent: number; parked: ParkedRow[] }> {
   const published: OutboxRow[] = [];
   const handling: Promise<void>[] = [];
   const parked: ParkedRow[] = [];
@@ -152,8 +169,7 @@ async function publishRows(
         : q.transaction().execute((trx) => parkRows(trx, parked)));
     }
   }
-  for (const row of parked) await announceParked(ctx, row);
-  return published.length;
+  return { sent: published.length, parked };
 }
 
 /** Tells the operator: the error to `onError`, and an `ops.alert.outbox_parked` on the bus. */

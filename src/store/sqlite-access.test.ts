@@ -104,6 +104,48 @@ describe('direct SQLite access', () => {
     expect(committed()).toEqual(['d']);
   });
 
+  it('runs what a write asks after its commit, once it committed, never for a write that rolled back', async () => {
+    const told: string[] = [];
+    const tell = (sql: { afterCommit(fn: () => void): void }, what: string): void =>
+      sql.afterCommit(() => told.push(`${what}: ${committed().join(',')}`));
+    const first = access.write((sql) => {
+      sql.run(INSERT, ['a']);
+      tell(sql, 'a');
+    });
+    const failing = access.write((sql) => {
+      sql.run(INSERT, ['b']);
+      tell(sql, 'b');
+      throw new Error('no');
+    });
+    const third = access.write(async (sql) => {
+      await Promise.resolve();
+      sql.run(INSERT, ['c']);
+      tell(sql, 'c');
+      tell(sql, 'c again');
+    });
+    await first;
+    await expect(failing).rejects.toThrow('no');
+    await third;
+    // Each after the one commit of the batch (both rows visible elsewhere), in order, and
+    // before the write resolved.
+    expect(told).toEqual(['a: a,c', 'c: a,c', 'c again: a,c']);
+
+    // A batch SQLite ended: nothing of it committed, nothing told.
+    const before = told.length;
+    const lost = access.write((sql) => {
+      sql.run(INSERT, ['d']);
+      tell(sql, 'd');
+    });
+    const breaking = access.write((sql) => sql.run('rollback'));
+    await expect(lost).rejects.toThrow();
+    await expect(breaking).rejects.toThrow();
+    expect(told.length).toBe(before);
+
+    await expect(access.read((sql) => sql.afterCommit(() => undefined))).rejects.toThrow(
+      /afterCommit/u,
+    );
+  });
+
   it('holds the connection through an async write: a kysely query waits for its commit', async () => {
     const order: string[] = [];
     let query: Promise<string[]> | undefined;

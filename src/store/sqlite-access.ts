@@ -84,8 +84,11 @@ export function createSqliteAccess(
     get<R>(sql: string, params: readonly unknown[] = []) {
       return database.prepare(sql).get(params) as R | undefined;
     },
+    afterCommit(fn) {
+      writes.afterCommit(fn);
+    },
   };
-  const writes = new GroupCommit(database, lock, statements, options.onCommit);
+  const writes: GroupCommit = new GroupCommit(database, lock, statements, options.onCommit);
 
   return {
     dialect,

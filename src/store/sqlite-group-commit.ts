@@ -14,6 +14,20 @@ interface QueuedWrite {
   /** Set when the unit threw: its error. */
   error?: { reason: unknown };
   value?: unknown;
+  /** What runs once the unit committed (`SqliteStatements.afterCommit`). */
+  after?: (() => void)[];
+}
+
+/** Runs what `item` asked to run once it committed; one that throws does not stop the others. */
+function runAfter(item: QueuedWrite): void {
+  for (const fn of item.after ?? []) {
+    try {
+      fn();
+    } catch (error) {
+      // A callback's own failure is not the write's: the unit committed and resolves.
+      process.emitWarning(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
@@ -39,6 +53,8 @@ export class GroupCommit {
   /** Units queued and not settled yet, and who waits for none to be left. */
   #outstanding = 0;
   #idleWaiters: (() => void)[] = [];
+  /** The unit running now (its statements are the connection's until it settles). */
+  #current: QueuedWrite | undefined;
 
   /** `onCommit` is told after each commit of a batch (the checkpointer counts them). */
   constructor(
@@ -60,6 +76,13 @@ export class GroupCommit {
       this.#outstanding += 1;
       this.#flushSoon(group);
     });
+  }
+
+  /** See `SqliteStatements.afterCommit`. */
+  afterCommit(fn: () => void): void {
+    const unit = this.#current;
+    if (unit === undefined) throw new Error('afterCommit is for the work of a write');
+    (unit.after ??= []).push(fn);
   }
 
   /** Resolves once every write queued so far has committed or failed. */
@@ -118,6 +141,7 @@ export class GroupCommit {
       let result: unknown;
       try {
         if (grouped) this.#database.prepare('savepoint fleetgate_write').run();
+        this.#current = item;
         result = item.work(this.#statements);
       } catch (error) {
         const broken = this.#undo(item, error, grouped);
@@ -147,6 +171,7 @@ export class GroupCommit {
         if (i === at) result = await first;
         else {
           if (grouped) this.#database.prepare('savepoint fleetgate_write').run();
+          this.#current = item;
           result = item.work(this.#statements);
           if (isThenable(result)) result = await result;
         }
@@ -163,6 +188,7 @@ export class GroupCommit {
 
   /** A unit succeeded: its savepoint is released. Returns the error that broke the batch, if any. */
   #keep(item: QueuedWrite, value: unknown, grouped: boolean): { reason: unknown } | undefined {
+    this.#current = undefined;
     item.value = value;
     if (!grouped) return undefined;
     try {
@@ -178,6 +204,8 @@ export class GroupCommit {
    * batch when the transaction could not be kept (alone in it, or SQLite ended it on the error).
    */
   #undo(item: QueuedWrite, error: unknown, grouped: boolean): { reason: unknown } | undefined {
+    this.#current = undefined;
+    delete item.after;
     item.error = { reason: error };
     if (grouped && this.#database.inTransaction) {
       try {
@@ -216,8 +244,12 @@ export class GroupCommit {
         // Nothing more to undo: the transaction is gone either way.
       }
     }
+    this.#current = undefined;
     this.#lock.unlock();
-    if (broken === undefined) this.#onCommit?.();
+    if (broken === undefined) {
+      this.#onCommit?.();
+      for (const item of batch) if (item.error === undefined) runAfter(item);
+    }
     for (const item of batch) {
       if (item.error !== undefined) item.reject(item.error.reason);
       else if (broken !== undefined) item.reject(broken.reason);
