@@ -22,7 +22,8 @@ export interface OutboxRelayOptions<M extends TopicMap> {
   /**
    * A SQLite store's direct access (`store.sqlite`): rounds read and mark rows with prepared
    * statements, and a round's mark joins the writes committed with it (group commit). Not with
-   * `lockRows`.
+   * `lockRows`. Buys `store-paths`' `relay_direct_saves_us_per_call` (~75 µs a round of one call's
+   * rows, ~5% of a proxied call's gateway CPU), and the handover (`outbox-handover.ts`).
    */
   sqlite?: OutboxSqlite | undefined;
   bus: EventBus<M>;

@@ -195,8 +195,10 @@ function fromRow(row: DispatchRow): DispatchRecord {
 /** Options of {@link createStoreDispatchRecords}. */
 export interface StoreDispatchRecordsOptions {
   /**
-   * A SQLite store's direct access (`store.sqlite`): the lookups every settled task makes run as
-   * prepared statements.
+   * A SQLite store's direct access (`store.sqlite`): a call's records, their events and the
+   * lookups every settled task makes run as prepared statements, group-committed. Buys
+   * `store-paths`' `dispatch_direct_saves_us_per_call` (~350 µs, ~23% of a proxied call's
+   * gateway CPU).
    */
   sqlite?: SqliteAccess | undefined;
   /** Ids of the events written into the outbox (default: random UUIDs). */

@@ -78,7 +78,8 @@ export interface StoreTaskRecordsOptions {
   /**
    * A SQLite store's direct access (`store.sqlite`): claims run as prepared statements, and the
    * claims of one turn of the event loop share one transaction and one commit; the lookups every
-   * push and every terminal poll make (`get`, `byTaskId`) are prepared statements too.
+   * push and every terminal poll make (`get`, `byTaskId`) are prepared statements too. Buys
+   * `store-paths`' `tasks_direct_saves_us_per_call` (~130 µs, ~9% of a proxied call's gateway CPU).
    */
   sqlite?: SqliteAccess | undefined;
 }

@@ -69,6 +69,8 @@ export interface SqlWorldStoreOptions<DB extends SqlWorldDatabase = SqlWorldData
   /**
    * A SQLite store's direct access (`store.sqlite`): units of work run as prepared statements in
    * the store's group-committed writes, sharing a commit with the writes queued beside them.
+   * Buys `store-paths`' `world_direct_saves_us_per_call` (~245 µs, ~16% of a proxied call's
+   * gateway CPU).
    */
   sqlite?: WorldSqlite | undefined;
   /**

@@ -48,7 +48,9 @@ function fromRow(row: ProxyTaskTable): ProxyTask {
  * The proxy's store on a kysely database holding {@link ProxyDatabase}. With a SQLite store's
  * direct access (`store.sqlite`), a call's own work — opening, moving on and reading its task, and
  * listing its push configurations — runs as prepared statements, its writes group-committed with
- * the rest of the turn (`task-store-sqlite.ts`); the rest goes through kysely either way.
+ * the rest of the turn (`task-store-sqlite.ts`); the rest goes through kysely either way. The
+ * direct path buys `store-paths`' `proxy_direct_saves_us_per_call` (~185 µs, ~12% of a proxied
+ * call's gateway CPU).
  */
 export function createProxyTaskStore<DB extends ProxyDatabase>(
   database: Kysely<DB>,
