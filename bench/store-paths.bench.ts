@@ -105,6 +105,21 @@ interface Room {
 }
 
 /** What the rooms pass for the direct path: the store's direct access, or nothing. */
+/** The `cost.sample` payload of one call's task. */
+function costSample(taskId: string): Record<string, unknown> {
+  return {
+    agent: AGENT,
+    skill: SKILL,
+    taskId,
+    tokensIn: 120,
+    tokensOut: 40,
+    costUsd: 0.0021,
+    wallMs: 3.2,
+    success: true,
+    measured: 'agent',
+  };
+}
+
 function sqliteOf(store: GatewayStore, direct: boolean): { sqlite?: GatewayStore['sqlite'] } {
   return direct ? { sqlite: store.sqlite } : {};
 }
@@ -189,17 +204,7 @@ const tasksRoom: Room = {
           [
             {
               topic: 'cost.sample',
-              payload: {
-                agent: AGENT,
-                skill: SKILL,
-                taskId,
-                tokensIn: 120,
-                tokensOut: 40,
-                costUsd: 0.0021,
-                wallMs: 3.2,
-                success: true,
-                measured: 'agent',
-              },
+              payload: costSample(taskId),
               id: eventId(),
               correlationId,
             },
@@ -290,17 +295,7 @@ function rowsOfOneCall(eventId: () => string): OutboxEventInput[] {
     row('skill.dispatch.requested', record),
     row('skill.dispatch.started', record),
     row('skill.dispatch.completed', completed),
-    row('cost.sample', {
-      agent: AGENT,
-      skill: SKILL,
-      taskId,
-      tokensIn: 120,
-      tokensOut: 40,
-      costUsd: 0.0021,
-      wallMs: 3.2,
-      success: true,
-      measured: 'agent',
-    }),
+    row('cost.sample', costSample(taskId)),
     row('world.state.delta', {
       source: AGENT,
       skill: SKILL,
