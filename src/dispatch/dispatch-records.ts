@@ -554,6 +554,20 @@ async function updateRecord(
   return updateInTransactions(ctx, id, change, result);
 }
 
+/**
+ * The row of a dispatch after `UPDATE_FROM` (or its kysely twin) applied `change` to `row`: a task
+ * id or result left out keeps the stored one.
+ */
+function movedRow(row: DispatchRow, change: DispatchChange, result: string | null): DispatchRow {
+  return {
+    ...row,
+    status: change.status,
+    updated_at: change.at,
+    task_id: change.taskId ?? row.task_id,
+    result: result ?? row.result,
+  };
+}
+
 /** {@link updateRecord} through the SQLite store's direct access (`result`: as stored, or null). */
 function updateDirect(
   ctx: RecordsContext,
@@ -572,13 +586,7 @@ function updateDirect(
       if (row !== undefined && movable(before, change.from)) {
         sql.run(UPDATE_FROM, [change.status, change.at, change.taskId ?? null, result, id, before]);
         changed = before !== change.status;
-        row = {
-          ...row,
-          status: change.status,
-          updated_at: change.at,
-          task_id: change.taskId ?? row.task_id,
-          result: result ?? row.result,
-        };
+        row = movedRow(row, change, result);
       }
       const record = row === undefined ? undefined : fromRow(row);
       if (changed && record !== undefined && change.announce !== undefined) {
@@ -608,7 +616,7 @@ async function updateInTransactions(
     // Another writer moved it between the read and the update: judged again on what it is now.
     if (!outcome.moved) continue;
     if (outcome.changed && change.announce !== undefined) ctx.committed();
-    return { changed: outcome.changed, record: await getRecord(ctx, id) };
+    return { changed: outcome.changed, record: outcome.record };
   }
 }
 
@@ -622,15 +630,13 @@ async function tryMove(
   id: string,
   change: DispatchChange,
   result: string | null,
-): Promise<{ changed: boolean; moved: boolean }> {
-  const before = (
-    await trx
-      .selectFrom('fleetgate_dispatch')
-      .select('status')
-      .where('id', '=', id)
-      .executeTakeFirst()
-  )?.status;
-  if (!movable(before, change.from)) return { changed: false, moved: true };
+): Promise<{ changed: boolean; moved: boolean; record: DispatchRecord | undefined }> {
+  // The row read once: the record after the update is this row with the update's assignments.
+  const row = await rowsOf(trx).where('fleetgate_dispatch.id', '=', id).executeTakeFirst();
+  const before = row?.status;
+  if (row === undefined || !movable(before, change.from)) {
+    return { changed: false, moved: true, record: row === undefined ? undefined : fromRow(row) };
+  }
   const moved = await trx
     .updateTable('fleetgate_dispatch')
     .set({
@@ -642,15 +648,14 @@ async function tryMove(
     .where('id', '=', id)
     .where('status', '=', before)
     .executeTakeFirst();
-  if (Number(moved.numUpdatedRows) !== 1) return { changed: false, moved: false };
+  if (Number(moved.numUpdatedRows) !== 1)
+    return { changed: false, moved: false, record: undefined };
   const changed = before !== change.status;
+  const record = fromRow(movedRow(row, change, result));
   if (changed && change.announce !== undefined) {
-    const row = await rowsOf(trx).where('fleetgate_dispatch.id', '=', id).executeTakeFirst();
-    if (row !== undefined) {
-      await writeAnnouncement(trx, fromRow(row), change.announce, ctx.eventId(), change.at);
-    }
+    await writeAnnouncement(trx, record, change.announce, ctx.eventId(), change.at);
   }
-  return { changed, moved: true };
+  return { changed, moved: true, record };
 }
 
 /** {@link DispatchRecordStore.prune}. */
