@@ -120,6 +120,11 @@ function costSample(taskId: string): Record<string, unknown> {
   };
 }
 
+/** The `world.state.delta` payload of one call's task. */
+function worldDelta(taskId: string, correlationId: string): Record<string, unknown> {
+  return { source: AGENT, skill: SKILL, deltas: DELTAS, taskId, correlationId, state: 'completed' };
+}
+
 function sqliteOf(store: GatewayStore, direct: boolean): { sqlite?: GatewayStore['sqlite'] } {
   return direct ? { sqlite: store.sqlite } : {};
 }
@@ -210,14 +215,7 @@ const tasksRoom: Room = {
             },
             {
               topic: 'world.state.delta',
-              payload: {
-                source: AGENT,
-                skill: SKILL,
-                deltas: DELTAS,
-                taskId,
-                correlationId,
-                state: 'completed',
-              },
+              payload: worldDelta(taskId, correlationId),
               id: eventId(),
               correlationId,
             },
@@ -296,14 +294,7 @@ function rowsOfOneCall(eventId: () => string): OutboxEventInput[] {
     row('skill.dispatch.started', record),
     row('skill.dispatch.completed', completed),
     row('cost.sample', costSample(taskId)),
-    row('world.state.delta', {
-      source: AGENT,
-      skill: SKILL,
-      deltas: DELTAS,
-      taskId,
-      correlationId,
-      state: 'completed',
-    }),
+    row('world.state.delta', worldDelta(taskId, correlationId)),
     row('world.state.updated', { domain: 'board', version: 1, paths: ['data.lastSitrep'] }),
   ];
 }
