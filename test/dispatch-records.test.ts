@@ -1,11 +1,19 @@
 /**
- * Dispatch records' moves: an ended dispatch never changes again, and a move `from` a status
- * (compare-and-set) changes a dispatch only in that status — on SQLite through its direct
- * statements and through kysely, and on PostgreSQL. Each move says whether it changed the record,
- * so of two paths ending one dispatch only the one that moved it announces it.
+ * The dispatch records' contract, one suite for every implementation: SQLite's prepared
+ * statements, kysely on SQLite, and kysely on PostgreSQL. Moves: an ended dispatch never changes
+ * again, and a move `from` a status (compare-and-set) changes a dispatch only in that status; each
+ * move says whether it changed the record, so of two paths ending one dispatch only the one that
+ * moved it announces it, and its announcement is in the outbox exactly then. Beside the moves:
+ * a record with its trace context and holder, the orphans a dead process leaves, a takeover, the
+ * API's list with its filters and pages, and retention.
  */
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createStoreDispatchRecords, type DispatchRecordStore } from '../src/dispatch/index.js';
+import {
+  createStoreDispatchRecords,
+  type DispatchRecord,
+  type DispatchRecordStore,
+} from '../src/dispatch/index.js';
 import { requirePostgres } from './support/services.js';
 import { openTestStore, storeVariants, type TestStore } from './support/stores.js';
 
@@ -21,7 +29,11 @@ describe.each(storeVariants(pgUp))('dispatch record moves ($kind, direct: $direc
     if (skip) return;
     opened = await openTestStore(variant, 'fgdispatchrec', 2);
     const { store } = opened;
-    records = createStoreDispatchRecords(store.db, direct ? { sqlite: store.sqlite } : {});
+    let events = 0;
+    records = createStoreDispatchRecords(store.db, {
+      ...(direct ? { sqlite: store.sqlite } : {}),
+      eventId: () => `${variant.kind}-${direct}-e${(events += 1)}`,
+    });
   });
 
   afterAll(async () => {
@@ -132,4 +144,190 @@ describe.each(storeVariants(pgUp))('dispatch record moves ($kind, direct: $direc
       record: undefined,
     });
   });
+
+  function record(overrides: Partial<DispatchRecord> = {}): DispatchRecord {
+    n += 1;
+    return {
+      id: `r-${n}`,
+      agent: 'ops',
+      skill: 'sitrep',
+      correlationId: `rc-${n}`,
+      status: 'running',
+      taskId: null,
+      createdAt: 10_000 + n,
+      updatedAt: 10_000 + n,
+      result: null,
+      ...overrides,
+    };
+  }
+
+  async function outbox(correlationId: string): Promise<{ topic: string; payload: unknown }[]> {
+    const rows = await sql<{ topic: string; payload: string }>`
+      select topic, payload from fleetgate_outbox where correlation_id = ${correlationId} order by seq
+    `.execute(opened.store.db);
+    return rows.rows.map((r) => ({ topic: r.topic, payload: JSON.parse(r.payload) as unknown }));
+  }
+
+  it.skipIf(skip)(
+    'records a dispatch with its trace context, its holder and its events, in one unit',
+    async () => {
+      const traced = record({
+        traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+      });
+      const send = { owner: 'gw-a', messageId: 'm-1', contextId: 'ctx-1', sentAt: null };
+      await records.create(traced, {
+        send,
+        announce: [
+          { topic: 'skill.dispatch.requested' },
+          { topic: 'skill.dispatch.started', extra: { decision: 'allow' } },
+        ],
+      });
+      expect(await records.get(traced.id)).toEqual(traced);
+      const events = await outbox(traced.correlationId);
+      expect(events.map((e) => e.topic)).toEqual([
+        'skill.dispatch.requested',
+        'skill.dispatch.started',
+      ]);
+      expect(events[1]!.payload).toEqual({ ...traced, decision: 'allow' });
+      // Without a task id, it is an orphan once its holder is gone: what it sent comes along.
+      const orphans = await records.orphans(1_000);
+      expect(orphans.find((o) => o.record.id === traced.id)).toEqual({ record: traced, send });
+      // Sending commits the ids before the first byte leaves, with its own event.
+      const sent = { ...send, sentAt: 12_345 };
+      await records.sending(traced, sent, { topic: 'skill.dispatch.started' });
+      expect((await records.orphans(1_000)).find((o) => o.record.id === traced.id)?.send).toEqual(
+        sent,
+      );
+      expect((await outbox(traced.correlationId)).map((e) => e.topic)).toHaveLength(3);
+      // A record alone: no holder, no event.
+      const bare = record();
+      await records.create(bare);
+      expect(await records.get(bare.id)).toEqual(bare);
+      expect(await outbox(bare.correlationId)).toEqual([]);
+      expect((await records.orphans(1_000)).some((o) => o.record.id === bare.id)).toBe(false);
+    },
+  );
+
+  it.skipIf(skip)(
+    'lists orphans oldest first, only calls in flight without a task id, and lets one process take each over',
+    async () => {
+      const send = { owner: 'gw-dead', messageId: 'm', contextId: 'c', sentAt: 1 };
+      const older = record({ createdAt: 1 });
+      const waiting = record({ status: 'awaiting-input', createdAt: 2 });
+      const withTask = record({ taskId: 't-known', createdAt: 3 });
+      const ended = record({ status: 'completed', createdAt: 4 });
+      for (const r of [withTask, ended, waiting, older]) await records.create(r, { send });
+      const found = (await records.orphans(1_000)).map((o) => o.record.id);
+      const ours = found.filter((id) => [older, waiting, withTask, ended].some((r) => r.id === id));
+      expect(ours).toEqual([older.id, waiting.id]);
+      expect(await records.orphans(1)).toHaveLength(1);
+      // Two replicas take the same orphan over: one wins.
+      const taken = await Promise.all([
+        records.takeOver(older.id, 'gw-dead', 'gw-b'),
+        records.takeOver(older.id, 'gw-dead', 'gw-c'),
+      ]);
+      expect(taken.sort()).toEqual([false, true]);
+      const owner = (await records.orphans(1_000)).find((o) => o.record.id === older.id)!.send
+        .owner;
+      expect(['gw-b', 'gw-c']).toContain(owner);
+      expect(await records.takeOver('no-such-dispatch', 'gw-dead', 'gw-b')).toBe(false);
+    },
+  );
+
+  it.skipIf(skip)('finds a dispatch by its task', async () => {
+    const r = record({ agent: 'ci', taskId: 'task-of-ci' });
+    await records.create(r);
+    expect(await records.byTask('ci', 'task-of-ci')).toEqual(r);
+    expect(await records.byTask('ops', 'task-of-ci')).toBeUndefined();
+    expect(await records.get('no-such-dispatch')).toBeUndefined();
+  });
+
+  it.skipIf(skip)(
+    'lists by every filter, newest first, page by page across equal times',
+    async () => {
+      const at = 500_000;
+      const made = [
+        record({ agent: 'lister', skill: 'a', createdAt: at, id: 'l-1' }),
+        record({ agent: 'lister', skill: 'b', createdAt: at, id: 'l-2' }),
+        record({ agent: 'lister', skill: 'a', createdAt: at + 1, id: 'l-3', status: 'completed' }),
+        record({ agent: 'lister', skill: 'a', createdAt: at - 1, id: 'l-4', correlationId: 'lc' }),
+        record({ agent: 'other', skill: 'a', createdAt: at + 2, id: 'l-5' }),
+      ];
+      for (const r of made) await records.create(r);
+      const ids = (list: DispatchRecord[]) => list.map((r) => r.id);
+      expect(ids(await records.list({ agent: 'lister', limit: 10 }))).toEqual([
+        'l-3',
+        'l-2',
+        'l-1',
+        'l-4',
+      ]);
+      expect(ids(await records.list({ agent: 'lister', skill: 'a', limit: 10 }))).toEqual([
+        'l-3',
+        'l-1',
+        'l-4',
+      ]);
+      expect(ids(await records.list({ agent: 'lister', status: 'completed', limit: 10 }))).toEqual([
+        'l-3',
+      ]);
+      expect(ids(await records.list({ correlationId: 'lc', limit: 10 }))).toEqual(['l-4']);
+      // Pages of two: the second starts after the last of the first, also within one millisecond.
+      const first = await records.list({ agent: 'lister', limit: 2 });
+      expect(ids(first)).toEqual(['l-3', 'l-2']);
+      const second = await records.list({ agent: 'lister', limit: 2, before: 'l-2' });
+      expect(ids(second)).toEqual(['l-1', 'l-4']);
+      expect(await records.list({ agent: 'lister', limit: 2, before: 'no-such-dispatch' })).toEqual(
+        [],
+      );
+      expect(await records.list({ agent: 'lister', limit: 2, before: 'l-4' })).toEqual([]);
+    },
+  );
+
+  it.skipIf(skip)(
+    'prunes dispatches that ended before the cut, with who held them, batch by batch',
+    async () => {
+      const cut = 2_000_000;
+      const send = { owner: 'gw', messageId: 'm', contextId: 'c', sentAt: 1 };
+      const old = ['completed', 'failed', 'rejected', 'canceled'].map((status) =>
+        record({ status: status as DispatchRecord['status'], createdAt: 1, updatedAt: cut - 1 }),
+      );
+      const recent = record({ status: 'completed', updatedAt: cut + 1 });
+      const running = record({ status: 'running', updatedAt: 1 });
+      for (const r of [...old, recent, running]) await records.create(r, { send });
+      expect(await records.prune(cut, 3)).toBeGreaterThanOrEqual(old.length);
+      for (const r of old) expect(await records.get(r.id)).toBeUndefined();
+      expect(await records.get(recent.id)).toBeDefined();
+      expect(await records.get(running.id)).toBeDefined();
+      expect(await records.prune(cut, 3)).toBe(0);
+      const sends = await sql<{ n: number }>`
+      select count(*) as n from fleetgate_dispatch_send where dispatch_id in (${sql.join(old.map((r) => r.id))})
+    `.execute(opened.store.db);
+      expect(Number(sends.rows[0]!.n)).toBe(0);
+    },
+  );
+
+  it.skipIf(skip)(
+    'writes a move’s announcement only when the move changed the dispatch',
+    async () => {
+      const r = record({ status: 'awaiting-approval' });
+      await records.create(r);
+      const change = {
+        status: 'rejected' as const,
+        at: 20_000,
+        from: 'awaiting-approval' as const,
+        announce: { topic: 'skill.dispatch.rejected' as const, extra: { reason: 'no' } },
+      };
+      const [a, b] = await Promise.all([
+        records.update(r.id, change),
+        records.update(r.id, change),
+      ]);
+      expect([a.changed, b.changed].sort()).toEqual([false, true]);
+      const events = await outbox(r.correlationId);
+      expect(events).toEqual([
+        {
+          topic: 'skill.dispatch.rejected',
+          payload: { ...r, status: 'rejected', updatedAt: 20_000, reason: 'no' },
+        },
+      ]);
+    },
+  );
 });
