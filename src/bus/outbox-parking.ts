@@ -3,9 +3,7 @@
  * or the bus's limit, a payload that is not JSON, an invalid topic). The row leaves
  * `fleetgate_outbox` for `fleetgate_outbox_parked` with the reason, so the rows after it go on.
  */
-import type { Kysely } from 'kysely';
 import { FleetgateError, isFleetgateError } from '../protocol/index.js';
-import type { OutboxDatabase } from './outbox-tables.js';
 import { errorMessage } from './subscription-name.js';
 import { defined } from '../protocol/fields/index.js';
 
@@ -90,46 +88,4 @@ export function describePayload(payload: string): {
     skill: field('skill') ?? '',
     ...defined({ taskId }),
   };
-}
-
-/** The columns a parked row keeps from its outbox row (both tables name them alike). */
-const KEPT_COLUMNS = [
-  'id',
-  'seq',
-  'topic',
-  'payload',
-  'correlation_id',
-  'time',
-  'created_at',
-] as const;
-
-/** Moves parked rows from the outbox into `fleetgate_outbox_parked`. */
-export async function parkRows(
-  q: Kysely<OutboxDatabase>,
-  rows: readonly ParkedRow[],
-): Promise<void> {
-  const at = Date.now();
-  for (const row of rows) {
-    await q
-      .insertInto('fleetgate_outbox_parked')
-      .columns([...KEPT_COLUMNS, 'parked_at', 'reason'])
-      .expression((eb) =>
-        eb
-          .selectFrom('fleetgate_outbox')
-          .select((s) => [
-            ...KEPT_COLUMNS,
-            s.val(at).as('parked_at'),
-            s.val(row.error.message.slice(0, 1000)).as('reason'),
-          ])
-          .where('id', '=', row.id)
-          .where('sent_at', 'is', null),
-      )
-      .onConflict((oc) => oc.column('id').doNothing())
-      .execute();
-    await q
-      .deleteFrom('fleetgate_outbox')
-      .where('id', '=', row.id)
-      .where('sent_at', 'is', null)
-      .execute();
-  }
 }

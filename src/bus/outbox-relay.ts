@@ -10,7 +10,8 @@ import type { OutboxDatabase, OutboxRelayDatabase } from './outbox.js';
 import type { OutboxSqlite } from './outbox-direct.js';
 import { tapOutbox } from './outbox-direct.js';
 import { OutboxHandover } from './outbox-handover.js';
-import type { RelayRoundContext } from './outbox-round.js';
+import { kyselyRelayRows, sqliteRelayRows } from './outbox-relay-rows.js';
+import type { RelayRoundContext, RoundOutcome } from './outbox-round.js';
 import { relayRound } from './outbox-round.js';
 import type { EventBus, UnreportedErrorHandler } from './types.js';
 import { warnUnreportedError } from './types.js';
@@ -101,7 +102,7 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
   const looseBus = bus as unknown as EventBus<Record<string, unknown> & TopicMap>;
 
   let running = false;
-  let round: Promise<number> | undefined;
+  let round: Promise<RoundOutcome> | undefined;
   let timer: NodeJS.Timeout | undefined;
   let wake: (() => void) | undefined;
   let loop: Promise<void> | undefined;
@@ -120,18 +121,18 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
   const handover = direct === undefined ? undefined : new OutboxHandover();
   let untap: Promise<() => void> | undefined;
   const context: RelayRoundContext = {
-    db,
-    direct,
-    handover,
+    rows:
+      direct === undefined || handover === undefined
+        ? kyselyRelayRows(db, options.lockRows === true)
+        : sqliteRelayRows(direct, handover),
     bus: looseBus,
     batchSize,
-    lockRows: options.lockRows === true,
     maxPayloadBytes: options.maxPayloadBytes,
     onError,
     untilStopped,
   };
 
-  function relayOnce(): Promise<number> {
+  function oneRound(): Promise<RoundOutcome> {
     // One round at a time per relay: concurrent rounds would only produce duplicates.
     round ??= relayRound(context).finally(() => {
       round = undefined;
@@ -142,9 +143,10 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
   async function drain(): Promise<number> {
     let total = 0;
     for (;;) {
-      const n = await relayOnce();
-      total += n;
-      if (n < batchSize) return total;
+      const { sent, read } = await oneRound();
+      total += sent;
+      // A full batch read (rows parked among them included): more may be waiting.
+      if (read < batchSize) return total;
     }
   }
 
@@ -203,7 +205,7 @@ export function createOutboxRelay<M extends TopicMap = FleetgateTopics>(
         wake?.();
       });
     },
-    relayOnce,
+    relayOnce: () => oneRound().then((outcome) => outcome.sent),
     drain,
     async stop() {
       running = false;

@@ -4,15 +4,12 @@
  * the rows no bus will ever take (`outbox-parking.ts`). See `outbox.ts` for the exactly-once
  * argument.
  */
-import type { Kysely } from 'kysely';
 import { FleetgateError } from '../protocol/index.js';
 import type { TopicMap } from '../protocol/index.js';
-import type { OutboxDatabase } from './outbox-tables.js';
-import type { OutboxRow, OutboxSqlite } from './outbox-direct.js';
-import type { OutboxHandover } from './outbox-handover.js';
-import { SELECT_UNSENT, markOutboxRowsSent } from './outbox-direct.js';
+import type { OutboxRow } from './outbox-direct.js';
 import type { ParkedRow } from './outbox-parking.js';
-import { describePayload, isPoisonError, parkRows, parkedRow, readRow } from './outbox-parking.js';
+import { describePayload, isPoisonError, parkedRow, readRow } from './outbox-parking.js';
+import type { RelayRows, RoundRows } from './outbox-relay-rows.js';
 import type { EventBus, PublishResult, UnreportedErrorHandler } from './types.js';
 import { errorMessage } from './subscription-name.js';
 import { defined } from '../protocol/fields/index.js';
@@ -30,86 +27,35 @@ class RelayPublishError extends Error {
 
 /** What a relay's rounds run on; the relay builds it once from its options. */
 export interface RelayRoundContext {
-  db: Kysely<OutboxDatabase>;
-  /** A SQLite store's direct access; undefined on PostgreSQL and with `lockRows`. */
-  direct: OutboxSqlite | undefined;
-  /** The rows the writers committed, with `direct` (`outbox-handover.ts`). */
-  handover: OutboxHandover | undefined;
+  /** The queries on the outbox, on the store's database (`outbox-relay-rows.ts`). */
+  rows: RelayRows;
   /** The relay publishes whatever topic a row holds; rows were type-checked when written. */
   bus: EventBus<Record<string, unknown> & TopicMap>;
   batchSize: number;
-  lockRows: boolean;
   maxPayloadBytes: number | undefined;
   onError: UnreportedErrorHandler;
   /** `work`, or sooner when the relay is stopped (rows still being handled stay unsent). */
   untilStopped(work: Promise<unknown>): Promise<unknown>;
 }
 
-/** The unsent rows of one round, in order (locked with `lock`). */
-function selectRows(
-  ctx: RelayRoundContext,
-  q: Kysely<OutboxDatabase>,
-  lock: boolean,
-): Promise<OutboxRow[]> {
-  const { direct } = ctx;
-  if (direct !== undefined) {
-    const taken = ctx.handover?.take(ctx.batchSize);
-    if (taken !== undefined) return Promise.resolve(taken);
-    return direct.read((sql) => sql.all<OutboxRow>(SELECT_UNSENT, [ctx.batchSize]));
-  }
-  let select = q
-    .selectFrom('fleetgate_outbox')
-    .select(['seq', 'id', 'topic', 'payload', 'correlation_id', 'time'])
-    .where('sent_at', 'is', null)
-    .orderBy('seq')
-    .limit(ctx.batchSize);
-  if (lock) select = select.forUpdate().skipLocked();
-  return select.execute();
-}
-
-/** Marks the round's published rows sent, in one statement (one commit, not one per row). */
-async function markSent(
-  ctx: RelayRoundContext,
-  q: Kysely<OutboxDatabase>,
-  published: OutboxRow[],
-): Promise<void> {
-  const at = Date.now();
-  const { direct } = ctx;
-  if (direct !== undefined) {
-    // By position (the table's own key), joining the claims and world updates committed in
-    // the same turn of the loop.
-    const seqs = published.map((row) => row.seq);
-    await direct.write((sql) => markOutboxRowsSent(sql, seqs, at), { group: 'loop' });
-    return;
-  }
-  await q
-    .updateTable('fleetgate_outbox')
-    .set({ sent_at: at, last_error: null })
-    .where(
-      'id',
-      'in',
-      published.map((row) => row.id),
-    )
-    .where('sent_at', 'is', null)
-    .execute();
+/** What a round did: rows marked sent, and rows it read (a full batch: more may be waiting). */
+export interface RoundOutcome {
+  sent: number;
+  read: number;
 }
 
 /** Publishes the rows of one round through `q`; throws at the first failed publish. */
-async function publishRows(
-  ctx: RelayRoundContext,
-  q: Kysely<OutboxDatabase>,
-  lock: boolean,
-): Promise<number> {
-  const rows = await selectRows(ctx, q, lock);
+async function publishRows(ctx: RelayRoundContext, q: RoundRows): Promise<RoundOutcome> {
+  const rows = await q.unsent(ctx.batchSize);
   let complete = false;
   try {
     const { sent, parked } = await publishAndMark(ctx, q, rows);
     complete = sent + parked.length === rows.length;
     for (const row of parked) await announceParked(ctx, row);
-    return sent;
+    return { sent, read: rows.length };
   } finally {
     // The round's rows all marked sent or parked, or not: what the next round may take.
-    ctx.handover?.ended(rows, complete);
+    q.settled(rows, complete);
   }
 }
 
@@ -120,7 +66,7 @@ async function publishRows(
  */
 async function publishAndMark(
   ctx: RelayRoundContext,
-  q: Kysely<OutboxDatabase>,
+  q: RoundRows,
   rows: readonly OutboxRow[],
 ): Promise<{ sent: number; parked: ParkedRow[] }> {
   const published: OutboxRow[] = [];
@@ -160,14 +106,10 @@ async function publishAndMark(
     // Marked only after the bus acknowledged them, once per round, also when a later row of
     // the round failed. A crash before this line re-sends the round's rows: their ids make the
     // copies no-ops for every consumer.
-    if (published.length > 0) await markSent(ctx, q, published);
+    if (published.length > 0) await q.markSent(published, Date.now());
     // Parked rows leave the outbox for good (an operator looks at them); the rows after them go
-    // on. Moved in one transaction: the round's own with `lockRows`, else one of their own.
-    if (parked.length > 0) {
-      await (q.isTransaction
-        ? parkRows(q, parked)
-        : q.transaction().execute((trx) => parkRows(trx, parked)));
-    }
+    // on.
+    if (parked.length > 0) await q.park(parked, Date.now());
   }
   return { sent: published.length, parked };
 }
@@ -201,23 +143,15 @@ async function announceParked(ctx: RelayRoundContext, row: ParkedRow): Promise<v
  * One round (see `OutboxRelay.relayOnce`): in a transaction of its own with `lockRows`. A failed
  * publish is recorded on its row and thrown as `FLEETGATE_OUTBOX_RELAY_FAILED`.
  */
-export async function relayRound(ctx: RelayRoundContext): Promise<number> {
-  const { db, onError } = ctx;
+export async function relayRound(ctx: RelayRoundContext): Promise<RoundOutcome> {
+  const { rows, onError } = ctx;
   try {
-    return ctx.lockRows
-      ? await db.transaction().execute((trx) => publishRows(ctx, trx, true))
-      : await publishRows(ctx, db, false);
+    return await rows.round((q) => publishRows(ctx, q));
   } catch (error) {
     if (!(error instanceof RelayPublishError)) throw error;
     // Outside the round's transaction, so the failure is recorded even when it rolls back.
-    await db
-      .updateTable('fleetgate_outbox')
-      .set((eb) => ({
-        attempts: eb('attempts', '+', 1),
-        last_error: errorMessage(error.cause).slice(0, 1000),
-      }))
-      .where('id', '=', error.eventId)
-      .execute()
+    await rows
+      .failed(error.eventId, errorMessage(error.cause).slice(0, 1000))
       .catch((dbError: unknown) =>
         onError(dbError, { source: 'outbox-relay', eventId: error.eventId }),
       );
