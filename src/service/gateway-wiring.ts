@@ -296,7 +296,7 @@ export function wireUpkeep(ground: Ground, records: Records, calls: CallPath): U
     store: ground.store,
     tasks: records.taskRecords,
     dispatches: records.dispatchRecords,
-    proxyTasks: createProxyTaskStore(ground.store.db),
+    proxyTasks: createProxyTaskStore(ground.store.db, { sqlite: ground.store.sqlite }),
     policy: {
       outboxMs: config.retention.outbox,
       tasksMs: config.retention.tasks,
