@@ -249,3 +249,18 @@ export function movedRow(
     result: result ?? row.result,
   };
 }
+
+/** An orphan as {@link DispatchRecordStore.orphans} reports it: the record and who held it. */
+export function heldFromRow(
+  row: DispatchRow & Omit<DispatchSendTable, 'dispatch_id'>,
+): HeldDispatch {
+  return {
+    record: fromRow(row),
+    send: {
+      owner: row.owner,
+      messageId: row.message_id,
+      contextId: row.context_id,
+      sentAt: row.sent_at === null ? null : Number(row.sent_at),
+    },
+  };
+}

@@ -13,6 +13,7 @@ import {
   ENDED,
   eventOf,
   fromRow,
+  heldFromRow,
   movable,
   movedRow,
   type DispatchAnnouncement,
@@ -176,15 +177,7 @@ async function findOrphans(ctx: RecordsContext, limit: number): Promise<HeldDisp
     .orderBy('fleetgate_dispatch.created_at')
     .limit(limit)
     .execute();
-  return found.map((row) => ({
-    record: fromRow(row),
-    send: {
-      owner: row.owner,
-      messageId: row.message_id,
-      contextId: row.context_id,
-      sentAt: row.sent_at === null ? null : Number(row.sent_at),
-    },
-  }));
+  return found.map(heldFromRow);
 }
 
 /** {@link DispatchRecordStore.takeOver}. */

@@ -10,6 +10,7 @@ import {
   ENDED,
   eventOf,
   fromRow,
+  heldFromRow,
   movable,
   movedRow,
   type DispatchChange,
@@ -148,15 +149,7 @@ export function sqliteDispatchRecords(
       const rows = await direct.read((sql) =>
         sql.all<DispatchRow & Omit<DispatchSendTable, 'dispatch_id'>>(SELECT_ORPHANS, [limit]),
       );
-      return rows.map((row) => ({
-        record: fromRow(row),
-        send: {
-          owner: row.owner,
-          messageId: row.message_id,
-          contextId: row.context_id,
-          sentAt: row.sent_at === null ? null : Number(row.sent_at),
-        },
-      }));
+      return rows.map(heldFromRow);
     },
     takeOver(id, from, to) {
       return direct.write((sql) => sql.run(TAKE_OVER, [to, id, from]).changes === 1);

@@ -4,8 +4,8 @@
  */
 import { Task as TaskCodec, TaskPushNotificationConfig } from '@a2a-js/sdk';
 import { normalizeTaskState } from '../../protocol/index.js';
-import type { ProxyTaskTable } from './store-tables.js';
-import type { ProxyPushConfig, ProxyTask } from './task-types.js';
+import type { ProxyPushDeliveryTable, ProxyTaskTable } from './store-tables.js';
+import type { ProxyPushConfig, ProxyTask, ProxyTaskStore } from './task-types.js';
 
 /** The states a task never leaves. */
 export const TERMINAL_STATES = ['completed', 'failed', 'canceled', 'rejected'];
@@ -44,5 +44,31 @@ export function pushFromRow(row: {
     configId: row.config_id,
     config: TaskPushNotificationConfig.fromJSON(JSON.parse(row.config)),
     protocol: row.protocol === '0.3' ? '0.3' : '1.0',
+  };
+}
+
+/** A delivery as {@link ProxyTaskStore.deliveries} reports it. */
+export function deliveryFromRow(
+  r: ProxyPushDeliveryTable,
+): Awaited<ReturnType<ProxyTaskStore['deliveries']>>[number] {
+  return {
+    configId: r.config_id,
+    state: r.state,
+    status: r.status,
+    attempts: Number(r.attempts),
+    error: r.last_error,
+  };
+}
+
+/** A delivery due, as {@link ProxyTaskStore.dueDeliveries} hands it to a sweeper. */
+export function dueFromRow(
+  r: Pick<ProxyPushDeliveryTable, 'task_id' | 'config_id' | 'state' | 'attempts' | 'task'>,
+): Awaited<ReturnType<ProxyTaskStore['dueDeliveries']>>[number] {
+  return {
+    taskId: r.task_id,
+    configId: r.config_id,
+    state: r.state,
+    attempts: Number(r.attempts),
+    task: r.task === null ? undefined : TaskCodec.fromJSON(JSON.parse(r.task)),
   };
 }

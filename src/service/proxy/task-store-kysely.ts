@@ -8,7 +8,14 @@ import type { Kysely } from 'kysely';
 import type { TaskStateName } from '../../protocol/index.js';
 import { normalizeTaskState } from '../../protocol/index.js';
 import type { ProxyDatabase } from './store-tables.js';
-import { fromRow, pushFromRow, TERMINAL_STATES, UNSENT_PUSH_GRACE_MS } from './task-rows.js';
+import {
+  deliveryFromRow,
+  dueFromRow,
+  fromRow,
+  pushFromRow,
+  TERMINAL_STATES,
+  UNSENT_PUSH_GRACE_MS,
+} from './task-rows.js';
 import type { DeliveryKey, ProxyPushConfig, ProxyTask, ProxyTaskStore } from './task-types.js';
 import { defined } from '../../protocol/fields/index.js';
 
@@ -273,13 +280,7 @@ async function dueDeliveries(
     .orderBy('updated_at')
     .limit(limit)
     .execute();
-  return rows.map((r) => ({
-    taskId: r.task_id,
-    configId: r.config_id,
-    state: r.state,
-    attempts: Number(r.attempts),
-    task: r.task === null ? undefined : TaskCodec.fromJSON(JSON.parse(r.task)),
-  }));
+  return rows.map(dueFromRow);
 }
 
 async function endDelivery(
@@ -309,13 +310,7 @@ async function deliveries(db: ProxyDb, taskId: string): ReturnType<ProxyTaskStor
     .where('task_id', '=', taskId)
     .orderBy('updated_at')
     .execute();
-  return rows.map((r) => ({
-    configId: r.config_id,
-    state: r.state,
-    status: r.status,
-    attempts: Number(r.attempts),
-    error: r.last_error,
-  }));
+  return rows.map(deliveryFromRow);
 }
 
 async function prune(db: ProxyDb, before: number, batchSize = 1_000): Promise<number> {

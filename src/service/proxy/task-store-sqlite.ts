@@ -9,7 +9,14 @@ import { Task as TaskCodec, TaskPushNotificationConfig } from '@a2a-js/sdk';
 import type { SqliteAccess, SqliteStatements } from '../../store/index.js';
 import { normalizeTaskState } from '../../protocol/index.js';
 import type { ProxyPushDeliveryTable, ProxyPushTable, ProxyTaskTable } from './store-tables.js';
-import { fromRow, pushFromRow, TERMINAL_STATES, UNSENT_PUSH_GRACE_MS } from './task-rows.js';
+import {
+  deliveryFromRow,
+  dueFromRow,
+  fromRow,
+  pushFromRow,
+  TERMINAL_STATES,
+  UNSENT_PUSH_GRACE_MS,
+} from './task-rows.js';
 import type { DeliveryKey, ProxyPushConfig, ProxyTask, ProxyTaskStore } from './task-types.js';
 import { defined } from '../../protocol/fields/index.js';
 
@@ -232,13 +239,7 @@ function deliveryMethods(
         'task_id' | 'config_id' | 'state' | 'attempts' | 'task'
       >;
       const rows = await sqlite.read((sql) => sql.all<Due>(DUE_DELIVERIES, [now, limit]));
-      return rows.map((r) => ({
-        taskId: r.task_id,
-        configId: r.config_id,
-        state: r.state,
-        attempts: Number(r.attempts),
-        task: r.task === null ? undefined : TaskCodec.fromJSON(JSON.parse(r.task)),
-      }));
+      return rows.map(dueFromRow);
     },
     async endDelivery(key, outcome) {
       await sqlite.write((sql) =>
@@ -255,13 +256,7 @@ function deliveryMethods(
       const rows = await sqlite.read((sql) =>
         sql.all<ProxyPushDeliveryTable>(SELECT_DELIVERIES, [taskId]),
       );
-      return rows.map((r) => ({
-        configId: r.config_id,
-        state: r.state,
-        status: r.status,
-        attempts: Number(r.attempts),
-        error: r.last_error,
-      }));
+      return rows.map(deliveryFromRow);
     },
   };
 }
