@@ -11,10 +11,17 @@ export interface WorldSqlStatements {
   get<R>(sql: string, params?: readonly unknown[]): R | undefined;
 }
 
-/** The direct access: group-committed writes (see the store's `SqliteAccess`). */
+/** The direct access: group-committed writes and reads (see the store's `SqliteAccess`). */
 export interface WorldSqlite {
+  /**
+   * Runs `work` in a write transaction shared with the writes queued beside it, in a savepoint of
+   * its own; resolves once it committed. `work` touches only its own statements and awaits nothing
+   * else.
+   */
   write<T>(
     work: (sql: WorldSqlStatements) => T | Promise<T>,
     options?: { group?: 'turn' | 'loop' },
   ): Promise<T>;
+  /** Runs `work` outside any transaction, once nothing else holds the connection. */
+  read<T>(work: (sql: WorldSqlStatements) => T): Promise<T>;
 }

@@ -148,8 +148,8 @@ export interface WorldUnitOfWork {
 /**
  * Where the world state lives: domain state and versions, applied event ids and the audit log.
  * Implementations: {@link createMemoryWorldStore} (one process, nothing survives a restart) and
- * {@link createSqlWorldStore} (SQLite or PostgreSQL through kysely; its emissions go to the
- * transactional outbox).
+ * {@link createSqlWorldStore} (SQLite on its direct access, or PostgreSQL through kysely; its
+ * emissions go to the transactional outbox).
  */
 export interface WorldStore {
   /**
