@@ -244,7 +244,9 @@ export interface CostSampleEvent {
 export interface SystemErrorEvent {
   /** What failed, e.g. `subscription:materialiser` or `extension:blast-v1`. */
   source: string;
+  /** What went wrong, as a sentence (the code is not repeated in it). */
   message: string;
+  /** The coded error (`docs/errors.md`), e.g. `FLEETGATE_BUS_HANDLER_FAILED`. */
   code?: string;
   /** Topic of the event whose handling failed. */
   topic?: string;

@@ -247,6 +247,13 @@ export function eventBusContract(
       expect(String(payloads.find((p) => p.source === 'subscription:thrower')?.message)).toContain(
         'sync boom',
       );
+      // Worded alike on every bus: the code in its field, the message a sentence without it.
+      for (const p of payloads) {
+        expect(p.code).toBe('FLEETGATE_BUS_HANDLER_FAILED');
+        expect(String(p.message)).toMatch(
+          /^Handler of subscription (thrower|rejecter) failed on job\.run /,
+        );
+      }
       expect(thrownCalls).toBe(3);
     });
 

@@ -533,9 +533,10 @@ export class JetStreamEventBus<M extends TopicMap = FleetgateTopics> implements 
       this.#onUnreported(error, context);
       return;
     }
+    // The code in its field and the message without it, as the in-memory bus words them.
     const payload = {
       source,
-      message: errorMessage(error),
+      message: error instanceof Error ? error.message : String(error),
       code: isFleetgateError(error) ? error.code : 'FLEETGATE_BUS_HANDLER_FAILED',
       ...defined({ topic, eventId }),
     };
