@@ -46,13 +46,7 @@ interface TestDatabase extends OutboxDatabase {
 const TEST_MIGRATIONS: Record<string, StoreMigration> = {
   ...GATEWAY_MIGRATIONS,
   '9000_test_account': {
-    async up(db) {
-      await db.schema
-        .createTable('account')
-        .addColumn('id', 'text', (c) => c.primaryKey())
-        .addColumn('balance', 'bigint', (c) => c.notNull())
-        .execute();
-    },
+    tables: { account: { columns: { id: 'text primary key', balance: 'bigint not null' } } },
   },
 };
 

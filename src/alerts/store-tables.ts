@@ -28,20 +28,18 @@ export const ALERTS_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
   // Created inside `0003_world` when that migration shipped; the name stays so an already
   // migrated store runs nothing. The store runs the parts of one name in the order given.
   '0003_world': {
-    async up(db) {
-      // Operator floors learned from blast violations.
-      await db.schema
-        .createTable('fleetgate_learned_floors')
-        .addColumn('agent', 'text', (col) => col.notNull())
-        .addColumn('skill', 'text', (col) => col.notNull())
-        .addColumn('radius', 'text', (col) => col.notNull())
-        .addColumn('reason', 'text', (col) => col.notNull())
-        .addColumn('updated_at', 'bigint', (col) => col.notNull())
-        .addPrimaryKeyConstraint('fleetgate_learned_floors_pk', ['agent', 'skill'])
-        .execute();
-    },
-    async down(db) {
-      await db.schema.dropTable('fleetgate_learned_floors').execute();
+    // Operator floors learned from blast violations.
+    tables: {
+      fleetgate_learned_floors: {
+        columns: {
+          agent: 'text not null',
+          skill: 'text not null',
+          radius: 'text not null',
+          reason: 'text not null',
+          updated_at: 'bigint not null',
+        },
+        primaryKey: ['agent', 'skill'],
+      },
     },
   },
 };

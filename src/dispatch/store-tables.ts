@@ -8,60 +8,49 @@ import type { StoreMigration } from '../store/index.js';
 /** The dispatch migrations (`fleetgate_dispatch`), by name. */
 export const DISPATCH_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
   '0005_dispatch': {
-    async up(db) {
-      // Durable dispatch records.
-      await db.schema
-        .createTable('fleetgate_dispatch')
-        .addColumn('id', 'text', (col) => col.primaryKey())
-        .addColumn('agent', 'text', (col) => col.notNull())
-        .addColumn('skill', 'text', (col) => col.notNull())
-        .addColumn('correlation_id', 'text', (col) => col.notNull())
-        .addColumn('status', 'text', (col) => col.notNull())
-        .addColumn('task_id', 'text')
-        .addColumn('created_at', 'bigint', (col) => col.notNull())
-        .addColumn('updated_at', 'bigint', (col) => col.notNull())
-        .addColumn('result', 'text')
-        .execute();
-      await db.schema
-        .createIndex('fleetgate_dispatch_by_task')
-        .on('fleetgate_dispatch')
-        .columns(['agent', 'task_id'])
-        .execute();
+    // Durable dispatch records.
+    tables: {
+      fleetgate_dispatch: {
+        columns: {
+          id: 'text primary key',
+          agent: 'text not null',
+          skill: 'text not null',
+          correlation_id: 'text not null',
+          status: 'text not null',
+          task_id: 'text',
+          created_at: 'bigint not null',
+          updated_at: 'bigint not null',
+          result: 'text',
+        },
+      },
     },
-    async down(db) {
-      await db.schema.dropTable('fleetgate_dispatch').execute();
+    indexes: {
+      fleetgate_dispatch_by_task: 'fleetgate_dispatch (agent, task_id)',
     },
   },
   '0300_dispatch_trace': {
-    async up(db) {
-      // The trace context a dispatch was asked with, so a call released later carries it too.
-      // A table of its own: shipped tables never change shape.
-      await db.schema
-        .createTable('fleetgate_dispatch_trace')
-        .addColumn('dispatch_id', 'text', (col) => col.primaryKey())
-        .addColumn('traceparent', 'text', (col) => col.notNull())
-        .execute();
-    },
-    async down(db) {
-      await db.schema.dropTable('fleetgate_dispatch_trace').execute();
+    // The trace context a dispatch was asked with, so a call released later carries it too.
+    // A table of its own: shipped tables never change shape.
+    tables: {
+      fleetgate_dispatch_trace: {
+        columns: { dispatch_id: 'text primary key', traceparent: 'text not null' },
+      },
     },
   },
   '0600_dispatch_send': {
-    async up(db) {
-      // Who holds a dispatch and what it sends: the message and context ids chosen before any
-      // byte leaves for the agent, and when the send began. A restart (or another replica) finds
-      // a call whose holder died by these: never sent, or sent and to be looked up by its context.
-      await db.schema
-        .createTable('fleetgate_dispatch_send')
-        .addColumn('dispatch_id', 'text', (col) => col.primaryKey())
-        .addColumn('owner', 'text', (col) => col.notNull())
-        .addColumn('message_id', 'text', (col) => col.notNull())
-        .addColumn('context_id', 'text', (col) => col.notNull())
-        .addColumn('sent_at', 'bigint')
-        .execute();
-    },
-    async down(db) {
-      await db.schema.dropTable('fleetgate_dispatch_send').execute();
+    // Who holds a dispatch and what it sends: the message and context ids chosen before any
+    // byte leaves for the agent, and when the send began. A restart (or another replica) finds
+    // a call whose holder died by these: never sent, or sent and to be looked up by its context.
+    tables: {
+      fleetgate_dispatch_send: {
+        columns: {
+          dispatch_id: 'text primary key',
+          owner: 'text not null',
+          message_id: 'text not null',
+          context_id: 'text not null',
+          sent_at: 'bigint',
+        },
+      },
     },
   },
   '0610_dispatch_send_before': {

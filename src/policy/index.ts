@@ -43,7 +43,6 @@ export {
   type ApprovalTable,
   type PolicyAuditTable,
   type PolicyDatabase,
-  type PolicyMigration,
   type StandingTable,
 } from './store-tables.js';
 export * from './types.js';

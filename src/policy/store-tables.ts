@@ -3,8 +3,7 @@
  * The composition root hands {@link POLICY_MIGRATIONS} to the store; names sort after the store's
  * own migrations so the policy tables come last.
  */
-import type { Kysely } from 'kysely';
-import { sql } from 'kysely';
+import type { StoreMigration } from '../store/index.js';
 
 /** One approval request (`fleetgate_policy_approval`). */
 export interface ApprovalTable {
@@ -71,108 +70,79 @@ export interface PolicyDatabase {
   fleetgate_policy_audit: Omit<PolicyAuditTable, 'seq'> & { seq?: number };
 }
 
-/** The shape of a store migration (the store's `StoreMigration`). */
-export interface PolicyMigration {
-  up(db: Kysely<unknown>, kind: 'sqlite' | 'postgres'): Promise<void>;
-  down?(db: Kysely<unknown>, kind: 'sqlite' | 'postgres'): Promise<void>;
-}
-
 /** The policy room's migrations, for `openStore({ migrations })`. */
-export const POLICY_MIGRATIONS: Readonly<Record<string, PolicyMigration>> = {
+export const POLICY_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
   '0100_policy_approvals': {
-    async up(db, kind) {
-      await db.schema
-        .createTable('fleetgate_policy_approval')
-        .addColumn('id', 'text', (c) => c.primaryKey())
-        .addColumn('kind', 'text', (c) => c.notNull())
-        .addColumn('dispatch_id', 'text', (c) => c.notNull())
-        .addColumn('agent', 'text', (c) => c.notNull())
-        .addColumn('skill', 'text', (c) => c.notNull())
-        .addColumn('correlation_id', 'text', (c) => c.notNull())
-        .addColumn('fingerprint', 'text', (c) => c.notNull())
-        .addColumn('policy_version', 'text', (c) => c.notNull())
-        .addColumn('mode', 'text', (c) => c.notNull())
-        .addColumn('radius', 'text')
-        .addColumn('requested_by', 'text')
-        .addColumn('required_approvals', 'integer', (c) => c.notNull())
-        .addColumn('approvals', 'text', (c) => c.notNull())
-        .addColumn('status', 'text', (c) => c.notNull())
-        .addColumn('decided_by', 'text')
-        .addColumn('decided_at', 'bigint')
-        .addColumn('reason', 'text')
-        .addColumn('input', 'text', (c) => c.notNull())
-        .addColumn('domains', 'text')
-        .addColumn('reasons', 'text', (c) => c.notNull())
-        .addColumn('created_at', 'bigint', (c) => c.notNull())
-        .addColumn('expires_at', 'bigint', (c) => c.notNull())
-        .addColumn('snoozed_until', 'bigint')
-        .addColumn('consumed_at', 'bigint')
-        // Set once the dispatch behind the request moved on (sent, or refused): the sweeper of
-        // every replica looks for decided requests not settled yet.
-        .addColumn('settled_at', 'bigint')
-        // Checkpoints: the task waiting on input, the agent's question and the answer sent back.
-        .addColumn('task_id', 'text')
-        .addColumn('context_id', 'text')
-        .addColumn('question', 'text')
-        .addColumn('answer', 'text')
-        .execute();
-      // The sweeper looks for open requests past their time; rejection memory by fingerprint.
-      await db.schema
-        .createIndex('fleetgate_policy_approval_open')
-        .on('fleetgate_policy_approval')
-        .columns(['status', 'expires_at'])
-        .execute();
-      await db.schema
-        .createIndex('fleetgate_policy_approval_unsettled')
-        .on('fleetgate_policy_approval')
-        .columns(['settled_at', 'status'])
-        .execute();
-      await db.schema
-        .createIndex('fleetgate_policy_approval_fingerprint')
-        .on('fleetgate_policy_approval')
-        .columns(['fingerprint', 'decided_at'])
-        .execute();
-      await db.schema
-        .createIndex('fleetgate_policy_approval_dispatch')
-        .on('fleetgate_policy_approval')
-        .column('dispatch_id')
-        .execute();
-      await db.schema
-        .createTable('fleetgate_policy_standing')
-        .addColumn('id', 'text', (c) => c.primaryKey())
-        .addColumn('agent', 'text', (c) => c.notNull())
-        .addColumn('skill', 'text', (c) => c.notNull())
-        .addColumn('max_radius', 'text', (c) => c.notNull())
-        .addColumn('granted_by', 'text', (c) => c.notNull())
-        .addColumn('reason', 'text')
-        .addColumn('created_at', 'bigint', (c) => c.notNull())
-        .addColumn('expires_at', 'bigint', (c) => c.notNull())
-        .addColumn('uses_left', 'integer')
-        .addColumn('revoked_at', 'bigint')
-        .addColumn('revoked_by', 'text')
-        .execute();
-      await db.schema
-        .createTable('fleetgate_policy_audit')
-        .addColumn('seq', sql.raw(kind === 'postgres' ? 'bigserial' : 'integer'), (c) => {
-          const pk = c.primaryKey();
-          return kind === 'sqlite' ? pk.autoIncrement() : pk;
-        })
-        .addColumn('subject', 'text', (c) => c.notNull())
-        .addColumn('action', 'text', (c) => c.notNull())
-        .addColumn('by', 'text', (c) => c.notNull())
-        .addColumn('reason', 'text')
-        .addColumn('at', 'bigint', (c) => c.notNull())
-        .execute();
-      await db.schema
-        .createIndex('fleetgate_policy_audit_subject')
-        .on('fleetgate_policy_audit')
-        .columns(['subject', 'seq'])
-        .execute();
+    tables: {
+      fleetgate_policy_approval: {
+        columns: {
+          id: 'text primary key',
+          kind: 'text not null',
+          dispatch_id: 'text not null',
+          agent: 'text not null',
+          skill: 'text not null',
+          correlation_id: 'text not null',
+          fingerprint: 'text not null',
+          policy_version: 'text not null',
+          mode: 'text not null',
+          radius: 'text',
+          requested_by: 'text',
+          required_approvals: 'integer not null',
+          approvals: 'text not null',
+          status: 'text not null',
+          decided_by: 'text',
+          decided_at: 'bigint',
+          reason: 'text',
+          input: 'text not null',
+          domains: 'text',
+          reasons: 'text not null',
+          created_at: 'bigint not null',
+          expires_at: 'bigint not null',
+          snoozed_until: 'bigint',
+          consumed_at: 'bigint',
+          // Set once the dispatch behind the request moved on (sent, or refused): the sweeper of
+          // every replica looks for decided requests not settled yet.
+          settled_at: 'bigint',
+          // Checkpoints: the task waiting on input, the agent's question and the answer sent back.
+          task_id: 'text',
+          context_id: 'text',
+          question: 'text',
+          answer: 'text',
+        },
+      },
+      fleetgate_policy_standing: {
+        columns: {
+          id: 'text primary key',
+          agent: 'text not null',
+          skill: 'text not null',
+          max_radius: 'text not null',
+          granted_by: 'text not null',
+          reason: 'text',
+          created_at: 'bigint not null',
+          expires_at: 'bigint not null',
+          uses_left: 'integer',
+          revoked_at: 'bigint',
+          revoked_by: 'text',
+        },
+      },
+      fleetgate_policy_audit: {
+        columns: {
+          seq: 'serial primary key',
+          subject: 'text not null',
+          action: 'text not null',
+          by: 'text not null',
+          reason: 'text',
+          at: 'bigint not null',
+        },
+      },
     },
-    async down(db) {
-      await db.schema.dropTable('fleetgate_policy_audit').execute();
-      await db.schema.dropTable('fleetgate_policy_standing').execute();
-      await db.schema.dropTable('fleetgate_policy_approval').execute();
+    // The sweeper looks for open requests past their time; rejection memory by fingerprint.
+    indexes: {
+      fleetgate_policy_approval_open: 'fleetgate_policy_approval (status, expires_at)',
+      fleetgate_policy_approval_unsettled: 'fleetgate_policy_approval (settled_at, status)',
+      fleetgate_policy_approval_fingerprint: 'fleetgate_policy_approval (fingerprint, decided_at)',
+      fleetgate_policy_approval_dispatch: 'fleetgate_policy_approval (dispatch_id)',
+      fleetgate_policy_audit_subject: 'fleetgate_policy_audit (subject, seq)',
     },
   },
 };

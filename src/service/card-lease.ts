@@ -28,16 +28,14 @@ export interface ServiceDatabase {
 /** The service room's migrations. */
 export const SERVICE_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
   '0200_service_leases': {
-    async up(db) {
-      await db.schema
-        .createTable('fleetgate_service_lease')
-        .addColumn('name', 'text', (col) => col.primaryKey())
-        .addColumn('holder', 'text', (col) => col.notNull())
-        .addColumn('expires_at', 'bigint', (col) => col.notNull())
-        .execute();
-    },
-    async down(db) {
-      await db.schema.dropTable('fleetgate_service_lease').execute();
+    tables: {
+      fleetgate_service_lease: {
+        columns: {
+          name: 'text primary key',
+          holder: 'text not null',
+          expires_at: 'bigint not null',
+        },
+      },
     },
   },
 };

@@ -11,25 +11,13 @@ import type { StoreMigration } from '../store/index.js';
 export const STORY_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
   // After every migration that shipped (the Migrator runs names in order, never out of it).
   '0700_story_indexes': {
-    async up(db) {
+    indexes: {
       // `where correlation_id = ? order by seq limit n`: the rows in order, no sort.
-      await db.schema
-        .createIndex('fleetgate_outbox_by_correlation')
-        .on('fleetgate_outbox')
-        .columns(['correlation_id', 'seq'])
-        .execute();
+      fleetgate_outbox_by_correlation: 'fleetgate_outbox (correlation_id, seq)',
       // `where agent = ? and task_id = ? order by seq limit n`. One task's rows are written
       // together with rising seq, so a unit of work adds them to one place of the index (an index
       // by path cost a page per path written, which is why 0301 dropped it).
-      await db.schema
-        .createIndex('fleetgate_world_audit_by_task')
-        .on('fleetgate_world_audit')
-        .columns(['agent', 'task_id', 'seq'])
-        .execute();
-    },
-    async down(db) {
-      await db.schema.dropIndex('fleetgate_world_audit_by_task').ifExists().execute();
-      await db.schema.dropIndex('fleetgate_outbox_by_correlation').ifExists().execute();
+      fleetgate_world_audit_by_task: 'fleetgate_world_audit (agent, task_id, seq)',
     },
   },
 };

@@ -3,31 +3,22 @@
  * order by kysely's Migrator at start. Each domain owns its migrations; the caller composes them
  * ({@link composeMigrations}) and passes them in. Never edit or rename one that has shipped.
  *
- * Column types stay portable: `text`, `integer`, `bigint` work on SQLite and PostgreSQL alike;
- * where a dialect needs its own spelling (auto-increment keys) the migration receives the kind.
+ * A migration declares the tables and indexes it creates ({@link StoreMigration}, schema.ts spells
+ * them for the engine); what it does besides (moving data) is code that receives the kind.
  */
 import type { Kysely, MigrationProvider, Migration } from 'kysely';
 import { Migrator, sql } from 'kysely';
 import { FleetgateError } from '../protocol/index.js';
 import { defined } from '../protocol/fields/index.js';
+import type { StoreKind, StoreMigration } from './schema.js';
+import { runDown, runUp } from './schema.js';
 
-/** Which database engine a store runs on. */
-export type StoreKind = 'sqlite' | 'postgres';
-
-/** One migration; `kind` lets it choose dialect-specific column types. */
-export interface StoreMigration {
-  up(db: Kysely<unknown>, kind: StoreKind): Promise<void>;
-  down?(db: Kysely<unknown>, kind: StoreKind): Promise<void>;
-}
+export type { StoreKind, StoreMigration } from './schema.js';
 
 /**
  * The column type of an auto-incrementing 64-bit primary key: `bigserial` on PostgreSQL,
- * `integer` on SQLite (an INTEGER PRIMARY KEY is the 64-bit rowid). For use by later migrations.
- *
- * @example
- * ```ts
- * .addColumn('seq', sql.raw(serialKeyType(kind)), (c) => c.primaryKey())
- * ```
+ * `integer` on SQLite (an INTEGER PRIMARY KEY is the 64-bit rowid). A declared table says
+ * `serial primary key` instead; this is for a migration's own code.
  */
 export function serialKeyType(kind: StoreKind): 'bigserial' | 'integer' {
   return kind === 'postgres' ? 'bigserial' : 'integer';
@@ -65,21 +56,15 @@ export function composeMigrations(...lists: readonly StoreMigrations[]): StoreMi
     Object.fromEntries(
       names.map((name): [string, StoreMigration] => {
         const list = parts.get(name)!;
-        if (list.length === 1) return [name, list[0]!];
-        const downs = list.filter((m) => m.down !== undefined).reverse();
         return [
           name,
           {
             async up(db, kind) {
-              for (const m of list) await m.up(db, kind);
+              for (const m of list) await runUp(db, kind, m);
             },
-            ...(downs.length === 0
-              ? {}
-              : {
-                  async down(db: Kysely<unknown>, kind: StoreKind) {
-                    for (const m of downs) await m.down!(db, kind);
-                  },
-                }),
+            async down(db, kind) {
+              for (const m of [...list].reverse()) await runDown(db, kind, m);
+            },
           },
         ];
       }),
@@ -123,10 +108,7 @@ export async function migrateToLatest(
         Object.fromEntries(
           Object.entries(migrations).map(([name, m]): [string, Migration] => [
             name,
-            {
-              up: (d) => m.up(d, kind),
-              ...(m.down === undefined ? {} : { down: (d: Kysely<unknown>) => m.down!(d, kind) }),
-            },
+            { up: (d) => runUp(d, kind, m), down: (d) => runDown(d, kind, m) },
           ]),
         ),
       ),

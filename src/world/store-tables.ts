@@ -3,7 +3,7 @@
  * composition root hands {@link WORLD_MIGRATIONS} to the store (migration names are permanent).
  */
 import type { Generated, Kysely } from 'kysely';
-import { sql } from 'kysely';
+import type { StoreMigration } from '../store/index.js';
 import type { JsonObject } from './json.js';
 import {
   DEFAULT_SPLIT_DEPTH,
@@ -88,100 +88,70 @@ export interface WorldDatabase {
   fleetgate_world_values: WorldValueTable;
 }
 
-/**
- * A migration as the store runs it (kysely's Migrator, in name order). Declared here rather than
- * imported, so this folder depends on no other; the store's `StoreMigration` has the same shape.
- */
-interface WorldMigration {
-  up(db: Kysely<unknown>, kind: 'sqlite' | 'postgres'): Promise<void>;
-  down?(db: Kysely<unknown>, kind: 'sqlite' | 'postgres'): Promise<void>;
-}
-
 /** The world-state migrations (`fleetgate_world_domains`, `_events`, `_audit`, `_values`), by name. */
-export const WORLD_MIGRATIONS: Readonly<Record<string, WorldMigration>> = {
+export const WORLD_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
   '0003_world': {
-    async up(db, kind) {
-      // World state: domains, applied event ids, the audit log.
-      await db.schema
-        .createTable('fleetgate_world_domains')
-        .addColumn('name', 'text', (col) => col.primaryKey())
-        .addColumn('version', 'bigint', (col) => col.notNull())
-        .addColumn('state', 'text', (col) => col.notNull())
-        .addColumn('base_state', 'text', (col) => col.notNull())
-        .addColumn('base_version', 'bigint', (col) => col.notNull())
-        .addColumn('updated_at', 'bigint', (col) => col.notNull())
-        .execute();
-      await db.schema
-        .createTable('fleetgate_world_events')
-        .addColumn('event_id', 'text', (col) => col.primaryKey())
-        .addColumn('applied_at', 'bigint', (col) => col.notNull())
-        .execute();
-      await db.schema
-        .createIndex('fleetgate_world_events_applied_at')
-        .on('fleetgate_world_events')
-        .column('applied_at')
-        .execute();
-      await db.schema
-        .createTable('fleetgate_world_audit')
-        .addColumn('seq', sql.raw(kind === 'postgres' ? 'bigserial' : 'integer'), (col) => {
-          const pk = col.primaryKey();
-          return kind === 'sqlite' ? pk.autoIncrement() : pk;
-        })
-        .addColumn('domain', 'text', (col) => col.notNull())
-        .addColumn('path', 'text', (col) => col.notNull())
-        .addColumn('op', 'text', (col) => col.notNull())
-        .addColumn('value', 'text')
-        .addColumn('previous', 'text')
-        .addColumn('next', 'text')
-        .addColumn('status', 'text', (col) => col.notNull())
-        .addColumn('reason', 'text')
-        .addColumn('version', 'bigint')
-        .addColumn('agent', 'text', (col) => col.notNull())
-        .addColumn('skill', 'text', (col) => col.notNull())
-        .addColumn('task_id', 'text', (col) => col.notNull())
-        .addColumn('event_id', 'text', (col) => col.notNull())
-        .addColumn('entry_index', 'integer', (col) => col.notNull())
-        .addColumn('time', 'text', (col) => col.notNull())
-        .addColumn('recorded_at', 'bigint', (col) => col.notNull())
-        .execute();
-      await db.schema
-        .createIndex('fleetgate_world_audit_domain_seq')
-        .on('fleetgate_world_audit')
-        .columns(['domain', 'seq'])
-        .execute();
-      await db.schema
-        .createIndex('fleetgate_world_audit_domain_path')
-        .on('fleetgate_world_audit')
-        .columns(['domain', 'path', 'seq'])
-        .execute();
-      await db.schema
-        .createIndex('fleetgate_world_audit_recorded_at')
-        .on('fleetgate_world_audit')
-        .column('recorded_at')
-        .execute();
+    // World state: domains, applied event ids, the audit log.
+    tables: {
+      fleetgate_world_domains: {
+        columns: {
+          name: 'text primary key',
+          version: 'bigint not null',
+          state: 'text not null',
+          base_state: 'text not null',
+          base_version: 'bigint not null',
+          updated_at: 'bigint not null',
+        },
+      },
+      fleetgate_world_events: {
+        columns: { event_id: 'text primary key', applied_at: 'bigint not null' },
+      },
+      fleetgate_world_audit: {
+        columns: {
+          seq: 'serial primary key',
+          domain: 'text not null',
+          path: 'text not null',
+          op: 'text not null',
+          value: 'text',
+          previous: 'text',
+          next: 'text',
+          status: 'text not null',
+          reason: 'text',
+          version: 'bigint',
+          agent: 'text not null',
+          skill: 'text not null',
+          task_id: 'text not null',
+          event_id: 'text not null',
+          entry_index: 'integer not null',
+          time: 'text not null',
+          recorded_at: 'bigint not null',
+        },
+      },
     },
-    async down(db) {
-      await db.schema.dropTable('fleetgate_world_audit').execute();
-      await db.schema.dropTable('fleetgate_world_events').execute();
-      await db.schema.dropTable('fleetgate_world_domains').execute();
+    indexes: {
+      fleetgate_world_events_applied_at: 'fleetgate_world_events (applied_at)',
+      fleetgate_world_audit_domain_seq: 'fleetgate_world_audit (domain, seq)',
+      fleetgate_world_audit_domain_path: 'fleetgate_world_audit (domain, path, seq)',
+      fleetgate_world_audit_recorded_at: 'fleetgate_world_audit (recorded_at)',
     },
   },
   // After the policy room's 0100 migration, which stores already ran (name order only).
   '0102_world_values': {
-    async up(db, kind) {
-      // Domains as rows: an update writes the rows it changes, not the whole domain.
-      await db.schema
-        .createTable('fleetgate_world_values')
-        .addColumn('domain', 'text', (col) => col.notNull())
-        // Byte order on PostgreSQL too, so a subtree is one index range ([P., P/)).
-        .addColumn('path', kind === 'postgres' ? sql`text collate "C"` : 'text', (col) =>
-          col.notNull(),
-        )
-        .addColumn('kind', 'text', (col) => col.notNull())
-        .addColumn('value', 'text')
-        .addColumn('pos', 'bigint', (col) => col.notNull())
-        .addPrimaryKeyConstraint('fleetgate_world_values_pk', ['domain', 'path'])
-        .execute();
+    // Domains as rows: an update writes the rows it changes, not the whole domain.
+    tables: {
+      fleetgate_world_values: {
+        columns: {
+          domain: 'text not null',
+          // Byte order on PostgreSQL too, so a subtree is one index range ([P., P/)).
+          path: 'text collate "C" not null',
+          kind: 'text not null',
+          value: 'text',
+          pos: 'bigint not null',
+        },
+        primaryKey: ['domain', 'path'],
+      },
+    },
+    async up(db) {
       // Every domain kept whole so far moves into rows.
       const store = db as Kysely<WorldDatabase>;
       const domains = await store
@@ -209,18 +179,13 @@ export const WORLD_MIGRATIONS: Readonly<Record<string, WorldMigration>> = {
           .execute();
       }
     },
-    async down(db) {
-      await db.schema.dropTable('fleetgate_world_values').execute();
-    },
   },
   '0301_world_audit_path_index': {
-    async up(db) {
-      // No query reads through (domain, path, seq): the history's path filter (the path or what
-      // lies below it) cannot use it on either engine, it reads (domain, seq) newest first. Yet
-      // every audit row had to be placed in it at its path, which touched a page per distinct
-      // path in each unit of work and made up most of the cost of writing the audit log.
-      await db.schema.dropIndex('fleetgate_world_audit_domain_path').ifExists().execute();
-    },
+    // No query reads through (domain, path, seq): the history's path filter (the path or what
+    // lies below it) cannot use it on either engine, it reads (domain, seq) newest first. Yet
+    // every audit row had to be placed in it at its path, which touched a page per distinct
+    // path in each unit of work and made up most of the cost of writing the audit log.
+    dropIndexes: ['fleetgate_world_audit_domain_path'],
     async down(db) {
       await db.schema
         .createIndex('fleetgate_world_audit_domain_path')

@@ -70,101 +70,68 @@ export interface ProxyDatabase {
 /** The proxy's migrations, by name. */
 export const PROXY_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
   '0500_proxy': {
-    async up(db) {
-      await db.schema
-        .createTable('fleetgate_proxy_task')
-        .addColumn('id', 'text', (col) => col.primaryKey())
-        .addColumn('agent', 'text', (col) => col.notNull())
-        .addColumn('caller', 'text', (col) => col.notNull())
-        .addColumn('message_id', 'text', (col) => col.notNull())
-        .addColumn('context_id', 'text', (col) => col.notNull())
-        .addColumn('agent_task_id', 'text')
-        .addColumn('state', 'text', (col) => col.notNull())
-        .addColumn('task', 'text', (col) => col.notNull())
-        .addColumn('protocol', 'text', (col) => col.notNull())
-        .addColumn('created_at', 'bigint', (col) => col.notNull())
-        .addColumn('updated_at', 'bigint', (col) => col.notNull())
-        .addUniqueConstraint('fleetgate_proxy_task_message', ['agent', 'caller', 'message_id'])
-        .execute();
-      await db.schema
-        .createIndex('fleetgate_proxy_task_by_agent_task')
-        .on('fleetgate_proxy_task')
-        .columns(['agent', 'agent_task_id'])
-        .execute();
-      await db.schema
-        .createTable('fleetgate_proxy_push')
-        .addColumn('task_id', 'text', (col) => col.notNull())
-        .addColumn('config_id', 'text', (col) => col.notNull())
-        .addColumn('config', 'text', (col) => col.notNull())
-        .addColumn('protocol', 'text', (col) => col.notNull())
-        .addColumn('created_at', 'bigint', (col) => col.notNull())
-        .addPrimaryKeyConstraint('fleetgate_proxy_push_pk', ['task_id', 'config_id'])
-        .execute();
-      await db.schema
-        .createTable('fleetgate_proxy_push_delivery')
-        .addColumn('task_id', 'text', (col) => col.notNull())
-        .addColumn('config_id', 'text', (col) => col.notNull())
-        .addColumn('state', 'text', (col) => col.notNull())
-        .addColumn('status', 'text', (col) => col.notNull())
-        .addColumn('attempts', 'integer', (col) => col.notNull())
-        .addColumn('last_error', 'text')
-        .addColumn('updated_at', 'bigint', (col) => col.notNull())
-        .addPrimaryKeyConstraint('fleetgate_proxy_push_delivery_pk', [
-          'task_id',
-          'config_id',
-          'state',
-        ])
-        .execute();
+    tables: {
+      fleetgate_proxy_task: {
+        columns: {
+          id: 'text primary key',
+          agent: 'text not null',
+          caller: 'text not null',
+          message_id: 'text not null',
+          context_id: 'text not null',
+          agent_task_id: 'text',
+          state: 'text not null',
+          task: 'text not null',
+          protocol: 'text not null',
+          created_at: 'bigint not null',
+          updated_at: 'bigint not null',
+        },
+        unique: { fleetgate_proxy_task_message: ['agent', 'caller', 'message_id'] },
+      },
+      fleetgate_proxy_push: {
+        columns: {
+          task_id: 'text not null',
+          config_id: 'text not null',
+          config: 'text not null',
+          protocol: 'text not null',
+          created_at: 'bigint not null',
+        },
+        primaryKey: ['task_id', 'config_id'],
+      },
+      fleetgate_proxy_push_delivery: {
+        columns: {
+          task_id: 'text not null',
+          config_id: 'text not null',
+          state: 'text not null',
+          status: 'text not null',
+          attempts: 'integer not null',
+          last_error: 'text',
+          updated_at: 'bigint not null',
+        },
+        primaryKey: ['task_id', 'config_id', 'state'],
+      },
     },
-    async down(db) {
-      await db.schema.dropTable('fleetgate_proxy_push_delivery').execute();
-      await db.schema.dropTable('fleetgate_proxy_push').execute();
-      await db.schema.dropTable('fleetgate_proxy_task').execute();
+    indexes: {
+      fleetgate_proxy_task_by_agent_task: 'fleetgate_proxy_task (agent, agent_task_id)',
     },
   },
   '0501_proxy_push_lease': {
-    async up(db) {
-      await db.schema
-        .alterTable('fleetgate_proxy_push_delivery')
-        .addColumn('next_at', 'bigint')
-        .execute();
-      await db.schema
-        .alterTable('fleetgate_proxy_push_delivery')
-        .addColumn('task', 'text')
-        .execute();
-      await db.schema
-        .createIndex('fleetgate_proxy_push_delivery_due')
-        .on('fleetgate_proxy_push_delivery')
-        .columns(['status', 'next_at'])
-        .execute();
-    },
-    async down(db) {
-      await db.schema.dropIndex('fleetgate_proxy_push_delivery_due').execute();
-      await db.schema.alterTable('fleetgate_proxy_push_delivery').dropColumn('task').execute();
-      await db.schema.alterTable('fleetgate_proxy_push_delivery').dropColumn('next_at').execute();
+    addColumns: { fleetgate_proxy_push_delivery: { next_at: 'bigint', task: 'text' } },
+    indexes: {
+      fleetgate_proxy_push_delivery_due: 'fleetgate_proxy_push_delivery (status, next_at)',
     },
   },
   '0502_proxy_task_list': {
     // ListTasks: one caller's tasks of an agent, newest update first (an admin's list uses the
     // agent prefix).
-    async up(db) {
-      await db.schema
-        .createIndex('fleetgate_proxy_task_list')
-        .on('fleetgate_proxy_task')
-        .columns(['agent', 'caller', 'updated_at', 'id'])
-        .execute();
-    },
-    async down(db) {
-      await db.schema.dropIndex('fleetgate_proxy_task_list').execute();
+    indexes: {
+      fleetgate_proxy_task_list: 'fleetgate_proxy_task (agent, caller, updated_at, id)',
     },
   },
   '0800_proxy_task_agent_id': {
     // The agent's task id is the dispatch's: the index on the proxy's copy goes (no query used
     // it). The column stays, unused and null in new rows: migrations only add, so a replica of an
     // earlier release that still writes it keeps running against this store during a roll.
-    async up(db) {
-      await db.schema.dropIndex('fleetgate_proxy_task_by_agent_task').ifExists().execute();
-    },
+    dropIndexes: ['fleetgate_proxy_task_by_agent_task'],
     async down(db) {
       // A store that ran this migration when it still dropped the column gets it back.
       const tables = await db.introspection.getTables();
