@@ -174,30 +174,40 @@ function check(card: CardLike, index: number, helper: string): void {
   });
 }
 
-function blastEntry(skill: string, input: BlastInput): Record<string, unknown> {
-  const declaration: BlastDeclaration = typeof input === 'string' ? { radius: input } : input;
+/**
+ * The entry of a declaration given as its value alone (`'repo'`) or as an object: `key` and,
+ * where set, the `optional` keys, in that order.
+ */
+function entryOf(
+  helper: string,
+  skill: string,
+  key: string,
+  input: unknown,
+  optional: readonly string[],
+): Record<string, unknown> {
+  const declaration: unknown = typeof input === 'string' ? { [key]: input } : input;
   if (!isRecord(declaration)) {
-    throw invalid(`declareBlast: skill ${JSON.stringify(skill)} needs a radius or { radius }`, {
+    throw invalid(`${helper}: skill ${JSON.stringify(skill)} needs a ${key} or { ${key} }`, {
       skill,
     });
   }
-  const entry: Record<string, unknown> = { radius: declaration.radius };
-  if (declaration.note !== undefined) entry.note = declaration.note;
+  const entry: Record<string, unknown> = { [key]: declaration[key] };
+  for (const k of optional) if (declaration[k] !== undefined) entry[k] = declaration[k];
   return entry;
 }
 
+function blastEntry(skill: string, input: BlastInput): Record<string, unknown> {
+  return entryOf('declareBlast', skill, 'radius', input, [
+    'note',
+  ] satisfies (keyof BlastDeclaration)[]);
+}
+
 function hitlEntry(skill: string, input: HitlModeInput): Record<string, unknown> {
-  const declaration: HitlModeDeclaration = typeof input === 'string' ? { mode: input } : input;
-  if (!isRecord(declaration)) {
-    throw invalid(`declareHitlMode: skill ${JSON.stringify(skill)} needs a mode or { mode }`, {
-      skill,
-    });
-  }
-  const entry: Record<string, unknown> = { mode: declaration.mode };
-  if (declaration.vetoTtlMs !== undefined) entry.vetoTtlMs = declaration.vetoTtlMs;
-  if (declaration.reviewer !== undefined) entry.reviewer = declaration.reviewer;
-  if (declaration.note !== undefined) entry.note = declaration.note;
-  return entry;
+  return entryOf('declareHitlMode', skill, 'mode', input, [
+    'vetoTtlMs',
+    'reviewer',
+    'note',
+  ] satisfies (keyof HitlModeDeclaration)[]);
 }
 
 function domainsEntry(skill: string, input: EffectDomainInput): Record<string, unknown> {

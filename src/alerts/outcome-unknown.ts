@@ -4,7 +4,7 @@
  * A person must check before sending it again; the severity (base `error`) is scaled by the
  * skill's effective radius. The alert id derives from the dispatch, so it is raised once.
  */
-import type { Subscription } from '../bus/index.js';
+import { standingSubscriber } from '../bus/index.js';
 import type { DispatchEvent, EventEnvelope } from '../protocol/index.js';
 import type { OpsAlert } from './alert.js';
 import { alertEventId, publishAlert } from './alert.js';
@@ -36,7 +36,6 @@ export interface OutcomeUnknownAlerts {
 export function createOutcomeUnknownAlerts(options: AlertRaiserOptions): OutcomeUnknownAlerts {
   const { bus, declarations } = options;
   const base = options.baseSeverity?.outcome_unknown ?? ALERT_BASE_SEVERITY.outcome_unknown;
-  let subscription: Subscription | undefined;
 
   async function handle(
     event: EventEnvelope<'skill.dispatch.failed', DispatchEvent>,
@@ -63,21 +62,14 @@ export function createOutcomeUnknownAlerts(options: AlertRaiserOptions): Outcome
   }
 
   return {
-    async start() {
-      if (subscription !== undefined) return;
-      subscription = await bus.subscribe(
-        'skill.dispatch.failed',
-        async (event) => {
-          await handle(event);
-        },
-        { name: options.subscriptionName ?? OUTCOME_UNKNOWN_SUBSCRIPTION, durable: true },
-      );
-    },
-    async stop() {
-      const sub = subscription;
-      subscription = undefined;
-      await sub?.unsubscribe();
-    },
+    ...standingSubscriber(
+      bus,
+      'skill.dispatch.failed',
+      async (event) => {
+        await handle(event);
+      },
+      { name: options.subscriptionName ?? OUTCOME_UNKNOWN_SUBSCRIPTION, durable: true },
+    ),
     handle,
   };
 }

@@ -1,5 +1,6 @@
 /** `ops.alert.radius_widened`: an agent widened a skill's blast radius on its card. */
-import type { EventBus, Subscription } from '../bus/index.js';
+import type { EventBus } from '../bus/index.js';
+import { standingSubscriber } from '../bus/index.js';
 import type { DeclarationChangedEvent, EventEnvelope } from '../protocol/index.js';
 import { BLAST_V1_URI, isBlastRadius } from '../protocol/index.js';
 import { defined } from '../protocol/fields/index.js';
@@ -43,7 +44,6 @@ export function createRadiusWidenedAlerts(
   options: RadiusWidenedAlertsOptions,
 ): RadiusWidenedAlerts {
   const { bus } = options;
-  let subscription: Subscription | undefined;
 
   async function handle(
     event: EventEnvelope<'fleet.declaration.changed', DeclarationChangedEvent>,
@@ -69,21 +69,14 @@ export function createRadiusWidenedAlerts(
   }
 
   return {
-    async start() {
-      if (subscription !== undefined) return;
-      subscription = await bus.subscribe(
-        'fleet.declaration.changed',
-        async (event) => {
-          await handle(event);
-        },
-        { name: options.subscriptionName ?? RADIUS_WIDENED_SUBSCRIPTION, durable: true },
-      );
-    },
-    async stop() {
-      const sub = subscription;
-      subscription = undefined;
-      await sub?.unsubscribe();
-    },
+    ...standingSubscriber(
+      bus,
+      'fleet.declaration.changed',
+      async (event) => {
+        await handle(event);
+      },
+      { name: options.subscriptionName ?? RADIUS_WIDENED_SUBSCRIPTION, durable: true },
+    ),
     handle,
   };
 }

@@ -5,7 +5,8 @@
  * With `learnFloors`, a violation raises the skill's operator floor to the observed radius so the
  * next call is gated accordingly.
  */
-import type { EventBus, Subscription } from '../bus/index.js';
+import type { EventBus } from '../bus/index.js';
+import { standingSubscriber } from '../bus/index.js';
 import { FleetgateError } from '../protocol/index.js';
 import { defined } from '../protocol/fields/index.js';
 import type { BlastRadius } from '../protocol/index.js';
@@ -268,28 +269,20 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
   }
   const base = { ...ALERT_BASE_SEVERITY, ...options.baseSeverity };
   const context: ReconcileContext = { options, domains, base };
-  let subscription: Subscription | undefined;
 
   function reconcile(event: ReconcileInput): Promise<OpsAlert[]> {
     return reconcileEvent(context, event);
   }
 
   return {
-    async start() {
-      if (subscription !== undefined) return;
-      subscription = await bus.subscribe(
-        'world.state.delta',
-        async (event) => {
-          await reconcile(event);
-        },
-        { name: options.subscriptionName ?? RECONCILER_SUBSCRIPTION, durable: true },
-      );
-    },
-    async stop() {
-      const sub = subscription;
-      subscription = undefined;
-      await sub?.unsubscribe();
-    },
+    ...standingSubscriber(
+      bus,
+      'world.state.delta',
+      async (event) => {
+        await reconcile(event);
+      },
+      { name: options.subscriptionName ?? RECONCILER_SUBSCRIPTION, durable: true },
+    ),
     reconcile,
   };
 }

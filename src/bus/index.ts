@@ -26,6 +26,8 @@ export {
   topicMatches,
 } from './topic-pattern.js';
 export { TopicTrie } from './topic-trie.js';
+export { standingSubscriber } from './standing-subscriber.js';
+export type { StandingSubscriber } from './standing-subscriber.js';
 export { createEventIdGenerator } from './event-stamps.js';
 export { EventCollector } from './collecting-bus.js';
 export type { CollectedEvent, DeferredEffect, PublishTarget } from './collecting-bus.js';

@@ -95,24 +95,24 @@ export function parsePattern(pattern: string): string[] {
   return tokens;
 }
 
-/** True when `topic` is a valid topic to publish on. */
-export function isValidTopic(topic: string): boolean {
+/** True when `parse` accepts `text`. */
+function parses(parse: (text: string) => unknown, text: string): boolean {
   try {
-    parseTopic(topic);
+    parse(text);
     return true;
   } catch {
     return false;
   }
 }
 
+/** True when `topic` is a valid topic to publish on. */
+export function isValidTopic(topic: string): boolean {
+  return parses(parseTopic, topic);
+}
+
 /** True when `pattern` is a valid subscription pattern. */
 export function isValidPattern(pattern: string): boolean {
-  try {
-    parsePattern(pattern);
-    return true;
-  } catch {
-    return false;
-  }
+  return parses(parsePattern, pattern);
 }
 
 /**

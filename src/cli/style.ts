@@ -52,3 +52,20 @@ export function renderTable(
     [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n') + '\n'
   );
 }
+
+/**
+ * The fleet table, one row per skill (`agent`, `status`, `card age`, `skill`, `radius`, `mode`,
+ * `floor`, `awaiting ack`), and under it each agent whose last card fetch failed, with the error.
+ */
+export function renderFleetTable(
+  rows: readonly (readonly string[])[],
+  failures: readonly { name: string; message: string }[],
+  s: Style,
+): string {
+  const table = renderTable(
+    ['agent', 'status', 'card age', 'skill', 'radius', 'mode', 'floor', 'awaiting ack'],
+    rows,
+  );
+  if (failures.length === 0) return table;
+  return `${table}\n${failures.map((f) => `${s.red('!')} ${f.name}: ${f.message}`).join('\n')}\n`;
+}

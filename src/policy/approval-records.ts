@@ -16,7 +16,7 @@ import type {
 import type { StandingGrant } from './types.js';
 
 export type { ApprovalKind, ApprovalStatus, ApprovalVote, HeldInput } from '../protocol/index.js';
-import type { ApprovalTable, StandingTable } from './store-tables.js';
+import type { ApprovalTable, PolicyAuditTable, StandingTable } from './store-tables.js';
 
 /** One approval request: the `hitl.approval.*` event's fields and the held input. */
 export type ApprovalRecord = Omit<ApprovalEvent, 'outcome'> & {
@@ -61,15 +61,8 @@ export interface ApprovalListOptions {
   dispatchId?: string;
 }
 
-/** One audit entry. */
-export interface PolicyAuditEntry {
-  seq: number;
-  subject: string;
-  action: string;
-  by: string;
-  reason: string | null;
-  at: number;
-}
+/** One audit entry: who did what to an approval or a grant, as its row holds it. */
+export type PolicyAuditEntry = PolicyAuditTable;
 
 /** Parses a JSON column. */
 /**

@@ -7,7 +7,7 @@ import type { CliIo } from '../io.js';
 import { textFlag } from '../options.js';
 import { DEFAULT_CONFIG, fromEnvironment, readConfig } from '../store.js';
 import type { Style } from '../style.js';
-import { createStyle, renderTable } from '../style.js';
+import { createStyle, renderFleetTable } from '../style.js';
 import { remoteAgents, remoteClient } from './remote.js';
 import type { RegisterCommand } from './types.js';
 
@@ -145,16 +145,12 @@ export function renderFleet(
       head.fill('');
     }
   }
-  const problems = broker
+  const failures = broker
     .states()
-    .filter((st) => st.lastError !== undefined)
-    .map((st) => `${s.red('!')} ${st.name}: ${st.lastError!.message}`);
-  return (
-    renderTable(
-      ['agent', 'status', 'card age', 'skill', 'radius', 'mode', 'floor', 'awaiting ack'],
-      rows,
-    ) + (problems.length > 0 ? `\n${problems.join('\n')}\n` : '')
-  );
+    .flatMap((st) =>
+      st.lastError === undefined ? [] : [{ name: st.name, message: st.lastError.message }],
+    );
+  return renderFleetTable(rows, failures, s);
 }
 
 /** What a refresh did, as `cards refresh` reports it: a first card is new, not changed. */

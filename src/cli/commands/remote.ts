@@ -9,7 +9,7 @@ import { defined } from '../../protocol/fields/index.js';
 import type { CliIo } from '../io.js';
 import { cliCommand } from '../launcher.js';
 import type { Style } from '../style.js';
-import { createStyle, renderTable } from '../style.js';
+import { createStyle, renderFleetTable, renderTable } from '../style.js';
 import type { GatewayClient } from './gateway-client.js';
 import { createGatewayClient, gatewayTarget } from './gateway-client.js';
 import { formatEventLine } from './event-line.js';
@@ -127,15 +127,10 @@ export function renderRemoteFleet(agents: readonly AgentRow[], s: Style): string
       head.fill('');
     }
   }
-  const problems = agents
-    .filter((a) => a.lastError !== null)
-    .map((a) => `${s.red('!')} ${a.name}: ${a.lastError!.message}`);
-  return (
-    renderTable(
-      ['agent', 'status', 'card age', 'skill', 'radius', 'mode', 'floor', 'awaiting ack'],
-      rows,
-    ) + (problems.length > 0 ? `\n${problems.join('\n')}\n` : '')
+  const failures = agents.flatMap((a) =>
+    a.lastError === null ? [] : [{ name: a.name, message: a.lastError.message }],
   );
+  return renderFleetTable(rows, failures, s);
 }
 
 /** `fleetgate agents --url`. */

@@ -94,6 +94,11 @@ export class ProxyHandler implements A2ARequestHandler {
     return withHistory((task ?? opened.task).task, historyLength);
   }
 
+  /** The task `message` continues, and how to send it there. */
+  #continue(params: SendMessageRequest, message: Message, context: ServerCallContext) {
+    return continueTask(this.#core, this.#agent, { ...params, message }, context);
+  }
+
   /** `SendMessage` to a task the proxy has: the answer to its question, or a follow-up. */
   async #continueMessage(
     params: SendMessageRequest,
@@ -101,12 +106,7 @@ export class ProxyHandler implements A2ARequestHandler {
     context: ServerCallContext,
   ): Promise<Task> {
     const core = this.#core;
-    const { task, answer, followUp } = await continueTask(
-      core,
-      this.#agent,
-      { ...params, message },
-      context,
-    );
+    const { task, answer, followUp } = await this.#continue(params, message, context);
     if (params.configuration?.returnImmediately === true) {
       core.keep(answer(params, false), 'proxy.continue');
       return withHistory(task.task, params.configuration.historyLength);
@@ -158,12 +158,7 @@ export class ProxyHandler implements A2ARequestHandler {
     context: ServerCallContext,
   ): AsyncGenerator<StreamResponse, void, undefined> {
     const core = this.#core;
-    const { task, answer, followUp } = await continueTask(
-      core,
-      this.#agent,
-      { ...params, message },
-      context,
-    );
+    const { task, answer, followUp } = await this.#continue(params, message, context);
     if (followUp) {
       // The agent's events of the follow-up, live, to the end of the agent's stream.
       core.feed.open(task.id);
