@@ -62,14 +62,10 @@ export function createOutcomeUnknownAlerts(options: AlertRaiserOptions): Outcome
   }
 
   return {
-    ...standingSubscriber(
-      bus,
-      'skill.dispatch.failed',
-      async (event) => {
-        await handle(event);
-      },
-      { name: options.subscriptionName ?? OUTCOME_UNKNOWN_SUBSCRIPTION, durable: true },
-    ),
+    ...standingSubscriber(bus, 'skill.dispatch.failed', handle, {
+      name: options.subscriptionName ?? OUTCOME_UNKNOWN_SUBSCRIPTION,
+      durable: true,
+    }),
     handle,
   };
 }

@@ -69,14 +69,10 @@ export function createRadiusWidenedAlerts(
   }
 
   return {
-    ...standingSubscriber(
-      bus,
-      'fleet.declaration.changed',
-      async (event) => {
-        await handle(event);
-      },
-      { name: options.subscriptionName ?? RADIUS_WIDENED_SUBSCRIPTION, durable: true },
-    ),
+    ...standingSubscriber(bus, 'fleet.declaration.changed', handle, {
+      name: options.subscriptionName ?? RADIUS_WIDENED_SUBSCRIPTION,
+      durable: true,
+    }),
     handle,
   };
 }

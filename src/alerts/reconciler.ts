@@ -275,14 +275,10 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
   }
 
   return {
-    ...standingSubscriber(
-      bus,
-      'world.state.delta',
-      async (event) => {
-        await reconcile(event);
-      },
-      { name: options.subscriptionName ?? RECONCILER_SUBSCRIPTION, durable: true },
-    ),
+    ...standingSubscriber(bus, 'world.state.delta', reconcile, {
+      name: options.subscriptionName ?? RECONCILER_SUBSCRIPTION,
+      durable: true,
+    }),
     reconcile,
   };
 }

@@ -58,5 +58,4 @@ export type {
   OutboxWriteResult,
 } from './outbox.js';
 export { insertOutboxRows } from './outbox-direct.js';
-export type { OutboxSqlite, SqliteStatementsPort } from './outbox-direct.js';
 export type { OutboxEventInput } from './outbox-rows.js';

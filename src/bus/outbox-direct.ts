@@ -3,20 +3,9 @@
  * statements inside a caller's group-committed write, and the relay's reads and marks, without
  * the SQL builder. Same table, same rows (`outbox-rows.ts`) as `writeOutboxEvents` in `outbox.ts`.
  */
+import type { SqliteAccess, SqliteStatements } from '../store/index.js';
 import type { OutboxEventInput } from './outbox-rows.js';
 import { checkOutboxTopics, outboxInsertSql, outboxRowValues } from './outbox-rows.js';
-
-/** Statements on the store's SQLite connection, run synchronously (`?` placeholders). */
-export interface SqliteStatementsPort {
-  run(
-    sql: string,
-    params?: readonly unknown[],
-  ): { changes: number; lastInsertRowid?: number | bigint };
-  all<R>(sql: string, params?: readonly unknown[]): R[];
-  get<R>(sql: string, params?: readonly unknown[]): R | undefined;
-  /** Inside a write: runs `fn` once the unit committed, never when it rolled back. */
-  afterCommit?(fn: () => void): void;
-}
 
 /** An outbox row as the relay reads it, and as a writer hands it over once it committed. */
 export interface OutboxRow {
@@ -40,25 +29,12 @@ const taps = new WeakMap<object, Set<OutboxTap>>();
  * unit committed, in `seq` order (the relay's handover, `outbox-handover.ts`). Rows written another
  * way (through kysely) are not told. Resolves the function that stops it.
  */
-export async function tapOutbox(sqlite: OutboxSqlite, tap: OutboxTap): Promise<() => void> {
+export async function tapOutbox(sqlite: SqliteAccess, tap: OutboxTap): Promise<() => void> {
   const statements = await sqlite.read((sql) => sql);
   let set = taps.get(statements);
   if (set === undefined) taps.set(statements, (set = new Set()));
   set.add(tap);
   return () => void set.delete(tap);
-}
-
-/**
- * A SQLite store's direct access as the outbox uses it (the store's `sqlite` satisfies it): writes
- * grouped into shared transactions, and reads outside them. Declared here, structurally, so the
- * bus depends on no other folder.
- */
-export interface OutboxSqlite {
-  write<T>(
-    work: (sql: SqliteStatementsPort) => T | Promise<T>,
-    options?: { group?: 'turn' | 'loop' },
-  ): Promise<T>;
-  read<T>(work: (sql: SqliteStatementsPort) => T): Promise<T>;
 }
 
 /**
@@ -72,7 +48,7 @@ export interface OutboxSqlite {
  * @throws FleetgateError `FLEETGATE_TOPIC_INVALID` for an invalid topic (nothing is written).
  */
 export function insertOutboxRows(
-  sql: SqliteStatementsPort,
+  sql: SqliteStatements,
   events: readonly OutboxEventInput[],
   now: number,
 ): number {
@@ -129,7 +105,7 @@ const MARK_SENT =
  * chunk padded by repeating a position (the same row, marked once).
  */
 export function markOutboxRowsSent(
-  sql: SqliteStatementsPort,
+  sql: SqliteStatements,
   seqs: readonly number[],
   at: number,
 ): void {

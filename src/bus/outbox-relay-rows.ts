@@ -7,7 +7,8 @@
  */
 import type { Kysely } from 'kysely';
 import type { OutboxDatabase } from './outbox-tables.js';
-import type { OutboxRow, OutboxSqlite } from './outbox-direct.js';
+import type { SqliteAccess } from '../store/index.js';
+import type { OutboxRow } from './outbox-direct.js';
 import { SELECT_UNSENT, markOutboxRowsSent } from './outbox-direct.js';
 import type { OutboxHandover } from './outbox-handover.js';
 import type { ParkedRow } from './outbox-parking.js';
@@ -47,7 +48,7 @@ function reasonOf(row: ParkedRow): string {
 }
 
 /** The relay's queries on a SQLite store's direct access, taking the rows `handover` holds. */
-export function sqliteRelayRows(direct: OutboxSqlite, handover: OutboxHandover): RelayRows {
+export function sqliteRelayRows(direct: SqliteAccess, handover: OutboxHandover): RelayRows {
   const rows: RoundRows = {
     unsent(limit) {
       const taken = handover.take(limit);

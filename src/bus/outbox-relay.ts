@@ -7,7 +7,7 @@
 import type { Kysely } from 'kysely';
 import type { FleetgateTopics, TopicMap } from '../protocol/index.js';
 import type { OutboxDatabase, OutboxRelayDatabase } from './outbox.js';
-import type { OutboxSqlite } from './outbox-direct.js';
+import type { SqliteAccess } from '../store/index.js';
 import { tapOutbox } from './outbox-direct.js';
 import { OutboxHandover } from './outbox-handover.js';
 import { kyselyRelayRows, sqliteRelayRows } from './outbox-relay-rows.js';
@@ -26,7 +26,7 @@ export interface OutboxRelayOptions<M extends TopicMap> {
    * `lockRows`. Buys `store-paths`' `relay_direct_saves_us_per_call` (~75 µs a round of one call's
    * rows, ~5% of a proxied call's gateway CPU), and the handover (`outbox-handover.ts`).
    */
-  sqlite?: OutboxSqlite | undefined;
+  sqlite?: SqliteAccess | undefined;
   bus: EventBus<M>;
   /** Rows read per round (default 100). */
   batchSize?: number;

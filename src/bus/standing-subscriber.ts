@@ -26,14 +26,18 @@ export interface StandingSubscriber {
 export function standingSubscriber<P extends string, M extends TopicMap = FleetgateTopics>(
   bus: EventBus<M>,
   pattern: P,
-  handler: EventHandler<EventFor<M, P>>,
+  handler: (...args: Parameters<EventHandler<EventFor<M, P>>>) => unknown,
   options: SubscribeOptions,
 ): StandingSubscriber {
   let subscription: Subscription | undefined;
+  // What the handler resolves to (an alert raised, say) is its caller's, not the bus's.
+  const deliver: EventHandler<EventFor<M, P>> = async (...args) => {
+    await handler(...args);
+  };
   return {
     async start() {
       if (subscription !== undefined) return;
-      subscription = await bus.subscribe(pattern, handler, options);
+      subscription = await bus.subscribe(pattern, deliver, options);
     },
     async stop() {
       const sub = subscription;

@@ -4,6 +4,7 @@
  */
 import { parseCardJson, readDeclarations } from '../protocol/index.js';
 import type { CardRefreshContext } from './card-refresh-context.js';
+import { storedValidators } from './card-source.js';
 
 /** Loads the cached cards (then the failure counts) into the states and the book. */
 export async function loadCache(ctx: CardRefreshContext): Promise<void> {
@@ -36,10 +37,7 @@ export async function loadCache(ctx: CardRefreshContext): Promise<void> {
       diagnostics: d.diagnostics,
       lastFetchedAt: cached.fetchedAt,
       lastChangedAt: cached.changedAt,
-      validators: {
-        ...(cached.etag === null ? {} : { etag: cached.etag }),
-        ...(cached.lastModified === null ? {} : { lastModified: cached.lastModified }),
-      },
+      validators: storedValidators(cached.etag, cached.lastModified),
     });
   }
   await loadFailures(ctx);

@@ -20,6 +20,11 @@ export interface CardValidators {
   lastModified?: string;
 }
 
+/** The validators of a card kept in the store, whose columns hold `null` for none. */
+export function storedValidators(etag: string | null, lastModified: string | null): CardValidators {
+  return defined({ etag: etag ?? undefined, lastModified: lastModified ?? undefined });
+}
+
 /** The outcome of one fetch. */
 export type CardFetchResult =
   | {

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { sql } from 'kysely';
 import type { CardCache, CardCacheDatabase, CardSource } from '../fleet/index.js';
+import { storedValidators } from '../fleet/index.js';
 import { FleetgateError } from '../protocol/index.js';
 import type { StoreMigration } from '../store/index.js';
 
@@ -197,10 +198,7 @@ export function createLeasedCardSource<DB extends CardCacheDatabase>(
         url: row.url,
         text: row.card,
         digest: row.digest,
-        validators: {
-          ...(row.etag === null ? {} : { etag: row.etag }),
-          ...(row.last_modified === null ? {} : { lastModified: row.last_modified }),
-        },
+        validators: storedValidators(row.etag, row.last_modified),
       };
     },
   };

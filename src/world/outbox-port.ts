@@ -4,7 +4,7 @@
  * and never names the outbox table: it hands the writers its transaction or its statements.
  */
 import type { Transaction } from 'kysely';
-import type { WorldSqlStatements } from './sqlite-port.js';
+import type { SqliteStatements } from '../store/index.js';
 import type { WorldDatabase } from './store-tables.js';
 import type { WorldEmission } from './types.js';
 
@@ -21,5 +21,5 @@ export interface WorldOutbox {
     now: number,
   ): Promise<unknown>;
   /** The same rows through a SQLite store's direct statements, inside its write. */
-  insertRows(sql: WorldSqlStatements, events: readonly WorldEmission[], now: number): unknown;
+  insertRows(sql: SqliteStatements, events: readonly WorldEmission[], now: number): unknown;
 }

@@ -7,7 +7,7 @@ import { expressionBuilder } from 'kysely';
 import type { JsonObject } from './json.js';
 import { INSERT_CHUNK, chunks } from './sql-rows.js';
 import type { SqlWorldDatabase, WorldDomainTable, WorldValueTable } from './store-tables.js';
-import type { WorldSqlStatements } from './sqlite-port.js';
+import type { SqliteStatements } from '../store/index.js';
 import type { StoredDomain } from './types.js';
 import type { PathNeed, RowsHeader, ValueRow } from './value-rows.js';
 import {
@@ -118,7 +118,7 @@ export async function loadDomainRows(
 
 /** {@link loadDomainRows} through a SQLite store's direct statements. */
 export function loadDomainRowsDirect(
-  sql: WorldSqlStatements,
+  sql: SqliteStatements,
   domains: readonly WorldDomainTable[],
   needs: ReadonlyMap<string, readonly PathNeed[]> | undefined,
 ): Map<string, LoadedDomainRows> {
@@ -179,7 +179,7 @@ export function groupValueRows(
 }
 
 function selectValueRowsDirect(
-  sql: WorldSqlStatements,
+  sql: SqliteStatements,
   wanted: readonly WantedRows[],
 ): Map<string, ValueRow[]> {
   const query = valueRowsQuery(wanted);
@@ -313,7 +313,7 @@ const UPSERT_VALUE_ROW =
 
 /** {@link writeValueRows} through a SQLite store's direct statements (one prepared row each). */
 export function writeValueRowsDirect(
-  sql: WorldSqlStatements,
+  sql: SqliteStatements,
   domain: StoredDomain,
   before: LoadedRows,
 ): RowsHeader {

@@ -20,7 +20,7 @@ import type { Kysely } from 'kysely';
 import { KyselyWorldStore } from './kysely-world-store.js';
 import type { WorldOutbox } from './outbox-port.js';
 import { DEFAULT_AUDIT_VALUE_MAX_BYTES, type SqlWorldStore } from './sql-world-base.js';
-import type { WorldSqlite } from './sqlite-port.js';
+import type { SqliteAccess } from '../store/index.js';
 import { SqliteWorldStore } from './sqlite-world-store.js';
 import type { SqlWorldDatabase } from './store-tables.js';
 
@@ -49,7 +49,7 @@ export interface SqlWorldStoreOptions<DB extends SqlWorldDatabase = SqlWorldData
    * beside them. Buys `store-paths`' `world_direct_saves_us_per_call` (~245 µs, ~16% of a proxied
    * call's gateway CPU). Without it (PostgreSQL), through kysely.
    */
-  sqlite?: WorldSqlite | undefined;
+  sqlite?: SqliteAccess | undefined;
   /**
    * Largest `previous` / `next` value of an audit record written whole, as JSON bytes (default
    * 8 KiB); a larger one is written as an `AuditSummary`. The operand (`value`) is always whole:

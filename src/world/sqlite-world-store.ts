@@ -1,5 +1,5 @@
 /**
- * The world store on a SQLite store's direct access (`sqlite-port.ts`): every query a prepared
+ * The world store on a SQLite store's direct access (the store's `SqliteAccess`): every query a prepared
  * statement, every write (a unit of work, a seed, a prune) one group-committed unit. SQLite has one
  * writer, so nothing else changes the domains while a write runs (no locks to take). The store's
  * SQLite implementation; `kysely-world-store.ts` is its PostgreSQL one, and
@@ -9,7 +9,7 @@ import type { Selectable } from 'kysely';
 import type { JsonObject } from './json.js';
 import type { NormalisedHistoryQuery } from './history-query.js';
 import { normaliseHistoryQuery } from './history-query.js';
-import type { WorldSqlStatements, WorldSqlite } from './sqlite-port.js';
+import type { SqliteAccess, SqliteStatements } from '../store/index.js';
 import type { WorldAuditTable, WorldDomainTable, WorldValueTable } from './store-tables.js';
 import { auditInsertSql, auditParams, toAuditRecord, toAuditRow } from './sql-rows.js';
 import { encodeHeader, rowBytes, splitState } from './value-rows.js';
@@ -99,9 +99,9 @@ function historyQuery(
 
 /** The world store on `direct`; see the file comment. */
 export class SqliteWorldStore extends SqlWorldStore {
-  readonly #direct: WorldSqlite;
+  readonly #direct: SqliteAccess;
 
-  constructor(direct: WorldSqlite, settings: SqlWorldSettings) {
+  constructor(direct: SqliteAccess, settings: SqlWorldSettings) {
     super(settings);
     this.#direct = direct;
   }
@@ -129,7 +129,7 @@ export class SqliteWorldStore extends SqlWorldStore {
    * The unit of work on the direct statements: the same rows as the kysely implementation's, one
    * prepared statement per row.
    */
-  #directUnitOfWork(sql: WorldSqlStatements, onEmit: () => void): WorldUnitOfWork {
+  #directUnitOfWork(sql: SqliteStatements, onEmit: () => void): WorldUnitOfWork {
     const loaded = new Map<string, LoadedRows>();
     return {
       claim: (ids, now) =>
