@@ -237,18 +237,22 @@ describe('fleetgate init and config check', () => {
   );
 
   it(
-    'refuses a duration without its unit and a zero approval lifetime or veto window',
+    'refuses a duration without its unit and a zero approval lifetime, veto window or sweep',
     async () => {
       const file = join(dir, 'durations.yaml');
-      writeFileSync(file, 'policy:\n  vetoWindow: 60\n  approvalTtl: 0s\n  sweepInterval: 2s\n');
+      writeFileSync(file, 'policy:\n  vetoWindow: 60\n  approvalTtl: 0s\n  sweepInterval: 0s\n');
       const run = await runCli(['config', 'check', file]);
       expect(run.code).toBe(1);
-      expect(run.stderr).toMatch(/durations\.yaml has 2 problems$/m);
+      expect(run.stderr).toMatch(/durations\.yaml has 3 problems$/m);
       expect(run.stderr).toMatch(
         /durations\.yaml:2:15 policy\.vetoWindow: must be a duration with its unit, like 60s or 60m \(got 60\)/,
       );
       expect(run.stderr).toMatch(
         /durations\.yaml:3:16 policy\.approvalTtl: must be a duration above zero, like 30s or 1h/,
+      );
+      // Held dispatches are never expired nor released without a sweep.
+      expect(run.stderr).toMatch(
+        /durations\.yaml:4:18 policy\.sweepInterval: must be a duration above zero, like 30s or 1h/,
       );
     },
     TEST_MS,

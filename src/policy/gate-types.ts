@@ -20,7 +20,13 @@ export type {
   ReleaseVerdict,
   ResumeVerdict,
 } from '../protocol/index.js';
-import type { Decision, EffectiveDeclarations, PolicyPublish, PolicyRules } from './types.js';
+import type {
+  Decision,
+  EffectiveDeclarations,
+  PolicyPublish,
+  PolicyRules,
+  StandingGrantRequest,
+} from './types.js';
 
 /** What the HITL gate says at dispatch: the protocol's verdict with the policy's decision. */
 export type GateVerdict = ProtocolGateVerdict<Decision>;
@@ -84,14 +90,6 @@ export interface HitlGate {
   sweep(): Promise<ApprovalRecord[]>;
   /** Marks a request settled once its dispatch moved on; publishes its outcome once. */
   settle(id: string): Promise<void>;
-  grant(grant: {
-    agent: string;
-    skill: string;
-    maxRadius: NonNullable<Decision['effectiveRadius']>;
-    by: string;
-    forMs: number;
-    uses?: number;
-    reason?: string;
-  }): Promise<StandingRecord>;
+  grant(grant: StandingGrantRequest): Promise<StandingRecord>;
   revoke(id: string, by: string, reason?: string): Promise<StandingRecord>;
 }

@@ -4,10 +4,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { BlastRadius } from '../protocol/index.js';
 import type { StandingRecord } from './approval-records.js';
 import { notFound, standingFromRow } from './approval-records.js';
 import type { PolicyDatabase, StandingTable } from './store-tables.js';
+import type { StandingGrantRequest } from './types.js';
 
 /** Writes one audit entry (in the caller's transaction when `runner` is one). */
 export type AuditWriter = (
@@ -20,15 +20,7 @@ export type AuditWriter = (
 
 /** The standing approvals of the inbox. */
 export interface StandingApprovals {
-  grantStanding(grant: {
-    agent: string;
-    skill: string;
-    maxRadius: BlastRadius;
-    by: string;
-    forMs: number;
-    uses?: number;
-    reason?: string;
-  }): Promise<StandingRecord>;
+  grantStanding(grant: StandingGrantRequest): Promise<StandingRecord>;
   revokeStanding(id: string, by: string, reason?: string): Promise<StandingRecord>;
   /** Standing approvals; `live` leaves out revoked, expired and used-up ones. */
   listStanding(options?: {

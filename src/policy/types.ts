@@ -117,6 +117,19 @@ export const DEFAULT_POLICY_RULES: PolicyRules = Object.freeze({
 export { REASON_KINDS } from '../protocol/index.js';
 export type { Reason, ReasonKind } from '../protocol/index.js';
 
+/** What a person grants: a standing approval of one skill up to a radius, for a time. */
+export interface StandingGrantRequest {
+  agent: string;
+  skill: string;
+  /** Calls at this radius or narrower are covered. */
+  maxRadius: BlastRadius;
+  by: string;
+  forMs: number;
+  /** Uses allowed; unlimited until expiry when absent. */
+  uses?: number;
+  reason?: string;
+}
+
 /** A standing approval as `decide` sees it. */
 export interface StandingGrant {
   id: string;

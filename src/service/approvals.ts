@@ -3,6 +3,7 @@
  * moves its dispatch on (sent once, or refused), and a sweeper that does the same for decisions
  * taken elsewhere (the CLI, another replica), expired requests and ended veto windows.
  */
+import { periodicSweep } from './periodic-sweep.js';
 import type { DispatchRecord, Dispatcher } from '../dispatch/index.js';
 import type {
   ApprovalKind,
@@ -131,19 +132,13 @@ export function createGatewayApprovals(options: GatewayApprovalsOptions): {
     return { approval: latest, dispatch };
   };
 
-  let sweeping: Promise<void> | undefined;
-  const sweep = (): Promise<void> => {
-    sweeping ??= (async () => {
-      try {
-        for (const approval of await gate.sweep()) await moveOn(approval);
-      } finally {
-        sweeping = undefined;
-      }
-    })();
-    return sweeping;
-  };
-
-  let timer: ReturnType<typeof setInterval> | undefined;
+  const sweeper = periodicSweep(
+    async () => {
+      for (const approval of await gate.sweep()) await moveOn(approval);
+    },
+    options.sweepIntervalMs,
+    (error) => options.onError(error, 'approvals.sweep'),
+  );
   const api: GatewayApprovals = {
     list: (o) => inbox.list(o),
     get: (id) => inbox.get(id),
@@ -164,20 +159,7 @@ export function createGatewayApprovals(options: GatewayApprovalsOptions): {
     standing: (o) => inbox.listStanding(o),
     audit: (subject) => inbox.audit(subject),
     explain: (agent, skill, input) => gate.explain(agent, skill, input),
-    sweep,
+    sweep: sweeper.sweep,
   };
-  return {
-    api,
-    start() {
-      timer ??= setInterval(() => {
-        sweep().catch((error: unknown) => options.onError(error, 'approvals.sweep'));
-      }, options.sweepIntervalMs);
-      timer.unref();
-    },
-    async stop() {
-      if (timer !== undefined) clearInterval(timer);
-      timer = undefined;
-      await sweeping?.catch(() => undefined);
-    },
-  };
+  return { api, start: sweeper.start, stop: sweeper.stop };
 }

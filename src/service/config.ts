@@ -178,7 +178,7 @@ export const configSchema = z.strictObject({
         )
         .default([]),
       /** How often held dispatches are checked for decisions, expiry and ended veto windows. */
-      sweepInterval: duration.default(1000),
+      sweepInterval: positiveDuration.default(1000),
     })
     .default({
       unknownRadius: 'public',

@@ -5,6 +5,7 @@
  * a timer. Nothing in flight is ever deleted: an unsent outbox row, a task not yet terminal, a
  * dispatch or proxy task still running or waiting stay whatever their age.
  */
+import { periodicSweep } from './periodic-sweep.js';
 import { pruneOutbox } from '../bus/index.js';
 import type { DispatchRecordStore } from '../dispatch/index.js';
 import type { TaskRecordStore } from '../tasks/index.js';
@@ -58,8 +59,6 @@ export interface RetentionSweeperOptions {
 export function createRetentionSweeper(options: RetentionSweeperOptions): RetentionSweeper {
   const { policy } = options;
   const now = options.now ?? Date.now;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<RetentionResult> | undefined;
 
   const before = (ageMs: number, at: number): number | undefined =>
     ageMs > 0 ? at - ageMs : undefined;
@@ -77,26 +76,5 @@ export function createRetentionSweeper(options: RetentionSweeperOptions): Retent
     };
   }
 
-  const sweep = (): Promise<RetentionResult> => {
-    running ??= sweepOnce().finally(() => {
-      running = undefined;
-    });
-    return running;
-  };
-
-  return {
-    sweep,
-    start() {
-      if (timer !== undefined || policy.intervalMs <= 0) return;
-      timer = setInterval(() => {
-        sweep().catch(options.onError);
-      }, policy.intervalMs);
-      timer.unref();
-    },
-    async stop() {
-      if (timer !== undefined) clearInterval(timer);
-      timer = undefined;
-      await running?.catch(() => undefined);
-    },
-  };
+  return periodicSweep(sweepOnce, policy.intervalMs, options.onError);
 }
