@@ -321,31 +321,20 @@ async function pruneRecords(
   before: number,
   batchSize = 1_000,
 ): Promise<number> {
+  // A batch of ended dispatches: who held them goes first, then the dispatches.
+  const ended = ctx.db
+    .selectFrom('fleetgate_dispatch')
+    .select('id')
+    .where('status', 'in', [...ENDED])
+    .where('updated_at', '<', before)
+    .limit(batchSize);
   let total = 0;
   for (;;) {
-    // In batches: one huge delete would hold its locks (and grow the log) for long. Who held
-    // an ended dispatch goes with it.
-    await ctx.db
-      .deleteFrom('fleetgate_dispatch_send')
-      .where('dispatch_id', 'in', (eb) =>
-        eb
-          .selectFrom('fleetgate_dispatch')
-          .select('id')
-          .where('status', 'in', [...ENDED])
-          .where('updated_at', '<', before)
-          .limit(batchSize),
-      )
-      .execute();
+    // In batches: one huge delete would hold its locks (and grow the log) for long.
+    await ctx.db.deleteFrom('fleetgate_dispatch_send').where('dispatch_id', 'in', ended).execute();
     const result = await ctx.db
       .deleteFrom('fleetgate_dispatch')
-      .where('id', 'in', (eb) =>
-        eb
-          .selectFrom('fleetgate_dispatch')
-          .select('id')
-          .where('status', 'in', [...ENDED])
-          .where('updated_at', '<', before)
-          .limit(batchSize),
-      )
+      .where('id', 'in', ended)
       .executeTakeFirst();
     const n = Number(result.numDeletedRows);
     total += n;
