@@ -16,7 +16,13 @@ import type {
 import type { StandingGrant } from './types.js';
 
 export type { ApprovalKind, ApprovalStatus, ApprovalVote, HeldInput } from '../protocol/index.js';
-import type { ApprovalTable, PolicyAuditTable, StandingTable } from './store-tables.js';
+import type { Kysely } from 'kysely';
+import type {
+  ApprovalTable,
+  PolicyAuditTable,
+  PolicyDatabase,
+  StandingTable,
+} from './store-tables.js';
 
 /** One approval request: the `hitl.approval.*` event's fields and the held input. */
 export type ApprovalRecord = Omit<ApprovalEvent, 'outcome'> & {
@@ -151,4 +157,27 @@ export function alreadyDecided(record: ApprovalRecord): FleetgateError {
       decidedAt: record.decidedAt,
     },
   });
+}
+
+/** How each policy table keyed by `id` is read into its record. */
+const RECORD_OF = {
+  fleetgate_policy_approval: fromRow,
+  fleetgate_policy_standing: standingFromRow,
+};
+
+/** The record with `id` in `table` (an approval request or a standing approval), if any. */
+export async function recordById<T extends keyof typeof RECORD_OF>(
+  db: Kysely<PolicyDatabase>,
+  table: T,
+  id: string,
+): Promise<ReturnType<(typeof RECORD_OF)[T]> | undefined> {
+  // Both tables are keyed by `id`; kysely cannot check a query over a table chosen by a type
+  // parameter, so it is typed as one of them.
+  const row: unknown = await db
+    .selectFrom(table as 'fleetgate_policy_approval')
+    .selectAll()
+    .where('id', '=', id)
+    .executeTakeFirst();
+  const read = RECORD_OF[table] as (row: unknown) => ReturnType<(typeof RECORD_OF)[T]>;
+  return row === undefined ? undefined : read(row);
 }

@@ -13,7 +13,7 @@ import type {
   NewApproval,
   PolicyAuditEntry,
 } from './approval-records.js';
-import { fromRow } from './approval-records.js';
+import { recordById } from './approval-records.js';
 import type { InboxContext } from './inbox-context.js';
 import { answerChange, approveChange, decideOn, rejectChange } from './inbox-decisions.js';
 import {
@@ -123,14 +123,8 @@ export function createApprovalInbox<DB extends PolicyDatabase>(
   const db = options.db as unknown as Kysely<PolicyDatabase>;
   const now = options.now ?? Date.now;
 
-  const get = async (id: string): Promise<ApprovalRecord | undefined> => {
-    const row = await db
-      .selectFrom('fleetgate_policy_approval')
-      .selectAll()
-      .where('id', '=', id)
-      .executeTakeFirst();
-    return row === undefined ? undefined : fromRow(row);
-  };
+  const get = (id: string): Promise<ApprovalRecord | undefined> =>
+    recordById(db, 'fleetgate_policy_approval', id);
 
   const audit = async (
     runner: Kysely<PolicyDatabase>,

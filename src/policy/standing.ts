@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { StandingRecord } from './approval-records.js';
-import { notFound, standingFromRow } from './approval-records.js';
+import { notFound, recordById, standingFromRow } from './approval-records.js';
 import type { PolicyDatabase, StandingTable } from './store-tables.js';
 import type { StandingGrantRequest } from './types.js';
 
@@ -38,14 +38,8 @@ export function createStandingApprovals(
   now: () => number,
   audit: AuditWriter,
 ): StandingApprovals {
-  const getStanding = async (id: string): Promise<StandingRecord | undefined> => {
-    const row = await db
-      .selectFrom('fleetgate_policy_standing')
-      .selectAll()
-      .where('id', '=', id)
-      .executeTakeFirst();
-    return row === undefined ? undefined : standingFromRow(row);
-  };
+  const getStanding = (id: string): Promise<StandingRecord | undefined> =>
+    recordById(db, 'fleetgate_policy_standing', id);
 
   return {
     async grantStanding(grant) {
