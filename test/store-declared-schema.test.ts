@@ -100,6 +100,7 @@ describe.each(ENGINES)('declared tables on $kind', ({ kind, skip }) => {
         ['txt not null', 'type [collate "C"]'],
         ['text null', 'type [collate "C"]'],
         ['serial', 'serial only as a primary key'],
+        ['bigint collate "C"', 'collate only on text'],
       ] as const) {
         const failing = withStore(
           kind,

@@ -74,12 +74,14 @@ const COLUMN =
 function parseColumn(table: string, column: string, spec: ColumnSpec) {
   const match = COLUMN.exec(spec);
   const [, type, collate, primaryKey, notNull, unique, fallback] = match ?? [];
-  if (match === null || (type === 'serial' && primaryKey === undefined)) {
+  const misfit =
+    (type === 'serial' && primaryKey === undefined) || (collate !== undefined && type !== 'text');
+  if (match === null || misfit) {
     throw new FleetgateError(
       'FLEETGATE_STORE_MIGRATION_FAILED',
       `Column ${table}.${column} is declared "${spec}"; expected ` +
         `'type [collate "C"] [primary key] [not null] [unique] [default N]' with a type of text, ` +
-        `integer, bigint, int64 or serial (serial only as a primary key)`,
+        `integer, bigint, int64 or serial (serial only as a primary key, collate only on text)`,
       { details: { table, column, spec } },
     );
   }
