@@ -1,6 +1,7 @@
 /** The `ops.alert.<kind>` record and how it is published (deterministic id, one place). */
-import type { EventBus } from '../bus/index.js';
-import type { OpsAlertEvent } from '../protocol/index.js';
+import type { EventBus, StandingSubscriber } from '../bus/index.js';
+import { standingSubscriber } from '../bus/index.js';
+import type { EventFor, FleetgateTopics, OpsAlertEvent } from '../protocol/index.js';
 import { deterministicEventId } from '../protocol/index.js';
 import { defined } from '../protocol/fields/index.js';
 import type { BlastRadius } from '../protocol/index.js';
@@ -37,4 +38,23 @@ export async function publishAlert(
     id: options.id,
     ...defined({ correlationId: options.correlationId }),
   });
+}
+
+/** Raises alerts from the events of `P`: a durable subscriber between start and stop. */
+export interface AlertRaiser<P extends string> extends StandingSubscriber {
+  /** Handles one event; resolves to the alert it raised, if any. */
+  handle(event: EventFor<FleetgateTopics, P>): Promise<OpsAlert | undefined>;
+}
+
+/**
+ * A raiser of alerts from one kind of event: `handle` decides on an event (and publishes the
+ * alert, if any); started, it is a durable subscriber named `name` of `pattern`.
+ */
+export function alertRaiser<P extends string>(
+  bus: EventBus,
+  pattern: P,
+  name: string,
+  handle: AlertRaiser<P>['handle'],
+): AlertRaiser<P> {
+  return { ...standingSubscriber(bus, pattern, handle, { name, durable: true }), handle };
 }

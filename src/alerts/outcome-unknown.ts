@@ -4,10 +4,9 @@
  * A person must check before sending it again; the severity (base `error`) is scaled by the
  * skill's effective radius. The alert id derives from the dispatch, so it is raised once.
  */
-import { standingSubscriber } from '../bus/index.js';
 import type { DispatchEvent, EventEnvelope } from '../protocol/index.js';
-import type { OpsAlert } from './alert.js';
-import { alertEventId, publishAlert } from './alert.js';
+import type { AlertRaiser, OpsAlert } from './alert.js';
+import { alertEventId, alertRaiser, publishAlert } from './alert.js';
 import type { AlertRaiserOptions } from './reconciler.js';
 import { ALERT_BASE_SEVERITY, scaleSeverity } from './severity.js';
 
@@ -15,14 +14,7 @@ import { ALERT_BASE_SEVERITY, scaleSeverity } from './severity.js';
 export const OUTCOME_UNKNOWN_SUBSCRIPTION = 'alerts-outcome-unknown';
 
 /** Raises `ops.alert.outcome_unknown` for dispatches whose outcome is unknown. */
-export interface OutcomeUnknownAlerts {
-  start(): Promise<void>;
-  stop(): Promise<void>;
-  /** Handles one `skill.dispatch.failed` event; resolves to the alert raised, if any. */
-  handle(
-    event: EventEnvelope<'skill.dispatch.failed', DispatchEvent>,
-  ): Promise<OpsAlert | undefined>;
-}
+export type OutcomeUnknownAlerts = AlertRaiser<'skill.dispatch.failed'>;
 
 /**
  * Creates the outcome-unknown alerts (a durable subscriber of `skill.dispatch.failed`).
@@ -61,11 +53,10 @@ export function createOutcomeUnknownAlerts(options: AlertRaiserOptions): Outcome
     return alert;
   }
 
-  return {
-    ...standingSubscriber(bus, 'skill.dispatch.failed', handle, {
-      name: options.subscriptionName ?? OUTCOME_UNKNOWN_SUBSCRIPTION,
-      durable: true,
-    }),
+  return alertRaiser(
+    bus,
+    'skill.dispatch.failed',
+    options.subscriptionName ?? OUTCOME_UNKNOWN_SUBSCRIPTION,
     handle,
-  };
+  );
 }

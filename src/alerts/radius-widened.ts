@@ -1,11 +1,10 @@
 /** `ops.alert.radius_widened`: an agent widened a skill's blast radius on its card. */
 import type { EventBus } from '../bus/index.js';
-import { standingSubscriber } from '../bus/index.js';
 import type { DeclarationChangedEvent, EventEnvelope } from '../protocol/index.js';
 import { BLAST_V1_URI, isBlastRadius } from '../protocol/index.js';
 import { defined } from '../protocol/fields/index.js';
-import type { OpsAlert } from './alert.js';
-import { alertEventId, publishAlert } from './alert.js';
+import type { AlertRaiser, OpsAlert } from './alert.js';
+import { alertEventId, alertRaiser, publishAlert } from './alert.js';
 import { scaleSeverity } from './severity.js';
 
 /** The subscription name of {@link createRadiusWidenedAlerts}. */
@@ -19,14 +18,7 @@ export interface RadiusWidenedAlertsOptions {
 }
 
 /** Raises `ops.alert.radius_widened` for every widened blast-v1 declaration. */
-export interface RadiusWidenedAlerts {
-  start(): Promise<void>;
-  stop(): Promise<void>;
-  /** Handles one `fleet.declaration.changed` event; returns the alert it raised, if any. */
-  handle(
-    event: EventEnvelope<'fleet.declaration.changed', DeclarationChangedEvent>,
-  ): Promise<OpsAlert | undefined>;
-}
+export type RadiusWidenedAlerts = AlertRaiser<'fleet.declaration.changed'>;
 
 /**
  * Creates the radius-widened alerts: a subscriber of `fleet.declaration.changed` that alerts when
@@ -68,11 +60,10 @@ export function createRadiusWidenedAlerts(
     return alert;
   }
 
-  return {
-    ...standingSubscriber(bus, 'fleet.declaration.changed', handle, {
-      name: options.subscriptionName ?? RADIUS_WIDENED_SUBSCRIPTION,
-      durable: true,
-    }),
+  return alertRaiser(
+    bus,
+    'fleet.declaration.changed',
+    options.subscriptionName ?? RADIUS_WIDENED_SUBSCRIPTION,
     handle,
-  };
+  );
 }
