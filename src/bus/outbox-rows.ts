@@ -3,7 +3,6 @@
  * kysely, `insertOutboxRows` on SQLite's direct access): the columns, the statement text and the
  * conflict rule (`ON CONFLICT (id) DO NOTHING`: the same id written twice keeps the first row).
  */
-import { insertRowsSql } from '../store/index.js';
 import { parseTopic } from './topic-pattern.js';
 
 /** An event to write into the outbox (what the event collector or the materialiser kept). */
@@ -31,18 +30,30 @@ const OUTBOX_COLUMNS = [
   'last_error',
 ] as const;
 
+// A memo of a pure function (statement text by dialect and row count, a few entries at most).
+const insertSqlCache = new Map<string, string>();
+
 /**
  * The statement that inserts `rows` outbox rows (values from {@link outboxRowValues}, one after
  * the other), skipping an id already there. Rows get their `seq` in the order of the values.
  */
 export function outboxInsertSql(kind: 'sqlite' | 'postgres', rows: number): string {
-  return insertRowsSql(
-    kind,
-    'fleetgate_outbox',
-    OUTBOX_COLUMNS,
-    rows,
-    'on conflict ("id") do nothing',
-  );
+  const key = `${kind}:${rows}`;
+  let text = insertSqlCache.get(key);
+  if (text === undefined) {
+    const width = OUTBOX_COLUMNS.length;
+    const tuples: string[] = [];
+    for (let r = 0; r < rows; r++) {
+      const marks: string[] = [];
+      for (let c = 1; c <= width; c++) marks.push(kind === 'postgres' ? `$${r * width + c}` : '?');
+      tuples.push(`(${marks.join(', ')})`);
+    }
+    text =
+      `insert into "fleetgate_outbox" (${OUTBOX_COLUMNS.map((c) => `"${c}"`).join(', ')}) ` +
+      `values ${tuples.join(', ')} on conflict ("id") do nothing`;
+    insertSqlCache.set(key, text);
+  }
+  return text;
 }
 
 /**

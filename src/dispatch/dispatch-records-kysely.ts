@@ -327,6 +327,8 @@ async function pruneRecords(
     .select('id')
     .where('status', 'in', [...ENDED])
     .where('updated_at', '<', before)
+    // In id order, so the holders' batch and the dispatches' batch are the same rows.
+    .orderBy('id')
     .limit(batchSize);
   let total = 0;
   for (;;) {

@@ -61,7 +61,8 @@ const TAKE_OVER =
 // Who held an ended dispatch goes with it.
 const ENDED_BATCH =
   `select "id" from "fleetgate_dispatch" where "status" in (${ENDED.map(() => '?').join(', ')}) ` +
-  'and "updated_at" < ? limit ?';
+  // In id order, so the holders' batch and the dispatches' batch are the same rows.
+  'and "updated_at" < ? order by "id" limit ?';
 const PRUNE_SEND = `delete from "fleetgate_dispatch_send" where "dispatch_id" in (${ENDED_BATCH})`;
 const PRUNE = `delete from "fleetgate_dispatch" where "id" in (${ENDED_BATCH})`;
 

@@ -3,7 +3,6 @@
  * insert statement built once per chunk size. No I/O.
  */
 import type { Selectable } from 'kysely';
-import { insertRowsSql } from '../store/index.js';
 import type { AuditSummary, JsonObject } from './json.js';
 import { AUDIT_MAX_ITEMS, auditView } from './json.js';
 import type { WorldAuditTable, WorldDomainTable } from './store-tables.js';
@@ -90,9 +89,26 @@ const AUDIT_COLUMNS = [
   'recorded_at',
 ] as const satisfies readonly (keyof Omit<WorldAuditTable, 'seq'>)[];
 
+// A memo of a pure function (statement text by dialect and row count, at most a few entries);
+// it holds no state any caller could observe.
+const auditSqlCache = new Map<string, string>();
+
 /** `insert into fleetgate_world_audit (…) values (…), …` for `rows` rows, placeholders per dialect. */
 export function auditInsertSql(kind: 'sqlite' | 'postgres', rows: number): string {
-  return insertRowsSql(kind, 'fleetgate_world_audit', AUDIT_COLUMNS, rows);
+  const key = `${kind}:${rows}`;
+  let text = auditSqlCache.get(key);
+  if (text === undefined) {
+    const width = AUDIT_COLUMNS.length;
+    const tuples: string[] = [];
+    for (let r = 0; r < rows; r++) {
+      const marks: string[] = [];
+      for (let c = 1; c <= width; c++) marks.push(kind === 'postgres' ? `$${r * width + c}` : '?');
+      tuples.push(`(${marks.join(', ')})`);
+    }
+    text = `insert into "fleetgate_world_audit" (${AUDIT_COLUMNS.map((c) => `"${c}"`).join(', ')}) values ${tuples.join(', ')}`;
+    auditSqlCache.set(key, text);
+  }
+  return text;
 }
 
 export function auditParams(row: Omit<WorldAuditTable, 'seq'>, into: unknown[]): void {
