@@ -244,7 +244,7 @@ export async function pruneOutbox(
   }
 }
 
-/** An event of the outbox's log, as {@link readOutboxLog} reads it. */
+/** An event of the outbox's log, as {@link OutboxLog.read} reads it. */
 export interface LoggedEvent {
   /** Its position in the outbox (`seq`). */
   seq: number;
