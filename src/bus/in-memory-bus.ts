@@ -31,6 +31,7 @@ import {
 import { errorMessage } from './subscription-name.js';
 import { busClosed, checkEventId, checkSubscription } from './bus-checks.js';
 import { defined } from '../protocol/fields/index.js';
+import { remember } from '../protocol/caches/index.js';
 
 /** Options of {@link createInMemoryEventBus}. */
 export interface InMemoryEventBusOptions {
@@ -293,13 +294,15 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
   }
 
   #match(topic: string): MemorySubscription[] {
-    let subs = this.#matchCache.get(topic);
-    if (subs === undefined) {
-      subs = this.#trie.matchTokens(parseTopic(topic));
-      if (this.#matchCache.size >= MATCH_CACHE_LIMIT) this.#matchCache.clear();
-      this.#matchCache.set(topic, subs);
-    }
-    return subs;
+    return (
+      this.#matchCache.get(topic) ??
+      remember(
+        this.#matchCache,
+        MATCH_CACHE_LIMIT,
+        topic,
+        this.#trie.matchTokens(parseTopic(topic)),
+      )
+    );
   }
 
   #deliver(

@@ -3,6 +3,7 @@ import type { OutgoingHttpHeaders } from 'node:http';
 import { canExchange, exchangeWhole, type WholeAnswer } from '../net/index.js';
 import { FleetgateError } from '../protocol/index.js';
 import { defined } from '../protocol/fields/index.js';
+import { remember } from '../protocol/caches/index.js';
 import { AGENT_CARD_PATHS, LIMITS } from '../protocol/index.js';
 
 /** What a card source needs to know about an agent to fetch its card. */
@@ -86,6 +87,11 @@ export function cardUrlsFor(agentUrl: string): string[] {
 
 /** Agent URLs whose card URLs a source remembers. */
 const MAX_REMEMBERED_URLS = 10_000;
+
+/** The card URLs to try for `agentUrl`, in order. */
+function cardUrlList(agentUrl: string): readonly CardUrl[] {
+  return cardUrlsFor(agentUrl).map((href) => ({ href }));
+}
 
 /** A card URL, and its parsed form once asked (the legacy one is parsed only when tried). */
 interface CardUrl {
@@ -194,14 +200,9 @@ export class HttpCardSource implements CardSource {
   }
 
   #urlsOf(agentUrl: string): readonly CardUrl[] {
-    let urls = this.#urls.get(agentUrl);
-    if (urls === undefined) {
-      urls = cardUrlsFor(agentUrl).map((href) => ({ href }));
-      // A fleet has a bounded set of agent URLs; a source fed endless new ones starts over.
-      if (this.#urls.size >= MAX_REMEMBERED_URLS) this.#urls.clear();
-      this.#urls.set(agentUrl, urls);
-    }
-    return urls;
+    // A fleet has a bounded set of agent URLs; a source fed endless new ones starts over.
+    const known = this.#urls.get(agentUrl);
+    return known ?? remember(this.#urls, MAX_REMEMBERED_URLS, agentUrl, cardUrlList(agentUrl));
   }
 
   /** One card URL, its redirects included, within one timeout (one async step per fetch). */

@@ -4,6 +4,7 @@
  * segments and made every property lookup hash a fresh key, the largest cost of applying an entry.
  */
 import { splitPath } from './apply.js';
+import { remember } from '../protocol/caches/index.js';
 
 /** Distinct paths kept before the cache starts over (a bound on its memory, not a tuning knob). */
 const PATH_CACHE_SIZE = 2048;
@@ -14,13 +15,11 @@ export class PathCache {
 
   /** The segments of `path` (shared: never mutate them), or undefined when the path is invalid. */
   segments(path: string): readonly string[] | undefined {
-    let segments = this.#segments.get(path);
-    if (segments === undefined) {
-      segments = splitPath(path);
-      if (segments === undefined) return undefined;
-      if (this.#segments.size >= PATH_CACHE_SIZE) this.#segments.clear();
-      this.#segments.set(path, segments);
-    }
-    return segments;
+    const cached = this.#segments.get(path);
+    if (cached !== undefined) return cached;
+    const segments = splitPath(path);
+    return segments === undefined
+      ? undefined
+      : remember(this.#segments, PATH_CACHE_SIZE, path, segments);
   }
 }

@@ -5,6 +5,7 @@
 import { TopicTrie } from '../../bus/index.js';
 import type { SseClient } from './sse-client.js';
 import { SharedBytes } from './sse-client.js';
+import { remember } from '../../protocol/caches/index.js';
 
 /** Distinct topics whose match a group remembers. */
 const MATCH_CACHE_LIMIT = 1024;
@@ -30,13 +31,10 @@ const MAX_COALESCE_MS = 20;
 /** True when the group's filter takes `topic`. */
 export function matches(group: Group, topic: string): boolean {
   if (group.all) return true;
-  let hit = group.matched.get(topic);
-  if (hit === undefined) {
-    hit = group.trie.match(topic).length > 0;
-    if (group.matched.size >= MATCH_CACHE_LIMIT) group.matched.clear();
-    group.matched.set(topic, hit);
-  }
-  return hit;
+  return (
+    group.matched.get(topic) ??
+    remember(group.matched, MATCH_CACHE_LIMIT, topic, group.trie.match(topic).length > 0)
+  );
 }
 
 /**
