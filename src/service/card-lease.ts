@@ -12,6 +12,7 @@ import type { CardCache, CardCacheDatabase, CardSource } from '../fleet/index.js
 import { storedValidators } from '../fleet/index.js';
 import { FleetgateError } from '../protocol/index.js';
 import type { StoreMigration } from '../store/index.js';
+import { processRuns } from './host/index.js';
 
 /** The lease table (migration `0200_service_leases`). */
 export interface ServiceLeaseTable {
@@ -222,16 +223,6 @@ export function newInstanceId(): string {
 /** The name of the lease that says gateway instance `id` still runs. */
 export function instanceLeaseName(id: string): string {
   return `instance:${id}`;
-}
-
-/** True when process `pid` runs on this host (signal 0 only checks; EPERM means it exists). */
-function processRuns(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /**

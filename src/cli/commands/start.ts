@@ -10,6 +10,7 @@ import { FleetgateError } from '../../protocol/index.js';
 import { defined } from '../../protocol/fields/index.js';
 import type { FleetgateConfig } from '../../service/index.js';
 import { loadConfigFile, parseConfig, startService } from '../../service/index.js';
+import { processRuns } from '../../service/host/index.js';
 import {
   DEMO_APPROVER,
   DEMO_APPROVER_CHOICE_ENV,
@@ -79,7 +80,7 @@ export function claimDemoStore(file = DEMO_LOCK): () => void {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
     const pid = Number.parseInt(readFileSync(file, 'utf8'), 10);
-    if (Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
+    if (Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && processRuns(pid)) {
       throw new FleetgateError(
         'FLEETGATE_USAGE',
         `another demo gateway (pid ${pid}) runs on ./data/fleetgate.db in this directory; stop it first, or start this one from another directory`,
@@ -89,15 +90,6 @@ export function claimDemoStore(file = DEMO_LOCK): () => void {
     rmSync(file, { force: true });
   }
   throw new FleetgateError('FLEETGATE_USAGE', `cannot claim ${file}; remove it and start again`);
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** Resolves on the first SIGINT or SIGTERM; a second one ends the process at once. */
