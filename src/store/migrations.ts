@@ -14,15 +14,7 @@ import type { StoreKind, StoreMigration } from './schema.js';
 import { runDown, runUp } from './schema.js';
 
 export type { StoreKind, StoreMigration } from './schema.js';
-
-/**
- * The column type of an auto-incrementing 64-bit primary key: `bigserial` on PostgreSQL,
- * `integer` on SQLite (an INTEGER PRIMARY KEY is the 64-bit rowid). A declared table says
- * `serial primary key` instead; this is for a migration's own code.
- */
-export function serialKeyType(kind: StoreKind): 'bigserial' | 'integer' {
-  return kind === 'postgres' ? 'bigserial' : 'integer';
-}
+export { serialKeyType } from './schema.js';
 
 /** The table where the Migrator records the migrations that ran. */
 const MIGRATION_TABLE = 'fleetgate_migration';

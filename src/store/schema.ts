@@ -97,6 +97,15 @@ function parseColumn(table: string, column: string, spec: ColumnSpec) {
 
 type DataType = Parameters<CreateTableBuilder<string, string>['addColumn']>[1];
 
+/**
+ * The column type of an auto-incrementing 64-bit primary key: `bigserial` on PostgreSQL,
+ * `integer` on SQLite (an INTEGER PRIMARY KEY is the 64-bit rowid). A declared table says
+ * `serial primary key` instead; this is for a migration's own code.
+ */
+export function serialKeyType(kind: StoreKind): 'bigserial' | 'integer' {
+  return kind === 'postgres' ? 'bigserial' : 'integer';
+}
+
 /** A column's type and modifiers as `kind` spells them: the arguments of kysely's `addColumn`. */
 function columnOf(
   kind: StoreKind,
@@ -108,7 +117,7 @@ function columnOf(
   const postgres = kind === 'postgres';
   const type =
     c.type === 'serial'
-      ? sql.raw(postgres ? 'bigserial' : 'integer')
+      ? sql.raw(serialKeyType(kind))
       : c.type === 'int64'
         ? postgres
           ? 'bigint'
