@@ -3,8 +3,9 @@
  * rate, p50/p95 wall time, tokens and cost. Kept in memory per process (a dashboard view, not a
  * ledger); each replica summarises the samples its subscription receives.
  */
-import type { EventBus, Subscription } from '../bus/index.js';
-import type { CostSampleEvent } from '../protocol/index.js';
+import type { EventBus, StandingSubscriber } from '../bus/index.js';
+import { standingSubscriber } from '../bus/index.js';
+import type { CostSampleEvent, EventEnvelope } from '../protocol/index.js';
 
 /** Default subscription name of the cost summaries. */
 export const COST_SUMMARIES_SUBSCRIPTION = 'alerts-cost-summaries';
@@ -89,7 +90,7 @@ export function createCostSummaries(options: CostSummariesOptions = {}): CostSum
   const maxSamples = options.maxSamples ?? 1000;
   const now = options.now ?? Date.now;
   const series = new Map<string, { agent: string; skill: string; samples: Sample[] }>();
-  let subscription: Subscription | undefined;
+  let listening: StandingSubscriber | undefined;
 
   function evict(samples: Sample[], at: number): void {
     let drop = 0;
@@ -154,22 +155,28 @@ export function createCostSummaries(options: CostSummariesOptions = {}): CostSum
       return out.sort((a, b) => a.agent.localeCompare(b.agent) || a.skill.localeCompare(b.skill));
     },
     async start(bus) {
-      if (subscription !== undefined) return;
-      subscription = await bus.subscribe(
-        'cost.sample',
-        (event) => {
-          const p = event.payload;
-          if (typeof p.agent !== 'string' || typeof p.skill !== 'string') return;
-          summaries.record(p);
-        },
-        { name: COST_SUMMARIES_SUBSCRIPTION },
-      );
+      if (listening !== undefined) return;
+      const subscriber = standingSubscriber(bus, 'cost.sample', onSample, {
+        name: COST_SUMMARIES_SUBSCRIPTION,
+      });
+      listening = subscriber;
+      try {
+        await subscriber.start();
+      } catch (error) {
+        listening = undefined;
+        throw error;
+      }
     },
     async stop() {
-      const sub = subscription;
-      subscription = undefined;
-      await sub?.unsubscribe();
+      const subscriber = listening;
+      listening = undefined;
+      await subscriber?.stop();
     },
   };
+  function onSample(event: EventEnvelope<'cost.sample', CostSampleEvent>): void {
+    const p = event.payload;
+    if (typeof p.agent !== 'string' || typeof p.skill !== 'string') return;
+    summaries.record(p);
+  }
   return summaries;
 }
