@@ -9,9 +9,12 @@ export async function startGatewayProcess(
 ): Promise<{ url: string; child: ChildProcess }> {
   const root = fileURLToPath(new URL('../../', import.meta.url));
   const tsx = pathToFileURL(join(root, 'node_modules/tsx/dist/loader.mjs')).href;
+  const profileDir = process.env.FLEETGATE_BENCH_PROFILE_DIR || undefined;
   const child = spawn(
     process.execPath,
     [
+      // FLEETGATE_BENCH_PROFILE_DIR: the gateway writes a V8 CPU profile per thread there when it stops.
+      ...(profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]),
       '--import',
       tsx,
       join(root, 'src/cli/run.ts'),
