@@ -275,6 +275,51 @@ describe('dispatcher', () => {
       await h.stop();
     }
   });
+
+  it('refuses input nested past LIMITS.inputDepth before recording it, naming where', async () => {
+    const h = await harness(w);
+    try {
+      let data: unknown = [];
+      for (let i = 0; i < 3000; i += 1) data = [data];
+      const before = w.agent.received.length;
+      const call = h.g.gw.dispatch({ agent: 'ops', skill: 'pr_review', data });
+      await expect(call.answered()).rejects.toMatchObject({
+        code: 'FLEETGATE_LIMIT_EXCEEDED',
+        details: { at: `data${'[0]'.repeat(64)}`, limit: 64 },
+      });
+      const metadata = { a: JSON.parse('{"b":'.repeat(70) + '1' + '}'.repeat(70)) as unknown };
+      const second = h.g.gw.dispatch({ agent: 'ops', skill: 'pr_review', text: 'x', metadata });
+      await expect(second.answered()).rejects.toMatchObject({ code: 'FLEETGATE_LIMIT_EXCEEDED' });
+      expect(await h.record(call.id)).toBeUndefined();
+      expect(await h.record(second.id)).toBeUndefined();
+      expect(w.agent.received.length).toBe(before);
+      // At the limit the call goes through.
+      let within: unknown = [];
+      for (let i = 1; i < 64; i += 1) within = [within];
+      const ok = await h.dispatch({ agent: 'ops', skill: 'pr_review', data: within });
+      expect(ok.status).toBe('completed');
+    } finally {
+      await h.stop();
+    }
+  });
+
+  it('ends a recorded call failed with the error of a gate that could not decide', async () => {
+    const broken: PolicyGate = {
+      decide: () => Promise.reject(new Error('the policy store is away')),
+    };
+    const h = await harness(w, { gate: broken });
+    try {
+      const call = h.g.gw.dispatch({ agent: 'ops', skill: 'pr_review', text: 'go' });
+      await expect(call.answered()).rejects.toThrow('the policy store is away');
+      expect(await h.record(call.id)).toMatchObject({
+        status: 'failed',
+        result: { error: { code: 'FLEETGATE_CALL_FAILED', message: 'the policy store is away' } },
+      });
+      await until(() => topicsFor(h, call.id).includes('skill.dispatch.failed'));
+    } finally {
+      await h.stop();
+    }
+  });
 });
 
 describe('dispatcher with a failing agent', () => {

@@ -267,6 +267,28 @@ describe('gateway hardening', () => {
     expect(received).toContain('FLEETGATE_HTTP_REQUEST_TIMEOUT');
   }, 20_000);
 
+  it('refuses a dispatch whose data nests past the input depth limit, naming body.data, recording nothing', async () => {
+    const list = async (): Promise<unknown[]> => {
+      const res = await fetch(`${openUrl}/api/dispatches?limit=200`);
+      return ((await res.json()) as { dispatches: unknown[] }).dispatches;
+    };
+    const before = (await list()).length;
+    const res = await fetch(`${openUrl}/api/dispatch`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: `{"agent":"ops","skill":"pr_review","data":${'['.repeat(3000)}${']'.repeat(3000)}}`,
+    });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as {
+      error: { code: string; details: { issues: { path: string; message: string }[] } };
+    };
+    expect(body.error.code).toBe('FLEETGATE_HTTP_REQUEST_INVALID');
+    expect(body.error.details.issues).toEqual([
+      { path: 'body.data', message: `nests deeper than 64 levels (at data${'[0]'.repeat(64)})` },
+    ]);
+    expect((await list()).length).toBe(before);
+  });
+
   it('reports the bytes the live-event feed holds and the clients it cut', async () => {
     const metrics = await fetch(`${openUrl}/metrics`).then((r) => r.text());
     expect(metrics).toMatch(/^fleetgate_events_retained_bytes \d+$/m);

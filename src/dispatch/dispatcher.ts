@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Task } from '@a2a-js/sdk';
-import { FleetgateError, isFleetgateError } from '../protocol/index.js';
+import { FleetgateError, isFleetgateError, LIMITS } from '../protocol/index.js';
+import { tooDeepAt } from '../protocol/values/index.js';
 import { newRecordId } from '../protocol/ids/index.js';
 import { defined } from '../protocol/fields/index.js';
 import type { ErrorCode, HeldInput, TaskStateName } from '../protocol/index.js';
@@ -64,6 +65,40 @@ export interface DispatchRequest {
   mode?: CallMode;
   /** Extra headers of the A2A call (a W3C `traceparent`, for instance). */
   headers?: Readonly<Record<string, string>>;
+}
+
+/** A failure as a call's record keeps it: its code, or `FLEETGATE_CALL_FAILED`, and its message. */
+function callError(error: unknown): { code: string; message: string } {
+  return isFleetgateError(error)
+    ? { code: error.code, message: error.message }
+    : {
+        code: 'FLEETGATE_CALL_FAILED',
+        message: error instanceof Error ? error.message : String(error),
+      };
+}
+
+/**
+ * Refuses a call whose data, metadata or message nests deeper than `LIMITS.inputDepth`, before it
+ * is recorded: fingerprinting and encoding such input would exhaust the stack mid-call.
+ */
+function checkInputDepth(request: DispatchRequest): void {
+  const parts = { data: request.data, metadata: request.metadata, message: request.message };
+  for (const [name, value] of Object.entries(parts)) {
+    const at = tooDeepAt(value, LIMITS.inputDepth);
+    if (at === undefined) continue;
+    throw new FleetgateError(
+      'FLEETGATE_LIMIT_EXCEEDED',
+      `The ${name} of a call of ${request.skill} on ${request.agent} nests deeper than ${LIMITS.inputDepth} levels (at ${name}${at}).`,
+      {
+        details: {
+          agent: request.agent,
+          skill: request.skill,
+          at: `${name}${at}`,
+          limit: LIMITS.inputDepth,
+        },
+      },
+    );
+  }
 }
 
 /** The question an interrupted task asks: its status message, else the text of its reply. */
@@ -174,6 +209,7 @@ export class Dispatcher {
     request: DispatchRequest,
     observer?: Partial<DispatchObserver>,
   ): Promise<DispatchRecord> {
+    checkInputDepth(request);
     const now = this.#o.now();
     const record: DispatchRecord = {
       id: request.id ?? newRecordId(),
@@ -220,7 +256,19 @@ export class Dispatcher {
     });
     // A call the gate let go at once whose input does not decode is decided already: its send
     // records the failure.
-    const decision = atOnce ?? (await this.#o.gate.decide(call));
+    let decision: GateVerdict;
+    try {
+      decision = atOnce ?? (await this.#o.gate.decide(call));
+    } catch (error) {
+      // A gate that could not decide (its store away, say) ends the call it was asked about: left
+      // as it is, recovery would later say its gateway stopped before sending it.
+      await this.#move(record, {
+        type: 'send-failed',
+        at: this.#o.now(),
+        error: callError(error),
+      }).catch(() => undefined);
+      throw error;
+    }
     observer?.decided?.(decision);
     if (decision.action !== 'allow') return this.#held(record, decision);
     return this.#send(record, input, more);
@@ -296,15 +344,9 @@ export class Dispatcher {
             : { serviceParameters: { traceparent: record.traceparent } }),
       });
     } catch (error) {
-      const failure = isFleetgateError(error)
-        ? { code: error.code, message: error.message }
-        : {
-            code: 'FLEETGATE_CALL_FAILED',
-            message: error instanceof Error ? error.message : String(error),
-          };
       this.#sending.delete(record.id);
-      return (await this.#move(record, { type: 'send-failed', at: this.#o.now(), error: failure }))
-        .record;
+      const failed = { type: 'send-failed', at: this.#o.now(), error: callError(error) } as const;
+      return (await this.#move(record, failed)).record;
     }
     more.observer?.replied?.(result);
     try {

@@ -21,6 +21,12 @@ export const LIMITS = {
   deltaValueBytes: 64 * 1024,
   /** Levels of nesting of one delta entry's `value` (the world state holds no deeper value). */
   deltaValueDepth: 64,
+  /**
+   * Levels of nesting of what a call hands its agent: its `data`, its `metadata`, a client's whole
+   * message (whose own shape takes three: `message.parts[i].data`). Deeper input is refused before
+   * the call is recorded.
+   */
+  inputDepth: 64,
   /** Characters of a delta path. */
   pathLength: 1024,
   /** Segments of a delta path (`data.a.b` has 3). */

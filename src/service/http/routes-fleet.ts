@@ -6,7 +6,8 @@
 import { context as otelContext, trace, TraceFlags } from '@opentelemetry/api';
 import { z } from 'zod';
 import type { GateVerdict } from '../../dispatch/index.js';
-import { FleetgateError } from '../../protocol/index.js';
+import { FleetgateError, LIMITS } from '../../protocol/index.js';
+import { tooDeepAt } from '../../protocol/values/index.js';
 import { defined } from '../../protocol/fields/index.js';
 import { parseDuration } from '../config.js';
 import { agentView, fleetView } from '../fleet-view.js';
@@ -31,7 +32,19 @@ const dispatchBody = z.strictObject({
     .describe('the agent; without it the gateway routes the skill'),
   skill: z.string().min(1).max(200),
   text: z.string().max(100_000).optional(),
-  data: z.unknown().optional(),
+  data: z
+    .unknown()
+    .optional()
+    .superRefine((data, ctx) => {
+      const at = tooDeepAt(data, LIMITS.inputDepth);
+      if (at !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `nests deeper than ${LIMITS.inputDepth} levels (at data${at})`,
+        });
+      }
+    })
+    .describe(`JSON for the agent, nested at most ${LIMITS.inputDepth} levels`),
   correlationId: z.string().min(1).max(200).optional(),
 });
 
