@@ -114,6 +114,23 @@ describe('configuration', () => {
     ]);
   });
 
+  it("reports aliases that expand past the limit (an alias bomb) at the first alias, as the file's problem", async () => {
+    const bomb = [
+      'a: &a [x, x, x, x, x, x, x, x, x, x]',
+      'b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]',
+      'c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]',
+      'd: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]',
+      '',
+    ].join('\n');
+    expect(await problemsOf(bomb)).toEqual([
+      '2:8 not usable YAML: its aliases (*name) expand to more than 100 nodes; write the values out instead',
+    ]);
+    // A few aliases, as configuration files use them, still read.
+    const aliased =
+      'agents:\n  - { name: a, url: &u http://127.0.0.1:1 }\n  - { name: b, url: *u }\n';
+    expect(await problemsOf(aliased)).toEqual([]);
+  });
+
   it('accepts the sample of docs/configuration.md', async () => {
     const doc = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
     const sample = /```yaml\n([\s\S]*?)```/u.exec(doc)?.[1];

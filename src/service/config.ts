@@ -4,9 +4,10 @@
  * and the environment.
  */
 import { readFile } from 'node:fs/promises';
-import { LineCounter, parseDocument } from 'yaml';
+import { LineCounter, parseDocument, visit, type Document } from 'yaml';
 import { z } from 'zod';
 import { FleetgateError } from '../protocol/index.js';
+import { defined } from '../protocol/fields/index.js';
 import type { SecretResolver } from '../fleet/index.js';
 import { agentConfigSchema } from '../fleet/index.js';
 import { BLAST_RADII, HITL_MODES } from '../protocol/index.js';
@@ -302,6 +303,37 @@ function unsetSecrets(
 }
 
 /** `FLEETGATE_CONFIG_INVALID` listing every problem, one line each. */
+/**
+ * The value of a parsed file. The YAML reader refuses aliases that expand to more than
+ * `MAX_ALIAS_COUNT` nodes (a few lines of nested aliases can stand for billions): that is the
+ * file's problem, reported at its first alias like a syntax error.
+ */
+function documentValue(doc: Document, counter: LineCounter, source: string): unknown {
+  try {
+    return doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+  } catch (error) {
+    if (!(error instanceof ReferenceError)) throw error;
+    let first: number | undefined;
+    visit(doc, {
+      Alias(_, node) {
+        first = node.range?.[0];
+        return visit.BREAK;
+      },
+    });
+    const pos = first === undefined ? undefined : counter.linePos(first);
+    throw configError(source, [
+      {
+        path: [],
+        message: `not usable YAML: its aliases (*name) expand to more than ${MAX_ALIAS_COUNT} nodes; write the values out instead`,
+        ...defined({ line: pos?.line, column: pos?.col }),
+      },
+    ]);
+  }
+}
+
+/** Most nodes the aliases of a configuration file may expand to (the YAML reader's default). */
+const MAX_ALIAS_COUNT = 100;
+
 function configError(source: string, problems: readonly ConfigProblem[]): FleetgateError {
   const lines = problems.map((p) => formatProblem(source, p));
   const summary = lines.length === 1 ? lines[0]! : `${source} has ${lines.length} problems`;
@@ -370,7 +402,7 @@ export async function loadConfigFile(
   });
   // A file that is not YAML has no structure to check: its syntax errors are all there is.
   if (syntax.length > 0) throw configError(path, syntax);
-  const value: unknown = doc.toJS();
+  const value = documentValue(doc, counter, path);
   const problems = [
     ...duplicateKeys(doc, counter),
     ...withDurationUnits(() => checkConfig(value, options)).problems.map((p) =>
