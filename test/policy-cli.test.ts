@@ -125,6 +125,22 @@ describe('fleetgate approvals on the store', () => {
     expect((await cli('approvals', '--store', url)).stdout).not.toContain(approval.id);
     expect((await cli('approvals', '--all', '--store', url)).stdout).toContain(approval.id);
     expect((await gw.approvals.get(approval.id))?.status).toBe('pending');
+    // A snooze never outlasts the request, however long it was asked for.
+    const long = await cli(
+      'approvals',
+      'snooze',
+      approval.id,
+      '--for',
+      '99999999999h',
+      '--store',
+      url,
+    );
+    expect(long.code).toBe(0);
+    const held = (await gw.approvals.get(approval.id))!;
+    expect(held.snoozedUntil).toBe(held.expiresAt);
+    expect((await gw.approvals.snooze(approval.id, 'alice', 10 ** 20)).snoozedUntil).toBe(
+      held.expiresAt,
+    );
     // Only a task's question takes an answer.
     const answer = await cli('approvals', 'answer', approval.id, 'yes', '--store', url);
     expect(answer.code).toBe(2);

@@ -70,7 +70,10 @@ export interface ApprovalInbox extends StandingApprovals {
   answer(id: string, by: string, text: string, reason?: string): Promise<ApprovalRecord>;
   /** @throws `FLEETGATE_APPROVAL_ALREADY_DECIDED`, `…_EXPIRED`, `…_NOT_FOUND` */
   reject(id: string, by: string, reason?: string): Promise<ApprovalRecord>;
-  /** Hides a pending request from the default list until `until` (not a rejection). */
+  /**
+   * Hides a pending request from the default list until `until` (not a rejection), at most until
+   * it expires: it expires on time whatever the snooze said.
+   */
   snooze(id: string, by: string, until: number, reason?: string): Promise<ApprovalRecord>;
   /**
    * Expires every open request past its time but those with a veto window (they go then);
@@ -153,7 +156,14 @@ export function createApprovalInbox<DB extends PolicyDatabase>(
       decideOn(ctx, id, answerChange(id, by, text, reason), 'answer', by, reason),
     reject: (id, by, reason) => decideOn(ctx, id, rejectChange(by, reason), 'reject', by, reason),
     snooze: (id, by, until, reason) =>
-      decideOn(ctx, id, () => ({ snoozed_until: until }), 'snooze', by, reason),
+      decideOn(
+        ctx,
+        id,
+        (record) => ({ snoozed_until: snoozedUntil(record, until) }),
+        'snooze',
+        by,
+        reason,
+      ),
     expireDue: () => expireDue(ctx),
     consume: (id, fingerprint, work) => consumeApproval(ctx, id, fingerprint, work),
     unsettled: () => unsettledApprovals(ctx),
@@ -162,4 +172,12 @@ export function createApprovalInbox<DB extends PolicyDatabase>(
     recentRejection: (fingerprint, since) => recentRejection(ctx, fingerprint, since),
     audit: (subject) => auditEntries(ctx, subject),
   };
+}
+
+/**
+ * When a snooze of `record` until `until` ends: never after the request expires (a longer snooze
+ * hides nothing more, and a duration of thousands of years made a time past every safe integer).
+ */
+function snoozedUntil(record: ApprovalRecord, until: number): number {
+  return Number.isFinite(until) ? Math.min(until, record.expiresAt) : record.expiresAt;
 }
