@@ -14,7 +14,7 @@ import type { Gateway, GatewayDeps, GatewayPorts } from './gateway.js';
 import { assembleGateway } from './gateway.js';
 import type { ApiToken } from './http/auth.js';
 import type { HttpApp } from './http/app.js';
-import { envelope } from './http/errors.js';
+import { answerClientError, envelope } from './http/errors.js';
 
 /** Options of {@link startService}. */
 export interface ServiceOptions {
@@ -157,6 +157,9 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   });
   server.headersTimeout = timeouts.headers;
   server.requestTimeout = timeouts.request;
+  // A header timeout or a request Node cannot parse is answered in the API's error shape, not
+  // Node's bare status line; the app brings its own listener, this one covers the start.
+  server.on('clientError', answerClientError);
   const address = await listen(server, config.listen.host, config.listen.port);
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${shownHost}:${address.port}`;
@@ -222,6 +225,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     throw error;
   }
   if (http.handler !== undefined) answer.handler = http.handler;
+  server.off('clientError', answerClientError);
   ready = true;
 
   let closing: Promise<void> | undefined;

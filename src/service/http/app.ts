@@ -18,7 +18,13 @@ import type { ApiContext } from './context.js';
 import { createHubDispatchWatcher } from './context.js';
 import { limitBodies } from './body-limit.js';
 import { createHostGuard } from './host-guard.js';
-import { handleError, handleNotFound } from './errors.js';
+import {
+  MAX_PARAM_LENGTH,
+  answerClientError,
+  handleError,
+  handleFrameworkError,
+  handleNotFound,
+} from './errors.js';
 import type { EventHub } from './event-hub.js';
 import { createEventHub } from './event-hub.js';
 import type { GatewayMetrics } from './metrics.js';
@@ -120,6 +126,12 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
     bodyLimit: options.bodyLimit,
     logController: new LogController({ disableRequestLogging: true }),
     requestIdHeader: false,
+    // Fastify's default (100) is below the ids the route schemas take (up to 500 characters).
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // What the router refuses before any route runs, and what Node's parser refuses before a
+    // request exists, are answered in the API's error shape, not fastify's.
+    frameworkErrors: handleFrameworkError,
+    clientErrorHandler: answerClientError,
     ...(options.trustProxy === undefined || options.trustProxy.length === 0
       ? {}
       : { trustProxy: [...options.trustProxy] }),

@@ -3,6 +3,8 @@
  * with one of the project's stable codes. The mapping from code to HTTP status lives here, and
  * only here (the rest of the library knows nothing of HTTP).
  */
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorCode } from '../../protocol/index.js';
 import { FleetgateError, isFleetgateError } from '../../protocol/index.js';
@@ -71,33 +73,86 @@ export function envelope(
   return { error: { code, message, ...defined({ details }) } };
 }
 
-/** Fastify's own error codes, as the project's. */
-function fromFastify(error: FastifyError): FleetgateError | undefined {
+/**
+ * The longest path parameter the router matches (fastify's `maxParamLength`, 100 by default): above
+ * the longest id a route schema takes (500, a push callback's task id), so an id too long gets the
+ * schema's 400 naming the parameter, and only a path far beyond any id is refused by the router.
+ */
+export const MAX_PARAM_LENGTH = 512;
+
+/** A coded error and the status it is answered with. */
+interface Refusal {
+  error: FleetgateError;
+  status: number;
+}
+
+/** The longest framework message passed on: some carry the request's path or headers. */
+const MESSAGE_CHARS = 200;
+
+function clip(text: string): string {
+  return text.length <= MESSAGE_CHARS ? text : `${text.slice(0, MESSAGE_CHARS)}…`;
+}
+
+/**
+ * Fastify's own error codes, as the project's. What fastify refuses of a request (a 4xx
+ * `FST_ERR_*`) keeps fastify's status under `FLEETGATE_HTTP_REQUEST_INVALID` when no code fits
+ * better; a 5xx `FST_ERR_*` is the gateway's fault and stays a 500.
+ */
+function fromFastify(error: FastifyError): Refusal | undefined {
+  const coded = (code: ErrorCode, message: string, status = statusOf(code)): Refusal => ({
+    error: new FleetgateError(code, message, { cause: error }),
+    status,
+  });
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new FleetgateError('FLEETGATE_HTTP_BODY_TOO_LARGE', error.message);
+      return coded('FLEETGATE_HTTP_BODY_TOO_LARGE', error.message);
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return new FleetgateError('FLEETGATE_HTTP_JSON_INVALID', error.message);
+      return coded('FLEETGATE_HTTP_JSON_INVALID', error.message);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return new FleetgateError('FLEETGATE_HTTP_MEDIA_TYPE_UNSUPPORTED', error.message);
+      return coded('FLEETGATE_HTTP_MEDIA_TYPE_UNSUPPORTED', error.message);
+    // Both messages carry the whole path: it is not echoed.
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return coded(
+        'FLEETGATE_HTTP_REQUEST_INVALID',
+        `A path segment is longer than the ${MAX_PARAM_LENGTH} characters the gateway routes.`,
+        414,
+      );
+    case 'FST_ERR_BAD_URL':
+      return coded(
+        'FLEETGATE_HTTP_REQUEST_INVALID',
+        'The path holds a malformed percent-encoding.',
+        400,
+      );
+    case 'FST_ERR_NOT_FOUND':
+      return coded('FLEETGATE_HTTP_ROUTE_NOT_FOUND', 'No route matches this method and path.');
     default:
       break;
   }
+  const status = error.statusCode ?? 500;
+  if (error.code?.startsWith('FST_ERR_') && status >= 400 && status < 500) {
+    return coded(
+      'FLEETGATE_HTTP_REQUEST_INVALID',
+      `${clip(error.message)} (${error.code})`,
+      status,
+    );
+  }
   if (error instanceof SyntaxError || error.statusCode === 400) {
-    return new FleetgateError('FLEETGATE_HTTP_JSON_INVALID', error.message);
+    return coded('FLEETGATE_HTTP_JSON_INVALID', error.message);
   }
   return undefined;
 }
 
 /**
- * The app's error handler: a coded error keeps its code (and details), fastify's body errors get
+ * The app's error handler: a coded error keeps its code (and details), fastify's own refusals get
  * the project's codes, anything else is a 500 whose message is logged, not sent.
  */
 export function handleError(error: unknown, request: FastifyRequest, reply: FastifyReply): void {
-  const coded = isFleetgateError(error) ? error : fromFastify(error as FastifyError);
-  if (coded === undefined) {
+  const refusal = isFleetgateError(error)
+    ? { error, status: statusOf(error.code) }
+    : fromFastify(error as FastifyError);
+  if (refusal === undefined) {
     request.log.error({ err: error }, 'request failed');
     void reply
       .code(500)
@@ -109,10 +164,24 @@ export function handleError(error: unknown, request: FastifyRequest, reply: Fast
       );
     return;
   }
-  const status = statusOf(coded.code);
+  const { error: coded, status } = refusal;
   if (status >= 500) request.log.error({ err: coded }, 'request failed');
   if (status === 503) void reply.header('retry-after', '5');
   void reply.code(status).send(envelope(coded.code, coded.message, coded.details));
+}
+
+/**
+ * Fastify's `frameworkErrors` handler: a request the router refused (a path segment longer than
+ * {@link MAX_PARAM_LENGTH}, a malformed percent-encoding) before any hook ran, so the request id
+ * is set here.
+ */
+export function handleFrameworkError(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): void {
+  void reply.header('x-request-id', request.id);
+  handleError(error, request, reply);
 }
 
 /** The app's not-found handler. */
@@ -125,4 +194,67 @@ export function handleNotFound(request: FastifyRequest, reply: FastifyReply): vo
         `No route ${request.method} ${request.url.split('?', 1)[0]}; see /api/openapi.json.`,
       ),
     );
+}
+
+/** What Node's HTTP parser refused, or its timeouts cut, as the project's code and status. */
+function clientRefusal(code: string): { status: number; code: ErrorCode; message: string } {
+  switch (code) {
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return {
+        status: 408,
+        code: 'FLEETGATE_HTTP_REQUEST_TIMEOUT',
+        message:
+          'The request did not arrive in time: its headers within listen.timeouts.headers, or the whole of it within listen.timeouts.request.',
+      };
+    case 'HPE_HEADER_OVERFLOW':
+      return {
+        status: 431,
+        code: 'FLEETGATE_HTTP_REQUEST_INVALID',
+        message: 'The request line and headers are larger than the gateway takes.',
+      };
+    case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
+      return {
+        status: 413,
+        code: 'FLEETGATE_HTTP_REQUEST_INVALID',
+        message: 'The chunk extensions of the request body are larger than the gateway takes.',
+      };
+    default:
+      return {
+        status: 400,
+        code: 'FLEETGATE_HTTP_REQUEST_INVALID',
+        message: `The request is not valid HTTP/1.1 (${code}).`,
+      };
+  }
+}
+
+/**
+ * Answers a client error of the HTTP server (its `clientError` event, fastify's
+ * `clientErrorHandler`): a request whose headers did not arrive within `listen.timeouts.headers`
+ * (or the whole of it within `listen.timeouts.request`) is 408 `FLEETGATE_HTTP_REQUEST_TIMEOUT`,
+ * one Node cannot parse 400 (431 for headers too large) `FLEETGATE_HTTP_REQUEST_INVALID`; the
+ * connection is closed once the answer is written. No request exists yet: the answer is written
+ * to the socket. A socket already answered (no longer writable) is left as it is, so a second
+ * listener does no harm.
+ */
+export function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
+  if (!socket.writable) return;
+  const code = error.code ?? '';
+  // Node's own check: an answer whose head is already on the wire cannot be followed by another.
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent: boolean } | null })
+    ._httpMessage;
+  const answerable = code === 'ERR_HTTP_REQUEST_TIMEOUT' || code.startsWith('HPE_');
+  if (!answerable || inFlight?.headersSent === true) {
+    socket.destroy();
+    return;
+  }
+  const refusal = clientRefusal(code);
+  const body = JSON.stringify(envelope(refusal.code, refusal.message));
+  socket.end(
+    `HTTP/1.1 ${refusal.status} ${STATUS_CODES[refusal.status] ?? ''}\r\n` +
+      'content-type: application/json\r\n' +
+      `content-length: ${Buffer.byteLength(body)}\r\n` +
+      'connection: close\r\n\r\n' +
+      body,
+    () => socket.destroy(),
+  );
 }
