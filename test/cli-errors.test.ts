@@ -227,6 +227,91 @@ const CASES: Case[] = [
     fix: USAGE_FIX('fleetgate approvals snooze'),
   },
   {
+    name: 'a port that is not a whole number (parseInt read 1.5 as port 1)',
+    args: ({ dir }) => ['start', '--config', join(dir, 'fresh.yaml'), '--port', '1.5'],
+    code: 'FLEETGATE_USAGE',
+    message:
+      /^option '--port <port>' argument '1\.5' is invalid\. must be a whole number from 0 to 65535$/,
+    fix: USAGE_FIX('fleetgate start'),
+  },
+  {
+    name: 'a port in hex (parseInt read 0x1F00 as 0: any free port)',
+    args: ({ dir }) => ['start', '--config', join(dir, 'fresh.yaml'), '--port', '0x1F00'],
+    code: 'FLEETGATE_USAGE',
+    message:
+      /^option '--port <port>' argument '0x1F00' is invalid\. must be a whole number from 0 to 65535$/,
+    fix: USAGE_FIX('fleetgate start'),
+  },
+  {
+    name: 'a port with letters after it (parseInt read 7433abc as 7433)',
+    args: ({ dir }) => ['start', '--config', join(dir, 'fresh.yaml'), '--port', '7433abc'],
+    code: 'FLEETGATE_USAGE',
+    message:
+      /^option '--port <port>' argument '7433abc' is invalid\. must be a whole number from 0 to 65535$/,
+    fix: USAGE_FIX('fleetgate start'),
+  },
+  {
+    name: 'a port above 65535',
+    args: ({ dir }) => ['start', '--config', join(dir, 'fresh.yaml'), '--port', '65536'],
+    code: 'FLEETGATE_USAGE',
+    message:
+      /^option '--port <port>' argument '65536' is invalid\. must be a whole number from 0 to 65535$/,
+    fix: USAGE_FIX('fleetgate start'),
+  },
+  {
+    name: 'a dispatch timeout without a unit (was read as milliseconds)',
+    args: ({ closedPort }) => [
+      'dispatch',
+      'ops',
+      'sitrep',
+      '--wait',
+      '--timeout',
+      '30',
+      '--url',
+      `http://127.0.0.1:${closedPort}`,
+    ],
+    code: 'FLEETGATE_USAGE',
+    message:
+      /^option '--timeout <duration>' argument '30' is invalid\. must be a duration with its unit, like 30s or 30m$/,
+    fix: USAGE_FIX('fleetgate dispatch'),
+    json: true,
+  },
+  {
+    name: 'a dispatch timeout longer than a timer runs (gave up at once)',
+    args: ({ closedPort }) => [
+      'dispatch',
+      'ops',
+      'sitrep',
+      '--wait',
+      '--timeout',
+      '99999999999h',
+      '--url',
+      `http://127.0.0.1:${closedPort}`,
+    ],
+    code: 'FLEETGATE_USAGE',
+    message:
+      /^option '--timeout <duration>' argument '99999999999h' is invalid\. must be at most 24d$/,
+    fix: USAGE_FIX('fleetgate dispatch'),
+    json: true,
+  },
+  {
+    name: 'a dispatch timeout that is not a duration',
+    args: ({ closedPort }) => [
+      'dispatch',
+      'ops',
+      'sitrep',
+      '--wait',
+      '--timeout',
+      'soon',
+      '--url',
+      `http://127.0.0.1:${closedPort}`,
+    ],
+    code: 'FLEETGATE_USAGE',
+    message:
+      /^option '--timeout <duration>' argument 'soon' is invalid\. must be a duration above zero, like 30s, 10m or 1h$/,
+    fix: USAGE_FIX('fleetgate dispatch'),
+  },
+  {
     name: 'a misspelt command',
     args: () => ['wrld'],
     code: 'FLEETGATE_USAGE',

@@ -190,6 +190,61 @@ describe('fleetgate CLI against a running gateway', () => {
   );
 
   it(
+    'says when --wait stops waiting: the call goes on at the gateway, its id and how to follow it',
+    async () => {
+      // A gated call is held for approval: it cannot end within the second --wait gives it.
+      const run = await runCli(
+        ['dispatch', 'ops', 'bulk_migration', 'migrate repo-b', '--wait', '--timeout', '1s'],
+        as(OPERATOR),
+      );
+      expect(run.code).toBe(1);
+      expect(run.stdout).toMatch(/ops\/bulk_migration\s+awaiting-approval/);
+      const [head, fix] = run.stderr.trimEnd().split('\n');
+      const id =
+        /^FLEETGATE_CALL_TIMEOUT: stopped waiting after 1s \(--timeout\): call (\S+) \(ops\/bulk_migration\) is still awaiting-approval at the gateway, which goes on with it$/.exec(
+          head ?? '',
+        )?.[1];
+      expect(id, run.stderr).toBeDefined();
+      expect(fix).toBe(
+        `  fix: follow it at ${gw.url}/#/calls/${id} or GET ${gw.url}/api/dispatches/${id}`,
+      );
+      // The id is the call's, and the call is still there.
+      const record = await fetch(`${gw.url}/api/dispatches/${id}`, {
+        headers: { authorization: `Bearer ${OPERATOR}` },
+      });
+      expect(await record.json()).toMatchObject({ id, status: 'awaiting-approval' });
+
+      const json = await runCli(
+        [
+          'dispatch',
+          'ops',
+          'bulk_migration',
+          'migrate repo-c',
+          '--wait',
+          '--timeout',
+          '1s',
+          '--json',
+        ],
+        as(OPERATOR),
+      );
+      expect(json.code).toBe(1);
+      expect(json.stderr).toBe('');
+      const lines = json.stdout.trimEnd().split('\n');
+      // Each status change on a line, the last one held; then the error object, one line too.
+      expect(JSON.parse(lines.at(-2)!)).toMatchObject({ status: 'awaiting-approval' });
+      const jsonId = (JSON.parse(lines.at(-2)!) as { id: string }).id;
+      const error = (JSON.parse(lines.at(-1)!) as { error: Record<string, unknown> }).error;
+      expect(error).toEqual({
+        code: 'FLEETGATE_CALL_TIMEOUT',
+        message: `stopped waiting after 1s (--timeout): call ${jsonId} (ops/bulk_migration) is still awaiting-approval at the gateway, which goes on with it`,
+        fix: `follow it at ${gw.url}/#/calls/${jsonId} or GET ${gw.url}/api/dispatches/${jsonId}`,
+        dispatch: { id: jsonId, status: 'awaiting-approval' },
+      });
+    },
+    cliTestTimeout(2),
+  );
+
+  it(
     'checks a configuration without starting anything',
     async () => {
       const good = await runCli(['config', 'check', config], {

@@ -47,6 +47,30 @@ export function durationFlag(value: string): number {
   return ms;
 }
 
+/**
+ * The longest {@link waitFlag}: a whole number of days under what a Node timer holds (about 24.8
+ * days; a longer one fires at once, so the command would give up at once).
+ */
+const MAX_WAIT_MS = 24 * 86_400_000;
+
+/**
+ * How long a command waits (`30s`, `10m`, `1h`), in milliseconds: above zero and at most 24d. A
+ * duration is written with its unit, as in `fleetgate.yaml`: a bare `30` is refused rather than
+ * read as 30 ms.
+ */
+export function waitFlag(value: string): number {
+  const bare = /^\s*(\d+(?:\.\d+)?)\s*$/u.exec(value)?.[1];
+  if (bare !== undefined) {
+    throw new InvalidArgumentError(`must be a duration with its unit, like ${bare}s or ${bare}m`);
+  }
+  const ms = parseDuration(value);
+  if (ms === undefined || ms <= 0) {
+    throw new InvalidArgumentError('must be a duration above zero, like 30s, 10m or 1h');
+  }
+  if (ms > MAX_WAIT_MS) throw new InvalidArgumentError('must be at most 24d');
+  return ms;
+}
+
 /** A non-empty text (a name, a reason). */
 export function textFlag(value: string): string {
   if (value.trim() === '') throw new InvalidArgumentError('must not be empty');

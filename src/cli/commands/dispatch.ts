@@ -3,10 +3,13 @@
  * gateway: the answer (with the routing and the gate's decision), and with `--wait` every status
  * change as it happens, from the live-event stream.
  */
+import { Option } from 'commander';
 import { FleetgateError } from '../../protocol/index.js';
 import { newRecordId } from '../../protocol/ids/index.js';
 import { defined } from '../../protocol/fields/index.js';
+import type { PrintedError } from '../errors.js';
 import type { CliIo } from '../io.js';
+import { waitFlag } from '../options.js';
 import { createStyle } from '../style.js';
 import { urlOption } from './gateway-client.js';
 import type { DispatchRow } from './remote.js';
@@ -18,7 +21,8 @@ interface DispatchOptions {
   skill?: string;
   data?: string;
   wait?: boolean;
-  timeout: string;
+  /** Milliseconds. */
+  timeout: number;
   json?: boolean;
 }
 
@@ -36,8 +40,18 @@ export const registerDispatch: RegisterCommand = (program, io, setExit) => {
         'route this skill: the gateway picks the agent (fresh, narrowest radius, best success rate)',
       )
       .option('--data <json>', 'a JSON value sent with the text')
-      .option('--wait', 'follow the dispatch and print each status change until it ends')
-      .option('--timeout <duration>', 'with --wait: give up after this long', '10m')
+      .option(
+        '--wait',
+        'follow the dispatch and print each status change until it ends; exit 0 when it completed, 1 when it failed, was rejected or canceled, or still goes on when --timeout ends',
+      )
+      .addOption(
+        new Option(
+          '--timeout <duration>',
+          'with --wait: stop waiting after this long (30s, 10m, 1h; at most 24d) and say where to follow the call, which goes on at the gateway',
+        )
+          .argParser(waitFlag)
+          .default(600_000, '10m'),
+      )
       .option('--json', 'print the API answer (and with --wait, each change) as JSON'),
   ).action((args: string[], opts: DispatchOptions) => runDispatch(args, opts, io, setExit));
 };
@@ -52,12 +66,11 @@ async function runDispatch(
   const client = requireClient(opts.url);
   const { agent, skill, text } = dispatchTarget(args, opts);
   const data = parseData(opts.data);
-  const timeoutMs = /^\d+$/.test(opts.timeout)
-    ? Number(opts.timeout)
-    : parseShortDuration(opts.timeout);
   const s = createStyle(io.color);
   const correlationId = newRecordId();
   const controller = new AbortController();
+  /** Set when --timeout ended the wait, not the call's end. */
+  let gaveUp = false;
   let last: DispatchRow | undefined;
   /** The gate's decision from the API's answer: the events of the dispatch do not carry it. */
   const answered: { yes: boolean; decision?: DispatchRow['decision'] } = { yes: false };
@@ -109,7 +122,10 @@ async function runDispatch(
   if (opts.json === true && opts.wait !== true) io.out(`${JSON.stringify(answer, null, 2)}\n`);
   else print(answer);
   if (opts.wait === true && !ENDED.has(answer.status)) {
-    const timer = setTimeout(() => controller.abort(), timeoutMs);
+    const timer = setTimeout(() => {
+      gaveUp = true;
+      controller.abort();
+    }, opts.timeout);
     // The stream may have started after a quick end: read the record once it is quiet.
     const poll = setInterval(() => {
       client
@@ -129,6 +145,11 @@ async function runDispatch(
   } else controller.abort();
   await following.catch(() => undefined);
   const final = last ?? answer;
+  if (gaveUp && !ENDED.has(final.status)) {
+    reportStoppedWaiting(io, client.url, final, opts);
+    setExit(1);
+    return;
+  }
   setExit(
     final.status === 'completed' ? 0 : ENDED.has(final.status) ? 1 : opts.wait === true ? 1 : 0,
   );
@@ -173,13 +194,37 @@ function parseData(json: string | undefined): unknown {
   return data;
 }
 
-function parseShortDuration(text: string): number {
-  const match = /^(\d+)(ms|s|m|h)$/.exec(text.trim());
-  if (match === null)
-    throw new FleetgateError(
-      'FLEETGATE_USAGE',
-      `--timeout must be a duration like 30s or 10m, not ${text}`,
+/**
+ * Says that `--wait` stopped waiting while the call goes on at the gateway: which call, in what
+ * status, and where to follow it. Printed as the CLI prints an error (`CODE: message`, `  fix: …`
+ * on stderr), or with `--json` as one more JSON line, `{ "error": { …, dispatch: { id, status } } }`.
+ */
+function reportStoppedWaiting(
+  io: CliIo,
+  url: string,
+  d: DispatchRow,
+  opts: Pick<DispatchOptions, 'timeout' | 'json'>,
+): void {
+  const printed: PrintedError = {
+    code: 'FLEETGATE_CALL_TIMEOUT',
+    message: `stopped waiting after ${durationText(opts.timeout)} (--timeout): call ${d.id} (${d.agent}/${d.skill}) is still ${d.status} at the gateway, which goes on with it`,
+    fix: `follow it at ${url}/#/calls/${d.id} or GET ${url}/api/dispatches/${d.id}`,
+  };
+  if (opts.json === true) {
+    io.out(
+      `${JSON.stringify({ error: { ...printed, dispatch: { id: d.id, status: d.status } } })}\n`,
     );
-  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[match[2] as 'ms' | 's' | 'm' | 'h'];
-  return Number(match[1]) * unit;
+  } else io.err(`${printed.code}: ${printed.message}\n  fix: ${printed.fix}\n`);
+}
+
+/** Milliseconds as the duration a user writes: `1s`, `90s`, `10m`, `2d`, else `1500ms`. */
+function durationText(ms: number): string {
+  const units: [string, number][] = [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1000],
+  ];
+  const [unit, size] = units.find(([, n]) => ms % n === 0) ?? ['ms', 1];
+  return `${ms / size}${unit}`;
 }

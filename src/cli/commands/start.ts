@@ -25,6 +25,7 @@ import {
 } from '../../service/demo/index.js';
 import type { CliIo } from '../io.js';
 import { cliCommand } from '../launcher.js';
+import { integerFlag } from '../options.js';
 import type { Style } from '../style.js';
 import { createStyle } from '../style.js';
 import type { RegisterCommand } from './types.js';
@@ -120,7 +121,8 @@ export const registerStart: RegisterCommand = (program, io, setExit) => {
     .option(
       '--port <port>',
       'listen on this port, 0 for any free one (overrides listen.port)',
-      (v) => Number.parseInt(v, 10),
+      // Whole decimal digits only: parseInt read `1.5` as 1, `0x1F00` as 0 and `7433abc` as 7433.
+      integerFlag(0, 65_535),
     )
     .option(
       '--log-level <level>',
@@ -196,15 +198,6 @@ function checkStartFlags(opts: StartOptions): string {
   const level = opts.logLevel ?? (opts.config === undefined ? 'warn' : 'info');
   if (!LEVELS.includes(level)) {
     throw new FleetgateError('FLEETGATE_USAGE', `--log-level must be one of ${LEVELS.join(', ')}`);
-  }
-  if (
-    opts.port !== undefined &&
-    !(Number.isInteger(opts.port) && opts.port >= 0 && opts.port <= 65535)
-  ) {
-    throw new FleetgateError(
-      'FLEETGATE_USAGE',
-      '--port must be a port number (0 for any free one)',
-    );
   }
   if (opts.config !== undefined && opts.demoTraffic === true) {
     throw new FleetgateError(
