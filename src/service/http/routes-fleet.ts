@@ -261,10 +261,16 @@ function dispatchRoute(ctx: ApiContext): RouteSpec {
         mode: wait === undefined ? 'return-immediately' : 'blocking',
         ...(traceparent === undefined ? {} : { headers: { traceparent } }),
       });
-      let record = await call.answered();
+      const started = Date.now();
+      // `wait` bounds the whole answer: a call the agent is still working on when it is up is
+      // answered as it stands (202), and goes on.
+      let record = wait === undefined ? await call.answered() : await within(call.answered(), wait);
       const decision = await call.decision;
-      if (wait !== undefined && record.status === 'running') {
-        record = (await ctx.watcher.settled(record.id, wait)) ?? record;
+      if (record === undefined) {
+        record = (await gw.dispatchRecord(call.id)) ?? (await call.answered());
+      } else if (wait !== undefined && record.status === 'running') {
+        const left = wait - (Date.now() - started);
+        if (left > 0) record = (await ctx.watcher.settled(record.id, left)) ?? record;
       }
       request.log.info(
         { dispatch: record.id, agent, skill: body.skill, status: record.status, traceparent },
@@ -278,6 +284,23 @@ function dispatchRoute(ctx: ApiContext): RouteSpec {
       };
     },
   });
+}
+
+/**
+ * What `promise` resolves to within `ms`, or undefined when the time is up first; a rejection
+ * that comes later is the caller's no more (it is handled here, never left unhandled).
+ */
+async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  promise.catch(() => undefined);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const up = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  try {
+    return await Promise.race([promise, up]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** `GET /api/dispatches` and `GET /api/dispatches/:id`. */
