@@ -131,7 +131,22 @@ export const authSchema = z.strictObject({
         roles: z.array(z.enum(ROLES)).min(1),
       }),
     )
-    .default([]),
+    .default([])
+    .superRefine((tokens, ctx) => {
+      // A name is who approves and who is audited: two tokens of one name are one person.
+      const first = new Map<string, number>();
+      tokens.forEach((token, i) => {
+        const at = first.get(token.name);
+        if (at === undefined) first.set(token.name, i);
+        else {
+          ctx.addIssue({
+            code: 'custom',
+            path: [i, 'name'],
+            message: `is already the name of auth.tokens[${at}]`,
+          });
+        }
+      });
+    }),
   /** Failed authentications allowed per client address and minute before it gets 429. */
   maxFailuresPerMinute: z.number().int().min(1).max(10_000).default(20),
 });

@@ -114,6 +114,29 @@ describe('configuration', () => {
     ]);
   });
 
+  it("lists the API tokens the gateway would refuse with the file's other problems, each at its line", async () => {
+    const text = [
+      'policy: { vetoWindow: 0s }',
+      'auth:',
+      '  tokens:',
+      '    - { name: alice, tokenEnv: SHORT, roles: [admin] }',
+      '    - { name: bob, tokenEnv: UNSET, roles: [operator] }',
+      '    - { name: alice, tokenEnv: GOOD, roles: [viewer] }',
+      '',
+    ].join('\n');
+    expect(await problemsOf(text, { SHORT: 'abc', GOOD: 'x'.repeat(16) })).toEqual([
+      expect.stringMatching(/^1:\d+ policy\.vetoWindow: /),
+      '4:32 auth.tokens[0].tokenEnv: SHORT holds fewer than 16 characters',
+      '5:30 auth.tokens[1].tokenEnv: UNSET is not set in the environment',
+      '6:15 auth.tokens[2].name: is already the name of auth.tokens[0] (got "alice")',
+    ]);
+    // Without the environment (config check without --env), the names are still checked.
+    expect(await problemsOf(text)).toEqual([
+      expect.stringMatching(/^1:\d+ policy\.vetoWindow: /),
+      '6:15 auth.tokens[2].name: is already the name of auth.tokens[0] (got "alice")',
+    ]);
+  });
+
   it("reports aliases that expand past the limit (an alias bomb) at the first alias, as the file's problem", async () => {
     const bomb = [
       'a: &a [x, x, x, x, x, x, x, x, x, x]',

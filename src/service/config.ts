@@ -257,6 +257,7 @@ export function checkConfig(
       }
     });
   }
+  if (options.secrets !== undefined) problems.push(...tokenSecrets(input, options.secrets));
   const proxied = valueAt(input, ['proxy', 'agents']);
   if (proxied !== null && typeof proxied === 'object' && !Array.isArray(proxied)) {
     const known = new Set(
@@ -272,6 +273,35 @@ export function checkConfig(
     }
   }
   return { config: problems.length === 0 && result.success ? result.data : undefined, problems };
+}
+
+/**
+ * The API tokens' environment variables that the gateway would refuse at start (unset, or shorter
+ * than {@link MIN_TOKEN_CHARS}), read from the file as written so they are listed with its other
+ * problems.
+ */
+function tokenSecrets(input: unknown, secrets: SecretResolver): ConfigProblem[] {
+  const tokens = valueAt(input, ['auth', 'tokens']);
+  if (!Array.isArray(tokens)) return [];
+  return tokens.flatMap((entry: unknown, i): ConfigProblem[] => {
+    const env = valueAt(entry, ['tokenEnv']);
+    if (typeof env !== 'string') return [];
+    const problem = tokenProblem(env, secrets(env));
+    return problem === undefined
+      ? []
+      : [{ path: ['auth', 'tokens', i, 'tokenEnv'], message: problem }];
+  });
+}
+
+/** Shortest API token the gateway takes. */
+export const MIN_TOKEN_CHARS = 16;
+
+/** Why the token in environment variable `env` (holding `value`) cannot be used, if it cannot. */
+export function tokenProblem(env: string, value: string | undefined): string | undefined {
+  if (value === undefined || value === '') return `${env} is not set in the environment`;
+  if (value.length < MIN_TOKEN_CHARS)
+    return `${env} holds fewer than ${MIN_TOKEN_CHARS} characters`;
+  return undefined;
 }
 
 function unsetSecrets(

@@ -10,6 +10,7 @@ import { isIP } from 'node:net';
 import type { Logger } from 'pino';
 import { FleetgateError, isFleetgateError } from '../protocol/index.js';
 import type { FleetgateConfig } from './config.js';
+import { tokenProblem } from './config.js';
 import type { Gateway, GatewayDeps, GatewayPorts } from './gateway.js';
 import { assembleGateway } from './gateway.js';
 import type { ApiToken } from './http/auth.js';
@@ -58,16 +59,18 @@ export function resolveTokens(
   const tokens: ApiToken[] = [];
   for (const [i, t] of (config.auth?.tokens ?? []).entries()) {
     const value = env[t.tokenEnv];
-    if (value === undefined || value === '') {
-      problems.push(`auth.tokens[${i}].tokenEnv: ${t.tokenEnv} is not set`);
-    } else if (value.length < 16) {
-      problems.push(`auth.tokens[${i}].tokenEnv: ${t.tokenEnv} holds fewer than 16 characters`);
-    } else tokens.push({ name: t.name, token: value, roles: t.roles });
+    const problem = tokenProblem(t.tokenEnv, value);
+    if (problem !== undefined) problems.push(`auth.tokens[${i}].tokenEnv: ${problem}`);
+    else tokens.push({ name: t.name, token: value!, roles: t.roles });
   }
   if (problems.length > 0) {
-    throw new FleetgateError('FLEETGATE_CONFIG_INVALID', `config:\n  ${problems.join('\n  ')}`, {
-      details: { problems },
-    });
+    const summary =
+      problems.length === 1 ? problems[0]! : `${problems.length} API tokens cannot be used`;
+    throw new FleetgateError(
+      'FLEETGATE_CONFIG_INVALID',
+      problems.length === 1 ? summary : `${summary}: ${problems.join('; ')}`,
+      { details: { summary, problems } },
+    );
   }
   return tokens;
 }
