@@ -267,6 +267,13 @@ describe('gateway hardening', () => {
     expect(received).toContain('FLEETGATE_HTTP_REQUEST_TIMEOUT');
   }, 20_000);
 
+  it('warns at start that without tokens a radius needing two approvers can never be approved', () => {
+    expect(open.stderr()).toContain(
+      'without auth.tokens every caller is one approver (anonymous), so public calls (policy.approvers.public: 2) can never be approved: configure auth.tokens for the approvers, or set policy.approvers.public: 1',
+    );
+    expect(wide.stderr()).not.toContain('can never be approved');
+  });
+
   it('refuses a dispatch whose data nests past the input depth limit, naming body.data, recording nothing', async () => {
     const list = async (): Promise<unknown[]> => {
       const res = await fetch(`${openUrl}/api/dispatches?limit=200`);

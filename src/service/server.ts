@@ -130,6 +130,25 @@ function listen(server: Server, host: string, port: number): Promise<AddressInfo
 }
 
 /**
+ * Without tokens every caller is one identity (`anonymous`): a radius that needs more than one
+ * distinct approver can then never be approved, and its calls wait until their approval expires.
+ * Said once at start, with the two ways out.
+ */
+function warnSingleApprover(config: FleetgateConfig, logger: Logger): void {
+  const { approvers } = config.policy;
+  const needs = (['fleet', 'public'] as const).filter((radius) => approvers[radius] > 1);
+  if (needs.length === 0) return;
+  logger.warn(
+    { approvers },
+    `without auth.tokens every caller is one approver (anonymous), so ${needs
+      .map((radius) => `${radius} calls (policy.approvers.${radius}: ${approvers[radius]})`)
+      .join(' and ')} can never be approved: configure auth.tokens for the approvers, or set ${needs
+      .map((radius) => `policy.approvers.${radius}: 1`)
+      .join(' and ')}`,
+  );
+}
+
+/**
  * Starts a gateway service: listens first (so push callbacks know the port), then builds the
  * gateway with `createGateway`, then answers requests.
  *
@@ -146,6 +165,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       { details: { host: config.listen.host } },
     );
   }
+  if (tokens.length === 0) warnSingleApprover(config, logger);
 
   // Until the app is ready the server answers 503: it listens first so the port is known.
   const answer: { handler?: (req: IncomingMessage, res: ServerResponse) => void } = {};
