@@ -348,6 +348,25 @@ for (const variant of STORES) {
       expect(pending.total).toBe(0);
     });
 
+    it('refuses search text holding a control character, naming it (a NUL matched every row)', async () => {
+      for (const path of [
+        '/api/search/dispatches',
+        '/api/search/effects',
+        '/api/search/approvals',
+      ]) {
+        const bad = await api<{ error: { code: string; details: { issues: unknown[] } } }>(
+          gw.url,
+          `${path}?text=a%00b`,
+          { token: TOKENS.olive },
+        );
+        expect(bad.status).toBe(400);
+        expect(bad.body.error.code).toBe('FLEETGATE_HTTP_REQUEST_INVALID');
+        expect(bad.body.error.details.issues).toEqual([
+          { path: 'query.text', message: 'must not hold control characters (got U+0000)' },
+        ]);
+      }
+    });
+
     it('refuses a cursor that is not one of the list', async () => {
       const bad = await api<{ error: { code: string } }>(
         gw.url,

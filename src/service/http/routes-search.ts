@@ -38,7 +38,23 @@ const common = {
   skill: z.string().min(1).max(200).optional(),
   radius: radius.optional().describe("the skill's effective radius (dispatches, effects: now)"),
   domain: z.string().min(1).max(200).optional(),
-  text: z.string().min(1).max(200).optional().describe('a substring, case-insensitive'),
+  text: z
+    .string()
+    .min(1)
+    .max(200)
+    .superRefine((text, ctx) => {
+      // A NUL ends the pattern for SQLite (every row matched) and is refused by PostgreSQL.
+      const control = [...text].map((c) => c.codePointAt(0)!).find((n) => n < 0x20 || n === 0x7f);
+      if (control !== undefined) {
+        const code = control.toString(16).toUpperCase().padStart(4, '0');
+        ctx.addIssue({
+          code: 'custom',
+          message: `must not hold control characters (got U+${code})`,
+        });
+      }
+    })
+    .optional()
+    .describe('a substring, case-insensitive'),
   limit: z.coerce.number().int().min(1).max(500).default(50),
   cursor: z.string().min(1).max(400).optional().describe('`next` of the previous page'),
   count: z
