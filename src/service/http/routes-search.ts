@@ -43,7 +43,7 @@ const common = {
     .min(1)
     .max(200)
     .superRefine((text, ctx) => {
-      // A NUL ends the pattern for SQLite (every row matched) and is refused by PostgreSQL.
+      // A NUL ended the LIKE pattern on SQLite: every row matched.
       const control = [...text].map((c) => c.codePointAt(0)!).find((n) => n < 0x20 || n === 0x7f);
       if (control !== undefined) {
         const code = control.toString(16).toUpperCase().padStart(4, '0');
