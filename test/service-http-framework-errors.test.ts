@@ -101,6 +101,17 @@ describe('framework and client errors', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it('names a query parameter given twice, instead of the number a list is not', async () => {
+    const { status, body } = await api<{
+      error: { code: string; details: { issues: unknown[] } };
+    }>(gw.url, '/api/dispatches?limit=2&limit=3&agent=ops', { token: ADMIN });
+    expect(status).toBe(400);
+    expect(body.error.code).toBe('FLEETGATE_HTTP_REQUEST_INVALID');
+    expect(body.error.details.issues).toEqual([
+      { path: 'query.limit', message: 'is given 2 times; give it once' },
+    ]);
+  });
+
   describe('path parameters', () => {
     it('routes ids as long as the route schemas take to the route (404 with its own code)', async () => {
       for (const length of [100, 101, 200]) {

@@ -88,13 +88,25 @@ type Part = 'params' | 'querystring' | 'body';
 /** A fastify validator that runs a zod schema and answers with the project's error code. */
 export function zodValidator(schema: z.ZodType, part: Part) {
   return (data: unknown): { value: unknown } | { error: Error } => {
-    const result = schema.safeParse(data ?? (part === 'body' ? undefined : {}));
-    if (result.success) return { value: result.data };
     const where = part === 'querystring' ? 'query' : part;
-    const issues = result.error.issues.map((issue) => ({
-      path: [where, ...issue.path.map(String)].join('.'),
-      message: issue.message,
-    }));
+    // No query parameter of the API is a list: one given twice (`?limit=2&limit=3`) is named as
+    // such, not as the number the list is not.
+    const repeated =
+      part === 'querystring' && data !== null && typeof data === 'object'
+        ? Object.entries(data).filter(([, value]) => Array.isArray(value))
+        : [];
+    const result = schema.safeParse(data ?? (part === 'body' ? undefined : {}));
+    if (result.success && repeated.length === 0) return { value: result.data };
+    const issues =
+      repeated.length > 0
+        ? repeated.map(([key, value]) => ({
+            path: `${where}.${key}`,
+            message: `is given ${(value as unknown[]).length} times; give it once`,
+          }))
+        : result.error!.issues.map((issue) => ({
+            path: [where, ...issue.path.map(String)].join('.'),
+            message: issue.message,
+          }));
     return {
       error: new FleetgateError(
         'FLEETGATE_HTTP_REQUEST_INVALID',
