@@ -112,6 +112,18 @@ describe('framework and client errors', () => {
     ]);
   });
 
+  it('says a body refused for its "__proto__" key may be valid JSON', async () => {
+    const res = await fetch(`${gw.url}/api/dispatch`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+      body: '{"skill":"sitrep","__proto__":{"admin":true}}',
+    });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe('FLEETGATE_HTTP_JSON_INVALID');
+    expect(body.error.message).toContain('"__proto__"');
+  });
+
   describe('path parameters', () => {
     it('routes ids as long as the route schemas take to the route (404 with its own code)', async () => {
       for (const length of [100, 101, 200]) {

@@ -107,6 +107,12 @@ function fromFastify(error: FastifyError): Refusal | undefined {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return coded('FLEETGATE_HTTP_BODY_TOO_LARGE', error.message);
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      // The parser says no more; a body that parses but holds `__proto__` (or
+      // `constructor.prototype`) is refused here too, and a caller should know to look for it.
+      return coded(
+        'FLEETGATE_HTTP_JSON_INVALID',
+        'The body is not valid JSON, or holds a "__proto__" or "constructor": { "prototype" } key, which is refused.',
+      );
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return coded('FLEETGATE_HTTP_JSON_INVALID', error.message);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
