@@ -226,38 +226,22 @@ const CASES: Case[] = [
     message: /'--for <duration>' argument 'soon' is invalid\. must be a duration like 15m/,
     fix: USAGE_FIX('fleetgate approvals snooze'),
   },
-  {
-    name: 'a port that is not a whole number (parseInt read 1.5 as port 1)',
-    args: ({ dir }) => ['start', '--config', join(dir, 'fresh.yaml'), '--port', '1.5'],
+  ...(
+    [
+      ['1.5', 'a port that is not a whole number (parseInt read 1.5 as port 1)'],
+      ['0x1F00', 'a port in hex (parseInt read 0x1F00 as 0: any free port)'],
+      ['7433abc', 'a port with letters after it (parseInt read 7433abc as 7433)'],
+      ['65536', 'a port above 65535'],
+    ] as const
+  ).map(([port, name]): Case => ({
+    name,
+    args: ({ dir }) => ['start', '--config', join(dir, 'fresh.yaml'), '--port', port],
     code: 'FLEETGATE_USAGE',
-    message:
-      /^option '--port <port>' argument '1\.5' is invalid\. must be a whole number from 0 to 65535$/,
+    message: new RegExp(
+      `^option '--port <port>' argument '${port.replace('.', '\\.')}' is invalid\\. must be a whole number from 0 to 65535$`,
+    ),
     fix: USAGE_FIX('fleetgate start'),
-  },
-  {
-    name: 'a port in hex (parseInt read 0x1F00 as 0: any free port)',
-    args: ({ dir }) => ['start', '--config', join(dir, 'fresh.yaml'), '--port', '0x1F00'],
-    code: 'FLEETGATE_USAGE',
-    message:
-      /^option '--port <port>' argument '0x1F00' is invalid\. must be a whole number from 0 to 65535$/,
-    fix: USAGE_FIX('fleetgate start'),
-  },
-  {
-    name: 'a port with letters after it (parseInt read 7433abc as 7433)',
-    args: ({ dir }) => ['start', '--config', join(dir, 'fresh.yaml'), '--port', '7433abc'],
-    code: 'FLEETGATE_USAGE',
-    message:
-      /^option '--port <port>' argument '7433abc' is invalid\. must be a whole number from 0 to 65535$/,
-    fix: USAGE_FIX('fleetgate start'),
-  },
-  {
-    name: 'a port above 65535',
-    args: ({ dir }) => ['start', '--config', join(dir, 'fresh.yaml'), '--port', '65536'],
-    code: 'FLEETGATE_USAGE',
-    message:
-      /^option '--port <port>' argument '65536' is invalid\. must be a whole number from 0 to 65535$/,
-    fix: USAGE_FIX('fleetgate start'),
-  },
+  })),
   {
     name: 'a dispatch timeout without a unit (was read as milliseconds)',
     args: ({ closedPort }) => [
