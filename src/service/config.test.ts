@@ -130,7 +130,7 @@ describe('configuration', () => {
       '5:30 auth.tokens[1].tokenEnv: UNSET is not set in the environment',
       '6:15 auth.tokens[2].name: is already the name of auth.tokens[0] (got "alice")',
     ]);
-    // Without the environment (config check without --env), the names are still checked.
+    // Without the environment (config check --no-env), the names are still checked.
     expect(await problemsOf(text)).toEqual([
       expect.stringMatching(/^1:\d+ policy\.vetoWindow: /),
       '6:15 auth.tokens[2].name: is already the name of auth.tokens[0] (got "alice")',

@@ -123,7 +123,10 @@ export const registerConfig: RegisterCommand = (program, io, setExit) => {
       'report every problem of a configuration at once (file:line:col path: message); exit 1 when there are any',
     )
     .argument('[file]', 'the configuration file', DEFAULT_CONFIG)
-    .option('--no-env', 'do not check that the environment variables the agents name are set')
+    .option(
+      '--no-env',
+      'do not check that the environment variables the agents and API tokens name are set',
+    )
     .option('--json', 'print the result as JSON')
     .action(async (file: string, opts: { env: boolean; json?: boolean }) => {
       try {
