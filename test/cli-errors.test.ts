@@ -243,6 +243,28 @@ const CASES: Case[] = [
     fix: USAGE_FIX('fleetgate start'),
   })),
   {
+    name: 'both --store and --url (the store was read, the gateway ignored)',
+    args: ({ store }) => ['world', '--store', store, '--url', 'http://127.0.0.1:1'],
+    code: 'FLEETGATE_USAGE',
+    message: /^option '--url <url>' cannot be used with option '--store <url>'$/,
+    fix: USAGE_FIX('fleetgate world'),
+  },
+  {
+    name: 'both --config and --url for an approval',
+    args: ({ dir }) => [
+      'approvals',
+      'approve',
+      'a1',
+      '--config',
+      join(dir, 'fresh.yaml'),
+      '--url',
+      'http://127.0.0.1:1',
+    ],
+    code: 'FLEETGATE_USAGE',
+    message: /^option '--url <url>' cannot be used with option '--config <file>'$/,
+    fix: USAGE_FIX('fleetgate approvals approve'),
+  },
+  {
     name: 'a dispatch timeout without a unit (was read as milliseconds)',
     args: ({ closedPort }) => [
       'dispatch',

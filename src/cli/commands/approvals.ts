@@ -4,7 +4,7 @@
  * Decisions are written to the gateway's store; the running gateway (any replica) sees them on
  * its next sweep and sends or refuses the held call, so the CLI needs no connection to it.
  */
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import type { ApprovalRecord, Explanation, Reason } from '../../policy/index.js';
 import { EXIT } from '../errors.js';
 import type { CliIo } from '../io.js';
@@ -90,6 +90,8 @@ function decider(by: string | undefined): string {
 }
 
 const urlHelp = 'a running gateway (default $FLEETGATE_URL; token $FLEETGATE_TOKEN)';
+/** `--url`, which names the other place to work than `--store` or `--config`: one or the other. */
+const urlFlag = (): Option => new Option('--url <url>', urlHelp).conflicts(['store', 'config']);
 /** --store or --config: work on the store directly, not through a running gateway. */
 const local = (opts: StoreOptions): boolean =>
   opts.store !== undefined || opts.config !== undefined;
@@ -115,7 +117,7 @@ function registerList(program: Command, io: CliIo, setExit: (code: number) => vo
     .option('--config <file>', configHelp)
     .option('--all', 'include snoozed approvals')
     .option('--json', 'print JSON')
-    .option('--url <url>', urlHelp)
+    .addOption(urlFlag())
     .action(async (opts: StoreOptions & { all?: boolean; url?: string }) => {
       const client = local(opts) ? undefined : remoteClient(opts.url);
       if (client !== undefined) return setExit(await remoteApprovals(client, io, 'list', opts));
@@ -152,7 +154,7 @@ function registerDecision(
   if (verb === 'snooze') {
     cmd.option('--for <duration>', 'how long, e.g. 30m or 2h (default 15m)', durationFlag);
   }
-  cmd.option('--url <url>', urlHelp);
+  cmd.addOption(urlFlag());
   cmd.action(
     async (
       id: string,
@@ -231,7 +233,7 @@ function registerAnswer(approvals: Command, io: CliIo, setExit: (code: number) =
     .option('--by <name>', `who answers ${byHelp}`, textFlag)
     .option(storeOption, storeHelp, storeFlag)
     .option('--config <file>', configHelp)
-    .option('--url <url>', urlHelp)
+    .addOption(urlFlag())
     .action(
       async (id: string, text: string, opts: StoreOptions & { by?: string; url?: string }) => {
         const client = local(opts) ? undefined : remoteClient(opts.url);

@@ -2,6 +2,7 @@
  * `fleetgate world [DOMAIN]`: the materialised world state, read from the gateway's store. Without
  * a domain, one row per domain; with one, its state as JSON; with `--history`, its audit log.
  */
+import { Option } from 'commander';
 import { FleetgateError } from '../../protocol/index.js';
 import { defined } from '../../protocol/fields/index.js';
 import type { AuditRecord, DomainSnapshot } from '../../world/index.js';
@@ -97,7 +98,12 @@ export const registerWorld: RegisterCommand = (program, io, setExit) => {
     .option('--path <path>', 'with --history: only this path and below')
     .option('--limit <n>', 'with --history: most records (default 50)', integerFlag(1, 10_000))
     .option('--json', 'print JSON')
-    .option('--url <url>', 'ask a running gateway (default $FLEETGATE_URL; token $FLEETGATE_TOKEN)')
+    .addOption(
+      new Option(
+        '--url <url>',
+        'ask a running gateway (default $FLEETGATE_URL; token $FLEETGATE_TOKEN)',
+      ).conflicts(['store', 'config']),
+    )
     .action(async (domain: string | undefined, opts: WorldCliOptions & { url?: string }) => {
       if (opts.history === true && domain === undefined) {
         throw new FleetgateError('FLEETGATE_USAGE', '--history needs a DOMAIN');
