@@ -199,6 +199,8 @@ describe('fleetgate CLI against a running gateway', () => {
       );
       expect(run.code).toBe(1);
       expect(run.stdout).toMatch(/ops\/bulk_migration\s+awaiting-approval/);
+      // The call was never sent: no `running` before it was held (the stream's first event).
+      expect(run.stdout).not.toMatch(/\brunning\b/);
       const [head, fix] = run.stderr.trimEnd().split('\n');
       const id =
         /^FLEETGATE_CALL_TIMEOUT: stopped waiting after 1s \(--timeout\): call (\S+) \(ops\/bulk_migration\) is still awaiting-approval at the gateway, which goes on with it$/.exec(
@@ -230,6 +232,10 @@ describe('fleetgate CLI against a running gateway', () => {
       expect(json.code).toBe(1);
       expect(json.stderr).toBe('');
       const lines = json.stdout.trimEnd().split('\n');
+      expect(lines.map((l) => (JSON.parse(l) as { status?: string }).status)).toEqual([
+        'awaiting-approval',
+        undefined,
+      ]);
       // Each status change on a line, the last one held; then the error object, one line too.
       expect(JSON.parse(lines.at(-2)!)).toMatchObject({ status: 'awaiting-approval' });
       const jsonId = (JSON.parse(lines.at(-2)!) as { id: string }).id;

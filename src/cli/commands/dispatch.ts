@@ -74,14 +74,25 @@ async function runDispatch(
   let last: DispatchRow | undefined;
   /** The gate's decision from the API's answer: the events of the dispatch do not carry it. */
   const answered: { yes: boolean; decision?: DispatchRow['decision'] } = { yes: false };
+  /** The newest change the stream brought before the API's answer (printed after it, if newer). */
+  let early: DispatchRow | undefined;
   const print = (row: DispatchRow): void => {
-    // Waiting is printed once the answer named the approval, with what to do about it.
-    if (row.status === 'awaiting-approval' && !answered.yes) return;
+    // Nothing before the answer: it names the approval a held call waits for, and a change the
+    // stream brought first (the call's `running` before it was held) would come out of order.
+    if (!answered.yes) {
+      if (early === undefined || (row.updatedAt ?? 0) >= (early.updatedAt ?? 0)) early = row;
+      return;
+    }
     const d =
       row.decision === undefined && answered.decision !== undefined
         ? { ...row, decision: answered.decision }
         : row;
     if (last !== undefined && last.status === d.status) return;
+    // A change older than the one printed (the stream's `running` after the answer said held; in
+    // the same millisecond, `running` is the first of the two).
+    const at = d.updatedAt ?? Infinity;
+    const printedAt = last?.updatedAt ?? 0;
+    if (at < printedAt || (at === printedAt && d.status === 'running')) return;
     last = d;
     io.out(
       opts.json === true
@@ -98,7 +109,8 @@ async function runDispatch(
             const payload = (e.data as { payload?: DispatchRow } | undefined)?.payload;
             if (payload?.correlationId !== correlationId) return;
             print(payload);
-            if (ENDED.has(payload.status)) controller.abort();
+            // Before the answer the end is kept for after it; the answer stops the stream then.
+            if (ENDED.has(payload.status) && answered.yes) controller.abort();
           },
           controller.signal,
         )
@@ -121,7 +133,9 @@ async function runDispatch(
   }
   if (opts.json === true && opts.wait !== true) io.out(`${JSON.stringify(answer, null, 2)}\n`);
   else print(answer);
-  if (opts.wait === true && !ENDED.has(answer.status)) {
+  if (early !== undefined && (early.updatedAt ?? 0) > (answer.updatedAt ?? 0)) print(early);
+  const ended = ENDED.has(answer.status) || (early !== undefined && ENDED.has(early.status));
+  if (opts.wait === true && !ended) {
     const timer = setTimeout(() => {
       gaveUp = true;
       controller.abort();

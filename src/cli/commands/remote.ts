@@ -37,6 +37,8 @@ export interface DispatchRow {
   status: string;
   taskId: string | null;
   correlationId: string;
+  /** Epoch milliseconds of its last change. */
+  updatedAt?: number;
   result: { text?: string; error?: { code: string; message: string } } | null;
   decision?: {
     action: string;
