@@ -284,6 +284,29 @@ describe('the A2A proxy', () => {
         result: { task: { status: { state: 'TASK_STATE_COMPLETED' } } },
       });
     });
+
+    it('refuses a message nested past the input depth limit as malformed, leaving no task behind', async () => {
+      const auth = { authorization: `Bearer ${OPERATOR}`, 'A2A-Version': '1.0' };
+      const contextId = randomUUID();
+      const deep = `${'['.repeat(3000)}${']'.repeat(3000)}`;
+      const { status, body } = await rpc(
+        gw.url,
+        `{"jsonrpc":"2.0","id":8,"method":"SendMessage","params":{"message":{"messageId":"${randomUUID()}","contextId":"${contextId}","role":"ROLE_USER","parts":[{"data":{"v":${deep}}}],"metadata":{"x-effect-domain-skill":"sitrep"}}}}`,
+        auth,
+      );
+      expect(status).toBe(200);
+      const error = (body as { error: { code: number; message: string } }).error;
+      expect(error.code).toBe(-32602);
+      expect(error.message).toBe(
+        `The message nests deeper than 64 levels (at message.parts[0].data.v${'[0]'.repeat(60)}).`,
+      );
+      const listed = await rpc(
+        gw.url,
+        { jsonrpc: '2.0', id: 9, method: 'ListTasks', params: { contextId } },
+        auth,
+      );
+      expect(listed.body).toMatchObject({ result: { tasks: [] } });
+    });
   });
   describe('gated calls', () => {
     it('holds a gated call, answers input-required with the approval id and dashboard URL, and completes once approved', async () => {

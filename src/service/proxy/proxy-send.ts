@@ -9,7 +9,8 @@ import { Message as MessageCodec } from '@a2a-js/sdk';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import type { ServerCallContext } from '@a2a-js/sdk/server';
 import type { CallResult, DispatchRecord } from '../../dispatch/index.js';
-import { FLEETGATE_GATEWAY_V1_URI } from '../../protocol/index.js';
+import { FLEETGATE_GATEWAY_V1_URI, LIMITS } from '../../protocol/index.js';
+import { tooDeepAt } from '../../protocol/values/index.js';
 import { newRecordId } from '../../protocol/ids/index.js';
 import type { ProxyCore } from './proxy-core.js';
 import type { ProxyMetadata } from './proxy-task-meta.js';
@@ -66,6 +67,20 @@ export async function open(
   const contextId = message.contextId === '' ? randomUUID() : message.contextId;
   const references = await agentReferences(core, agent, message);
   const forwarded: Message = { ...message, taskId: '', contextId, referenceTaskIds: references };
+  const wire = MessageCodec.toJSON(forwarded) as Record<string, unknown>;
+  // Refused before the task is recorded, as the gateway's dispatch would refuse it after: a task
+  // left `submitted` for a call that never went out.
+  for (const [name, value] of [
+    ['message', wire],
+    ['metadata', params.metadata],
+  ] as const) {
+    const at = tooDeepAt(value, LIMITS.inputDepth);
+    if (at !== undefined) {
+      throw new RequestMalformedError(
+        `The ${name} nests deeper than ${LIMITS.inputDepth} levels (at ${name}${at}).`,
+      );
+    }
+  }
   const meta: ProxyMetadata = {
     agent,
     skill: skill.skill,
@@ -86,7 +101,7 @@ export async function open(
   return {
     task: claimed.task,
     created: claimed.created,
-    message: MessageCodec.toJSON(forwarded) as Record<string, unknown>,
+    message: wire,
     skill,
   };
 }
