@@ -5,6 +5,7 @@
  * (migration names are permanent).
  */
 import type { StoreMigration } from '../../store/index.js';
+import { ownTables } from '../../store/index.js';
 
 /**
  * One task of the proxy (`fleetgate_proxy_task`): the client's view of its dispatch. The agent's
@@ -132,10 +133,9 @@ export const PROXY_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
     // it). The column stays, unused and null in new rows: migrations only add, so a replica of an
     // earlier release that still writes it keeps running against this store during a roll.
     dropIndexes: ['fleetgate_proxy_task_by_agent_task'],
-    async down(db) {
+    async down(db, kind) {
       // A store that ran this migration when it still dropped the column gets it back.
-      const tables = await db.introspection.getTables();
-      const proxyTask = tables.find((t) => t.name === 'fleetgate_proxy_task');
+      const proxyTask = (await ownTables(db, kind)).find((t) => t.name === 'fleetgate_proxy_task');
       if (proxyTask !== undefined && !proxyTask.columns.some((c) => c.name === 'agent_task_id')) {
         await db.schema
           .alterTable('fleetgate_proxy_task')
@@ -151,3 +151,4 @@ export const PROXY_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
     },
   },
 };
+
