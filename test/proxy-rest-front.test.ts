@@ -148,6 +148,12 @@ describe('v1.0 HTTP+JSON on the proxy route', () => {
     expect(await nowhere.json()).toMatchObject({
       error: { details: [{ reason: 'FLEETGATE_HTTP_ROUTE_NOT_FOUND' }] },
     });
+    // A path of several KB is named cut to its first 200 characters, not echoed whole.
+    const long = `/no/${'r'.repeat(8000)}`;
+    const far = await call('GET', long);
+    expect(far.status).toBe(404);
+    const message = ((await far.json()) as { error: { message: string } }).error.message;
+    expect(message).toBe(`No A2A method at GET ${`/rest${long}`.slice(0, 200)}…`);
     expect(agent.received.length).toBe(before);
   });
 

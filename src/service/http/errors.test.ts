@@ -2,7 +2,7 @@ import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import Fastify from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { answerClientError, handleError } from './errors.js';
+import { answerClientError, handleError, handleNotFound } from './errors.js';
 
 /** An error as fastify raises its own: a `FST_ERR_*` code and the status it chose. */
 function fastifyError(code: string, statusCode: number, message: string): Error {
@@ -43,6 +43,40 @@ describe('handleError with fastify errors', () => {
     );
     expect(status).toBe(500);
     expect(body.error.code).toBe('FLEETGATE_HTTP_INTERNAL');
+  });
+});
+
+describe('handleNotFound', () => {
+  async function notFound(url: string) {
+    const app = Fastify();
+    app.setNotFoundHandler(handleNotFound);
+    try {
+      const response = await app.inject({ method: 'GET', url });
+      return {
+        status: response.statusCode,
+        body: response.json<{ error: { code: string; message: string } }>(),
+      };
+    } finally {
+      await app.close();
+    }
+  }
+
+  it('echoes a short path whole, without its query', async () => {
+    const { status, body } = await notFound('/api/nowhere?token=secret');
+    expect(status).toBe(404);
+    expect(body.error).toEqual({
+      code: 'FLEETGATE_HTTP_ROUTE_NOT_FOUND',
+      message: 'No route GET /api/nowhere; see /api/openapi.json.',
+    });
+  });
+
+  it('echoes the first 200 characters of a long path, then an ellipsis', async () => {
+    const path = `/api/${'a'.repeat(195)}${'b'.repeat(10_000)}`;
+    const { status, body } = await notFound(path);
+    expect(status).toBe(404);
+    expect(body.error.message).toBe(
+      `No route GET /api/${'a'.repeat(195)}…; see /api/openapi.json.`,
+    );
   });
 });
 

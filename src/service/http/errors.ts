@@ -89,7 +89,8 @@ interface Refusal {
 /** The longest framework message passed on: some carry the request's path or headers. */
 const MESSAGE_CHARS = 200;
 
-function clip(text: string): string {
+/** `text` cut to {@link MESSAGE_CHARS} characters, `…` marking the cut. */
+export function clip(text: string): string {
   return text.length <= MESSAGE_CHARS ? text : `${text.slice(0, MESSAGE_CHARS)}…`;
 }
 
@@ -190,14 +191,18 @@ export function handleFrameworkError(
   handleError(error, request, reply);
 }
 
-/** The app's not-found handler. */
+/**
+ * The app's not-found handler. The path is echoed cut to {@link MESSAGE_CHARS} characters: Node
+ * takes a request line of up to 16 KB, and nobody needs it all back to see which route was missed.
+ */
 export function handleNotFound(request: FastifyRequest, reply: FastifyReply): void {
+  const path = clip(request.url.split('?', 1)[0]!);
   void reply
     .code(404)
     .send(
       envelope(
         'FLEETGATE_HTTP_ROUTE_NOT_FOUND',
-        `No route ${request.method} ${request.url.split('?', 1)[0]}; see /api/openapi.json.`,
+        `No route ${request.method} ${path}; see /api/openapi.json.`,
       ),
     );
 }

@@ -85,6 +85,16 @@ declare module 'fastify' {
 /** Where in the request a schema applies, for error messages. */
 type Part = 'params' | 'querystring' | 'body';
 
+/**
+ * What is said of a body of JSON `null`: zod was given `undefined` (see {@link zodValidator}), and
+ * "received undefined" would send the caller looking for a body it did send.
+ */
+function nullBodyMessage(issue: z.core.$ZodIssue): string {
+  return issue.path.length === 0 && issue.code === 'invalid_type'
+    ? `must be a JSON ${issue.expected}, got null`
+    : issue.message;
+}
+
 /** A fastify validator that runs a zod schema and answers with the project's error code. */
 export function zodValidator(schema: z.ZodType, part: Part) {
   return (data: unknown): { value: unknown } | { error: Error } => {
@@ -95,6 +105,7 @@ export function zodValidator(schema: z.ZodType, part: Part) {
       part === 'querystring' && data !== null && typeof data === 'object'
         ? Object.entries(data).filter(([, value]) => Array.isArray(value))
         : [];
+    // A body of JSON `null` is parsed as no body, so an optional body takes it.
     const result = schema.safeParse(data ?? (part === 'body' ? undefined : {}));
     if (result.success && repeated.length === 0) return { value: result.data };
     const issues =
@@ -105,7 +116,7 @@ export function zodValidator(schema: z.ZodType, part: Part) {
           }))
         : result.error!.issues.map((issue) => ({
             path: [where, ...issue.path.map(String)].join('.'),
-            message: issue.message,
+            message: part === 'body' && data === null ? nullBodyMessage(issue) : issue.message,
           }));
     return {
       error: new FleetgateError(

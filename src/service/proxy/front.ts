@@ -27,10 +27,10 @@ import {
 import type { Role } from '../config-server.js';
 import type { Gateway } from '../gateway-types.js';
 import type { Authenticator } from '../http/auth.js';
-import { statusOf } from '../http/errors.js';
+import { clip, statusOf } from '../http/errors.js';
 import type { Identity } from '../http/route.js';
 import type { ProxyMetrics } from './metrics.js';
-import { createProxyMetrics, measured } from './metrics.js';
+import { agentLabel, createProxyMetrics, measured, UNKNOWN_AGENT_LABEL } from './metrics.js';
 import type { JsonRpcFront } from './jsonrpc-front.js';
 import { createJsonRpcFront } from './jsonrpc-front.js';
 import type { RestFront } from './rest-front.js';
@@ -311,7 +311,7 @@ function appFor(context: FrontContext, agent: string): express.Express {
       error: {
         code: 404,
         status: 'NOT_FOUND',
-        message: `No A2A method at ${req.method} ${req.originalUrl}`,
+        message: `No A2A method at ${req.method} ${clip(req.originalUrl)}`,
         details: [errorInfo('FLEETGATE_HTTP_ROUTE_NOT_FOUND')],
       },
     });
@@ -375,7 +375,9 @@ async function handle(
   const surface = surfaceOf(request.method, rest);
   const count = (status: string): void => metrics.request(agent, 'unknown', status);
   if (!proxy.knows(agent)) {
-    count('agent_unknown');
+    // Counted under one label, not the name sent; the name is echoed, as long as the router takes
+    // a path parameter (MAX_PARAM_LENGTH) at most.
+    metrics.request(UNKNOWN_AGENT_LABEL, 'unknown', 'agent_unknown');
     return refuse(reply, surface, 404, 'FLEETGATE_AGENT_UNKNOWN', `No agent named ${agent}.`);
   }
   // The card holds no secret and tells clients which token to send: it is public. Every other
@@ -447,7 +449,7 @@ async function handle(
       surface,
       404,
       'FLEETGATE_HTTP_ROUTE_NOT_FOUND',
-      `No A2A method at ${request.method} ${path}`,
+      `No A2A method at ${request.method} ${clip(path)}`,
     );
   }
   reply.hijack();
@@ -466,9 +468,12 @@ function answerError(
   request: FastifyRequest,
   reply: FastifyReply,
 ): void {
-  const { options, metrics } = context;
+  const { options, proxy, metrics } = context;
   const surface = surfaceOf(request.method, restOf(request.url));
-  const agent = (request.params as { agent?: string } | undefined)?.agent ?? 'unknown';
+  // These refusals come before `handle` checked the agent: a name it does not know is not a label.
+  const agent = agentLabel((request.params as { agent?: string } | undefined)?.agent, (name) =>
+    proxy.knows(name),
+  );
   if (
     error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ||
     error.code === 'FLEETGATE_HTTP_BODY_TOO_LARGE'

@@ -9,9 +9,25 @@ import { A2AError } from '@a2a-js/sdk/errors';
 import type { TaskStateName } from '../../protocol/index.js';
 import { instrumentsOn } from '../http/metrics-instruments.js';
 
+/**
+ * The `agent` label of a request for an agent the gateway does not know. The name comes from the
+ * URL, before any token is checked: counted by it, every caller could add a series per name it
+ * makes up (up to the router's 512 characters each). No configured agent can be named this (agent
+ * names are `[a-z0-9][a-z0-9_-]*`).
+ */
+export const UNKNOWN_AGENT_LABEL = '(unknown)';
+
+/** The `agent` label of a request for `agent`: its name if `knows` it, else {@link UNKNOWN_AGENT_LABEL}. */
+export function agentLabel(agent: string | undefined, knows: (agent: string) => boolean): string {
+  return agent !== undefined && knows(agent) ? agent : UNKNOWN_AGENT_LABEL;
+}
+
 /** The proxy's metrics. */
 export interface ProxyMetrics {
-  /** Counts one request (`status`: `ok`, `cancelled` for a stream the client left, or the A2A error reason in lower case). */
+  /**
+   * Counts one request (`status`: `ok`, `cancelled` for a stream the client left, or the A2A error
+   * reason in lower case). `agent` is a known agent's name or {@link UNKNOWN_AGENT_LABEL}.
+   */
   request: (agent: string, method: string, status: string) => void;
   state: (agent: string, state: TaskStateName) => void;
   held: (agent: string, delta: 1 | -1) => void;
@@ -29,7 +45,7 @@ export function createProxyMetrics(registry: Registry): ProxyMetrics {
   const metric = instrumentsOn(registry);
   const requests = metric.counter(
     'a2a_proxy_requests_total',
-    'A2A proxy requests by agent, A2A method and outcome (ok, cancelled: a stream the client left, or the A2A error reason)',
+    `A2A proxy requests by agent (${UNKNOWN_AGENT_LABEL} for every name the gateway does not know), A2A method and outcome (ok, cancelled: a stream the client left, or the A2A error reason)`,
     ['agent', 'method', 'status'],
   );
   const states = metric.counter(
