@@ -2,7 +2,8 @@
  * `fleetgate approvals [approve|reject|snooze ID | answer ID TEXT]` and `fleetgate policy explain AGENT SKILL`.
  *
  * Decisions are written to the gateway's store; the running gateway (any replica) sees them on
- * its next sweep and sends or refuses the held call, so the CLI needs no connection to it.
+ * its next sweep and sends or refuses the held call, so the CLI needs no connection to it. With
+ * `--url` they go through the gateway's API instead; the list prints the same either way.
  */
 import { Option, type Command } from 'commander';
 import type { ApprovalRecord, Explanation, Reason } from '../../policy/index.js';
@@ -106,6 +107,25 @@ export const registerApprovals: RegisterCommand = (program, io, setExit) => {
   registerExplain(program, io, setExit);
 };
 
+/**
+ * The pending approvals (with `all`, the snoozed ones too), from a running gateway
+ * (`GET /api/approvals`) or from the store: the same records either way, the API serving what
+ * the store holds.
+ */
+async function pendingApprovals(
+  opts: StoreOptions & { all?: boolean; url?: string },
+): Promise<ApprovalRecord[]> {
+  const client = local(opts) ? undefined : remoteClient(opts.url);
+  if (client !== undefined) {
+    const query = opts.all === true ? '?snoozed=true' : '';
+    return (await client.get<{ approvals: ApprovalRecord[] }>(`/api/approvals${query}`)).approvals;
+  }
+  const { createApprovalInbox } = await import('../../policy/index.js');
+  return withStore(opts, { readOnly: true }, (store) =>
+    createApprovalInbox({ db: store.db }).list({ includeSnoozed: opts.all === true }),
+  );
+}
+
 /** `fleetgate approvals`: the pending approvals; returns the command its verbs are added to. */
 function registerList(program: Command, io: CliIo, setExit: (code: number) => void): Command {
   return program
@@ -119,19 +139,14 @@ function registerList(program: Command, io: CliIo, setExit: (code: number) => vo
     .option('--json', 'print JSON')
     .addOption(urlFlag())
     .action(async (opts: StoreOptions & { all?: boolean; url?: string }) => {
-      const client = local(opts) ? undefined : remoteClient(opts.url);
-      if (client !== undefined) return setExit(await remoteApprovals(client, io, 'list', opts));
-      const { createApprovalInbox } = await import('../../policy/index.js');
-      await withStore(opts, { readOnly: true }, async (store) => {
-        const inbox = createApprovalInbox({ db: store.db });
-        const list = await inbox.list({ includeSnoozed: opts.all === true });
-        io.out(
-          opts.json === true
-            ? `${JSON.stringify(list, null, 2)}\n`
-            : renderApprovals(list, createStyle(io.color)),
-        );
-        setExit(EXIT.ok);
-      });
+      // One printer for both sources: the same columns, and the same JSON (an array of records).
+      const list = await pendingApprovals(opts);
+      io.out(
+        opts.json === true
+          ? `${JSON.stringify(list, null, 2)}\n`
+          : renderApprovals(list, createStyle(io.color)),
+      );
+      setExit(EXIT.ok);
     });
 }
 

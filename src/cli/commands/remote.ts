@@ -1,6 +1,8 @@
 /**
  * The CLI against a running gateway (`--url`, token from `$FLEETGATE_TOKEN`): the remote sides of
- * `agents`, `approvals`, `world` and `tail`, and what `dispatch`, `refresh` and `ack` share.
+ * `agents`, the approvals decisions and `tail`, and what `dispatch`, `refresh` and `ack` share.
+ * `world` and the approvals list read the gateway in their own modules, through the printer
+ * they share with the store.
  * Tables colour radii as `lint-card` and the dashboard do; `--json` prints what the API answered.
  */
 import type { EventEnvelope } from '../../protocol/index.js';
@@ -9,7 +11,7 @@ import { defined } from '../../protocol/fields/index.js';
 import type { CliIo } from '../io.js';
 import { cliCommand } from '../launcher.js';
 import type { Style } from '../style.js';
-import { createStyle, renderFleetTable, renderTable } from '../style.js';
+import { createStyle, renderFleetTable } from '../style.js';
 import type { GatewayClient } from './gateway-client.js';
 import { createGatewayClient, gatewayTarget } from './gateway-client.js';
 import { formatEventLine } from './event-line.js';
@@ -76,16 +78,6 @@ export function radiusCell(r: string | null, s: Style): string {
 function age(ms: number | null, now = Date.now()): string {
   if (ms === null) return '-';
   const sec = Math.max(0, Math.round((now - ms) / 1000));
-  return sec < 60
-    ? `${sec}s`
-    : sec < 3600
-      ? `${Math.round(sec / 60)}m`
-      : `${Math.round(sec / 3600)}h`;
-}
-
-function left(until: number, now = Date.now()): string {
-  const sec = Math.round((until - now) / 1000);
-  if (sec <= 0) return 'expired';
   return sec < 60
     ? `${sec}s`
     : sec < 3600
@@ -210,67 +202,23 @@ export function alreadyInState(
   };
 }
 
-/** `fleetgate approvals [approve|reject|snooze|answer] --url`. */
+/**
+ * `fleetgate approvals approve|reject|snooze|answer --url`. The list is not here: `approvals.ts`
+ * prints it from either source with one renderer.
+ */
 export async function remoteApprovals(
   client: GatewayClient,
   io: CliIo,
-  verb: 'list' | 'approve' | 'reject' | 'snooze' | 'answer',
+  verb: 'approve' | 'reject' | 'snooze' | 'answer',
   args: {
     id?: string;
     reason?: string;
     for?: string;
     text?: string;
-    all?: boolean;
     json?: boolean;
   },
 ): Promise<number> {
   const s = createStyle(io.color);
-  if (verb === 'list') {
-    const body = await client.get<{
-      approvals: {
-        id: string;
-        agent: string;
-        skill: string;
-        radius: string | null;
-        mode: string;
-        kind: string;
-        question: string | null;
-        expiresAt: number;
-        approvals: unknown[];
-        requiredApprovals: number;
-        reasons: { detail: string }[];
-      }[];
-    }>(`/api/approvals${args.all === true ? '?snoozed=true' : ''}`);
-    if (args.json === true) {
-      io.out(`${JSON.stringify(body, null, 2)}\n`);
-      return 0;
-    }
-    if (body.approvals.length === 0) {
-      io.out(`${s.dim('no pending approvals')}\n`);
-      return 0;
-    }
-    io.out(
-      renderTable(
-        ['ID', 'AGENT/SKILL', 'RADIUS', 'MODE', 'LEFT', 'OK', 'REASONS'],
-        body.approvals.map((a) => [
-          s.bold(a.id),
-          `${a.agent}/${a.skill}`,
-          radiusCell(a.radius, s),
-          a.kind === 'checkpoint'
-            ? 'question'
-            : a.kind === 'follow-up'
-              ? `follow-up ${a.mode}`
-              : a.mode,
-          left(a.expiresAt),
-          `${a.approvals.length}/${a.requiredApprovals}`,
-          a.kind === 'checkpoint'
-            ? `asks: ${a.question ?? ''}`
-            : a.reasons.map((r) => r.detail).join('; '),
-        ]),
-      ),
-    );
-    return 0;
-  }
   const id = encodeURIComponent(args.id ?? '');
   const body =
     verb === 'snooze'
@@ -303,93 +251,6 @@ export async function remoteApprovals(
   io.out(`${s.bold(approval.id)} ${approval.agent}/${approval.skill}: ${approval.status}\n`);
   if (result.dispatch !== undefined && result.dispatch !== null)
     io.out(`  dispatch ${dispatchLine(result.dispatch, s)}\n`);
-  return 0;
-}
-
-/** `fleetgate world [DOMAIN] --url`. */
-export async function remoteWorld(
-  client: GatewayClient,
-  io: CliIo,
-  domain: string | undefined,
-  opts: { history?: boolean; path?: string; limit?: number; json?: boolean },
-): Promise<number> {
-  const s = createStyle(io.color);
-  if (domain === undefined) {
-    const body = await client.get<{
-      domains: Record<
-        string,
-        { name: string; version: number; state: { data?: unknown }; updatedAt: number }
-      >;
-    }>('/api/world');
-    if (opts.json === true) {
-      io.out(`${JSON.stringify(body, null, 2)}\n`);
-      return 0;
-    }
-    const rows = Object.values(body.domains).map((d) => [
-      s.bold(d.name),
-      String(d.version),
-      `${age(d.updatedAt)} ago`,
-      JSON.stringify(d.state.data ?? d.state).slice(0, 80),
-    ]);
-    io.out(
-      rows.length === 0
-        ? `${s.dim('no world-state domains yet')}\n`
-        : renderTable(['DOMAIN', 'VERSION', 'UPDATED', 'DATA'], rows),
-    );
-    return 0;
-  }
-  const path = `/api/world/${encodeURIComponent(domain)}`;
-  if (opts.history === true) {
-    const query = new URLSearchParams();
-    if (opts.path !== undefined) query.set('path', opts.path);
-    query.set('limit', String(opts.limit ?? 50));
-    const body = await client.get<{
-      records: {
-        seq: number;
-        time: string;
-        agent: string;
-        skill: string;
-        op: string;
-        path: string;
-        status: string;
-        next?: unknown;
-        reason?: string;
-        version?: number;
-      }[];
-    }>(`${path}/history?${query.toString()}`);
-    if (opts.json === true) {
-      io.out(`${JSON.stringify(body.records, null, 2)}\n`);
-      return 0;
-    }
-    io.out(
-      renderTable(
-        ['SEQ', 'TIME', 'AGENT/SKILL', 'CHANGE', 'RESULT'],
-        body.records.map((r) => [
-          String(r.seq),
-          r.time,
-          `${r.agent}/${r.skill}`,
-          `${r.op} ${r.path}`,
-          r.status === 'applied'
-            ? `${JSON.stringify(r.next)} ${s.dim(`v${r.version ?? '?'}`)}`
-            : s.red(`rejected: ${r.reason ?? ''}`),
-        ]),
-      ),
-    );
-    return 0;
-  }
-  const body = await client.get<{
-    name: string;
-    version: number;
-    state: unknown;
-    updatedAt: number;
-  }>(path);
-  if (opts.json === true) io.out(`${JSON.stringify(body, null, 2)}\n`);
-  else {
-    io.out(
-      `${s.bold(body.name)} ${s.dim(`version ${body.version}, updated ${new Date(body.updatedAt).toISOString()}`)}\n`,
-    );
-    io.out(`${JSON.stringify(body.state, null, 2)}\n`);
-  }
   return 0;
 }
 

@@ -1,17 +1,22 @@
 /**
- * `fleetgate world [DOMAIN]`: the materialised world state, read from the gateway's store. Without
- * a domain, one row per domain; with one, its state as JSON; with `--history`, its audit log.
+ * `fleetgate world [DOMAIN]`: the materialised world state, read from the gateway's store
+ * (`--store`, `--config`) or asked of a running gateway (`--url`). Without a domain, one row per
+ * domain; with one, its state as JSON; with `--history`, its audit log. Both sources feed the
+ * same printer, so a user switching between them sees the same tables and the same JSON.
  */
 import { Option } from 'commander';
 import { FleetgateError } from '../../protocol/index.js';
 import { defined } from '../../protocol/fields/index.js';
 import type { AuditRecord, DomainSnapshot } from '../../world/index.js';
 import { EXIT } from '../errors.js';
+import type { CliIo } from '../io.js';
 import { integerFlag, storeFlag } from '../options.js';
+import type { GatewayStore } from '../../service/index.js';
 import { DEFAULT_CONFIG, DEFAULT_STORE, withStore } from '../store.js';
 import type { Style } from '../style.js';
 import { createStyle, renderTable } from '../style.js';
-import { remoteClient, remoteWorld } from './remote.js';
+import type { GatewayClient } from './gateway-client.js';
+import { remoteClient } from './remote.js';
 import type { RegisterCommand } from './types.js';
 
 const CELL_WIDTH = 40;
@@ -80,6 +85,126 @@ export function renderHistory(records: readonly AuditRecord[], s: Style): string
   return renderTable(['SEQ', 'TIME', 'AGENT/SKILL', 'TASK', 'CHANGE', 'RESULT'], rows);
 }
 
+/** A history query as `fleetgate world DOMAIN --history` asks it. */
+interface HistoryAsk {
+  limit: number;
+  path?: string;
+}
+
+/**
+ * Where `fleetgate world` reads: the store, or a running gateway's API. Each gives the same
+ * records (the API serves what the store holds), so one printer renders both.
+ */
+interface WorldSource {
+  /** The store URL or the gateway URL, for messages. */
+  readonly where: string;
+  domains(): Promise<DomainSnapshot[]>;
+  /** Undefined for a domain the source does not have. */
+  domain(name: string): Promise<DomainSnapshot | undefined>;
+  history(domain: string, ask: HistoryAsk): Promise<AuditRecord[]>;
+}
+
+/** The state of the gateway's store, read-only (`--store`, `--config`). */
+async function storeWorld(store: GatewayStore): Promise<WorldSource> {
+  const { createSqlWorldStore } = await import('../../world/index.js');
+  const { OUTBOX_WRITERS } = await import('../../bus/index.js');
+  const world = createSqlWorldStore({ db: store.db, kind: store.kind, outbox: OUTBOX_WRITERS });
+  return {
+    where: store.url,
+    domains: () => world.domains(),
+    domain: (name) => world.domain(name),
+    history: (domain, ask) => world.history(domain, ask),
+  };
+}
+
+/** The world state a running gateway serves (`--url`): `GET /api/world[/DOMAIN[/history]]`. */
+function gatewayWorld(client: GatewayClient): WorldSource {
+  const path = (domain: string): string => `/api/world/${encodeURIComponent(domain)}`;
+  return {
+    where: client.url,
+    async domains() {
+      const body = await client.get<{ domains: Record<string, DomainSnapshot> }>('/api/world');
+      return Object.values(body.domains);
+    },
+    async domain(name) {
+      try {
+        return await client.get<DomainSnapshot>(path(name));
+      } catch (error) {
+        // Unknown here as in the store: the printer names the domains there are, either way.
+        if (error instanceof FleetgateError && error.code === 'FLEETGATE_WORLD_DOMAIN_UNKNOWN') {
+          return undefined;
+        }
+        throw error;
+      }
+    },
+    async history(domain, ask) {
+      const query = new URLSearchParams(defined({ path: ask.path }));
+      query.set('limit', String(ask.limit));
+      const body = await client.get<{ records: AuditRecord[] }>(
+        `${path(domain)}/history?${query.toString()}`,
+      );
+      return body.records;
+    },
+  };
+}
+
+/**
+ * A domain as the command prints it, whichever source it came from: these four fields in this
+ * order (a store row carries more, and the API may one day).
+ */
+function snapshot({ name, version, state, updatedAt }: DomainSnapshot): DomainSnapshot {
+  return { name, version, state, updatedAt };
+}
+
+/** Code-unit order, the same whatever order (or collation) the source listed them in. */
+const byName = (a: DomainSnapshot, b: DomainSnapshot): number =>
+  a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+
+const json = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
+
+/** Prints what `fleetgate world [DOMAIN] [--history]` asked for, from either source. */
+async function printWorld(
+  source: WorldSource,
+  io: CliIo,
+  domain: string | undefined,
+  opts: WorldCliOptions,
+): Promise<void> {
+  const s = createStyle(io.color);
+  if (domain === undefined) {
+    const view = (await source.domains()).map(snapshot).sort(byName);
+    io.out(opts.json === true ? json(view) : renderDomains(view, s));
+    return;
+  }
+  const found = await source.domain(domain);
+  if (found === undefined) {
+    const known = (await source.domains()).map((d) => d.name).sort();
+    throw new FleetgateError(
+      'FLEETGATE_WORLD_DOMAIN_UNKNOWN',
+      `No world-state domain ${JSON.stringify(domain)} in ${source.where} (${
+        known.length === 0 ? 'it has none yet' : `it has ${known.join(', ')}`
+      })`,
+      { details: { domain, known } },
+    );
+  }
+  if (opts.history === true) {
+    const records = await source.history(domain, {
+      limit: opts.limit ?? 50,
+      ...defined({ path: opts.path }),
+    });
+    io.out(opts.json === true ? json(records) : renderHistory(records, s));
+    return;
+  }
+  const { name, version, state, updatedAt } = snapshot(found);
+  if (opts.json === true) {
+    io.out(json({ name, version, state, updatedAt }));
+    return;
+  }
+  io.out(
+    `${s.bold(name)} ${s.dim(`version ${version}, updated ${new Date(updatedAt).toISOString()}`)}\n`,
+  );
+  io.out(json(state));
+}
+
 /** Registers `fleetgate world`. */
 export const registerWorld: RegisterCommand = (program, io, setExit) => {
   program
@@ -118,64 +243,13 @@ export const registerWorld: RegisterCommand = (program, io, setExit) => {
       }
       const client =
         opts.store === undefined && opts.config === undefined ? remoteClient(opts.url) : undefined;
-      if (client !== undefined) return setExit(await remoteWorld(client, io, domain, opts));
-      await withStore(opts, { readOnly: true }, async (store) => {
-        const s = createStyle(io.color);
-        const { createSqlWorldStore } = await import('../../world/index.js');
-        const { OUTBOX_WRITERS } = await import('../../bus/index.js');
-        const world = createSqlWorldStore({
-          db: store.db,
-          kind: store.kind,
-          outbox: OUTBOX_WRITERS,
-        });
-        if (domain === undefined) {
-          const domains = await world.domains();
-          const view = domains.map(({ name, version, state, updatedAt }) => ({
-            name,
-            version,
-            state,
-            updatedAt,
-          }));
-          io.out(
-            opts.json === true ? `${JSON.stringify(view, null, 2)}\n` : renderDomains(view, s),
-          );
-          setExit(EXIT.ok);
-          return;
-        }
-        const found = await world.domain(domain);
-        if (found === undefined) {
-          const known = (await world.domains()).map((d) => d.name);
-          throw new FleetgateError(
-            'FLEETGATE_WORLD_DOMAIN_UNKNOWN',
-            `No world-state domain ${JSON.stringify(domain)} in ${store.url} (${
-              known.length === 0 ? 'it has none yet' : `it has ${known.join(', ')}`
-            })`,
-            { details: { domain, known } },
-          );
-        }
-        if (opts.history === true) {
-          const records = await world.history(domain, {
-            limit: opts.limit ?? 50,
-            ...defined({ path: opts.path }),
-          });
-          io.out(
-            opts.json === true
-              ? `${JSON.stringify(records, null, 2)}\n`
-              : renderHistory(records, s),
-          );
-          setExit(EXIT.ok);
-          return;
-        }
-        const { name, version, state, updatedAt } = found;
-        if (opts.json === true) {
-          io.out(`${JSON.stringify({ name, version, state, updatedAt }, null, 2)}\n`);
-        } else {
-          io.out(
-            `${s.bold(name)} ${s.dim(`version ${version}, updated ${new Date(updatedAt).toISOString()}`)}\n`,
-          );
-          io.out(`${JSON.stringify(state, null, 2)}\n`);
-        }
-        setExit(EXIT.ok);
-      });
+      if (client !== undefined) {
+        await printWorld(gatewayWorld(client), io, domain, opts);
+      } else {
+        await withStore(opts, { readOnly: true }, async (store) =>
+          printWorld(await storeWorld(store), io, domain, opts),
+        );
+      }
+      setExit(EXIT.ok);
     });
 };
