@@ -46,12 +46,13 @@ export function renderApprovals(
       s.bold(a.id),
       `${a.agent}/${a.skill}`,
       a.radius === null ? s.dim('unknown') : s.radius(a.radius),
+      // A veto window's time to go is LEFT's: MODE names the kind only.
       a.kind === 'veto'
-        ? `veto ${left(ttl)}`
+        ? 'veto'
         : a.kind === 'checkpoint'
           ? 'question'
           : a.kind === 'follow-up'
-            ? `follow-up ${a.mode === 'veto' ? `veto ${left(ttl)}` : a.mode}`
+            ? `follow-up ${a.mode}`
             : a.mode,
       ttl < 5 * 60_000 ? s.red(left(ttl)) : left(ttl),
       `${a.approvals.length}/${a.requiredApprovals}`,
