@@ -101,6 +101,18 @@ function checkInputDepth(request: DispatchRequest): void {
   }
 }
 
+/**
+ * Whether a send failed because the agent's answer was cut off by the response deadline
+ * (`limits.agentResponseTimeout`): the request reached the agent, so its task may run there.
+ */
+function answerCutOff(error: unknown): error is FleetgateError {
+  return (
+    isFleetgateError(error) &&
+    error.code === 'FLEETGATE_CALL_TIMEOUT' &&
+    typeof error.details?.responseTimeoutMs === 'number'
+  );
+}
+
 /** The question an interrupted task asks: its status message, else the text of its reply. */
 function questionOf(task: Task | undefined): string | undefined {
   const texts: string[] = [];
@@ -317,15 +329,18 @@ export class Dispatcher {
     } = {},
   ): Promise<DispatchRecord> {
     let result: CallResult;
+    /** The ids the call went out with, committed before it left (a new task's call only). */
+    let sent = more.prepared?.send;
     this.#sending.add(record.id);
     try {
       const { input, options } = more.prepared ?? heldCall(held);
       if (more.taskId === undefined && more.prepared === undefined) {
         // Durable before the network: the ids of what is sent, and who sends it, are committed
         // before the first byte leaves, so recovery can find the task by its context.
+        sent = this.#sendIds(options);
         await this.#o.records.sending(
           record,
-          this.#sendIds(options),
+          sent,
           more.started === true ? { topic: 'skill.dispatch.started' } : undefined,
         );
       }
@@ -344,6 +359,16 @@ export class Dispatcher {
             : { serviceParameters: { traceparent: record.traceparent } }),
       });
     } catch (error) {
+      if (sent !== undefined && more.taskId === undefined && answerCutOff(error)) {
+        // The agent took the call and its answer was cut off: the task may run there still. It
+        // is looked up as recovery looks up a dead holder's call, never failed blind (its
+        // effects would be lost) nor sent again.
+        try {
+          return await this.#lookUp(record, sent, error);
+        } finally {
+          this.#sending.delete(record.id);
+        }
+      }
       this.#sending.delete(record.id);
       const failed = { type: 'send-failed', at: this.#o.now(), error: callError(error) } as const;
       return (await this.#move(record, failed)).record;
@@ -394,6 +419,26 @@ export class Dispatcher {
     }
     await this.#perform(record, moved.effects, result.task, more.requestedBy);
     return goesOn ? (await this.#o.records.get(record.id))! : moved.record;
+  }
+
+  /**
+   * A sent call whose answer was cut off (`cause`): found at the agent by its context and message
+   * id, it is followed to its end; not found, it ends `failed` with
+   * `FLEETGATE_CALL_OUTCOME_UNKNOWN`. An agent that cannot be asked now is asked again by the
+   * recovery sweep (the call is sent, without a task id, and no longer in hand here).
+   */
+  async #lookUp(
+    record: DispatchRecord,
+    send: DispatchSend,
+    cause: FleetgateError,
+  ): Promise<DispatchRecord> {
+    try {
+      await this.#recoverOne({ record, send }, `${cause.message} The call was sent`);
+    } catch (error) {
+      if (this.#o.onError === undefined) throw error;
+      this.#o.onError(error, 'dispatcher.look-up');
+    }
+    return (await this.#o.records.get(record.id)) ?? record;
   }
 
   // --- Held dispatches (the approvals seam) -------------------------------------------------
@@ -641,13 +686,17 @@ export class Dispatcher {
     return taken;
   }
 
-  async #recoverOne({ record, send }: HeldDispatch): Promise<void> {
+  /** `lead` says how the call was left: by default, its holder stopped after sending it. */
+  async #recoverOne(
+    { record, send }: HeldDispatch,
+    lead = `The gateway holding this call stopped after sending it to agent ${record.agent}`,
+  ): Promise<void> {
     if (send.sentAt !== null && send.contextId === '') {
       // In flight when the store was upgraded: sent, with nothing recorded to look it up by.
       await this.#outcomeUnknown(
         record,
         send,
-        'it was sent by an earlier version that kept no message id',
+        `${lead}, and it was sent by an earlier version that kept no message id`,
       );
       return;
     }
@@ -686,12 +735,16 @@ export class Dispatcher {
       if (!isUnsupported(error) && this.#o.now() - send.sentAt < this.#o.recoveryGiveUpMs) {
         throw error; // reported; asked again at the next sweep
       }
-      await this.#outcomeUnknown(record, send, 'the agent could not list its tasks');
+      await this.#outcomeUnknown(record, send, `${lead}, and the agent could not list its tasks`);
       return;
     }
     const task = tasks.find((t) => t.history.some((m) => m.messageId === send.messageId));
     if (task === undefined) {
-      await this.#outcomeUnknown(record, send, 'the agent has no task for the message sent');
+      await this.#outcomeUnknown(
+        record,
+        send,
+        `${lead}, and the agent has no task for the message sent`,
+      );
       return;
     }
     const state = normalizeTaskState(task.status?.state);
@@ -706,10 +759,11 @@ export class Dispatcher {
     if (isTerminalState(state)) await this.#settle(found.record, task, undefined);
   }
 
-  async #outcomeUnknown(record: DispatchRecord, send: DispatchSend, why: string): Promise<void> {
+  /** `what` says what happened to the call and what the agent said of it. */
+  async #outcomeUnknown(record: DispatchRecord, send: DispatchSend, what: string): Promise<void> {
     const error = new FleetgateError(
       'FLEETGATE_CALL_OUTCOME_UNKNOWN',
-      `The gateway holding this call stopped after sending it to agent ${record.agent}, and ${why}: whether it ran is unknown. Check at the agent before sending it again.`,
+      `${what}: whether it ran is unknown. Check at the agent before sending it again.`,
       { details: { agent: record.agent, skill: record.skill, contextId: send.contextId } },
     );
     await this.#move(record, {
