@@ -96,6 +96,7 @@ function memoryRecords(): DispatchRecordStore {
     // Events and holders are the store's business; this bench times the gate.
     sending: () => Promise.resolve(),
     orphans: () => Promise.resolve([]),
+    adrift: () => Promise.resolve([]),
     takeOver: () => Promise.resolve(false),
     list: () => Promise.resolve([...rows.values()]),
     get: (id) => Promise.resolve(rows.get(id)),

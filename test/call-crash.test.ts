@@ -564,6 +564,36 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
   );
 
   it.skipIf(variant.skip || variant.name === 'SQLite')(
+    'has a live replica follow to its end the task of a call whose replica died, its delta once',
+    async () => {
+      newHold();
+      const g = await start();
+      // Another replica, live throughout: nothing restarts.
+      const other = await startServiceProcess({ args: ['--config', config], timeoutMs: 60_000 });
+      try {
+        const before = agent.received.length;
+        const correlationId = uniqueName('adrift');
+        // Answered at once with the task, which the first replica follows.
+        const sent = await api<Dispatch>(g, '/api/dispatch', {
+          method: 'POST',
+          body: JSON.stringify({ agent: 'ops', skill: 'sitrep', text: 'status', correlationId }),
+        });
+        expect(sent).toMatchObject({ status: 'running', taskId: expect.any(String) });
+        await kill(g);
+        hold.release();
+        // Before, the call stayed `running` on the live replica until some replica restarted.
+        const done = await ended(other, correlationId);
+        expect(done).toMatchObject({ status: 'completed', taskId: sent.taskId });
+        expect(await appliedOnce(other, sent.taskId!)).toBe(1);
+        expect(agent.received.length).toBe(before + 1);
+      } finally {
+        await other.stop('SIGKILL');
+      }
+    },
+    120_000,
+  );
+
+  it.skipIf(variant.skip || variant.name === 'SQLite')(
     "ends a call whose gateway died after its record, before the gate's commit: never sent, no approval left",
     async () => {
       newHold();

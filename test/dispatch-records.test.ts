@@ -234,6 +234,38 @@ describe.each(storeVariants(pgUp))('dispatch record moves ($kind, direct: $direc
     },
   );
 
+  it.skipIf(skip)(
+    'lists followed dispatches adrift oldest first: in flight with a task id, held by none of the living',
+    async () => {
+      const holder = (owner: string) => ({ owner, messageId: 'm', contextId: 'c', sentAt: 1 });
+      const dead = `gw-dead-${Math.random().toString(36).slice(2)}`;
+      const older = record({ taskId: 't-older', createdAt: 1 });
+      const asking = record({ status: 'awaiting-input', taskId: 't-asking', createdAt: 2 });
+      const unsent = record({ createdAt: 3 });
+      const ended = record({ status: 'completed', taskId: 't-ended', createdAt: 4 });
+      const alive = record({ taskId: 't-alive', createdAt: 5 });
+      for (const r of [unsent, ended, asking, older])
+        await records.create(r, { send: holder(dead) });
+      await records.create(alive, { send: holder('gw-alive') });
+      const ids = [older, asking, unsent, ended, alive].map((r) => r.id);
+      const adrift = async (living: string[], limit = 1_000) =>
+        (await records.adrift(limit, living))
+          .filter((o) => ids.includes(o.record.id))
+          .map((o) => [o.record.id, o.send.owner]);
+      expect(await adrift(['gw-alive'])).toEqual([
+        [older.id, dead],
+        [asking.id, dead],
+      ]);
+      expect(await adrift(['gw-other'])).toEqual([
+        [older.id, dead],
+        [asking.id, dead],
+        [alive.id, 'gw-alive'],
+      ]);
+      expect(await adrift([dead, 'gw-alive'])).toEqual([]);
+      expect(await records.adrift(1, ['gw-alive'])).toHaveLength(1);
+    },
+  );
+
   it.skipIf(skip)('finds a dispatch by its task', async () => {
     const r = record({ agent: 'ci', taskId: 'task-of-ci' });
     await records.create(r);

@@ -34,6 +34,7 @@ async function harness(
     /** Told of each unit the dispatcher writes before it sends: its events and its send. */
     writes?: (unit: RecordWrite) => void;
     onGateDecision?: GatewayOptions['onGateDecision'];
+    leaseTtl?: string;
   } = {},
 ): Promise<Harness> {
   const events: EventEnvelope[] = [];
@@ -75,6 +76,7 @@ async function harness(
     ...(options.gate === undefined ? {} : { gate: options.gate }),
     ...(options.mode === undefined ? {} : { dispatchMode: options.mode }),
     ...(options.onGateDecision === undefined ? {} : { onGateDecision: options.onGateDecision }),
+    ...(options.leaseTtl === undefined ? {} : { leaseTtl: options.leaseTtl }),
   });
   return {
     g,
@@ -298,6 +300,29 @@ describe('dispatcher', () => {
       for (let i = 1; i < 64; i += 1) within = [within];
       const ok = await h.dispatch({ agent: 'ops', skill: 'pr_review', data: within });
       expect(ok.status).toBe('completed');
+    } finally {
+      await h.stop();
+    }
+  });
+
+  it('leaves a call in hand alone while its gate decides, however often the recovery sweep runs', async () => {
+    // Recorded (unsent) before the gate is asked: to the sweep, a call like one whose gateway
+    // stopped before sending it. Before, the sweep ended it failed (FLEETGATE_CALL_INTERRUPTED)
+    // while its gate decided, and the call then went out all the same.
+    let allow: (() => void) | undefined;
+    const slow: PolicyGate = {
+      decide: () => new Promise((resolve) => (allow = () => resolve({ action: 'allow' }))),
+    };
+    // The sweep runs every third of the lease: about every 330 ms here.
+    const h = await harness(w, { gate: slow, leaseTtl: '1s' });
+    try {
+      const dispatched = h.dispatch({ agent: 'ops', skill: 'sitrep', text: 'go' });
+      await until(() => allow !== undefined, 10_000, 'the gate asked');
+      await new Promise((resolve) => setTimeout(resolve, 1_200));
+      allow!();
+      const record = await dispatched;
+      expect(record).toMatchObject({ status: 'completed', result: { text: expect.any(String) } });
+      expect((await h.record(record.id))?.status).toBe('completed');
     } finally {
       await h.stop();
     }

@@ -111,4 +111,9 @@ export interface FollowRequest {
 /** Follows tasks until they end (the task tracker). */
 export interface TaskFollower {
   follow(request: FollowRequest): Promise<void>;
+  /**
+   * Follows a task recorded by another process (one that died), from its record; false when it is
+   * followed here already, has ended, or has no record.
+   */
+  adopt?(agent: string, taskId: string): Promise<boolean>;
 }

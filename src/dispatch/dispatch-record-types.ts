@@ -65,7 +65,10 @@ export interface DispatchSend {
   sentAt: number | null;
 }
 
-/** A dispatch in flight without a task id, with who holds it: {@link DispatchRecordStore.orphans}. */
+/**
+ * A dispatch in flight with who holds it: {@link DispatchRecordStore.orphans} (no task id yet) and
+ * {@link DispatchRecordStore.adrift} (its task followed).
+ */
 export interface HeldDispatch {
   record: DispatchRecord;
   send: DispatchSend;
@@ -136,6 +139,12 @@ export interface DispatchRecordStore {
    * first.
    */
   orphans(limit: number): Promise<HeldDispatch[]>;
+  /**
+   * Dispatches in flight that know their task id, held by none of `living` (the processes known
+   * to run): the followed tasks a dead process may have left behind. At most `limit`, oldest
+   * first.
+   */
+  adrift(limit: number, living: readonly string[]): Promise<HeldDispatch[]>;
   /** Takes a dispatch over from `from` (a dead holder); false when another process took it first. */
   takeOver(id: string, from: string, to: string): Promise<boolean>;
   get(id: string): Promise<DispatchRecord | undefined>;

@@ -160,7 +160,29 @@ async function recordSending(
 
 /** {@link DispatchRecordStore.orphans}. */
 async function findOrphans(ctx: RecordsContext, limit: number): Promise<HeldDispatch[]> {
-  const found = await rowsOf(ctx.db)
+  const found = await heldRows(ctx)
+    .where('fleetgate_dispatch.task_id', 'is', null)
+    .orderBy('fleetgate_dispatch.created_at')
+    .limit(limit)
+    .execute();
+  return found.map(heldFromRow);
+}
+
+/** {@link DispatchRecordStore.adrift}. */
+async function findAdrift(
+  ctx: RecordsContext,
+  limit: number,
+  living: readonly string[],
+): Promise<HeldDispatch[]> {
+  let query = heldRows(ctx).where('fleetgate_dispatch.task_id', 'is not', null);
+  if (living.length > 0) query = query.where('fleetgate_dispatch_send.owner', 'not in', living);
+  const found = await query.orderBy('fleetgate_dispatch.created_at').limit(limit).execute();
+  return found.map(heldFromRow);
+}
+
+/** Dispatches in flight with who holds them and what they sent. */
+function heldRows(ctx: RecordsContext) {
+  return rowsOf(ctx.db)
     .innerJoin(
       'fleetgate_dispatch_send',
       'fleetgate_dispatch_send.dispatch_id',
@@ -172,12 +194,7 @@ async function findOrphans(ctx: RecordsContext, limit: number): Promise<HeldDisp
       'fleetgate_dispatch_send.context_id',
       'fleetgate_dispatch_send.sent_at',
     ])
-    .where('fleetgate_dispatch.status', 'in', ['running', 'awaiting-input'])
-    .where('fleetgate_dispatch.task_id', 'is', null)
-    .orderBy('fleetgate_dispatch.created_at')
-    .limit(limit)
-    .execute();
-  return found.map(heldFromRow);
+    .where('fleetgate_dispatch.status', 'in', ['running', 'awaiting-input']);
 }
 
 /** {@link DispatchRecordStore.takeOver}. */
@@ -354,6 +371,7 @@ export function kyselyDispatchRecords(
     create: (record, createOptions) => createRecord(ctx, record, createOptions),
     sending: (record, send, announce) => recordSending(ctx, record, send, announce),
     orphans: (limit) => findOrphans(ctx, limit),
+    adrift: (limit, living) => findAdrift(ctx, limit, living),
     takeOver: (id, from, to) => takeOverDispatch(ctx, id, from, to),
     get: (id) => getRecord(ctx, id),
     list: (query) => listRecords(ctx, query),

@@ -29,15 +29,23 @@ const SELECT_ROWS =
   'left join "fleetgate_dispatch_trace" on "fleetgate_dispatch_trace"."dispatch_id" = "fleetgate_dispatch"."id" ';
 const SELECT_BY_ID = `${SELECT_ROWS}where "fleetgate_dispatch"."id" = ?`;
 const SELECT_BY_TASK = `${SELECT_ROWS}where "fleetgate_dispatch"."agent" = ? and "fleetgate_dispatch"."task_id" = ? limit 1`;
-const SELECT_ORPHANS =
+const SELECT_HELD =
   'select "fleetgate_dispatch".*, "fleetgate_dispatch_trace"."traceparent", ' +
   '"fleetgate_dispatch_send"."owner", "fleetgate_dispatch_send"."message_id", ' +
   '"fleetgate_dispatch_send"."context_id", "fleetgate_dispatch_send"."sent_at" ' +
   'from "fleetgate_dispatch" ' +
   'left join "fleetgate_dispatch_trace" on "fleetgate_dispatch_trace"."dispatch_id" = "fleetgate_dispatch"."id" ' +
   'inner join "fleetgate_dispatch_send" on "fleetgate_dispatch_send"."dispatch_id" = "fleetgate_dispatch"."id" ' +
-  `where "fleetgate_dispatch"."status" in ('running', 'awaiting-input') ` +
-  'and "fleetgate_dispatch"."task_id" is null order by "fleetgate_dispatch"."created_at" limit ?';
+  `where "fleetgate_dispatch"."status" in ('running', 'awaiting-input') `;
+const SELECT_ORPHANS = `${SELECT_HELD}and "fleetgate_dispatch"."task_id" is null order by "fleetgate_dispatch"."created_at" limit ?`;
+/** {@link DispatchRecordStore.adrift}'s query for `living` holders. */
+function selectAdrift(living: number): string {
+  return (
+    `${SELECT_HELD}and "fleetgate_dispatch"."task_id" is not null ` +
+    `and "fleetgate_dispatch_send"."owner" not in (${Array.from({ length: living }, () => '?').join(', ')}) ` +
+    'order by "fleetgate_dispatch"."created_at" limit ?'
+  );
+}
 const INSERT =
   'insert into "fleetgate_dispatch" ("id", "agent", "skill", "correlation_id", "status", "task_id", ' +
   '"created_at", "updated_at", "result") values (?, ?, ?, ?, ?, ?, ?, ?, ?)';
@@ -149,6 +157,15 @@ export function sqliteDispatchRecords(
     async orphans(limit) {
       const rows = await direct.read((sql) =>
         sql.all<DispatchRow & Omit<DispatchSendTable, 'dispatch_id'>>(SELECT_ORPHANS, [limit]),
+      );
+      return rows.map(heldFromRow);
+    },
+    async adrift(limit, living) {
+      const rows = await direct.read((sql) =>
+        sql.all<DispatchRow & Omit<DispatchSendTable, 'dispatch_id'>>(selectAdrift(living.length), [
+          ...living,
+          limit,
+        ]),
       );
       return rows.map(heldFromRow);
     },

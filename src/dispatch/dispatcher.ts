@@ -101,6 +101,23 @@ function checkInputDepth(request: DispatchRequest): void {
   }
 }
 
+/** Dispatches the recovery sweep reads at once. */
+const SWEEP_PAGE = 500;
+
+/** How {@link Dispatcher} sends a call. */
+interface SendOptions {
+  /** Announce `skill.dispatch.started` with the send (a call the gate let go at once). */
+  started?: boolean;
+  /** What is sent, its ids and holder already committed with the record (`#prepare`). */
+  prepared?: PreparedSend;
+  requestedBy?: string;
+  taskId?: string;
+  contextId?: string;
+  mode?: CallMode;
+  headers?: Readonly<Record<string, string>>;
+  observer?: Partial<DispatchObserver>;
+}
+
 /**
  * Whether a send failed because the agent's answer was cut off by the response deadline
  * (`limits.agentResponseTimeout`): the request reached the agent, so its task may run there.
@@ -194,8 +211,11 @@ export class Dispatcher {
     recoveryGiveUpMs: number;
   };
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
-  /** Dispatches this process is sending now: never taken for orphans, whoever asks. */
-  readonly #sending = new Set<string>();
+  /**
+   * Dispatches this process has in hand now (being gated, released or sent): never taken for
+   * orphans, whoever asks.
+   */
+  readonly #inHand = new Set<string>();
 
   constructor(options: DispatcherOptions) {
     this.#o = {
@@ -246,6 +266,24 @@ export class Dispatcher {
       ...defined({ requestedBy }),
     };
     const more = { started: true, ...defined({ requestedBy, mode, headers, observer }) };
+    // In hand from before it is recorded until it ends or is handed over: to the recovery sweep,
+    // a call recorded and not yet sent looks like one whose gateway stopped before sending it.
+    this.#inHand.add(record.id);
+    try {
+      return await this.#gateAndSend(record, call, input, more, observer);
+    } finally {
+      this.#inHand.delete(record.id);
+    }
+  }
+
+  /** A recorded call (about to be): gated, then held, refused or sent. */
+  async #gateAndSend(
+    record: DispatchRecord,
+    call: GateCall,
+    input: HeldInput,
+    more: SendOptions,
+    observer: Partial<DispatchObserver> | undefined,
+  ): Promise<DispatchRecord> {
     const atOnce = this.#o.gate.decideAtOnce?.(call);
     const prepared = atOnce?.action === 'allow' ? this.#prepare(input) : undefined;
     if (atOnce !== undefined && prepared !== undefined) {
@@ -315,23 +353,11 @@ export class Dispatcher {
   async #send(
     record: DispatchRecord,
     held: HeldInput,
-    more: {
-      /** Announce `skill.dispatch.started` with the send (a call the gate let go at once). */
-      started?: boolean;
-      /** What is sent, its ids and holder already committed with the record (`#prepare`). */
-      prepared?: PreparedSend;
-      requestedBy?: string;
-      taskId?: string;
-      contextId?: string;
-      mode?: CallMode;
-      headers?: Readonly<Record<string, string>>;
-      observer?: Partial<DispatchObserver>;
-    } = {},
+    more: SendOptions = {},
   ): Promise<DispatchRecord> {
     let result: CallResult;
     /** The ids the call went out with, committed before it left (a new task's call only). */
     let sent = more.prepared?.send;
-    this.#sending.add(record.id);
     try {
       const { input, options } = more.prepared ?? heldCall(held);
       if (more.taskId === undefined && more.prepared === undefined) {
@@ -363,22 +389,13 @@ export class Dispatcher {
         // The agent took the call and its answer was cut off: the task may run there still. It
         // is looked up as recovery looks up a dead holder's call, never failed blind (its
         // effects would be lost) nor sent again.
-        try {
-          return await this.#lookUp(record, sent, error);
-        } finally {
-          this.#sending.delete(record.id);
-        }
+        return this.#lookUp(record, sent, error);
       }
-      this.#sending.delete(record.id);
       const failed = { type: 'send-failed', at: this.#o.now(), error: callError(error) } as const;
       return (await this.#move(record, failed)).record;
     }
     more.observer?.replied?.(result);
-    try {
-      return await this.#answered(record, result, more);
-    } finally {
-      this.#sending.delete(record.id);
-    }
+    return this.#answered(record, result, more);
   }
 
   /** The agent answered a sent call: the task is followed, or the dispatch ends with it. */
@@ -522,18 +539,28 @@ export class Dispatcher {
         const running = { ...record, status: next.call.status, updatedAt: at };
         // The approval is consumed, the dispatch moved into this process's hands and its event
         // written in one transaction.
-        const moved = await verdict.claim((trx) =>
-          moveDispatch(trx, dispatchId, record.status, running.status, at, {
-            ...(announce === undefined
-              ? {}
-              : {
-                  announce: { record: running, event: { topic: announce.topic }, id: randomUUID() },
-                }),
-            owner: this.#o.owner,
-          }),
-        );
-        if (!moved) return this.#o.records.get(dispatchId);
-        return this.#send(running, verdict.input);
+        // In hand from before the claim commits: the record is then `running` and not yet sent.
+        this.#inHand.add(dispatchId);
+        try {
+          const moved = await verdict.claim((trx) =>
+            moveDispatch(trx, dispatchId, record.status, running.status, at, {
+              ...(announce === undefined
+                ? {}
+                : {
+                    announce: {
+                      record: running,
+                      event: { topic: announce.topic },
+                      id: randomUUID(),
+                    },
+                  }),
+              owner: this.#o.owner,
+            }),
+          );
+          if (!moved) return await this.#o.records.get(dispatchId);
+          return await this.#send(running, verdict.input);
+        } finally {
+          this.#inHand.delete(dispatchId);
+        }
       }
     }
   }
@@ -663,16 +690,25 @@ export class Dispatcher {
    *   person checks — never re-sent blindly, never `running` forever. An agent that cannot be
    *   reached is asked again at the next sweep, for `recoveryGiveUpMs` after the send.
    *
-   * `alive(owner)` tells whether a holder still runs (its instance lease). Resolves how many
-   * dispatches this sweep took in hand.
+   * And the dispatches whose task a dead process followed (it knew the task id): each is taken
+   * over once and its task followed here from its record, to its end.
+   *
+   * `alive(owner)` tells whether a holder still runs (its instance lease); it is asked once per
+   * holder and sweep. Resolves how many dispatches this sweep took in hand.
    */
   async recoverOrphans(alive: (owner: string) => Promise<boolean>): Promise<number> {
+    const living = new Map<string, boolean>([[this.#o.owner, true]]);
+    const runs = async (owner: string): Promise<boolean> => {
+      let known = living.get(owner);
+      if (known === undefined) living.set(owner, (known = await alive(owner)));
+      return known;
+    };
     let taken = 0;
-    for (const orphan of await this.#o.records.orphans(500)) {
+    for (const orphan of await this.#o.records.orphans(SWEEP_PAGE)) {
       const { record, send } = orphan;
-      if (this.#sending.has(record.id)) continue;
+      if (this.#inHand.has(record.id)) continue;
       if (send.owner !== this.#o.owner) {
-        if (await alive(send.owner)) continue;
+        if (await runs(send.owner)) continue;
         if (!(await this.#o.records.takeOver(record.id, send.owner, this.#o.owner))) continue;
       }
       taken += 1;
@@ -683,7 +719,42 @@ export class Dispatcher {
         this.#o.onError(error, 'dispatcher.recover');
       }
     }
-    return taken;
+    return taken + (await this.#adoptAdrift(runs, living));
+  }
+
+  /**
+   * Takes over the followed dispatches of holders that no longer run, a page at a time: a page
+   * names holders not asked yet (asked now; those that run are left out of the next page), or
+   * only dead ones (taken). Resolves how many were taken.
+   */
+  async #adoptAdrift(
+    runs: (owner: string) => Promise<boolean>,
+    living: ReadonlyMap<string, boolean>,
+  ): Promise<number> {
+    const adopt = this.#o.tracker.adopt?.bind(this.#o.tracker);
+    if (adopt === undefined) return 0;
+    let taken = 0;
+    for (;;) {
+      const running = [...living].filter(([, alive]) => alive).map(([owner]) => owner);
+      const page = await this.#o.records.adrift(SWEEP_PAGE, running);
+      // Each full page either names a holder not asked before or is taken: else it is the last.
+      let progressed = false;
+      for (const { record, send } of page) {
+        if (!living.has(send.owner)) progressed = true;
+        if (await runs(send.owner)) continue;
+        if (this.#inHand.has(record.id) || record.taskId === null) continue;
+        if (!(await this.#o.records.takeOver(record.id, send.owner, this.#o.owner))) continue;
+        progressed = true;
+        try {
+          await adopt(record.agent, record.taskId);
+          taken += 1;
+        } catch (error) {
+          if (this.#o.onError === undefined) throw error;
+          this.#o.onError(error, 'dispatcher.adopt');
+        }
+      }
+      if (page.length < SWEEP_PAGE || !progressed) return taken;
+    }
   }
 
   /** `lead` says how the call was left: by default, its holder stopped after sending it. */

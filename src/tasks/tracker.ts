@@ -328,23 +328,36 @@ export class TaskTracker implements TaskFollower {
         limit: RECOVERY_PAGE,
         ...defined({ after }),
       });
-      for (const record of records) {
-        const key = keyOf(record.agent, record.taskId);
-        if (this.#tracked.has(key) || this.#finishing.has(key)) continue;
-        this.#tracked.set(key, {
-          skill: record.skill,
-          correlationId: record.correlationId,
-          createdAt: record.createdAt,
-          recovered: true,
-          state: record.state,
-          pushed: false,
-        });
-        this.#scheduler.add(record.agent, record.taskId, 0);
-      }
+      for (const record of records) this.#take(record);
       total += records.length;
       after = records.at(-1);
       if (records.length < RECOVERY_PAGE) return total;
     }
+  }
+
+  /**
+   * Follows a task another process followed and left (it died, or stopped): from its record, polled
+   * at once, as restart recovery would. False when it is followed here already, ended, or unknown.
+   */
+  async adopt(agent: string, taskId: string): Promise<boolean> {
+    const record = await this.#o.records.get(agent, taskId);
+    return record !== undefined && record.terminalAt === null && this.#take(record);
+  }
+
+  /** Follows a recorded task from its record, polled at once; false when it is followed here. */
+  #take(record: TaskRecord): boolean {
+    const key = keyOf(record.agent, record.taskId);
+    if (this.#tracked.has(key) || this.#finishing.has(key)) return false;
+    this.#tracked.set(key, {
+      skill: record.skill,
+      correlationId: record.correlationId,
+      createdAt: record.createdAt,
+      recovered: true,
+      state: record.state,
+      pushed: false,
+    });
+    this.#scheduler.add(record.agent, record.taskId, 0);
+    return true;
   }
 
   /**

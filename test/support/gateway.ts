@@ -94,6 +94,8 @@ export interface GatewayOptions {
   onGateDecision?: GatewayDeps['onGateDecision'];
   /** More agents besides `ops`: name → URL (their cards are fetched like the ops agent's). */
   agents?: Readonly<Record<string, string>>;
+  /** `replicas.leaseTtl`: the recovery sweep runs every third of it (15 s by default). */
+  leaseTtl?: string;
 }
 
 /**
@@ -113,6 +115,7 @@ export async function gateway(w: World, options: GatewayOptions = {}): Promise<T
         { name: 'ops', url: w.agent.url },
         ...Object.entries(options.agents ?? {}).map(([name, url]) => ({ name, url })),
       ],
+      ...(options.leaseTtl === undefined ? {} : { replicas: { leaseTtl: options.leaseTtl } }),
     },
     {
       store: w.store,
