@@ -151,6 +151,9 @@ export function foldStream(
       case 'statusUpdate':
         task ??= taskFromUpdate(event);
         task.state = event.state;
+        // Each status replaces the last, its message included: a status without one clears it.
+        if (event.statusText === undefined) delete task.statusText;
+        else task.statusText = event.statusText;
         return;
       case 'artifactUpdate': {
         task ??= taskFromUpdate(event);
@@ -179,23 +182,27 @@ export function foldStream(
   return task;
 }
 
-/** Polls a task that is neither ended nor waiting on the caller, as a gateway's tracker would. */
+/**
+ * Polls a task that is neither ended nor waiting on the caller, as a gateway's tracker would, up
+ * to the timeout. `lost` when a `GetTask` failed (the error is added): the task's end is unknown,
+ * not late.
+ */
 export async function followToEnd(
   task: NormalizedTask,
   endpoint: AgentEndpoint,
   wire: WireOptions,
   call: AgentCheckCall,
   add: Add,
-): Promise<NormalizedTask> {
+): Promise<{ task: NormalizedTask; lost: boolean }> {
   const deadline = Date.now() + wire.timeoutMs;
   let current = task;
   while (!isTerminalState(current.state) && !isInterruptedState(current.state)) {
-    if (Date.now() > deadline) return current;
+    if (Date.now() > deadline) return { task: current, lost: false };
     await sleep(100);
     const got = await getTask(endpoint, current.id, wire);
     if (got.error !== undefined) {
       add(call.mode, 'error', `GetTask ${current.id} failed: ${got.error}`);
-      return current;
+      return { task: current, lost: true };
     }
     const next = readOrFlag(
       () => readTask(got.results[0]),
@@ -203,10 +210,55 @@ export async function followToEnd(
       call.mode,
       `GetTask ${current.id} answered no task`,
     );
-    if (next === undefined) return current;
+    if (next === undefined) return { task: current, lost: true };
     current = next;
   }
-  return current;
+  return { task: current, lost: false };
+}
+
+/**
+ * Judges how the task came out: a task that did not end (waiting on the caller, or still running
+ * when the timeout came) is a warning, as a gateway reads deltas only from a task that ended; a
+ * task that ended `failed` is an error, with its status text (the agent's own error, often), as
+ * the skill did not do its job on the call — a clean report must not hide that; `rejected` or
+ * `canceled` is a warning, as the skill may have refused the check's input. Returns whether the
+ * task ended, so its deltas and cost can be read.
+ */
+export function judgeEnd(
+  task: NormalizedTask,
+  call: AgentCheckCall,
+  timeoutMs: number,
+  add: Add,
+): boolean {
+  const status =
+    task.statusText === undefined || task.statusText === ''
+      ? 'no status message'
+      : JSON.stringify(task.statusText);
+  if (!isTerminalState(task.state)) {
+    add(
+      call.mode,
+      'warning',
+      isInterruptedState(task.state)
+        ? `the task did not end (state ${task.state}, ${status}); a gateway reads deltas only from a task that ended`
+        : `the task did not end within the timeout of ${timeoutMs} ms (state ${task.state}); a gateway reads deltas only from a task that ended`,
+    );
+    return false;
+  }
+  const retry = 'if the input is the reason, pass one the skill accepts with --input';
+  if (task.state === 'failed') {
+    add(
+      call.mode,
+      'error',
+      `the task failed: ${status}; the skill did not do its job on this call; ${retry}`,
+    );
+  } else if (task.state === 'rejected' || task.state === 'canceled') {
+    add(
+      call.mode,
+      'warning',
+      `the task ended ${task.state}: ${status}; the skill did not do its job, so what it reports went unchecked; ${retry}`,
+    );
+  }
+  return true;
 }
 
 /** What a gateway's effect-domain and cost hooks, and its reconciliation, would make of the task. */

@@ -19,6 +19,7 @@ export interface AgentEndpoint {
 
 /** What one HTTP exchange returned. */
 export interface WireExchange {
+  /** The HTTP status; 0 when no answer came (refused, or the timeout before any header). */
   status: number;
   /** The extensions the agent echoed (`A2A-Extensions`, `X-A2A-Extensions` on v0.3), or null. */
   echoed: string[] | null;
@@ -26,6 +27,8 @@ export interface WireExchange {
   results: unknown[];
   /** Why the exchange failed, when it did. */
   error?: string;
+  /** The timeout ended a stream after whole events: `results` holds them, `error` is unset. */
+  timedOut?: true;
 }
 
 /** How to reach the agent. */
@@ -39,7 +42,13 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function reason(error: unknown): string {
+function isTimeout(error: unknown): boolean {
+  return error instanceof Error && error.name === 'TimeoutError';
+}
+
+/** Why a request failed; a timeout is named with its value, which the platform's message omits. */
+function reason(error: unknown, timeoutMs: number): string {
+  if (isTimeout(error)) return `no answer within the request timeout of ${timeoutMs} ms`;
   if (error instanceof Error) {
     const cause = error.cause instanceof Error ? `: ${error.cause.message}` : '';
     return `${error.message}${cause}`;
@@ -71,7 +80,7 @@ export async function fetchCard(
         signal: AbortSignal.timeout(options.timeoutMs),
       });
     } catch (error) {
-      problems.push(`${candidate}: ${reason(error)}`);
+      problems.push(`${candidate}: ${reason(error, options.timeoutMs)}`);
       continue;
     }
     if (!response.ok) {
@@ -197,6 +206,37 @@ function sseData(text: string): unknown[] {
   return out;
 }
 
+/** The events of a stream cut short that came whole: the text up to its last blank line. */
+function wholeEvents(text: string): string {
+  let end = 0;
+  for (const m of text.matchAll(/\r?\n\r?\n/g)) end = m.index + m[0].length;
+  return text.slice(0, end);
+}
+
+/** Reads a stream chunk by chunk: what came before a failure is kept (`text()` drops it). */
+async function readStream(response: Response): Promise<{ text: string; error?: unknown }> {
+  if (response.body === null) return { text: '' };
+  const decoder = new TextDecoder();
+  const reader = response.body.getReader();
+  let text = '';
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return { text: text + decoder.decode() };
+      text += decoder.decode(value, { stream: true });
+    }
+  } catch (error) {
+    return { text, error };
+  }
+}
+
+/** Why an answer whose headers came did not come whole. */
+function brokeOff(error: unknown, timeoutMs: number): string {
+  return isTimeout(error)
+    ? `the answer did not end within the request timeout of ${timeoutMs} ms`
+    : `the response broke off: ${reason(error, timeoutMs)}`;
+}
+
 /** Unwraps a JSON-RPC envelope: its result, or the error as text. */
 function rpcResult(envelope: unknown): { result?: unknown; error?: string } {
   if (!isRecord(envelope)) return { error: 'the response is not a JSON-RPC object' };
@@ -256,26 +296,41 @@ async function exchange(
       signal: AbortSignal.timeout(options.timeoutMs),
     });
   } catch (error) {
-    return { status: 0, echoed: null, results: [], error: reason(error) };
+    return { status: 0, echoed: null, results: [], error: reason(error, options.timeoutMs) };
   }
   const out: WireExchange = {
     status: response.status,
     echoed: echoedOf(endpoint, response.headers),
     results: [],
   };
+  const sse = (response.headers.get('content-type') ?? '').includes('text/event-stream');
   let text: string;
-  try {
-    text = await response.text();
-  } catch (error) {
-    out.error = `the response broke off: ${reason(error)}`;
-    return out;
+  if (sse && response.ok) {
+    const read = await readStream(response);
+    text = read.text;
+    if ('error' in read) {
+      // A stream the timeout ended keeps the events that came whole: they name the task that did
+      // not end in time, which is what the check reports (not a broken answer).
+      text = wholeEvents(read.text);
+      if (!isTimeout(read.error) || text === '') {
+        out.error = brokeOff(read.error, options.timeoutMs);
+        return out;
+      }
+      out.timedOut = true;
+    }
+  } else {
+    try {
+      text = await response.text();
+    } catch (error) {
+      out.error = brokeOff(error, options.timeoutMs);
+      return out;
+    }
   }
   if (!response.ok) {
     out.error = `HTTP ${response.status}: ${text.slice(0, 200)}`;
     return out;
   }
   try {
-    const sse = (response.headers.get('content-type') ?? '').includes('text/event-stream');
     const bodies = sse ? sseData(text) : [JSON.parse(text) as unknown];
     for (const body of bodies) {
       if (endpoint.binding === 'HTTP+JSON') {
@@ -290,7 +345,7 @@ async function exchange(
       out.results.push(result);
     }
   } catch (error) {
-    out.error = `the response is not valid JSON: ${reason(error)}`;
+    out.error = `the response is not valid JSON: ${reason(error, options.timeoutMs)}`;
   }
   return out;
 }

@@ -11,10 +11,16 @@ import {
   EFFECT_DOMAIN_V1_URI,
   HITL_MODE_V1_URI,
   STAMPS,
-  isTerminalState,
   readDeclarations,
 } from '../protocol/index.js';
-import { checkEcho, foldStream, followToEnd, inspectTask, replyTask } from './check-inspect.js';
+import {
+  checkEcho,
+  foldStream,
+  followToEnd,
+  inspectTask,
+  judgeEnd,
+  replyTask,
+} from './check-inspect.js';
 import { inspectWireShapes } from './check-shapes.js';
 import type { AgentCheckCall, AgentCheckReport, CheckAgentOptions } from './check-types.js';
 import type { WireOptions } from './check-wire.js';
@@ -47,10 +53,11 @@ function stampsFor(
 /**
  * Calls an agent as a Fleetgate gateway would and reports the declarations, the stamps sent, the
  * extensions echoed, the deltas returned, and every reason a gateway would reject or flag them:
- * card diagnostics, a missing echo (also on streaming), rejected delta entries, delta parts a
- * gateway never reads (wrong MIME, a message reply, no effect-domain-v1 declaration), deltas on
- * intermediate stream events, undeclared domains, a `self` skill changing shared state, v0.3
- * shapes in a v1.0 answer, invalid cost parts.
+ * card diagnostics (a skill id listed twice included), a missing echo (also on streaming), a task
+ * that failed (with its status text) or did not end within the timeout, rejected delta entries,
+ * delta parts a gateway never reads (wrong MIME, a message reply, no effect-domain-v1
+ * declaration), deltas on intermediate stream events, undeclared domains, a `self` skill changing
+ * shared state, v0.3 shapes in a v1.0 answer, invalid cost parts.
  *
  * @throws FleetgateError `FLEETGATE_CARD_FETCH_FAILED` / `FLEETGATE_CARD_INVALID` when there is no
  * card to check; a failing call is a diagnostic, not a throw.
@@ -73,7 +80,10 @@ export async function checkAgent(
   const { skill } = options;
   const { card, url: cardUrl } = await fetchCard(url, wire);
   const d = readDeclarations(card);
-  const diagnostics: Diagnostic[] = d.diagnostics.map((x) => ({ ...x, path: `card.${x.path}` }));
+  const diagnostics: Diagnostic[] = d.diagnostics.map((x) => ({
+    ...x,
+    path: `card.${x.path}`,
+  }));
   const add = (path: string, severity: Diagnostic['severity'], message: string): void => {
     diagnostics.push({ path, severity, message });
   };
@@ -131,7 +141,9 @@ export async function checkAgent(
         wire,
       );
       call.echoedExtensions = sent.echoed;
-      checkEcho(call, add);
+      // Without an answer there are no headers to judge: echo advice would send the author after
+      // a problem the agent may not have.
+      if (sent.status !== 0) checkEcho(call, add);
       if (sent.error !== undefined) {
         add(mode, 'error', `the call failed: ${sent.error}`);
         continue;
@@ -140,18 +152,19 @@ export async function checkAgent(
         add(`${mode}.${shape.path}`, 'warning', shape.message);
       }
       const task = mode === 'streaming' ? foldStream(sent, call, add) : replyTask(sent, call, add);
-      if (task === undefined) continue;
-      const final = await followToEnd(task, endpoint, wire, call, add);
-      call.state = final.state;
-      call.taskId = final.id;
-      if (!isTerminalState(final.state)) {
-        add(
-          mode,
-          'warning',
-          `the task did not end (state ${final.state}); a gateway reads deltas only from a task that ended`,
-        );
+      if (task === undefined) {
+        if (sent.timedOut) {
+          add(mode, 'warning', `the stream did not end within the timeout of ${wire.timeoutMs} ms`);
+        }
         continue;
       }
+      // A stream the timeout ended has had its time: following it would wait as long again.
+      const { task: final, lost } = sent.timedOut
+        ? { task, lost: false }
+        : await followToEnd(task, endpoint, wire, call, add);
+      call.state = final.state;
+      call.taskId = final.id;
+      if (lost || !judgeEnd(final, call, wire.timeoutMs, add)) continue;
       inspectTask(final, call, { skill, domains, radius: blast?.radius, active }, add);
     }
   }

@@ -181,14 +181,26 @@ function readCardSkills(
         'FLEETGATE_LIMIT_EXCEEDED',
       );
     }
-    const read = new Set<string>();
+    /** Each skill id read, at the index that first lists it. */
+    const first = new Map<string, number>();
     listed.slice(0, LIMITS.cardSkills).forEach((skill: unknown, i) => {
-      if (isRecord(skill) && typeof skill.id === 'string' && skill.id !== '') {
-        read.add(skill.id);
-      } else {
+      if (!isRecord(skill) || typeof skill.id !== 'string' || skill.id === '') {
         report(jsonPath(jsonPath('skills', i), 'id'), 'warning', 'skill has no string id');
+        return;
+      }
+      const at = first.get(skill.id);
+      if (at === undefined) first.set(skill.id, i);
+      else {
+        // A2A requires skill ids unique within a card: skills and their declarations are keyed
+        // by id, so one of the two would silently win.
+        report(
+          jsonPath(jsonPath('skills', i), 'id'),
+          'error',
+          `skill id ${JSON.stringify(skill.id)} is listed twice (skills[${at}] and skills[${i}]); skill ids must be unique within a card: a gateway keys declarations by skill id, so one of the two silently wins`,
+        );
       }
     });
+    const read = new Set(first.keys());
     result.skills = [...read];
     // Whether a declaration names a listed skill is answered from the whole list (the card is
     // already within its byte limit): a skill past the first LIMITS.cardSkills is listed, and a

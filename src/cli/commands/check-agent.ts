@@ -88,8 +88,8 @@ function headers(list: readonly string[] | undefined): Record<string, string> {
 /**
  * `fleetgate check-agent URL --skill S [--input TEXT] [--json] [--strict] [--timeout MS]
  * [--no-stream] [--header "Name: value"]…`: calls the agent as a gateway would and reports what a
- * gateway would reject or flag. Exit codes as `lint-card`: 0 clean, 1 warnings with `--strict`,
- * 2 errors.
+ * gateway would reject or flag. Exit codes as `lint-card`: 0 clean, 1 errors (or warnings with
+ * `--strict`), 2 when the agent could not be checked at all.
  */
 export const registerCheckAgent: RegisterCommand = (program, io, setExit) => {
   program
