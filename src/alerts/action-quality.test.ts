@@ -53,6 +53,29 @@ describe('action quality alerts', () => {
     expect(alerts[0]!.payload.message).toMatch(/reported success: false/);
   });
 
+  it("tells the agent's own cost sample from the one the gateway measured by wall clock", async () => {
+    // The task id rides along in the payload (the cost extension adds it), beside the topic's fields.
+    const samples = [
+      { agent: 'ava', skill: 'sitrep', taskId: 't8', measured: 'agent' as const },
+      // The agent sent no cost-v1 part: the gateway made these samples from the tasks' ends.
+      { agent: 'quinn', skill: 'pr_review', taskId: 't9', measured: 'wall-clock' as const },
+      { agent: 'ops', skill: 'deploy', measured: 'wall-clock' as const },
+    ];
+    for (const sample of samples) {
+      await bus.publish('cost.sample', { ...sample, wallMs: 10, success: false });
+    }
+    await bus.idle();
+    expect(alerts.map((a) => a.payload.message)).toEqual([
+      'ava/sitrep reported success: false in its own cost sample (task t8)',
+      "quinn/pr_review failed (task t9; the gateway's wall-clock sample: success false)",
+      "ops/deploy failed (the gateway's wall-clock sample: success false)",
+    ]);
+    expect(alerts[1]!.payload.evidence).toMatchObject({
+      source: 'cost.sample',
+      payload: { measured: 'wall-clock' },
+    });
+  });
+
   it('raises action_quality when a task fails, once per task across both topics', async () => {
     await bus.publish('skill.dispatch.failed', {
       id: 'd1',

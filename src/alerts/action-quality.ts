@@ -34,6 +34,25 @@ function record(value: unknown): Record<string, unknown> {
 }
 
 /**
+ * What a `success: false` cost sample says, naming whose sample it is: the agent's own (a cost-v1
+ * part, `measured: 'agent'`), or the one the gateway made from the task's end when the agent sent
+ * none (`measured: 'wall-clock'`): that agent reported nothing, its task failed.
+ */
+function costSampleMessage(who: string, taskId: string | undefined, measured: unknown): string {
+  const task = taskId === undefined ? '' : `task ${taskId}`;
+  // `measured` comes off the bus as written (another version, another replica): anything else is
+  // a sample of no named source.
+  switch (measured) {
+    case 'agent':
+      return `${who} reported success: false in its own cost sample${task && ` (${task})`}`;
+    case 'wall-clock':
+      return `${who} failed (${task && `${task}; `}the gateway's wall-clock sample: success false)`;
+    default:
+      return `${who}: a cost sample says success: false${task && ` (${task})`}`;
+  }
+}
+
+/**
  * Creates the action-quality monitor.
  *
  * @example
@@ -57,7 +76,7 @@ export function createActionQualityMonitor(options: AlertRaiserOptions): ActionQ
     let message: string;
     if (event.topic === 'cost.sample') {
       if (payload.success !== false) return undefined;
-      message = `${agent}/${skill} reported success: false in its cost sample${taskId === undefined ? '' : ` (task ${taskId})`}`;
+      message = costSampleMessage(`${agent}/${skill}`, taskId, payload.measured);
     } else if (event.topic === 'skill.dispatch.failed') {
       // A dispatch record carries its end in `result` (`error.message`, else the task state).
       const result = record(payload.result);

@@ -1,6 +1,11 @@
+/**
+ * `fleetgate agents`, `agents ack` and `cards refresh`. The fleet table is printed from the
+ * fleet this process reads (`--config`) or from a running gateway's API (`--url`); both rows
+ * take their radius cell from {@link skillRadiusCell}, so a skill reads the same either way.
+ */
 import type { AgentCardState, CardBroker, RefreshOutcome } from '../../fleet/index.js';
 import type { BlastRadius } from '../../protocol/index.js';
-import { maxRadius } from '../../protocol/index.js';
+import { isBlastRadius, maxRadius } from '../../protocol/index.js';
 import type { FleetRuntime } from '../../service/index.js';
 import { EXIT } from '../errors.js';
 import type { CliIo } from '../io.js';
@@ -8,7 +13,9 @@ import { textFlag } from '../options.js';
 import { DEFAULT_CONFIG, fromEnvironment, readConfig } from '../store.js';
 import type { Style } from '../style.js';
 import { createStyle, renderFleetTable } from '../style.js';
-import { remoteAgents, remoteClient } from './remote.js';
+import type { GatewayClient } from './gateway-client.js';
+import type { AgentRow } from './remote.js';
+import { remoteClient, statusCell as remoteStatusCell } from './remote.js';
 import type { RegisterCommand } from './types.js';
 
 /** What the policy counts an unknown radius as (`policy.unknownRadius`). */
@@ -84,23 +91,51 @@ function statusCell(state: AgentCardState, s: Style): string {
   }
 }
 
+/** What the fleet table's radius cell is made from, whichever side read the fleet. */
+export interface SkillRadius {
+  /** max(declared, acknowledged, floor); `undefined` when the card declares no valid radius. */
+  radius: BlastRadius | undefined;
+  declared: BlastRadius | undefined;
+  /** True while the agent's card is stale: the policy does not trust its radius. */
+  stale: boolean;
+  /**
+   * What the gate counts the skill as when the card gives no radius it trusts (`undefined`: the
+   * call proceeds unrated, `policy.unknownRadius: proceed`). Read only in that case.
+   */
+  counted: BlastRadius | undefined;
+}
+
 /**
- * The radius cell when the card gives none the policy trusts (no declaration, or a stale card):
- * what the policy counts it as, then why (`public (unknown)`), as the gate decides it.
+ * The radius cell of one skill, in both modes of `fleetgate agents`. A radius the policy takes
+ * from the card shows as declared, or raised (`repo (declares self)`); one it does not (none
+ * declared, an invalid one, a stale card) shows what the gate counts it as, then why
+ * (`public (unknown)`, `proceed (stale)`).
  */
-function untrustedRadius(
+export function skillRadiusCell(r: SkillRadius, s: Style): string {
+  if (r.radius === undefined || r.stale) {
+    const why = s.dim(r.stale ? '(stale)' : '(unknown)');
+    return r.counted === undefined ? `proceed ${why}` : `${s.radius(r.counted)} ${why}`;
+  }
+  return r.declared !== r.radius
+    ? `${s.radius(r.radius)} ${s.dim(`(declares ${r.declared ?? '?'})`)}`
+    : s.radius(r.radius);
+}
+
+/**
+ * What the gate counts a skill as whose card gives it no radius it trusts: the unknown rule, never
+ * below what is known (a stale card's radius, the acknowledged level, the floor). The same
+ * arithmetic as the policy's `decide`.
+ */
+function countedRadius(
   r: ReturnType<CardBroker['effectiveRadius']>,
   rule: UnknownRule,
-  s: Style,
-): string {
-  const counted = maxRadius(
+): BlastRadius | undefined {
+  return maxRadius(
     rule === 'proceed' ? undefined : rule,
     r.stale ? r.radius : undefined,
     r.accepted,
     r.floor,
   );
-  const why = s.dim(r.stale ? '(stale)' : '(unknown)');
-  return counted === undefined ? `proceed ${why}` : `${s.radius(counted)} ${why}`;
 }
 
 /**
@@ -124,12 +159,7 @@ export function renderFleet(
     for (const skill of skills) {
       const r = broker.effectiveRadius(state.name, skill);
       const m = broker.effectiveHitlMode(state.name, skill);
-      const radius =
-        r.radius === undefined || r.stale
-          ? untrustedRadius(r, unknownRule, s)
-          : r.declared !== r.radius
-            ? `${s.radius(r.radius)} ${s.dim(`(declares ${r.declared ?? '?'})`)}`
-            : s.radius(r.radius);
+      const radius = skillRadiusCell({ ...r, counted: countedRadius(r, unknownRule) }, s);
       const waits = pending
         .filter((p) => p.agent === state.name && p.skill === skill)
         .map((p) => `${p.kind} ${p.accepted}→${p.pending}`)
@@ -151,6 +181,108 @@ export function renderFleet(
       st.lastError === undefined ? [] : [{ name: st.name, message: st.lastError.message }],
     );
   return renderFleetTable(rows, failures, s);
+}
+
+/** A radius as the API spells it; `undefined` for `null` or a name this CLI does not know. */
+function apiRadius(value: string | null | undefined): BlastRadius | undefined {
+  return typeof value === 'string' && isBlastRadius(value) ? value : undefined;
+}
+
+/**
+ * A skill row of `GET /api/agents` whose card gives no radius the gateway's policy trusts: the
+ * rows {@link skillRadiusCell} shows what the gate counts as.
+ */
+function untrustedRow(agent: AgentRow, skill: AgentRow['skills'][number]): boolean {
+  return agent.status === 'stale' || apiRadius(skill.effectiveRadius) === undefined;
+}
+
+/** `agent/skill`, the key of {@link countedByGateway}'s answer. */
+const skillKey = (agent: string, skill: string): string => `${agent}/${skill}`;
+
+/** How many `policy/explain` requests {@link countedByGateway} keeps in flight. */
+const EXPLAIN_CONCURRENCY = 8;
+
+/**
+ * What the gateway's gate counts each skill as whose card gives no radius it trusts, by
+ * `agent/skill`: the gate's own effective radius for a call (`GET /api/policy/explain`), since
+ * only the gateway knows its `policy.unknownRadius` and the level its ratchet holds.
+ */
+async function countedByGateway(
+  client: GatewayClient,
+  agents: readonly AgentRow[],
+): Promise<Map<string, BlastRadius | undefined>> {
+  const asks = agents.flatMap((a) =>
+    a.skills.filter((k) => untrustedRow(a, k)).map((k) => ({ agent: a.name, skill: k.id })),
+  );
+  const counted = new Map<string, BlastRadius | undefined>();
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    for (let ask = asks[next++]; ask !== undefined; ask = asks[next++]) {
+      const query = new URLSearchParams(ask).toString();
+      const { decision } = await client.get<{ decision: { effectiveRadius: string | null } }>(
+        `/api/policy/explain?${query}`,
+      );
+      counted.set(skillKey(ask.agent, ask.skill), apiRadius(decision.effectiveRadius));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(EXPLAIN_CONCURRENCY, asks.length) }, worker));
+  return counted;
+}
+
+/**
+ * The fleet table from `GET /api/agents`, radii as {@link renderFleet} prints them; `counted` is
+ * what the gateway counts each skill as whose radius it does not take from the card.
+ */
+export function renderRemoteFleet(
+  agents: readonly AgentRow[],
+  counted: ReadonlyMap<string, BlastRadius | undefined>,
+  s: Style,
+  now = Date.now(),
+): string {
+  const rows: string[][] = [];
+  for (const a of agents) {
+    const head = [a.name, remoteStatusCell(a.status, s), age(a.lastFetchedAt ?? undefined, now)];
+    if (a.skills.length === 0) rows.push([...head, s.dim('-'), '', '', '', '']);
+    for (const k of a.skills) {
+      const radius = skillRadiusCell(
+        {
+          radius: apiRadius(k.effectiveRadius),
+          declared: apiRadius(k.declaredRadius),
+          stale: a.status === 'stale',
+          counted: counted.get(skillKey(a.name, k.id)),
+        },
+        s,
+      );
+      rows.push([
+        ...head,
+        k.id,
+        radius,
+        k.hitlMode ?? s.dim('-'),
+        k.floor ?? s.dim('-'),
+        k.pendingRadius === null ? '' : s.yellow(`narrower ${k.pendingRadius} awaits ack`),
+      ]);
+      head.fill('');
+    }
+  }
+  const failures = agents.flatMap((a) =>
+    a.lastError === null ? [] : [{ name: a.name, message: a.lastError.message }],
+  );
+  return renderFleetTable(rows, failures, s);
+}
+
+/** `fleetgate agents --url`: exit 1 when an agent is not fresh. */
+async function remoteAgents(client: GatewayClient, io: CliIo, json: boolean): Promise<number> {
+  const body = await client.get<{ agents: AgentRow[] }>('/api/agents');
+  io.out(
+    json
+      ? `${JSON.stringify(body, null, 2)}\n`
+      : renderRemoteFleet(
+          body.agents,
+          await countedByGateway(client, body.agents),
+          createStyle(io.color),
+        ),
+  );
+  return body.agents.some((a) => a.status !== 'fresh') ? EXIT.problems : EXIT.ok;
 }
 
 /** What a refresh did, as `cards refresh` reports it: a first card is new, not changed. */

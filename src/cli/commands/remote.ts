@@ -1,8 +1,8 @@
 /**
  * The CLI against a running gateway (`--url`, token from `$FLEETGATE_TOKEN`): the remote sides of
- * `agents`, the approvals decisions and `tail`, and what `dispatch`, `refresh` and `ack` share.
- * `world` and the approvals list read the gateway in their own modules, through the printer
- * they share with the store.
+ * the approvals decisions and `tail`, and what `agents`, `dispatch`, `refresh` and `ack` share.
+ * `agents`, `world` and the approvals list read the gateway in their own modules, through the
+ * printer they share with the local mode.
  * Tables colour radii as `lint-card` and the dashboard do; `--json` prints what the API answered.
  */
 import type { EventEnvelope } from '../../protocol/index.js';
@@ -11,7 +11,7 @@ import { defined } from '../../protocol/fields/index.js';
 import type { CliIo } from '../io.js';
 import { cliCommand } from '../launcher.js';
 import type { Style } from '../style.js';
-import { createStyle, renderFleetTable } from '../style.js';
+import { createStyle } from '../style.js';
 import type { GatewayClient } from './gateway-client.js';
 import { createGatewayClient, gatewayTarget } from './gateway-client.js';
 import { formatEventLine } from './event-line.js';
@@ -75,71 +75,12 @@ export function radiusCell(r: string | null, s: Style): string {
   return r !== null && isBlastRadius(r) ? s.radius(r) : s.dim('unknown');
 }
 
-function age(ms: number | null, now = Date.now()): string {
-  if (ms === null) return '-';
-  const sec = Math.max(0, Math.round((now - ms) / 1000));
-  return sec < 60
-    ? `${sec}s`
-    : sec < 3600
-      ? `${Math.round(sec / 60)}m`
-      : `${Math.round(sec / 3600)}h`;
-}
-
 export function statusCell(status: string, s: Style): string {
   if (status === 'fresh' || status === 'completed') return s.green(status);
   if (status === 'failed' || status === 'awaiting-approval' || status === 'awaiting-input')
     return s.yellow(status);
   if (status === 'stale' || status === 'rejected') return s.red(status);
   return s.dim(status);
-}
-
-/** The fleet table from `GET /api/agents`. */
-export function renderRemoteFleet(agents: readonly AgentRow[], s: Style): string {
-  const rows: string[][] = [];
-  for (const a of agents) {
-    const head = [a.name, statusCell(a.status, s), age(a.lastFetchedAt)];
-    if (a.skills.length === 0) rows.push([...head, s.dim('-'), '', '', '', '']);
-    for (const k of a.skills) {
-      // As the store mode's table says it: what the policy counts, then why when the card
-      // gives no radius it trusts.
-      const widened =
-        a.status === 'stale'
-          ? ` ${s.dim('(stale)')}`
-          : k.declaredRadius === null
-            ? ` ${s.dim('(unknown)')}`
-            : k.declaredRadius !== k.effectiveRadius && k.effectiveRadius !== null
-              ? ` ${s.dim(`(declares ${k.declaredRadius})`)}`
-              : '';
-      rows.push([
-        ...head,
-        k.id,
-        radiusCell(k.effectiveRadius, s) + widened,
-        k.hitlMode ?? s.dim('-'),
-        k.floor ?? s.dim('-'),
-        k.pendingRadius === null ? '' : s.yellow(`narrower ${k.pendingRadius} awaits ack`),
-      ]);
-      head.fill('');
-    }
-  }
-  const failures = agents.flatMap((a) =>
-    a.lastError === null ? [] : [{ name: a.name, message: a.lastError.message }],
-  );
-  return renderFleetTable(rows, failures, s);
-}
-
-/** `fleetgate agents --url`. */
-export async function remoteAgents(
-  client: GatewayClient,
-  io: CliIo,
-  json: boolean,
-): Promise<number> {
-  const body = await client.get<{ agents: AgentRow[] }>('/api/agents');
-  io.out(
-    json
-      ? `${JSON.stringify(body, null, 2)}\n`
-      : renderRemoteFleet(body.agents, createStyle(io.color)),
-  );
-  return body.agents.some((a) => a.status !== 'fresh') ? 1 : 0;
 }
 
 export function dispatchLine(d: DispatchRow, s: Style): string {
