@@ -148,6 +148,26 @@ describe('decide', () => {
     });
   });
 
+  it('tells a radius declared but refused by the card reader from none declared', () => {
+    const none = decide(call({ declared: undefined }), rules());
+    expect(none.reasons[0]).toEqual({
+      kind: 'radius-unknown',
+      detail: 'no blast-v1 radius declared',
+    });
+    const refused = {
+      path: 'capabilities.extensions[0].params.skills.pr_review.radius',
+      message: 'unknown radius "galaxy"; expected one of self, project, repo, fleet, public',
+    };
+    const d = decide(call({ declared: undefined, refused }), rules());
+    expect(d.reasons[0]).toEqual({
+      kind: 'radius-unknown',
+      detail:
+        'blast-v1 radius declared but refused (capabilities.extensions[0].params.skills.pr_review.radius: unknown radius "galaxy"; expected one of self, project, repo, fleet, public)',
+    });
+    // Counted as any unknown radius.
+    expect(d.effectiveRadius).toBe('public');
+  });
+
   it('needs N distinct approvers for fleet and public', () => {
     const r = rules({ approvers: { fleet: 2, public: 3 } });
     expect(decide(call({ declared: 'repo' }), r).approvers).toBe(1);

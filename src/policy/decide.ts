@@ -84,7 +84,12 @@ function effectiveRadiusOf({ input, rules, reasons }: DecideStep): BlastRadius |
     const times = r.failures === undefined ? '' : ` ${r.failures} refreshes`;
     reasons.push({ kind: 'card-stale', detail: `card stale${times}: declarations not trusted` });
   } else if (r.declared === undefined) {
-    reasons.push({ kind: 'radius-unknown', detail: 'no blast-v1 radius declared' });
+    // Declared but refused is not "none declared": the author looks for a typo, not a missing entry.
+    const detail =
+      r.refused === undefined
+        ? 'no blast-v1 radius declared'
+        : `blast-v1 radius declared but refused (${r.refused.path}: ${r.refused.message})`;
+    reasons.push({ kind: 'radius-unknown', detail });
   } else {
     reasons.push({ kind: 'declared-radius', detail: `declared ${r.declared}` });
   }

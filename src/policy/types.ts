@@ -23,6 +23,11 @@ export interface RadiusFacts {
   stale: boolean;
   /** Consecutive failed refreshes, when known ("card stale 3 refreshes"). */
   failures?: number | undefined;
+  /**
+   * The card reader's diagnostic when the card has a blast-v1 entry for the skill that it refused
+   * (`radius: "galaxy"`): a radius was declared, not a valid one. `declared` is then undefined.
+   */
+  refused?: { path: string; message: string } | undefined;
 }
 
 /** What the fleet knows about a skill's hitl-mode-v1 declaration (`effectiveHitlMode`). */
