@@ -160,28 +160,44 @@ function fleetInstruments(registry: Registry, sources: MetricsSources) {
 /** The outbox, bus handler errors, live-event clients and HTTP requests. */
 function serviceInstruments(registry: Registry, sources: MetricsSources) {
   const metric = instrumentsOn(registry);
-  const outboxLag = metric.gauge(
+  // One read of the outbox per scrape, shared by its two gauges (collected side by side): each
+  // set from its own collect, so neither shows the previous scrape's value.
+  let reading: Promise<{ unsent: number; oldest: number | undefined }> | undefined;
+  const readOutbox = (): Promise<{ unsent: number; oldest: number | undefined } | undefined> => {
+    const store = sources.ports?.store;
+    if (store === undefined) return Promise.resolve(undefined);
+    reading ??= store.db
+      .selectFrom('fleetgate_outbox')
+      .select([
+        sql<number | string>`count(*)`.as('unsent'),
+        sql<number | string | null>`min(created_at)`.as('oldest'),
+      ])
+      .where('sent_at', 'is', null)
+      .executeTakeFirst()
+      .then((row) => ({
+        unsent: Number(row?.unsent ?? 0),
+        oldest: row?.oldest === null || row?.oldest === undefined ? undefined : Number(row.oldest),
+      }))
+      .finally(() => (reading = undefined));
+    return reading;
+  };
+  metric.gauge(
     'fleetgate_outbox_unsent',
     'Outbox events committed but not yet published',
+    [],
+    async (gauge) => {
+      const outbox = await readOutbox();
+      if (outbox !== undefined) gauge.set(outbox.unsent);
+    },
   );
   metric.gauge(
     'fleetgate_outbox_lag_seconds',
     'Age of the oldest unpublished outbox event (0 when none)',
     [],
     async (gauge) => {
-      if (sources.ports === undefined) return;
-      const row = await sources.ports.store.db
-        .selectFrom('fleetgate_outbox')
-        .select([
-          sql<number | string>`count(*)`.as('unsent'),
-          sql<number | string | null>`min(created_at)`.as('oldest'),
-        ])
-        .where('sent_at', 'is', null)
-        .executeTakeFirst();
-      const oldest =
-        row?.oldest === null || row?.oldest === undefined ? undefined : Number(row.oldest);
-      outboxLag.set(Number(row?.unsent ?? 0));
-      gauge.set(oldest === undefined ? 0 : Math.max(0, (Date.now() - oldest) / 1000));
+      const outbox = await readOutbox();
+      if (outbox === undefined) return;
+      gauge.set(outbox.oldest === undefined ? 0 : Math.max(0, (Date.now() - outbox.oldest) / 1000));
     },
   );
   const handlerErrors = metric.counter(
