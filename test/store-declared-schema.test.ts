@@ -4,18 +4,31 @@
  * table and column (or index) and the form expected, and undoing a migration drops what it
  * declared. Both engines.
  */
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type TableMetadata } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import {
   composeMigrations,
   openStore,
-  ownTables,
   type Store,
   type StoreMigrations,
 } from '../src/store/index.js';
 import { PG_URL, requirePostgres, uniqueName } from './support/services.js';
 
 const pgUp = await requirePostgres();
+
+/**
+ * The tables of the store's own schema: kysely's introspection lists every schema of the
+ * database, and the shared test database may hold other tables (another suite's, a store opened
+ * there by hand).
+ */
+async function ownTables(store: Store<unknown>): Promise<TableMetadata[]> {
+  const tables = await store.db.introspection.getTables();
+  if (store.kind === 'sqlite') return tables;
+  const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(
+    store.db,
+  );
+  return tables.filter((t) => t.schema === rows[0]!.schema);
+}
 
 const ENGINES = [
   { kind: 'sqlite' as const, skip: false },
@@ -45,7 +58,7 @@ async function withStore(
 
 /** The tables and indexes of a store, by name. */
 async function names(store: Store<unknown>): Promise<{ tables: string[]; indexes: string[] }> {
-  const tables = await ownTables(store.db, store.kind);
+  const tables = await ownTables(store);
   const indexes =
     store.kind === 'sqlite'
       ? await sql<{ name: string }>`select name from sqlite_master where type = 'index'
@@ -151,7 +164,7 @@ describe.each(ENGINES)('declared tables on $kind', ({ kind, skip }) => {
     await withStore(kind, migrations, async (store) => {
       expect(await names(store)).toEqual({ tables: ['a', 'b'], indexes: ['a_note', 'b_at'] });
       await migrations['0002_more']!.down!(store.db, kind);
-      const columns = (await ownTables(store.db, store.kind)).find((t) => t.name === 'a');
+      const columns = (await ownTables(store)).find((t) => t.name === 'a');
       expect(columns?.columns.map((c) => c.name)).toEqual(['id']);
       expect(await names(store)).toEqual({ tables: ['a', 'b'], indexes: ['b_at'] });
       await migrations['0001_a']!.down!(store.db, kind);

@@ -10,7 +10,6 @@ export type { StoreTimeouts } from './pg-pool.js';
 export { composeMigrations, migrateToLatest, serialKeyType } from './migrations.js';
 export type { MigrateOptions, StoreKind, StoreMigration, StoreMigrations } from './migrations.js';
 export type { ColumnSpec, ColumnSpecs, IndexSpec, TableSpec } from './schema.js';
-export { ownTables } from './schema.js';
 export type {
   SqliteAccess,
   SqliteRunResult,

@@ -3,7 +3,7 @@
  * the engine at hand here, once. A room's migration lists what it creates and the store builds it,
  * so no room spells out a schema builder chain and every table reads the same way.
  */
-import type { Kysely, TableMetadata } from 'kysely';
+import type { Kysely } from 'kysely';
 import { sql } from 'kysely';
 import type { ColumnDefinitionBuilder, CreateTableBuilder } from 'kysely';
 import { FleetgateError } from '../protocol/index.js';
@@ -225,16 +225,4 @@ export async function runDown(
   for (const name of Object.keys(migration.tables ?? {}).reverse()) {
     await db.schema.dropTable(name).execute();
   }
-}
-
-/**
- * The tables of the store's own schema. Kysely's introspection lists the tables of every
- * PostgreSQL schema in the database: a store kept in a schema beside another gateway's would
- * otherwise read (and act on) the other's tables. SQLite has one schema.
- */
-export async function ownTables(db: Kysely<unknown>, kind: StoreKind): Promise<TableMetadata[]> {
-  const tables = await db.introspection.getTables();
-  if (kind === 'sqlite') return tables;
-  const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
-  return tables.filter((t) => t.schema === rows[0]?.schema);
 }

@@ -4,8 +4,8 @@
  * sees it) and the clients' push configurations with their deliveries. The composition root hands the migration to the store
  * (migration names are permanent).
  */
-import type { StoreMigration } from '../../store/index.js';
-import { ownTables } from '../../store/index.js';
+import { sql, type Kysely, type TableMetadata } from 'kysely';
+import type { StoreKind, StoreMigration } from '../../store/index.js';
 
 /**
  * One task of the proxy (`fleetgate_proxy_task`): the client's view of its dispatch. The agent's
@@ -152,3 +152,14 @@ export const PROXY_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
   },
 };
 
+/**
+ * The tables of the store's own schema. Kysely's introspection lists the tables of every
+ * PostgreSQL schema in the database: a store kept in a schema beside another gateway's would
+ * otherwise read (and act on) the other's tables. SQLite has one schema.
+ */
+async function ownTables(db: Kysely<unknown>, kind: StoreKind): Promise<TableMetadata[]> {
+  const tables = await db.introspection.getTables();
+  if (kind === 'sqlite') return tables;
+  const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
+  return tables.filter((t) => t.schema === rows[0]?.schema);
+}
