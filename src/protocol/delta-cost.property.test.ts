@@ -61,6 +61,9 @@ const oddValue = fc.oneof(
   oddNumber,
   fc.constantFrom(undefined, 'x'.repeat(LIMITS.deltaValueBytes), 'é'.repeat(40_000)),
   fc.constantFrom(new Date(0), sparse, Object.create(null) as unknown, BigInt(1)),
+  // Not JSON, at the top or inside: each is refused, by the fast path and the schema alike.
+  fc.constantFrom(() => 1, Symbol('s'), new Map([[1, 2]]), { x: Infinity }, [1, undefined]),
+  fc.constantFrom({ a: { b: NaN } }, { f: () => 1 }, { when: new Date(0) }, [{ k: 1n }]),
 );
 const segment = fc.oneof(
   fc.stringMatching(/^[a-zA-Z_][a-zA-Z0-9_]{0,6}$/),

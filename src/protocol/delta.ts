@@ -78,8 +78,11 @@ function jsonBytes(value: unknown): number {
  * The one rule for what a delta entry may carry, applied wherever entries enter: the protocol
  * parser (fast path and zod schema alike), and the world state when it reads an event. A domain
  * and every path segment must not reach a prototype (`__proto__`, `constructor`, `prototype`)
- * nor contain NUL; a value must not have an own `__proto__` key at any depth, nest deeper than
- * `LIMITS.deltaValueDepth`, or be larger than `LIMITS.deltaValueBytes` as JSON.
+ * nor contain NUL; a value must be plain JSON (null, a boolean, a finite number, a string, an
+ * array or a plain object of such values — no `undefined`, NaN, Infinity, bigint, function,
+ * symbol, Date, Map or class instance at any depth, since JSON would drop, null or rewrite them),
+ * must not have an own `__proto__` key at any depth, nest deeper than `LIMITS.deltaValueDepth`, or
+ * be larger than `LIMITS.deltaValueBytes` as JSON.
  */
 
 const DOT = 46;
@@ -178,15 +181,42 @@ interface ValueProblem {
   trail: (string | number)[];
 }
 
+/** How a value that is not plain JSON reads in a reason: `NaN`, `undefined`, `a function`… */
+function describeNotJson(value: unknown): string {
+  switch (typeof value) {
+    case 'number':
+    case 'undefined':
+      return String(value);
+    case 'bigint':
+    case 'function':
+    case 'symbol':
+      return `a ${typeof value}`;
+    default: {
+      // The prototype's own `constructor`, read without running a getter: `Map`, `Date`, a class.
+      const proto = Object.getPrototypeOf(value) as object | null;
+      const ctor: unknown =
+        proto === null ? undefined : Object.getOwnPropertyDescriptor(proto, 'constructor')?.value;
+      return typeof ctor === 'function' && ctor.name !== ''
+        ? `an instance of ${ctor.name}`
+        : 'an object with a prototype other than Object.prototype';
+    }
+  }
+}
+
+/** The problem of a value that is not plain JSON, found where the walk stands. */
+function notJson(value: unknown): ValueProblem {
+  return { reason: `must be plain JSON, not ${describeNotJson(value)}`, trail: [] };
+}
+
 /**
- * An upper bound of the value's size as UTF-8 JSON (`Infinity` when only serialising tells:
- * `undefined`, a `toJSON`, a bigint…), or the structural problem found on the way. One walk
- * checks the rule and bounds the size, so a valid value is never serialised to be measured.
+ * An upper bound of the value's size as UTF-8 JSON, or the first problem found on the way (not
+ * plain JSON, an own `__proto__` key, too deep). One walk checks the rule and bounds the size, so a
+ * valid value is never serialised to be measured; its JSON is what was checked (no `toJSON`).
  */
 function walkValue(value: unknown, depth: number): number | ValueProblem {
   switch (typeof value) {
     case 'number':
-      return MAX_NUMBER_BYTES;
+      return Number.isFinite(value) ? MAX_NUMBER_BYTES : notJson(value);
     case 'boolean':
       return 5;
     case 'string':
@@ -198,6 +228,7 @@ function walkValue(value: unknown, depth: number): number | ValueProblem {
       }
       let total = 2;
       if (Array.isArray(value)) {
+        // A hole of a sparse array reads as `undefined`, refused: JSON would write it as null.
         for (let i = 0; i < value.length; i += 1) {
           const item = walkValue(value[i], depth + 1);
           if (typeof item !== 'number') {
@@ -208,10 +239,12 @@ function walkValue(value: unknown, depth: number): number | ValueProblem {
         }
         return total;
       }
+      // A Map, Set, Date or class instance would reach JSON as `{}` or through its `toJSON`.
+      const proto = Object.getPrototypeOf(value) as unknown;
+      if (proto !== Object.prototype && proto !== null) return notJson(value);
       if (Object.hasOwn(value, '__proto__')) {
         return { reason: 'must not have an own "__proto__" key', trail: ['__proto__'] };
       }
-      if (typeof (value as { toJSON?: unknown }).toJSON === 'function') total = Infinity;
       const record = value as Record<string, unknown>;
       for (const key of Object.keys(record)) {
         const item = walkValue(record[key], depth + 1);
@@ -224,13 +257,15 @@ function walkValue(value: unknown, depth: number): number | ValueProblem {
       return total;
     }
     default:
-      return Number.POSITIVE_INFINITY;
+      return notJson(value);
   }
 }
 
 /**
- * Checks a delta value (of a `set` or `push`): no own `__proto__` key at any depth, at most
- * `LIMITS.deltaValueDepth` levels of nesting, at most `LIMITS.deltaValueBytes` as JSON.
+ * Checks a delta value (of a `set` or `push`): plain JSON (see above; `undefined` is refused too,
+ * at the top as anywhere inside), no own `__proto__` key at any depth, at most
+ * `LIMITS.deltaValueDepth` levels of nesting, at most `LIMITS.deltaValueBytes` as JSON. A problem
+ * inside the value names where it is: `must be plain JSON, not NaN (at value.stats[2])`.
  */
 export function checkDeltaValue(value: unknown): string | undefined {
   const walked = walkValue(value, 0);
@@ -268,20 +303,19 @@ export const worldStateDeltaEntrySchema = lazySchema((z) =>
       value: z.unknown().optional(),
     })
     .superRefine((entry, ctx) => {
-      if (
-        entry.op === 'inc' &&
-        (typeof entry.value !== 'number' || !Number.isFinite(entry.value))
-      ) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['value'],
-          message: `must be a finite number for op "inc" (got ${preview(entry.value)})`,
-        });
+      // One issue about the value at most: `inc` has its own rule; a missing value is "required".
+      let problem: string | undefined;
+      if (entry.op === 'inc') {
+        if (typeof entry.value !== 'number' || !Number.isFinite(entry.value)) {
+          // `preview` writes NaN and Infinity as JSON does: `null`.
+          const got = typeof entry.value === 'number' ? String(entry.value) : preview(entry.value);
+          problem = `must be a finite number for op "inc" (got ${got})`;
+        }
+      } else if (entry.value === undefined) {
+        problem = 'is required';
+      } else {
+        problem = checkDeltaValue(entry.value);
       }
-      if (entry.value === undefined && entry.op !== 'inc') {
-        ctx.addIssue({ code: 'custom', path: ['value'], message: 'is required' });
-      }
-      const problem = checkDeltaValue(entry.value);
       if (problem !== undefined)
         ctx.addIssue({ code: 'custom', path: ['value'], message: problem });
     }),
@@ -308,9 +342,13 @@ function isPlainRecord(value: unknown): value is Record<string, unknown> {
   return proto === Object.prototype || proto === null;
 }
 
-/** True for a value whose JSON is a few bytes whatever it is (a number, boolean or null). */
+/** True for plain JSON of a few bytes by its type alone: a finite number, a boolean, null. */
 function smallByType(value: unknown): boolean {
-  return typeof value === 'number' || typeof value === 'boolean' || value === null;
+  return (
+    (typeof value === 'number' && Number.isFinite(value)) ||
+    typeof value === 'boolean' ||
+    value === null
+  );
 }
 
 /**
