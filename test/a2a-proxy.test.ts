@@ -321,7 +321,7 @@ describe('the A2A proxy', () => {
       expect(held.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
       const approvalId = approvalIdOf(held);
       expect(statusText(held)).toContain(`Awaiting approval ${approvalId}`);
-      expect(statusText(held)).toContain(`${gw.url}/#/approvals?id=${approvalId}`);
+      expect(statusText(held)).toContain(`${gw.url}/#/approvals/${approvalId}`);
       expect(agent.received.filter((c) => c.skill === 'bulk_migration').length).toBe(before);
 
       const approved = await api(gw.url, `/api/approvals/${approvalId}/approve`, {

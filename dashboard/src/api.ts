@@ -12,6 +12,17 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * The code of an {@link ApiError} for a request that got no answer at all (status 0): the gateway
+ * is down, restarting or out of the network's reach. Nothing says whether it acted on the request.
+ */
+export const UNREACHABLE = 'GATEWAY_UNREACHABLE';
+
+/** Whether `error` says the gateway could not be reached (no answer, not a refusal). */
+export function isUnreachable(error: unknown): error is ApiError {
+  return error instanceof ApiError && error.code === UNREACHABLE;
+}
+
 /** A client bound to one token. */
 export interface Api {
   get<T>(path: string): Promise<T>;
@@ -31,12 +42,24 @@ export function createApi(
     const headers: Record<string, string> = { accept: 'application/json' };
     if (token !== '') headers.authorization = `Bearer ${token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(`${base}${path}`, {
-      method,
-      headers,
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await res.text();
+    let res: Response;
+    let text: string;
+    try {
+      res = await fetch(`${base}${path}`, {
+        method,
+        headers,
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      text = await res.text();
+    } catch (error) {
+      // No answer, or one cut off: the browser says only "Failed to fetch" or the like.
+      throw new ApiError(
+        0,
+        UNREACHABLE,
+        `The gateway cannot be reached (${error instanceof Error ? error.message : String(error)}).`,
+        undefined,
+      );
+    }
     let parsed: unknown;
     try {
       parsed = text === '' ? undefined : JSON.parse(text);

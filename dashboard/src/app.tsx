@@ -2,10 +2,10 @@
  * The page: token login (kept in session storage for this tab), the metrics strip, a tab per
  * view, and one live-event stream that keeps every view current.
  */
-import { lazy, Suspense } from 'preact/compat';
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, createApi } from './api.js';
+import { ApiError, createApi, isUnreachable } from './api.js';
 import { openEventStream } from './events.js';
+import { lazyView } from './lazy-view.js';
 import type { Session, Store } from './state.js';
 import { useStore } from './state.js';
 import type { Role } from './types.js';
@@ -17,7 +17,7 @@ import { FleetView } from './views/fleet.js';
 import { MetricsStrip } from './views/metrics.js';
 
 /** The world view and its charts (uPlot) load when first shown: the first screen waits for less. */
-const WorldView = lazy(() => import('./views/world.js').then((m) => ({ default: m.WorldView })));
+const WorldView = lazyView(() => import('./views/world.js').then((m) => m.WorldView));
 
 export const TOKEN_KEY = 'fleetgate.token';
 /** Who the gateway said this tab's token is (the token, its name and role), for rendering a reload at once. */
@@ -122,10 +122,62 @@ function useHash(): string {
   return hash;
 }
 
-/** Asks the gateway who a token is; undefined when it is refused. */
+/**
+ * Set (in local storage, per origin) once this gateway is known to ask for tokens: a tab without a
+ * token then shows the sign-in form without first asking the gateway who nobody is (a 401).
+ */
+const TOKENS_KEY = 'fleetgate.tokensRequired';
+
+function remember(tokensRequired: boolean): void {
+  try {
+    if (tokensRequired) localStorage.setItem(TOKENS_KEY, '1');
+    else localStorage.removeItem(TOKENS_KEY);
+  } catch {
+    // Storage refused (a private window's quota): the page asks again next time.
+  }
+}
+
+/**
+ * Whether a tab without a token may be signed in by the gateway itself. Only a gateway without
+ * tokens does that, and it listens on loopback only (`FLEETGATE_LISTEN_UNSAFE`): a page from any
+ * other host, or from a gateway that asked this browser for a token before, shows the form. (A
+ * tokenless gateway behind a proxy: Sign in with the field empty.)
+ */
+function mayBeTokenless(): boolean {
+  try {
+    if (localStorage.getItem(TOKENS_KEY) !== null) return false;
+  } catch {
+    // No storage: decide by the host alone.
+  }
+  const host = location.hostname;
+  return (
+    host === 'localhost' ||
+    host.endsWith('.localhost') ||
+    host === '[::1]' ||
+    /^127(\.\d{1,3}){3}$/.test(host)
+  );
+}
+
+/** Asks the gateway who a token is (`''`: no token, for a gateway without tokens); throws when refused. */
 async function signIn(token: string): Promise<Session> {
-  const who = await createApi(token).get<{ name: string; role: Role }>('/api/session');
+  let who: { name: string; role: Role; authenticated: boolean };
+  try {
+    who = await createApi(token).get<{ name: string; role: Role; authenticated: boolean }>(
+      '/api/session',
+    );
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) remember(true);
+    throw error;
+  }
+  remember(who.authenticated);
   return { token, name: who.name, role: who.role };
+}
+
+function describeSignInError(error: unknown): string {
+  if (isUnreachable(error)) {
+    return `${error.message} Is it running? Try again once it is.`;
+  }
+  return error instanceof ApiError ? `${error.code}: ${error.message}` : String(error);
 }
 
 function Login(props: { onSession(s: Session): void; message: string }) {
@@ -136,7 +188,7 @@ function Login(props: { onSession(s: Session): void; message: string }) {
     try {
       props.onSession(await signIn(token.trim()));
     } catch (err) {
-      setError(err instanceof ApiError ? `${err.code}: ${err.message}` : String(err));
+      setError(describeSignInError(err));
     }
   };
   return (
@@ -154,7 +206,10 @@ function Login(props: { onSession(s: Session): void; message: string }) {
           placeholder="the token the gateway printed, or one from auth.tokens"
         />
         <button type="submit">Sign in</button>
-        <p class="muted small">Kept in this tab's session storage only.</p>
+        <p class="muted small">
+          Kept in this tab's session storage only. A gateway without tokens needs none: sign in with
+          the field empty.
+        </p>
         {error !== '' && (
           <p class="error" role="alert">
             {error}
@@ -187,6 +242,11 @@ export function App(props: { store: Store }) {
       start(known, true);
       setChecked(true);
     }
+    // Without a token, only a gateway that has none signs the tab in: ask only one that may.
+    if (saved === '' && !mayBeTokenless()) {
+      setChecked(true);
+      return;
+    }
     signIn(saved)
       .then((s) => {
         if (known === undefined) start(s, saved !== '');
@@ -205,7 +265,7 @@ export function App(props: { store: Store }) {
             `Signed out: the gateway no longer accepts this token (${e.message}). Sign in again.`,
           );
         } else if (saved !== '' && known === undefined) {
-          setMessage(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
+          setMessage(describeSignInError(e));
         }
       })
       .finally(() => setChecked(true));
@@ -245,6 +305,11 @@ export function App(props: { store: Store }) {
       onStatus: (s, detail) => {
         // Every (re)connection: is it still the same gateway?
         if (s === 'live' && store.stream !== 'live' && store.status !== undefined) checkGateway();
+        // Back after an outage: what failed to load meanwhile is read again.
+        if (s === 'live' && store.streamLostAt !== undefined && store.error !== '')
+          void store.loadAll();
+        if (s === 'live') store.streamLostAt = undefined;
+        else if (s !== 'connecting') store.streamLostAt ??= Date.now();
         store.stream = s;
         store.streamDetail = detail ?? '';
         store.changed();
@@ -259,9 +324,11 @@ export function App(props: { store: Store }) {
     addEventListener('pagehide', () => stream.close(), { once: true });
   };
 
+  // What the inbox counts as pending (snoozed requests are not).
+  const waiting = store.awaitingDecision.length;
   useEffect(() => {
-    document.title = `${store.pending.length > 0 ? `(${store.pending.length}) ` : ''}Fleetgate`;
-  }, [store.pending.length]);
+    document.title = `${waiting > 0 ? `(${waiting}) ` : ''}Fleetgate`;
+  }, [waiting]);
 
   if (!checked) return <p class="muted">…</p>;
   if (store.session === undefined) return <Login onSession={start} message={message} />;
@@ -278,13 +345,9 @@ export function App(props: { store: Store }) {
           {VIEWS.map((v) => (
             <a key={v} href={`#/${v}`} aria-current={v === view ? 'page' : undefined} data-view={v}>
               {TITLES[v]}
-              {v === 'approvals' && store.pending.length > 0 && (
-                <span
-                  class="count"
-                  data-pending-count={store.pending.length}
-                  aria-label={`${store.pending.length} pending`}
-                >
-                  {store.pending.length}
+              {v === 'approvals' && waiting > 0 && (
+                <span class="count" data-pending-count={waiting} aria-label={`${waiting} pending`}>
+                  {waiting}
                 </span>
               )}
             </a>
@@ -317,13 +380,11 @@ export function App(props: { store: Store }) {
           ))}
         {page?.kind === 'approval' && <ApprovalPage key={page.id} store={store} id={page.id} />}
         {page === undefined && view === 'fleet' && <FleetView store={store} />}
-        {page === undefined && view === 'approvals' && <ApprovalsView store={store} />}
-        {page === undefined && view === 'effects' && <EffectsPage store={store} params={params} />}
-        {page === undefined && view === 'world' && (
-          <Suspense fallback={<p class="muted">…</p>}>
-            <WorldView store={store} params={params} />
-          </Suspense>
+        {page === undefined && view === 'approvals' && (
+          <ApprovalsView store={store} focus={params.get('id') ?? ''} />
         )}
+        {page === undefined && view === 'effects' && <EffectsPage store={store} params={params} />}
+        {page === undefined && view === 'world' && <WorldView store={store} params={params} />}
         {page === undefined && view === 'dispatches' && (
           <DispatchesView
             store={store}

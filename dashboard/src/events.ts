@@ -2,7 +2,8 @@
  * Live events over `GET /api/events` (Server-Sent Events read with `fetch`, because an
  * `EventSource` cannot send the bearer token). One long request; when it ends or fails it is
  * opened again after the server's `retry:` delay with `Last-Event-ID`, so nothing still retained is
- * missed. There is no polling: the page changes only when an event arrives.
+ * missed. There is no polling: the page changes only when an event arrives. A gateway that cannot
+ * be reached for {@link OFFLINE_AFTER_MS} is reported `offline` (it is still tried again).
  */
 import type { EventEnvelope } from './types.js';
 
@@ -26,6 +27,12 @@ export interface EventStreamOptions {
  */
 const REPLAY_WINDOW = 'window';
 
+/**
+ * How long the gateway may stay out of reach before the stream says `offline` instead of
+ * `reconnecting`: longer than a restart takes, short enough that nobody waits on a dead gateway.
+ */
+export const OFFLINE_AFTER_MS = 15_000;
+
 export function openEventStream(options: EventStreamOptions): { close(): void } {
   let lastId = '';
   let retryMs = 2000;
@@ -35,6 +42,21 @@ export function openEventStream(options: EventStreamOptions): { close(): void } 
   /** No event was received yet (control frames, comments and `retry:` are none). */
   let first = true;
   let connections = 0;
+  /** When the stream was lost (undefined while connected). */
+  let lostAt: number | undefined;
+
+  /** The status while the stream is down: `offline` once it has been for long. */
+  const down = (detail?: string): void => {
+    lostAt ??= Date.now();
+    if (Date.now() - lostAt < OFFLINE_AFTER_MS) options.onStatus('reconnecting', detail);
+    else {
+      const since = new Date(lostAt).toLocaleTimeString();
+      options.onStatus(
+        'offline',
+        `the gateway cannot be reached since ${since}${detail === undefined ? '' : ` (${detail})`}; still trying every ${Math.round(retryMs / 1000)} s`,
+      );
+    }
+  };
 
   const connect = async (): Promise<void> => {
     connections += 1;
@@ -60,6 +82,7 @@ export function openEventStream(options: EventStreamOptions): { close(): void } 
         return;
       }
       if (!res.ok || res.body === null) throw new Error(`HTTP ${res.status}`);
+      lostAt = undefined;
       options.onStatus('live');
       const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
       let buffer = '';
@@ -73,12 +96,13 @@ export function openEventStream(options: EventStreamOptions): { close(): void } 
           buffer = buffer.slice(at + 2);
         }
       }
+      if (closed) return;
+      down();
     } catch (error) {
       if (closed) return;
-      options.onStatus('reconnecting', error instanceof Error ? error.message : String(error));
+      down(error instanceof Error ? error.message : String(error));
     }
     if (closed) return;
-    options.onStatus('reconnecting');
     timer = setTimeout(() => void connect(), retryMs);
   };
 

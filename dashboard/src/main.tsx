@@ -6,10 +6,16 @@ import './style.css';
 
 // `npm start` prints the dashboard URL with the run's token in the fragment (`/#token=…`), which
 // the browser never sends to the server: keep it for this tab's session and clear the address bar.
-const fromHash = new URLSearchParams(location.hash.slice(1)).get('token');
+// A link to a view may carry one too (`#/approvals?id=…&token=…`): the view stays.
+const [route = '', query = ''] = location.hash.slice(1).split('?');
+const fragment = new URLSearchParams(route.startsWith('/') ? query : location.hash.slice(1));
+const fromHash = fragment.get('token');
 if (fromHash !== null && fromHash !== '') {
   sessionStorage.setItem(TOKEN_KEY, fromHash);
-  history.replaceState(null, '', `${location.pathname}${location.search}#/fleet`);
+  fragment.delete('token');
+  const rest = fragment.toString();
+  const view = route.startsWith('/') ? `#${route}${rest === '' ? '' : `?${rest}`}` : '#/fleet';
+  history.replaceState(null, '', `${location.pathname}${location.search}${view}`);
 }
 
 const store = new Store();

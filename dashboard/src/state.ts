@@ -61,6 +61,11 @@ function text(value: unknown, fallback: string): string {
 }
 const ROLE_ORDER: Record<Role, number> = { viewer: 0, operator: 1, approver: 2, admin: 3 };
 
+/** Whether a request is snoozed at `now` (hidden from the default inbox, not counted as waiting). */
+export function isSnoozed(a: Approval, now: number): boolean {
+  return typeof a.snoozedUntil === 'number' && a.snoozedUntil > now;
+}
+
 export function roleAtLeast(role: Role, needed: Role): boolean {
   return ROLE_ORDER[role] >= ROLE_ORDER[needed];
 }
@@ -93,6 +98,11 @@ export class Store {
   #deltaSeconds: { second: number; count: number }[] = [];
   rejectedDeltas = 0;
   stream: StreamStatus = 'offline';
+  /**
+   * When the live connection was last lost (undefined while live): the status strip stops
+   * counting the gateway's uptime there.
+   */
+  streamLostAt: number | undefined;
   /** When the page opened: events from before it (replayed on connect) are history, not news. */
   readonly openedAt = Date.now();
   streamDetail = '';
@@ -180,7 +190,38 @@ export class Store {
       '/api/approvals?status=pending&snoozed=true',
     );
     this.pending = approvals;
+    this.#wakeAtSnoozeEnd();
     this.changed();
+  }
+
+  /**
+   * The pending requests the inbox shows by default (not snoozed now): the Approvals count, the
+   * tab's title and the metrics strip count these, so they agree with the inbox.
+   */
+  get awaitingDecision(): Approval[] {
+    const now = Date.now();
+    return this.pending.filter((a) => !isSnoozed(a, now));
+  }
+
+  #snoozeTimer: ReturnType<typeof setTimeout> | undefined;
+  /** A snooze that ends changes the counts without any event: render again then. */
+  #wakeAtSnoozeEnd(): void {
+    if (this.#snoozeTimer !== undefined) clearTimeout(this.#snoozeTimer);
+    this.#snoozeTimer = undefined;
+    const now = Date.now();
+    const next = Math.min(
+      ...this.pending.map((a) => (isSnoozed(a, now) ? a.snoozedUntil! : Infinity)),
+    );
+    if (next === Infinity) return;
+    this.#snoozeTimer = setTimeout(
+      () => {
+        this.#snoozeTimer = undefined;
+        this.#wakeAtSnoozeEnd();
+        this.changed();
+      },
+      // (A timer's delay is at most 2^31 - 1 ms; a longer one fires at once.)
+      Math.min(next - now + 50, 2 ** 31 - 1),
+    );
   }
 
   /** The decided requests the time-to-decision figures are made of. */

@@ -2,14 +2,24 @@
  * The approvals inbox: every pending request of the fleet, widest radius first then oldest, with
  * a countdown to expiry; approve, reject with a reason, snooze (hidden for a while, not a
  * rejection); a history tab. A request someone else decided answers 409: said inline.
+ * `#/approvals?id=<id>` (the link the A2A proxy used to give) opens the inbox on one request.
  */
-import { useEffect, useState } from 'preact/hooks';
-import { ApiError } from '../api.js';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { ApiError, isUnreachable } from '../api.js';
 import { RadiusBadge, radiusRank } from '../radius.js';
 import { FilterSelect, SearchText, useSearch, VirtualTable, Count } from '../search.js';
 import { fleetOptions } from './dispatches.js';
 import type { Store } from '../state.js';
-import { ago, countdown, duration, roleAtLeast, shortId, useNow, useStore } from '../state.js';
+import {
+  ago,
+  countdown,
+  duration,
+  isSnoozed,
+  roleAtLeast,
+  shortId,
+  useNow,
+  useStore,
+} from '../state.js';
 import type { Approval, DispatchRecord } from '../types.js';
 
 /** Pending requests in inbox order: widest radius first, then the oldest. */
@@ -37,17 +47,46 @@ export function outcomeWord(a: Approval): string {
   return who === undefined ? a.status : `${a.status} by ${who}`;
 }
 
+/** What a refused or failed decision means, worded by the gateway's error code. */
 function describeError(error: unknown): string {
-  if (error instanceof ApiError) {
-    const by = error.details?.decidedBy;
-    if (error.status === 409) {
-      return typeof by === 'string'
-        ? `Already decided by ${by}.`
-        : `Already decided: ${error.message}`;
-    }
-    return `${error.code}: ${error.message}`;
+  if (isUnreachable(error)) {
+    return 'The gateway cannot be reached: nothing confirms this was recorded. The page keeps trying to reconnect; try again once the strip says live.';
   }
-  return String(error);
+  if (!(error instanceof ApiError)) return String(error);
+  const details = error.details ?? {};
+  switch (error.code) {
+    case 'FLEETGATE_APPROVAL_ALREADY_DECIDED':
+      // The same code answers a second yes from one approver while the request still waits.
+      if (details.status === 'pending')
+        return `You already approved this request. ${error.message}`;
+      return typeof details.decidedBy === 'string'
+        ? `Already decided by ${details.decidedBy}.`
+        : `Already decided: ${error.message}`;
+    case 'FLEETGATE_APPROVAL_EXPIRED':
+      return 'Expired: nobody decided in time, so the call was not sent.';
+    case 'FLEETGATE_APPROVAL_VOID':
+      return `Void: ${error.message}`;
+    case 'FLEETGATE_APPROVAL_SELF':
+      return 'You asked for this call: another approver must decide it.';
+    case 'FLEETGATE_APPROVAL_NOT_FOUND':
+      return `No such request on this gateway: ${error.message}`;
+    default:
+      return `${error.code}: ${error.message}`;
+  }
+}
+
+/**
+ * Brings the request a link points at into view, focuses it (keyboard and screen readers start
+ * there) and returns the ref for its element; once per request, not on every render.
+ */
+function useLandOn(focused: boolean): preact.RefObject<HTMLLIElement | null> {
+  const ref = useRef<HTMLLIElement>(null);
+  useEffect(() => {
+    if (!focused || ref.current === null) return;
+    ref.current.scrollIntoView({ block: 'center' });
+    ref.current.focus({ preventScroll: true });
+  }, [focused]);
+  return ref;
 }
 
 function Request(props: {
@@ -58,8 +97,11 @@ function Request(props: {
   canAnswer: boolean;
   /** On the approval's own page (no link to itself). */
   detail?: boolean;
+  /** A link points at it: scrolled into view, focused and highlighted. */
+  focused?: boolean;
 }) {
   const { store, approval: a, now } = props;
+  const ref = useLandOn(props.focused === true);
   const [reason, setReason] = useState('');
   const [answer, setAnswer] = useState('');
   const [rejecting, setRejecting] = useState(false);
@@ -85,18 +127,28 @@ function Request(props: {
       setBusy(false);
     }
   };
-  const snoozed = typeof a.snoozedUntil === 'number' && a.snoozedUntil > now;
+  const snoozed = isSnoozed(a, now);
   const veto = a.kind === 'veto';
+  const me = store.session?.name;
+  // The gateway refuses both (a second yes from one approver, the requester's own yes): the
+  // page does not offer them.
+  const voted = me !== undefined && a.approvals.some((v) => v.by === me);
+  const asked = me !== undefined && a.requestedBy !== null && a.requestedBy === me;
+  const more = a.requiredApprovals - a.approvals.length;
   const left = (a.expiresAt - now) / 1000;
   const open = a.status === 'pending' && left > 0;
   // A snooze never hides a request past its own end, and never hides a veto window at all.
   const canSnooze = !veto && a.kind !== 'checkpoint' && a.expiresAt - now > SNOOZE_MS;
   return (
     <li
-      class={`request${snoozed ? ' snoozed' : ''}${veto ? ' veto' : ''}`}
+      ref={ref}
+      class={`request${snoozed ? ' snoozed' : ''}${veto ? ' veto' : ''}${props.focused === true ? ' focused' : ''}`}
       data-approval={a.id}
       data-dispatch={a.dispatchId}
       data-kind={a.kind}
+      {...(props.focused === true
+        ? { tabIndex: -1, 'data-focused': '', 'aria-current': 'true' as const }
+        : {})}
     >
       <div class="request-head">
         <RadiusBadge radius={a.radius} />
@@ -177,16 +229,25 @@ function Request(props: {
         : props.canDecide &&
           open && (
             <div class="actions">
-              {!veto && (
-                <button
-                  type="button"
-                  class="approve"
-                  disabled={busy}
-                  onClick={() => void act('approve')}
-                >
-                  Approve
-                </button>
-              )}
+              {!veto &&
+                (voted ? (
+                  <span class="muted small" data-voted>
+                    You approved; it waits for {more} more approver{more === 1 ? '' : 's'}.
+                  </span>
+                ) : asked ? (
+                  <span class="muted small" data-own-call>
+                    You asked for this call: another approver approves it.
+                  </span>
+                ) : (
+                  <button
+                    type="button"
+                    class="approve"
+                    disabled={busy}
+                    onClick={() => void act('approve')}
+                  >
+                    Approve
+                  </button>
+                ))}
               {rejecting ? (
                 <>
                   <label>
@@ -232,20 +293,133 @@ function Request(props: {
   );
 }
 
-export function ApprovalsView(props: { store: Store }) {
+/** What the page knows of the request a link points at (`#/approvals?id=<id>`). */
+type Target =
+  | { kind: 'none' }
+  | { kind: 'looking' }
+  | { kind: 'pending'; approval: Approval }
+  | { kind: 'decided'; approval: Approval }
+  | { kind: 'missing' }
+  | { kind: 'failed'; message: string };
+
+/**
+ * The request `id` names: pending ones come from the inbox the store holds; one the inbox does
+ * not hold (decided, unknown, or not loaded yet) is asked of the gateway, and asked again when
+ * the inbox changes (it may have just been decided).
+ */
+function useTarget(store: Store, id: string): Target {
+  const inInbox = id === '' ? undefined : store.pending.find((a) => a.id === id);
+  const [asked, setAsked] = useState<{ id: string; target: Target }>({
+    id: '',
+    target: { kind: 'none' },
+  });
+  useEffect(() => {
+    if (id === '' || inInbox !== undefined) return undefined;
+    let live = true;
+    store
+      .api!.get<Approval>(`/api/approvals/${encodeURIComponent(id)}`)
+      .then((a) => {
+        if (!live) return;
+        setAsked({
+          id,
+          target: { kind: a.status === 'pending' ? 'pending' : 'decided', approval: a },
+        });
+      })
+      .catch((e: unknown) => {
+        if (!live) return;
+        setAsked({
+          id,
+          target:
+            e instanceof ApiError && e.status === 404
+              ? { kind: 'missing' }
+              : { kind: 'failed', message: describeError(e) },
+        });
+      });
+    return () => {
+      live = false;
+    };
+  }, [store, id, store.pending]);
+  if (id === '') return { kind: 'none' };
+  if (inInbox !== undefined) return { kind: 'pending', approval: inInbox };
+  return asked.id === id ? asked.target : { kind: 'looking' };
+}
+
+/** Says what became of the request a link points at, when it is not in the inbox. */
+function TargetNotice(props: { id: string; target: Target }) {
+  const { id, target } = props;
+  const details = (
+    <a href={`#/approvals/${encodeURIComponent(id)}`} data-approval-link>
+      its page
+    </a>
+  );
+  switch (target.kind) {
+    case 'none':
+    case 'pending':
+      return null;
+    case 'looking':
+      return (
+        <p class="notice muted" data-target="looking">
+          Looking for request {shortId(id)}…
+        </p>
+      );
+    case 'missing':
+      return (
+        <p class="notice error" role="alert" data-target="missing">
+          No approval request <code>{id}</code> on this gateway: the link may be mistyped, or come
+          from another gateway.
+        </p>
+      );
+    case 'decided': {
+      const a = target.approval;
+      return (
+        <p class="notice" role="status" data-target="decided">
+          Request {shortId(a.id)} ({a.agent} / {a.skill}) is already decided:{' '}
+          <span class={`badge outcome-${a.status}`}>{outcomeWord(a)}</span>
+          {a.decidedAt !== null && <> at {new Date(a.decidedAt).toLocaleString()}</>}. Nothing is
+          left to decide; see {details}.
+        </p>
+      );
+    }
+    case 'failed':
+      return (
+        <p class="notice error" role="alert" data-target="failed">
+          Request {shortId(id)} could not be read: {target.message}
+        </p>
+      );
+    default:
+      return assertNever(target);
+  }
+}
+
+function assertNever(value: never): never {
+  throw new Error(`Unexpected ${JSON.stringify(value)}`);
+}
+
+export function ApprovalsView(props: { store: Store; focus?: string }) {
   const store = useStore(props.store);
   // The clock ticks every second; a render between ticks (a request that just arrived) reads
   // the time itself, so a fresh 30 s window never shows as 31 s.
   useNow(1000);
   const now = Date.now();
+  const focus = props.focus ?? '';
   const [tab, setTab] = useState<'pending' | 'history'>('pending');
+  // A link to a request opens the inbox on it, whichever tab was open.
+  useEffect(() => {
+    if (focus !== '') setTab('pending');
+  }, [focus]);
   const role = store.session?.role ?? 'viewer';
   const [showSnoozed, setShowSnoozed] = useState(false);
-  const all = inboxOrder(store.pending);
-  const isSnoozed = (a: Approval): boolean =>
-    typeof a.snoozedUntil === 'number' && a.snoozedUntil > now;
-  const snoozed = all.filter(isSnoozed).length;
-  const pending = showSnoozed ? all : all.filter((a) => !isSnoozed(a));
+  const target = useTarget(store, focus);
+  const all = inboxOrder(
+    // A pending request the inbox has not heard of yet (the link came first) is shown all the same.
+    target.kind === 'pending' && !store.pending.some((a) => a.id === focus)
+      ? [...store.pending, target.approval]
+      : store.pending,
+  );
+  const snoozed = all.filter((a) => isSnoozed(a, now)).length;
+  const awake = all.length - snoozed;
+  // The request a link points at is shown even while snoozed.
+  const pending = showSnoozed ? all : all.filter((a) => !isSnoozed(a, now) || a.id === focus);
   return (
     <section aria-labelledby="approvals-title">
       <div class="toolbar">
@@ -257,7 +431,7 @@ export function ApprovalsView(props: { store: Store }) {
             aria-selected={tab === 'pending'}
             onClick={() => setTab('pending')}
           >
-            Pending ({pending.length})
+            Pending ({showSnoozed ? all.length : awake})
           </button>
           <button
             type="button"
@@ -279,6 +453,7 @@ export function ApprovalsView(props: { store: Store }) {
           </label>
         )}
       </div>
+      {tab === 'pending' && <TargetNotice id={focus} target={target} />}
       {tab === 'pending' ? (
         pending.length === 0 ? (
           <p class="muted">Nothing waits for a decision.</p>
@@ -290,6 +465,7 @@ export function ApprovalsView(props: { store: Store }) {
                 store={store}
                 approval={a}
                 now={now}
+                focused={a.id === focus}
                 canDecide={roleAtLeast(role, 'approver')}
                 canAnswer={roleAtLeast(role, 'operator')}
               />
@@ -626,18 +802,41 @@ export function ApprovalPage(props: { store: Store; id: string }) {
   const now = Date.now();
   const role = store.session?.role ?? 'viewer';
   const [approval, setApproval] = useState<Approval | undefined>();
-  const [error, setError] = useState('');
+  const [error, setError] = useState<{ missing: boolean; message: string } | undefined>();
   useEffect(() => {
     store
       .api!.get<Approval>(`/api/approvals/${encodeURIComponent(props.id)}`)
-      .then(setApproval)
-      .catch((e: unknown) => setError(describeError(e)));
+      .then((a) => {
+        setApproval(a);
+        setError(undefined);
+      })
+      .catch((e: unknown) =>
+        setError({
+          missing: e instanceof ApiError && e.status === 404,
+          message: describeError(e),
+        }),
+      );
   }, [store, props.id, store.pending, store.history]);
-  if (error !== '') {
+  if (error !== undefined && (error.missing || approval === undefined)) {
     return (
-      <p class="error" role="alert">
-        {error}
-      </p>
+      <section class="approval-detail">
+        <div class="toolbar">
+          <h2 id="approval-title">Approval {shortId(props.id)}</h2>
+          <a class="small" href="#/approvals">
+            inbox
+          </a>
+        </div>
+        <p class="error" role="alert" data-target={error.missing ? 'missing' : 'failed'}>
+          {error.missing ? (
+            <>
+              No approval request <code>{props.id}</code> on this gateway: the link may be mistyped,
+              or come from another gateway.
+            </>
+          ) : (
+            error.message
+          )}
+        </p>
+      </section>
     );
   }
   if (approval === undefined) return <p class="muted">…</p>;
@@ -653,6 +852,18 @@ export function ApprovalPage(props: { store: Store; id: string }) {
           inbox
         </a>
       </div>
+      {a.status !== 'pending' && (
+        <p class="notice" role="status" data-target="decided">
+          Already decided: <span class={`badge outcome-${a.status}`}>{outcomeWord(a)}</span>
+          {a.decidedAt !== null && <> at {new Date(a.decidedAt).toLocaleString()}</>}. Nothing is
+          left to decide.
+        </p>
+      )}
+      {error !== undefined && (
+        <p class="error" role="alert">
+          {error.message}
+        </p>
+      )}
       <ul class="inbox">
         <Request
           store={store}

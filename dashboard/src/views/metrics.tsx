@@ -29,7 +29,9 @@ export function MetricsStrip(props: { store: Store }) {
   const store = useStore(props.store);
   const now = useNow(5000);
   const byRadius = new Map<string, number>();
-  for (const a of store.pending)
+  // What the inbox counts as pending: snoozed requests are not.
+  const waiting = store.awaitingDecision;
+  for (const a of waiting)
     byRadius.set(a.radius ?? 'unknown', (byRadius.get(a.radius ?? 'unknown') ?? 0) + 1);
   // Sorted once per history read, not on every render (a live stream renders every frame).
   const decided = useMemo(
@@ -47,7 +49,7 @@ export function MetricsStrip(props: { store: Store }) {
       <div>
         <dt>pending by radius</dt>
         <dd class="pending-radii">
-          {store.pending.length === 0
+          {waiting.length === 0
             ? '0'
             : [...RADII, 'unknown' as const].map((r) => {
                 const n = byRadius.get(r);
@@ -82,14 +84,26 @@ export function MetricsStrip(props: { store: Store }) {
         <dd data-gateway-version={store.status?.version ?? ''}>
           {store.status === undefined
             ? '—'
-            : `${store.status.version} · up ${uptime(store.status.uptimeMs + (now - store.statusReadAt))}`}
+            : store.streamLostAt === undefined
+              ? `${store.status.version} · up ${uptime(store.status.uptimeMs + (now - store.statusReadAt))}`
+              : // Out of reach: how long it has been up is not known, only when it was last heard.
+                `${store.status.version} · not heard from since ${new Date(store.streamLostAt).toLocaleTimeString()}`}
         </dd>
       </div>
       <div>
         <dt>live</dt>
-        <dd class={`stream stream-${store.stream}`} data-stream={store.stream}>
+        <dd
+          class={`stream stream-${store.stream}`}
+          data-stream={store.stream}
+          title={store.streamDetail}
+        >
           {store.stream}
         </dd>
+        {store.stream === 'offline' && store.streamDetail !== '' && (
+          <dd class="small stream-offline" data-stream-detail>
+            {store.streamDetail}
+          </dd>
+        )}
       </div>
     </dl>
   );

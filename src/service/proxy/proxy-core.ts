@@ -199,7 +199,7 @@ export class ProxyCore {
 
   /** The dashboard's page of an approval. */
   dashboardLink(approvalId: string): string {
-    return `${this.options.publicUrl.replace(/\/+$/, '')}/#/approvals?id=${encodeURIComponent(approvalId)}`;
+    return `${this.options.publicUrl.replace(/\/+$/, '')}/#/approvals/${encodeURIComponent(approvalId)}`;
   }
 
   /** The proxy's card of an agent (cached per card the agent serves); undefined until it loads. */
