@@ -56,8 +56,9 @@ export async function storeUrl(flags: StoreFlags): Promise<string> {
 
 /**
  * Opens the gateway's store for a command, never setting it up: a command only reads it
- * (`readOnly`) or writes into tables a gateway made. A store no gateway has initialised is
- * `FLEETGATE_STORE_NOT_INITIALISED`.
+ * (`readOnly`) or writes into tables a gateway made. It is opened the way the gateway opens it
+ * (`openGatewayStore`), so `postgres://…?schema=name` is the schema the gateway writes. A store
+ * no gateway has initialised is `FLEETGATE_STORE_NOT_INITIALISED`.
  */
 export async function withStore<T>(
   flags: StoreFlags,

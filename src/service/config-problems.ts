@@ -5,6 +5,7 @@
 import type { Document, LineCounter } from 'yaml';
 import { isMap, isPair, isScalar, isSeq } from 'yaml';
 import type { z } from 'zod';
+import { redactStoreUrl } from '../store/index.js';
 
 /** One problem of a configuration. */
 export interface ConfigProblem {
@@ -99,12 +100,16 @@ export function didYouMean(key: string, known: readonly string[]): string | unde
   return best.d <= limit ? best.key : undefined;
 }
 
-/** A short rendering of what the file holds at a path, for `(got …)`. */
+/**
+ * A short rendering of what the file holds at a path, for `(got …)`; the password of a URL is
+ * never shown (`postgres://user:***@host`).
+ */
 export function shown(value: unknown): string {
   if (Array.isArray(value)) return 'a list';
   if (value === null) return 'null';
   if (typeof value === 'object') return 'a mapping';
-  const text = JSON.stringify(value) ?? typeof value;
+  const text =
+    JSON.stringify(typeof value === 'string' ? redactStoreUrl(value) : value) ?? typeof value;
   return text.length > 40 ? `${text.slice(0, 39)}…` : text;
 }
 
@@ -187,12 +192,15 @@ export function issueProblems(
       return [{ path, message }];
     }
     default: {
-      // A key's own words ("must be memory or nats://host:port"), then what the file holds.
+      // A key's own words ("must be memory or nats://host:port"), then what the file holds,
+      // unless the words name the part at fault already (`(got …)`, or a custom issue's
+      // `params.named`: a URL's query option, named without the rest of the URL).
       const primitive = got !== undefined && (typeof got !== 'object' || got === null);
-      const message =
-        primitive && !issue.message.includes('(got ')
-          ? `${issue.message} (got ${shown(got)})`
-          : issue.message;
+      const named =
+        issue.message.includes('(got ') ||
+        (issue.code === 'custom' &&
+          (issue.params as { named?: unknown } | undefined)?.named === true);
+      const message = primitive && !named ? `${issue.message} (got ${shown(got)})` : issue.message;
       return [{ path, message }];
     }
   }

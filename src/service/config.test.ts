@@ -92,6 +92,45 @@ describe('configuration', () => {
     ]);
   });
 
+  it('refuses store and bus URL options at their line, naming the option, the rule and the accepted ones', async () => {
+    const problems = await problemsOf(
+      [
+        'store: postgres://fg@db:5432/fleet?schema=Bad-Schema;drop',
+        'bus: nats://nats:4222?streem=X&prefx=y&stream=dw.bad',
+        '',
+      ].join('\n'),
+    );
+    expect(problems).toEqual([
+      '1:8 store: ?schema= must be a schema name the store takes: 1 to 63 of a-z, 0-9 and _, not starting with a digit (got "Bad-Schema;drop")',
+      '2:6 bus: unknown query option "streem"; did you mean "stream"? (allowed: stream, prefix)',
+      '2:6 bus: unknown query option "prefx"; did you mean "prefix"? (allowed: stream, prefix)',
+      '2:6 bus: ?stream= must be a JetStream stream name: 1 to 255 letters, digits, _ and - (no ., *, >, whitespace or path separators) (got "dw.bad")',
+    ]);
+    expect(await problemsOf('bus: nats://nats:4222?prefix=dw.x\n')).toEqual([
+      '1:6 bus: ?prefix= must be one subject token, events being sent as <prefix>.<topic>: letters, digits, _ and - (no ., *, > or whitespace) (got "dw.x")',
+    ]);
+    expect(
+      parseConfig({
+        store: 'postgres://fg@db/fleet?schema=gw_b&sslmode=require',
+        bus: 'nats://nats:4222?stream=GW_B&prefix=gw_b',
+      }),
+    ).toMatchObject({
+      store: 'postgres://fg@db/fleet?schema=gw_b&sslmode=require',
+      bus: 'nats://nats:4222?stream=GW_B&prefix=gw_b',
+    });
+  });
+
+  it('never shows the password of a store URL in a problem', async () => {
+    const problems = await problemsOf(
+      'store: mysql://fg:hunter2@db/fleet\nagents: [{ name: a, url: "ftp://u:hunter2@h" }]\n',
+    );
+    expect(problems).toEqual([
+      '1:8 store: must be sqlite:PATH or postgres://user@host:port/database (got "mysql://fg:***@db/fleet")',
+      '2:26 agents[0].url: must be an http:// or https:// URL (got "ftp://u:***@h")',
+    ]);
+    expect(JSON.stringify(problems)).not.toContain('hunter2');
+  });
+
   it('names unset secrets of valid agents only when asked to check the environment', async () => {
     const text =
       'agents:\n  - name: quinn\n    url: http://127.0.0.1:8080\n    auth: { bearerEnv: QUINN_TOKEN, headersEnv: { X-Key: KEY } }\n';

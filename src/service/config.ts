@@ -11,7 +11,6 @@ import { defined } from '../protocol/fields/index.js';
 import type { SecretResolver } from '../fleet/index.js';
 import { agentConfigSchema } from '../fleet/index.js';
 import { BLAST_RADII, HITL_MODES } from '../protocol/index.js';
-import { parseStoreUrl } from '../store/index.js';
 import type { ConfigProblem } from './config-problems.js';
 import {
   duplicateKeys,
@@ -28,7 +27,15 @@ import {
   proxySchema,
   replicasSchema,
 } from './config-server.js';
-import { duration, parseSize, positiveDuration, withDurationUnits } from './config-values.js';
+import type { UrlReading } from './config-values.js';
+import {
+  duration,
+  parseSize,
+  positiveDuration,
+  readBusUrl,
+  readStoreUrl,
+  withDurationUnits,
+} from './config-values.js';
 
 export { parseDuration, parseSize } from './config-values.js';
 
@@ -86,23 +93,35 @@ const limitsSchema = z
   })
   .default(DEFAULT_LIMITS);
 
+/**
+ * The problems of a URL key, one issue each: a URL of the wrong shape is shown (its password
+ * hidden), a query option at fault is named alone.
+ */
+function urlProblems(
+  read: (url: string) => UrlReading<unknown>,
+): (url: string, ctx: z.RefinementCtx) => void {
+  return (url, ctx) => {
+    const result = read(url);
+    if (result.ok) return;
+    for (const problem of result.problems) {
+      ctx.addIssue({
+        code: 'custom',
+        message: problem.message,
+        params: { named: problem.option !== undefined },
+      });
+    }
+  };
+}
+
 /** zod schema of `fleetgate.yaml`. Durations come out in milliseconds. */
 export const configSchema = z.strictObject({
   // The service's keys (listen, auth, events, replicas) live in config-server.ts.
   listen: listenSchema,
-  store: z
-    .string()
-    .superRefine((url, ctx) => {
-      try {
-        parseStoreUrl(url);
-      } catch {
-        ctx.addIssue({
-          code: 'custom',
-          message: `must be sqlite:PATH or postgres://user@host:port/database (got ${JSON.stringify(url)})`,
-        });
-      }
-    })
-    .default('sqlite:./data/fleetgate.db'),
+  /**
+   * `sqlite:PATH` or `postgres://…`; `?schema=name` and the driver's TLS and connection
+   * parameters (`STORE_URL_OPTIONS`), any other query option refused.
+   */
+  store: z.string().superRefine(urlProblems(readStoreUrl)).default('sqlite:./data/fleetgate.db'),
   /**
    * Where a gateway that stops while its database is away keeps the task ends it saw but could
    * not commit, for the next start to replay. Default: `<file>.claims` beside a SQLite file,
@@ -134,10 +153,8 @@ export const configSchema = z.strictObject({
       dispatches: 30 * 86_400_000,
       interval: 3_600_000,
     }),
-  bus: z
-    .string()
-    .regex(/^(memory|nats:\/\/.+)$/, 'must be memory or nats://host:port')
-    .default('memory'),
+  /** `memory` or `nats://host:port`; `?stream=NAME&prefix=name`, any other query option refused. */
+  bus: z.string().superRefine(urlProblems(readBusUrl)).default('memory'),
   cards: z
     .strictObject({
       refreshInterval: duration.default(600_000),

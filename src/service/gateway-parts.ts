@@ -1,51 +1,27 @@
 /**
- * Small parts of the composition root: the bus and store a configuration names (with the query
- * parameters that keep deployments apart on shared servers) and the observed policy gate.
+ * Small parts of the composition root: the bus a configuration names (with the query parameters
+ * that keep deployments apart on a shared server) and the observed policy gate.
  */
 import type { EventBus } from '../bus/index.js';
 import { createInMemoryEventBus } from '../bus/index.js';
 import type { GateCall, GateVerdict, PolicyGate } from '../dispatch/index.js';
-import type { GatewayStore } from './migrations.js';
-import { openGatewayStore } from './migrations.js';
+import { defined } from '../protocol/fields/index.js';
+import { parseBusUrl } from './config-values.js';
 
 /**
  * The bus the config names: in-process, or NATS JetStream (the client loads only then).
  * `nats://host:port?stream=NAME&prefix=name` keeps several deployments apart on one server.
+ *
+ * @throws FleetgateError `FLEETGATE_CONFIG_INVALID` for a URL `parseBusUrl` refuses.
  */
 export async function openBus(url: string): Promise<EventBus> {
-  if (url === 'memory') return createInMemoryEventBus();
+  const target = parseBusUrl(url);
+  if (target.kind === 'memory') return createInMemoryEventBus();
   const { createJetStreamEventBus } = await import('../bus/jetstream/index.js');
-  const { base, params } = splitQuery(url);
-  const stream = params.get('stream');
-  const prefix = params.get('prefix');
   return createJetStreamEventBus({
-    servers: base,
-    ...(stream === null ? {} : { stream }),
-    ...(prefix === null ? {} : { subjectPrefix: prefix }),
+    servers: target.servers,
+    ...defined({ stream: target.stream, subjectPrefix: target.prefix }),
   });
-}
-
-/** The store the config names; `postgres://…?schema=name` puts every table in that schema. */
-export function openConfiguredStore(
-  url: string,
-  options: Omit<Parameters<typeof openGatewayStore>[1] & object, 'schema'> = {},
-): Promise<GatewayStore> {
-  if (!url.startsWith('postgres')) return openGatewayStore(url, options);
-  const { base, params } = splitQuery(url);
-  const schema = params.get('schema');
-  params.delete('schema');
-  const rest = params.toString();
-  return openGatewayStore(rest === '' ? base : `${base}?${rest}`, {
-    ...options,
-    ...(schema === null ? {} : { schema }),
-  });
-}
-
-function splitQuery(url: string): { base: string; params: URLSearchParams } {
-  const at = url.indexOf('?');
-  return at < 0
-    ? { base: url, params: new URLSearchParams() }
-    : { base: url.slice(0, at), params: new URLSearchParams(url.slice(at + 1)) };
 }
 
 /** The gate, telling `observe` each decision it takes. */

@@ -38,9 +38,10 @@ import { createStoreLease, instanceLeaseName, newInstanceId } from './card-lease
 import type { FleetgateConfig } from './config.js';
 import type { FleetRuntime } from './fleet-runtime.js';
 import { createFleetRuntime } from './fleet-runtime.js';
-import { observedGate, openBus, openConfiguredStore } from './gateway-parts.js';
+import { observedGate, openBus } from './gateway-parts.js';
 import type { GatewayDeps, GatewayRecords } from './gateway-types.js';
 import type { GatewayStore } from './migrations.js';
+import { openGatewayStore } from './migrations.js';
 import { policyDeclarations, policyRules } from './policy-wiring.js';
 import type { RetentionSweeper } from './retention.js';
 import { createRetentionSweeper } from './retention.js';
@@ -68,7 +69,7 @@ export async function openGround(config: FleetgateConfig, deps: GatewayDeps): Pr
   let reportStoreError = (error: unknown): void => void error;
   const store =
     deps.store ??
-    (await openConfiguredStore(config.store, {
+    (await openGatewayStore(config.store, {
       timeouts: {
         connectMs: config.storeTimeouts.connect,
         statementMs: config.storeTimeouts.statement,

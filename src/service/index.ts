@@ -29,5 +29,8 @@ export {
 } from './config.js';
 export * from './migrations.js';
 export * from './fleet-runtime.js';
+// How the gateway reads a `bus:` URL, and a store URL as it shows one (its password hidden).
+export { parseBusUrl, type BusTarget } from './config-values.js';
+export { redactStoreUrl } from '../store/index.js';
 export type { RetentionPolicy, RetentionResult, RetentionSweeper } from './retention.js';
 export { startService, type RunningService, type ServiceOptions } from './server.js';

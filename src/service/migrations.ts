@@ -24,6 +24,8 @@ import { SERVICE_MIGRATIONS } from './card-lease.js';
 import type { ProxyDatabase } from './proxy/store-tables.js';
 import { PROXY_MIGRATIONS } from './proxy/store-tables.js';
 import { STORY_MIGRATIONS } from './story-indexes.js';
+import { parseStoreTarget } from './config-values.js';
+import { defined } from '../protocol/fields/index.js';
 
 /** Every table of the gateway: each domain declares its own, the gateway joins them. */
 export interface FleetgateDatabase
@@ -61,16 +63,26 @@ export type GatewayStore = Store<FleetgateDatabase>;
 
 /**
  * Opens the gateway's store at `url` and runs {@link GATEWAY_MIGRATIONS} (unless `migrate:
- * false`); other options go to `openStore`.
+ * false`); other options go to `openStore`. The one way every part of Fleetgate opens it — the
+ * gateway, the fleet runtime, the commands (`--store`, `--config`) — so a command reads the
+ * schema its gateway writes: `postgres://…?schema=name` puts every table in that schema (unless
+ * `options.schema` names one), and a query option the store does not take is refused.
  *
+ * @throws FleetgateError `FLEETGATE_STORE_URL_INVALID`, and what `openStore` throws.
  * @example
  * ```ts
  * const store = await openGatewayStore('sqlite:./data/fleetgate.db');
+ * const other = await openGatewayStore('postgres://fleetgate@db/fleetgate?schema=gw_b');
  * ```
  */
-export function openGatewayStore(
+export async function openGatewayStore(
   url: string,
   options: Omit<StoreOptions, 'migrations'> & { migrations?: StoreMigrations } = {},
 ): Promise<GatewayStore> {
-  return openStore<FleetgateDatabase>(url, { migrations: GATEWAY_MIGRATIONS, ...options });
+  const target = options.schema === undefined ? parseStoreTarget(url) : { url };
+  return openStore<FleetgateDatabase>(target.url, {
+    migrations: GATEWAY_MIGRATIONS,
+    ...defined({ schema: target.schema }),
+    ...options,
+  });
 }

@@ -5,7 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { FleetgateError, isFleetgateError } from '../../protocol/index.js';
 import type { FleetgateConfig } from '../../service/index.js';
-import { loadConfigFile } from '../../service/index.js';
+import { loadConfigFile, redactStoreUrl } from '../../service/index.js';
 import { EXIT, printError } from '../errors.js';
 import { DEFAULT_CONFIG, fromEnvironment } from '../store.js';
 import { createStyle } from '../style.js';
@@ -140,13 +140,19 @@ export const registerConfig: RegisterCommand = (program, io, setExit) => {
             { details: { problems } },
           );
         }
+        // The URLs as shown anywhere: without the password a store or bus URL may carry.
+        const shown = {
+          ...config,
+          store: redactStoreUrl(config.store),
+          bus: redactStoreUrl(config.bus),
+        };
         if (opts.json === true) {
-          io.out(`${JSON.stringify({ ok: true, file, config }, null, 2)}\n`);
+          io.out(`${JSON.stringify({ ok: true, file, config: shown }, null, 2)}\n`);
         } else {
           const s = createStyle(io.color);
           const agents = config.agents.length;
           io.out(
-            `${s.green('valid')} ${file}: ${agents} agent${agents === 1 ? '' : 's'}, store ${config.store}, bus ${config.bus}\n`,
+            `${s.green('valid')} ${file}: ${agents} agent${agents === 1 ? '' : 's'}, store ${shown.store}, bus ${shown.bus}\n`,
           );
         }
         setExit(EXIT.ok);

@@ -9,7 +9,7 @@ import { pino, type Logger } from 'pino';
 import { FleetgateError } from '../../protocol/index.js';
 import { defined } from '../../protocol/fields/index.js';
 import type { FleetgateConfig } from '../../service/index.js';
-import { loadConfigFile, parseConfig, startService } from '../../service/index.js';
+import { loadConfigFile, parseConfig, redactStoreUrl, startService } from '../../service/index.js';
 import { processRuns } from '../../service/host/index.js';
 import {
   DEMO_APPROVER,
@@ -157,14 +157,14 @@ async function runStart(
     throw error;
   }
   const signal = untilSignal(io);
-  logger.info(
-    { url: service.url, store: config.store, bus: config.bus, agents: config.agents.length },
-    'gateway started',
-  );
+  // The URLs as shown anywhere: without the password a store or bus URL may carry.
+  const store = redactStoreUrl(config.store);
+  const bus = redactStoreUrl(config.bus);
+  logger.info({ url: service.url, store, bus, agents: config.agents.length }, 'gateway started');
   const s = createStyle(io.color);
   io.out(
     `${s.bold('Fleetgate')} ${io.version} listening on ${service.url}\n` +
-      s.dim(`  store ${config.store} · bus ${config.bus} · ${config.agents.length} agent(s)\n`),
+      s.dim(`  store ${store} · bus ${bus} · ${config.agents.length} agent(s)\n`),
   );
   let stopTraffic: (() => Promise<void>) | undefined;
   if (demo !== undefined && token !== undefined && second !== undefined) {

@@ -83,21 +83,76 @@ export async function runTail(options: RunTailOptions): Promise<number> {
 
 interface TailCliOptions {
   nats?: string;
-  stream: string;
-  prefix: string;
+  stream?: string;
+  prefix?: string;
   json?: boolean;
   from: StartFrom;
   count?: number;
 }
 
+/** Where tail reads: the NATS servers, the gateways' stream and their subject prefix. */
+interface TailSource {
+  servers: string;
+  stream: string;
+  prefix: string;
+}
+
+/**
+ * The source a `--nats` URL names, read as the gateway reads its `bus:` (`parseBusUrl`), so the
+ * `bus:` URL of a configuration can be passed as it is: its `?stream=` and `?prefix=` are the
+ * gateways', and `--stream` / `--prefix` may only repeat them.
+ *
+ * @param what names the URL in errors (`--nats`, `FLEETGATE_NATS_URL`).
+ */
+async function tailSource(url: string, opts: TailCliOptions, what: string): Promise<TailSource> {
+  const { parseBusUrl } = await import('../../service/index.js');
+  let target;
+  try {
+    target = parseBusUrl(url);
+  } catch (error) {
+    if (!isFleetgateError(error, 'FLEETGATE_CONFIG_INVALID')) throw error;
+    const summary = error.details?.summary;
+    throw new FleetgateError('FLEETGATE_USAGE', `${what}: ${error.message}`, {
+      cause: error,
+      details: {
+        ...error.details,
+        ...(typeof summary === 'string' ? { summary: `${what}: ${summary}` } : {}),
+      },
+    });
+  }
+  if (target.kind !== 'nats') {
+    throw new FleetgateError('FLEETGATE_USAGE', `${what}: ${url} is not a NATS server`);
+  }
+  const pick = (flag: string, given: string | undefined, inUrl: string | undefined): void => {
+    if (given !== undefined && inUrl !== undefined && given !== inUrl) {
+      throw new FleetgateError(
+        'FLEETGATE_USAGE',
+        `--${flag} ${given} and ?${flag}=${inUrl} of ${what} disagree; pass one of them`,
+      );
+    }
+  };
+  pick('stream', opts.stream, target.stream);
+  pick('prefix', opts.prefix, target.prefix);
+  return {
+    servers: target.servers,
+    stream: opts.stream ?? target.stream ?? DEFAULT_STREAM,
+    prefix: opts.prefix ?? target.prefix ?? DEFAULT_PREFIX,
+  };
+}
+
+/** The gateways' stream and subject prefix when neither a flag nor the URL names them. */
+const DEFAULT_STREAM = 'FLEETGATE';
+const DEFAULT_PREFIX = 'fleetgate';
+
 /** The bus of the gateways on a NATS server, explaining a missing stream. */
-async function openTailBus(url: string, opts: TailCliOptions): Promise<EventBus<OpenTopics>> {
+async function openTailBus(source: TailSource): Promise<EventBus<OpenTopics>> {
+  const url = source.servers;
   try {
     const { createJetStreamEventBus } = await import('../../bus/jetstream/index.js');
     return await createJetStreamEventBus<OpenTopics>({
       servers: url,
-      stream: opts.stream,
-      subjectPrefix: opts.prefix,
+      stream: source.stream,
+      subjectPrefix: source.prefix,
       // Tail only reads: it never creates the gateways' stream.
       manageStream: false,
       name: 'fleetgate-tail',
@@ -109,8 +164,8 @@ async function openTailBus(url: string, opts: TailCliOptions): Promise<EventBus<
     if (cause?.name === 'StreamNotFoundError') {
       throw new FleetgateError(
         'FLEETGATE_BUS_STREAM_NOT_FOUND',
-        `No stream ${opts.stream} on ${url}: no gateway has published to this NATS yet (or it uses another --stream / --prefix)`,
-        { cause: error, details: { servers: url, stream: opts.stream } },
+        `No stream ${source.stream} on ${url}: no gateway has published to this NATS yet (or it uses another --stream / --prefix)`,
+        { cause: error, details: { servers: url, stream: source.stream } },
       );
     }
     throw error;
@@ -127,10 +182,16 @@ export const registerTail: RegisterCommand = (program, io, setExit) => {
     .argument('[patterns...]', "topic patterns in NATS syntax ('*' one token, '>' the rest)", [])
     .option(
       '--nats <url>',
-      'the NATS server of the gateways (nats://, tls:// or host:port; default $FLEETGATE_NATS_URL)',
+      "the NATS server of the gateways (nats://, tls:// or host:port; default $FLEETGATE_NATS_URL); their bus: URL's ?stream=NAME&prefix=name are read as the gateway reads them",
     )
-    .option('--stream <name>', "the gateways' JetStream stream", 'FLEETGATE')
-    .option('--prefix <prefix>', "the gateways' subject prefix", 'fleetgate')
+    .option(
+      '--stream <name>',
+      `the gateways' JetStream stream (default: ?stream= of the URL, else ${DEFAULT_STREAM})`,
+    )
+    .option(
+      '--prefix <prefix>',
+      `the gateways' subject prefix (default: ?prefix= of the URL, else ${DEFAULT_PREFIX})`,
+    )
     .option('--json', 'print raw event envelopes as JSON lines')
     .addOption(
       new Option('--from <where>', 'start with new events, or with all retained ones')
@@ -151,9 +212,10 @@ export const registerTail: RegisterCommand = (program, io, setExit) => {
           'tail reads a running gateway (--url URL, or set FLEETGATE_URL) or the JetStream bus of gateways configured with bus: nats://…; pass --nats URL (or set FLEETGATE_NATS_URL)',
         );
       }
-      const url = natsServers(given, opts.nats === undefined ? 'FLEETGATE_NATS_URL' : '--nats');
+      const what = opts.nats === undefined ? 'FLEETGATE_NATS_URL' : '--nats';
+      const source = await tailSource(natsServers(given, what), opts, what);
       for (const p of patterns) parsePattern(p);
-      const bus = await openTailBus(url, opts);
+      const bus = await openTailBus(source);
       const controller = new AbortController();
       const stop = (): void => controller.abort();
       process.once('SIGINT', stop);
