@@ -14,7 +14,7 @@ import {
   createRadiusWidenedAlerts,
   createReconciler,
 } from '../alerts/index.js';
-import { OUTBOX_WRITERS } from '../bus/index.js';
+import { OUTBOX_WRITERS, warnUnreportedError } from '../bus/index.js';
 import type { WorldMaterialiser } from '../world/index.js';
 import { createSqlWorldStore, createWorldMaterialiser } from '../world/index.js';
 import { defined } from '../protocol/fields/index.js';
@@ -102,7 +102,8 @@ export interface OrphanRecovery {
 /**
  * Starts a gateway: the consumers first (nothing the relay or the first refresh publishes is
  * missed), the relay, the cards, the tracker's recovery, the journaled claims, the orphaned calls,
- * then the approvals sweeper and retention.
+ * then the approvals sweeper and retention. A start that fails is undone ({@link abandonStart})
+ * before its error is thrown.
  */
 export async function startGateway(
   ground: Ground,
@@ -111,16 +112,67 @@ export async function startGateway(
   upkeep: Upkeep,
   consumers: Consumers,
 ): Promise<OrphanRecovery> {
-  await consumers.start();
-  if (ground.deps.relay !== false) ground.relay.start();
-  await ground.runtime.broker.start();
-  await calls.tracker.recover();
-  await replayJournal(ground, records, calls);
-  const orphans = await recoverOrphans(ground, calls);
-  await upkeep.approvals.api.sweep();
-  upkeep.approvals.start();
-  upkeep.retention.start();
-  return orphans;
+  let orphans: OrphanRecovery | undefined;
+  try {
+    await consumers.start();
+    if (ground.deps.relay !== false) ground.relay.start();
+    await ground.runtime.broker.start();
+    await calls.tracker.recover();
+    await replayJournal(ground, records, calls);
+    orphans = await recoverOrphans(ground, calls);
+    await upkeep.approvals.api.sweep();
+    upkeep.approvals.start();
+    upkeep.retention.start();
+    return orphans;
+  } catch (error) {
+    await abandonStart(ground, calls, upkeep, consumers, orphans);
+    throw error;
+  }
+}
+
+/**
+ * Undoes a start that failed part-way, so that the process can exit: the bus connection (which
+ * reconnects forever), the store's pool and the lease timers the wiring opened would each keep it
+ * alive with nothing serving. The steps are those of the gateway's `close()`
+ * (`gateway-front.ts`), in its order, without the drains: the gateway never served. A step that
+ * fails is reported and the next still runs; the caller sees the start's own error.
+ */
+async function abandonStart(
+  ground: Ground,
+  calls: CallPath,
+  upkeep: Upkeep,
+  consumers: Consumers,
+  orphans: OrphanRecovery | undefined,
+): Promise<void> {
+  const { deps, runtime, relay, lease, bus, store, reportError } = ground;
+  const steps: [string, () => unknown][] = [
+    ['broker', () => runtime.broker.stop()],
+    ['retention', () => upkeep.retention.stop()],
+    ['dispatcher', () => calls.dispatcher.stop()],
+    ['orphans', () => orphans?.stop()],
+    ['approvals', () => upkeep.approvals.stop()],
+    ['instance-lease', () => calls.instance.stop()],
+    ['tracker', () => calls.tracker.stop()],
+    ['terminal', () => calls.terminal.stop()],
+    ['outbox-relay', () => relay.stop()],
+    ['consumers', () => consumers.stop()],
+    ['fleet', () => runtime.close()],
+    ['card-lease', () => lease.stop()],
+  ];
+  // Only what the wiring opened itself; a bus or store passed in belongs to the caller.
+  if (deps.bus === undefined) steps.push(['bus', () => bus.close()]);
+  if (deps.store === undefined) steps.push(['store', () => store.close()]);
+  let busOpen = true;
+  for (const [name, step] of steps) {
+    try {
+      await step();
+    } catch (error) {
+      // A closed bus cannot carry the report: the process warning says it instead.
+      if (busOpen || deps.onError !== undefined) reportError(error, `start-abandon.${name}`);
+      else warnUnreportedError(error, { where: `start-abandon.${name}` });
+    }
+    if (name === 'bus') busOpen = false;
+  }
 }
 
 /**

@@ -207,7 +207,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       onGateDecision: (request, decision) => metrics.observeDecision(request, decision),
     }));
   } catch (error) {
-    server.close();
+    closeUnstarted(server);
     throw error;
   }
   let ready = false;
@@ -244,7 +244,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     });
   } catch (error) {
     await gateway.close();
-    server.close();
+    closeUnstarted(server);
     throw error;
   }
   if (http.handler !== undefined) answer.handler = http.handler;
@@ -279,6 +279,15 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     return closing;
   };
   return { url, gateway, http, close };
+}
+
+/**
+ * Closes the listener of a service whose start failed, with the connections clients opened to it
+ * meanwhile (answered 503, kept alive): left open they would keep the process from exiting.
+ */
+function closeUnstarted(server: Server): void {
+  server.close();
+  server.closeAllConnections();
 }
 
 /** A one-line reason for an error that stopped the service. */

@@ -3,7 +3,7 @@ import type { JetStreamManager, StreamConfig } from '@nats-io/jetstream';
 import { StorageType, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connect, nanos } from '@nats-io/transport-node';
-import { FleetgateError } from '../../protocol/index.js';
+import { FleetgateError, isFleetgateError } from '../../protocol/index.js';
 import { errorMessage } from '../subscription-name.js';
 import type { FleetgateTopics, TopicMap } from '../../protocol/index.js';
 import { warnUnreportedError } from '../types.js';
@@ -15,7 +15,9 @@ import { resolveJetStreamOptions } from './options.js';
  * Connects to NATS, creates or updates the stream and returns the bus.
  *
  * @throws FleetgateError `FLEETGATE_BUS_CONNECT_FAILED` when the server is unreachable, has no
- * JetStream, or the stream cannot be set up (for example, its subjects overlap another stream).
+ * JetStream, or the stream cannot be set up (for example, its subjects overlap another stream, or
+ * it exists with the subjects of another subject prefix: it is never narrowed under the replicas
+ * already on it).
  *
  * @example
  * ```ts
@@ -60,6 +62,7 @@ export async function createJetStreamEventBus<M extends TopicMap = FleetgateTopi
     );
   } catch (cause) {
     if (options.connection === undefined) await nc.close().catch(() => undefined);
+    if (isFleetgateError(cause)) throw cause;
     throw new FleetgateError(
       'FLEETGATE_BUS_CONNECT_FAILED',
       `Could not set up JetStream stream ${resolved.stream}: ${errorMessage(cause)}`,
@@ -74,7 +77,7 @@ async function ensureStream(jsm: JetStreamManager, o: ResolvedJetStreamOptions):
     duplicate_window: nanos(o.duplicateWindowMs),
     max_age: nanos(o.maxAgeMs),
   };
-  const existing = await jsm.streams.info(o.stream).catch(() => undefined);
+  let existing = await jsm.streams.info(o.stream).catch(() => undefined);
   if (existing === undefined) {
     try {
       await jsm.streams.add({
@@ -85,9 +88,40 @@ async function ensureStream(jsm: JetStreamManager, o: ResolvedJetStreamOptions):
       });
       return;
     } catch (error) {
-      // Created by another replica in the meantime: fall through to the update.
-      if ((await jsm.streams.info(o.stream).catch(() => undefined)) === undefined) throw error;
+      // Created by another replica in the meantime: checked and updated below.
+      existing = await jsm.streams.info(o.stream).catch(() => undefined);
+      if (existing === undefined) throw error;
     }
   }
+  checkSubjectsKept(existing.config.subjects ?? [], wanted.subjects ?? [], o);
   await jsm.streams.update(o.stream, wanted);
+}
+
+/**
+ * Refuses an update that would drop subjects the stream has: the replicas already on the stream
+ * (another subject prefix, another deployment) would lose it under them — their publishes then
+ * find no stream and their consumers' filters match nothing.
+ */
+function checkSubjectsKept(
+  subjects: readonly string[],
+  wanted: readonly string[],
+  o: ResolvedJetStreamOptions,
+): void {
+  const dropped = subjects.filter((subject) => !wanted.includes(subject));
+  if (dropped.length === 0) return;
+  throw new FleetgateError(
+    'FLEETGATE_BUS_CONNECT_FAILED',
+    `JetStream stream ${o.stream} holds subjects ${subjects.join(', ')}, not those of subject ` +
+      `prefix ${o.subjectPrefix} (${wanted.join(', ')}); it was left unchanged. Use the prefix ` +
+      `of the gateways already on ${o.stream}, or another stream name for another deployment.`,
+    {
+      details: {
+        stream: o.stream,
+        subjects: [...subjects],
+        subjectPrefix: o.subjectPrefix,
+        deadLetterPrefix: o.deadLetterPrefix,
+        wanted: [...wanted],
+      },
+    },
+  );
 }

@@ -10,7 +10,8 @@
  *   no multi-filter consumers) with explicit acks sent after the handler resolved, redelivery with
  *   a delay on failure, and after `maxDeliver` failed tries the event goes to the dead-letter
  *   subject `<dlqPrefix>.<topic>`. Handlers run at least once per event; dedupe by event id.
- * - Non-durable subscriptions are ordered ephemeral consumers (live tails): no acks, no retry.
+ * - Non-durable subscriptions are ordered ephemeral consumers (live tails): no acks, no retry;
+ *   re-created by the bus from the next event when the connection comes back (`live-consumer.ts`).
  * - The connection reconnects forever; acknowledged events are on the server, and consumers
  *   resume from their position after a reconnect.
  *
@@ -50,6 +51,7 @@ import type {
   UnreportedErrorHandler,
 } from '../types.js';
 import { DEAD_LETTER_HEADERS, decodeEnvelope, encodeEnvelope } from './codec.js';
+import { openLiveConsumer } from './live-consumer.js';
 import type { DeadLetter, ResolvedJetStreamOptions } from './options.js';
 
 interface ActiveSubscription extends Subscription {
@@ -245,56 +247,14 @@ export class JetStreamEventBus<M extends TopicMap = FleetgateTopics> implements 
   ): Promise<Subscription> {
     const stream = this.#options.stream;
     const durable = options.durable === true;
-    let messages: ConsumerMessages;
-    try {
-      if (durable) {
-        await this.#ensureDurable(name, filterSubject, options.from === 'all' ? 'all' : 'new');
-        const consumer = await this.#js.consumers.get(stream, name);
-        messages = await consumer.consume({ max_messages: 256 });
-      } else {
-        // "new" is pinned to the stream's last sequence now, so an ordered consumer that is
-        // recreated (after a reconnect) before its first event never replays history.
-        const from = options.from ?? 'new';
-        const startSeq =
-          from === 'all'
-            ? 1
-            : typeof from === 'object'
-              ? Math.max(1, Math.trunc(from.sequence))
-              : (await this.#jsm.streams.info(stream)).state.last_seq + 1;
-        const consumer = await this.#js.consumers.get(stream, {
-          filter_subjects: filterSubject,
-          opt_start_seq: startSeq,
-        });
-        messages = await consumer.consume({ max_messages: 256 });
-      }
-    } catch (cause) {
-      if (isFleetgateError(cause)) throw cause;
-      throw new FleetgateError(
-        'FLEETGATE_BUS_CONNECT_FAILED',
-        `Could not set up subscription ${name} on ${pattern}: ${errorMessage(cause)}`,
-        { cause, details: { subscription: name, pattern, stream } },
-      );
-    }
-
     let active = true;
     let inFlight: Promise<void> = Promise.resolve();
     /** Durable: messages pulled and not yet handled, the one being handled first. */
     const held: JsMsg[] = [];
     let current: JsMsg | undefined;
     let heartbeat: NodeJS.Timeout | undefined;
-    if (durable) {
-      // A slow handler is not a failed one (the materialiser waits out a database outage): every
-      // message this subscription holds is reported in progress well within ack_wait, so the
-      // server neither redelivers it nor counts a delivery toward maxDeliver meanwhile.
-      heartbeat = setInterval(
-        () => {
-          current?.working();
-          for (const msg of held) msg.working();
-        },
-        Math.max(100, Math.floor(this.#options.ackWaitMs / 3)),
-      );
-      heartbeat.unref();
-    }
+    let stopDelivery = (): void => undefined;
+    let delivered: Promise<void> = Promise.resolve();
     const sub: ActiveSubscription = {
       name,
       pattern,
@@ -308,9 +268,9 @@ export class JetStreamEventBus<M extends TopicMap = FleetgateTopics> implements 
         if (active) {
           active = false;
           this.#subscriptions.delete(sub);
-          messages.stop();
+          stopDelivery();
         }
-        await loop;
+        await delivered;
         await inFlight;
         if (heartbeat !== undefined) clearInterval(heartbeat);
       },
@@ -331,15 +291,58 @@ export class JetStreamEventBus<M extends TopicMap = FleetgateTopics> implements 
         current = undefined;
       }
     };
-    const loop = durable
-      ? this.#consumeHeld(messages, held, handle, () => active, name, pattern)
-      : (async () => {
-          try {
-            for await (const msg of messages) await handle(msg);
-          } catch (error) {
-            if (active) this.#onUnreported(error, { source: `subscription:${name}`, pattern });
-          }
-        })();
+    const onLoopError = (error: unknown): void => {
+      if (active) this.#onUnreported(error, { source: `subscription:${name}`, pattern });
+    };
+
+    try {
+      if (durable) {
+        await this.#ensureDurable(name, filterSubject, options.from === 'all' ? 'all' : 'new');
+        const consumer = await this.#js.consumers.get(stream, name);
+        const messages = await consumer.consume({ max_messages: 256 });
+        stopDelivery = () => messages.stop();
+        delivered = this.#consumeHeld(messages, held, handle, () => active, onLoopError);
+        // A slow handler is not a failed one (the materialiser waits out a database outage):
+        // every message this subscription holds is reported in progress well within ack_wait,
+        // so the server neither redelivers it nor counts a delivery toward maxDeliver meanwhile.
+        heartbeat = setInterval(
+          () => {
+            current?.working();
+            for (const msg of held) msg.working();
+          },
+          Math.max(100, Math.floor(this.#options.ackWaitMs / 3)),
+        );
+        heartbeat.unref();
+      } else {
+        // "new" is pinned to the stream's last sequence now, so a consumer that is re-created
+        // (after a reconnect) before its first event never replays history.
+        const from = options.from ?? 'new';
+        const startSeq =
+          from === 'all'
+            ? 1
+            : typeof from === 'object'
+              ? Math.max(1, Math.trunc(from.sequence))
+              : (await this.#jsm.streams.info(stream)).state.last_seq + 1;
+        const live = await openLiveConsumer({
+          nc: this.#nc,
+          js: this.#js,
+          stream,
+          filterSubject,
+          startSeq,
+          handle,
+          onError: onLoopError,
+        });
+        stopDelivery = () => live.stop();
+        delivered = live.done;
+      }
+    } catch (cause) {
+      if (isFleetgateError(cause)) throw cause;
+      throw new FleetgateError(
+        'FLEETGATE_BUS_CONNECT_FAILED',
+        `Could not set up subscription ${name} on ${pattern}: ${errorMessage(cause)}`,
+        { cause, details: { subscription: name, pattern, stream } },
+      );
+    }
     this.#subscriptions.add(sub);
     return sub;
   }
@@ -354,8 +357,7 @@ export class JetStreamEventBus<M extends TopicMap = FleetgateTopics> implements 
     held: JsMsg[],
     handle: (msg: JsMsg) => Promise<void>,
     isActive: () => boolean,
-    name: string,
-    pattern: string,
+    onError: (error: unknown) => void,
   ): Promise<void> {
     let wake: (() => void) | undefined;
     let ended = false;
@@ -366,7 +368,7 @@ export class JetStreamEventBus<M extends TopicMap = FleetgateTopics> implements 
           wake?.();
         }
       } catch (error) {
-        if (isActive()) this.#onUnreported(error, { source: `subscription:${name}`, pattern });
+        if (isActive()) onError(error);
       } finally {
         ended = true;
         wake?.();
@@ -383,7 +385,7 @@ export class JetStreamEventBus<M extends TopicMap = FleetgateTopics> implements 
       try {
         await handle(msg);
       } catch (error) {
-        this.#onUnreported(error, { source: `subscription:${name}`, pattern });
+        onError(error);
       }
     }
     await reader;
