@@ -21,7 +21,6 @@ import { createLeasedCardSource, leasedCardCache } from './card-lease.js';
 import type { GatewayStore } from './migrations.js';
 import { openGatewayStore } from './migrations.js';
 
-
 /** The fleet side of a gateway: directory, registries, ratchet and card broker on one store. */
 export interface FleetRuntime {
   store: GatewayStore;
