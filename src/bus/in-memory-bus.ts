@@ -30,7 +30,7 @@ import {
 } from './types.js';
 import { errorMessage } from './subscription-name.js';
 import { busClosed, checkEventId, checkSubscription } from './bus-checks.js';
-import { defined } from '../protocol/fields/index.js';
+import { createFailureReporter, type ReportFailure } from './failure-reporter.js';
 import { remember } from '../protocol/caches/index.js';
 
 /** Options of {@link createInMemoryEventBus}. */
@@ -165,6 +165,7 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
   readonly #maxQueue: number;
   readonly #overflow: OverflowPolicy;
   readonly #onUnreported: UnreportedErrorHandler;
+  readonly #reportError: ReportFailure;
   #state: 'open' | 'closing' | 'closed' = 'open';
   #closed: Promise<void> | undefined;
   readonly #stats: Omit<InMemoryBusStats, 'subscriptions'> = {
@@ -180,6 +181,20 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
     this.#maxQueue = positiveInt(options.maxQueue ?? DEFAULT_MAX_QUEUE, 'maxQueue');
     this.#overflow = options.overflow ?? 'reject';
     this.#onUnreported = options.onUnreportedError ?? warnUnreportedError;
+    this.#reportError = createFailureReporter({
+      reportsClosed: () => this.#state === 'closed',
+      publishReport: (payload, publishOptions, onRefused) => {
+        try {
+          const subs = this.#match('system.error');
+          const refused = this.#deliver('system.error', payload, publishOptions, subs);
+          // Told a turn later, as a rejected publish would tell it.
+          if (refused instanceof FleetgateError) queueMicrotask(() => onRefused(refused));
+        } catch (reportError) {
+          onRefused(reportError);
+        }
+      },
+      onUnreported: this.#onUnreported,
+    });
     this.#now = options.now ?? Date.now;
     this.#duplicates = new DuplicateWindow(
       options.duplicateWindowMs ?? 120_000,
@@ -439,42 +454,6 @@ export class InMemoryEventBus<M extends TopicMap = FleetgateTopics> implements E
     const waiters = sub.idleWaiters;
     sub.idleWaiters = [];
     for (const resolve of waiters) resolve();
-  }
-
-  /** Publishes a failure on `system.error`, unless the failure is itself about a system.error. */
-  #reportError(
-    error: FleetgateError,
-    source: string,
-    topic: string | undefined,
-    eventId: string | undefined,
-    correlationId?: string,
-  ): void {
-    const context = { source, topic, eventId };
-    if (topic === 'system.error' || this.#state === 'closed') {
-      this.#onUnreported(error, context);
-      return;
-    }
-    const payload = {
-      source,
-      message: error.message,
-      code: error.code,
-      ...defined({ topic, eventId }),
-    };
-    try {
-      const subs = this.#match('system.error');
-      const refused = this.#deliver(
-        'system.error',
-        payload,
-        correlationId === undefined ? {} : { correlationId },
-        subs,
-      );
-      // Told a turn later, as a rejected publish would tell it.
-      if (refused instanceof FleetgateError) {
-        queueMicrotask(() => this.#onUnreported(error, { ...context, reportError: refused }));
-      }
-    } catch (reportError) {
-      this.#onUnreported(error, { ...context, reportError });
-    }
   }
 
   async #unsubscribe(sub: MemorySubscription): Promise<void> {

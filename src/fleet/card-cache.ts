@@ -92,8 +92,8 @@ export function createStoreCardCache<DB extends CardCacheDatabase>(
         changedAt: Number(r.changed_at),
       }));
     },
-    async save(card) {
-      const row: AgentCardTable = {
+    save: (card) =>
+      upsertByAgent(db, 'fleetgate_agent_card', {
         agent: card.agent,
         url: card.url,
         card: card.text,
@@ -102,14 +102,7 @@ export function createStoreCardCache<DB extends CardCacheDatabase>(
         last_modified: card.lastModified,
         fetched_at: card.fetchedAt,
         changed_at: card.changedAt,
-      };
-      const { agent: _agent, ...update } = row;
-      await db
-        .insertInto('fleetgate_agent_card')
-        .values(row)
-        .onConflict((oc) => oc.column('agent').doUpdateSet(update))
-        .execute();
-    },
+      }),
     async touch(agent, fetchedAt) {
       await db
         .updateTable('fleetgate_agent_card')
@@ -131,24 +124,32 @@ export function createStoreCardCache<DB extends CardCacheDatabase>(
         lastAttemptAt: Number(r.last_attempt_at),
       }));
     },
-    async saveFailures(record) {
-      const row: CardFailureTable = {
+    saveFailures: (record) =>
+      upsertByAgent(db, 'fleetgate_card_failure', {
         agent: record.agent,
         url: record.url,
         failures: record.failures,
         last_error_code: record.lastError.code,
         last_error_message: record.lastError.message,
         last_attempt_at: record.lastAttemptAt,
-      };
-      const { agent: _agent, ...update } = row;
-      await db
-        .insertInto('fleetgate_card_failure')
-        .values(row)
-        .onConflict((oc) => oc.column('agent').doUpdateSet(update))
-        .execute();
-    },
+      }),
     async clearFailures(agent) {
       await db.deleteFrom('fleetgate_card_failure').where('agent', '=', agent).execute();
     },
   };
+}
+
+/** Inserts `row` into `table`, or overwrites the stored row of its agent (both tables' key) with it. */
+async function upsertByAgent<T extends keyof CardCacheDatabase>(
+  db: Kysely<CardCacheDatabase>,
+  table: T,
+  row: CardCacheDatabase[T],
+): Promise<void> {
+  const { agent: _agent, ...update }: CardCacheDatabase[keyof CardCacheDatabase] = row;
+  // kysely types a statement on either table, not on one a type parameter names.
+  await db
+    .insertInto<keyof CardCacheDatabase>(table)
+    .values(row)
+    .onConflict((oc) => oc.column('agent').doUpdateSet(update))
+    .execute();
 }

@@ -130,18 +130,16 @@ export function createMemoryRatchetPersistence(): RatchetPersistence & {
   rows: Map<string, RatchetRow>;
 } {
   const rows = new Map<string, RatchetRow>();
+  // Kept as given: the ratchet never changes a row it saved (a change is a new row).
+  const saveMany = (many: readonly RatchetRow[]): Promise<void> => {
+    for (const row of many) rows.set(key(row.kind, row.agent, row.skill), row);
+    return Promise.resolve();
+  };
   return {
     rows,
     load: () => Promise.resolve([...rows.values()].map((r) => ({ ...r }))),
-    // Kept as given: the ratchet never changes a row it saved (a change is a new row).
-    save: (row) => {
-      rows.set(key(row.kind, row.agent, row.skill), row);
-      return Promise.resolve();
-    },
-    saveMany: (many) => {
-      for (const row of many) rows.set(key(row.kind, row.agent, row.skill), row);
-      return Promise.resolve();
-    },
+    save: (row) => saveMany([row]),
+    saveMany,
   };
 }
 
@@ -215,21 +213,19 @@ export class DeclarationRatchet {
   }
 
   /** The level in force for a skill, or undefined when none was ever accepted. */
-  accepted<K extends RatchetKind>(
-    kind: K,
-    agent: string,
-    skill: string,
-  ): RatchetValues[K] | undefined {
-    return levelOf(kind, this.#rows.get(key(kind, agent, skill)), 'accepted');
-  }
+  readonly accepted = this.#levelReader('accepted');
 
   /** The narrower level waiting for acknowledgement, if any. */
-  pending<K extends RatchetKind>(
-    kind: K,
-    agent: string,
-    skill: string,
-  ): RatchetValues[K] | undefined {
-    return levelOf(kind, this.#rows.get(key(kind, agent, skill)), 'pending');
+  readonly pending = this.#levelReader('pending');
+
+  /** Reads one level of a skill's row: a value of the row's kind, or undefined. */
+  #levelReader(level: 'accepted' | 'pending') {
+    return <K extends RatchetKind>(
+      kind: K,
+      agent: string,
+      skill: string,
+    ): RatchetValues[K] | undefined =>
+      levelOf(kind, this.#rows.get(key(kind, agent, skill)), level);
   }
 
   /** True when `value` is the level in force and nothing narrower waits: observing it again changes nothing. */
@@ -273,10 +269,7 @@ export class DeclarationRatchet {
     const changes: RatchetChange[] = [];
     for (const o of observations)
       this.#decide(o.kind, agent, o.skill, o.declared, o.previous, rows, keys, changes);
-    if (rows.length > 0) {
-      await this.#persist(rows);
-      this.#hold(rows, keys);
-    }
+    if (rows.length > 0) await this.#save(rows, keys);
     return changes;
   }
 
@@ -367,22 +360,18 @@ export class DeclarationRatchet {
         acknowledgedBy: by,
       },
     ];
-    await this.#persist(rows);
-    this.#hold(rows, [key(kind, agent, skill)]);
+    await this.#save(rows, [key(kind, agent, skill)]);
     return pending;
   }
 
-  /** Persists the rows: in one write when the persistence can, else one by one in order. */
-  #persist(rows: readonly RatchetRow[]): Promise<void> {
+  /**
+   * Persists the rows (in one write when the persistence can, else one by one in order), then
+   * holds them under their keys: readers see them from now on.
+   */
+  async #save(rows: readonly RatchetRow[], keys: readonly string[]): Promise<void> {
     const persistence = this.#persistence;
-    if (persistence.saveMany !== undefined) return persistence.saveMany(rows);
-    return (async () => {
-      for (const row of rows) await persistence.save(row);
-    })();
-  }
-
-  /** Holds persisted rows under their keys: readers see them from now on. */
-  #hold(rows: readonly RatchetRow[], keys: readonly string[]): void {
+    if (persistence.saveMany !== undefined) await persistence.saveMany(rows);
+    else for (const row of rows) await persistence.save(row);
     for (let i = 0; i < rows.length; i += 1) this.#rows.set(keys[i]!, rows[i]!);
     this.#version += 1;
   }

@@ -17,13 +17,15 @@ import {
   toAuditRecord,
   toAuditRow,
 } from './sql-rows.js';
-import { encodeHeader, rowBytes, splitState } from './value-rows.js';
+import { encodeHeader } from './value-rows.js';
 import type { LoadedRows } from './sql-value-rows.js';
-import { SPLIT_DEPTH, loadDomainRows, writeValueRows } from './sql-value-rows.js';
+import { loadDomainRows, writeValueRows } from './sql-value-rows.js';
 import {
   SqlWorldStore,
   assembleDomains,
+  createdDomain,
   foldedBase,
+  newDomainRow,
   noRows,
   seededDomain,
   type PruneOptions,
@@ -35,7 +37,6 @@ import type {
   LoadedDomain,
   PruneResult,
   StoredDomain,
-  WorldEmission,
   WorldUnitOfWork,
 } from './types.js';
 
@@ -56,18 +57,11 @@ export class KyselyWorldStore extends SqlWorldStore {
     this.#kind = kind;
   }
 
-  async unitOfWork<T>(
+  protected runUnitOfWork<T>(
     work: (uow: WorldUnitOfWork) => Promise<T>,
-  ): Promise<{ result: T; emitted: WorldEmission[] }> {
-    let wroteOutbox = false;
-    const result = await this.#db.transaction().execute(async (trx) => {
-      const uow = this.#unitOfWork(trx, () => {
-        wroteOutbox = true;
-      });
-      return work(uow);
-    });
-    if (wroteOutbox) this.settings.onCommitted?.();
-    return { result, emitted: [] };
+    onEmit: () => void,
+  ): Promise<T> {
+    return this.#db.transaction().execute((trx) => work(this.#unitOfWork(trx, onEmit)));
   }
 
   #selectDomains(db: Db, names: readonly string[]) {
@@ -110,27 +104,13 @@ export class KyselyWorldStore extends SqlWorldStore {
           const created = missing.map(init);
           const inserted = await trx
             .insertInto('fleetgate_world_domains')
-            .values(
-              created.map((d) => ({
-                name: d.name,
-                version: d.version,
-                state: encodeHeader({ bytes: 0, next: 1 }),
-                base_state: JSON.stringify(d.base),
-                base_version: d.baseVersion,
-                updated_at: d.updatedAt,
-              })),
-            )
+            .values(created.map(newDomainRow))
             .onConflict((oc) => oc.column('name').doNothing())
             .returning('name')
             .execute();
           for (const row of inserted) ours.add(row.name);
           for (const d of created) {
-            if (!ours.has(d.name)) continue;
-            // Created here: its state is the initial one, every row still to be written.
-            loaded.set(d.name, { rows: new Map(), header: { bytes: 0, next: 1 } });
-            d.bytes = 0;
-            for (const row of splitState(d.state, SPLIT_DEPTH)) d.bytes += rowBytes(row);
-            out.set(d.name, { domain: d, created: true });
+            if (ours.has(d.name)) out.set(d.name, createdDomain(d, loaded));
           }
           // A row another replica created meanwhile is read (and locked) like any other.
           const raced = missing.filter((name) => !ours.has(name));
@@ -255,15 +235,19 @@ export class KyselyWorldStore extends SqlWorldStore {
     return rows.map(toAuditRecord);
   }
 
-  async appliedSinceBase(domain: string): Promise<AuditRecord[]> {
-    const rows = await this.#db
+  appliedSinceBase(domain: string): Promise<AuditRecord[]> {
+    return this.#applied(this.#db, domain);
+  }
+
+  /** The applied records of `domain` (up to `maxSeq`), oldest first. */
+  async #applied(db: Db, domain: string, maxSeq?: number): Promise<AuditRecord[]> {
+    let select = db
       .selectFrom('fleetgate_world_audit')
       .selectAll()
       .where('domain', '=', domain)
-      .where('status', '=', 'applied')
-      .orderBy('seq')
-      .execute();
-    return rows.map(toAuditRecord);
+      .where('status', '=', 'applied');
+    if (maxSeq !== undefined) select = select.where('seq', '<=', maxSeq);
+    return (await select.orderBy('seq').execute()).map(toAuditRecord);
   }
 
   async prune(options: PruneOptions): Promise<PruneResult> {
@@ -279,16 +263,7 @@ export class KyselyWorldStore extends SqlWorldStore {
       for (const cut of cuts) {
         const maxSeq = Number(cut.max_seq);
         const [row] = await this.#selectDomains(trx, [cut.domain]);
-        const applied = (
-          await trx
-            .selectFrom('fleetgate_world_audit')
-            .selectAll()
-            .where('domain', '=', cut.domain)
-            .where('status', '=', 'applied')
-            .where('seq', '<=', maxSeq)
-            .orderBy('seq')
-            .execute()
-        ).map(toAuditRecord);
+        const applied = await this.#applied(trx, cut.domain, maxSeq);
         if (row !== undefined && applied.length > 0) {
           await trx
             .updateTable('fleetgate_world_domains')

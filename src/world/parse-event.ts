@@ -7,7 +7,7 @@ import { FleetgateError } from '../protocol/index.js';
 import type { DeltaOp, RejectedDeltaEntry } from '../protocol/index.js';
 import { LIMITS, acceptDeltaEntry, parseDeltaEntry } from '../protocol/index.js';
 import { auditSnapshot, isPlainObject } from './json.js';
-import type { NewAuditRecord } from './types.js';
+import type { AuditStatus, NewAuditRecord } from './types.js';
 
 /** A `world.state.delta` event as the bus delivers it. */
 export type WorldStateDeltaEnvelope = EventEnvelope<'world.state.delta', WorldStateDeltaEvent>;
@@ -50,26 +50,31 @@ export interface RecordBase {
   recordedAt: number;
 }
 
-// Audit records are built field by field (not by spreading `base`): this runs once per entry,
-// and spread copies were the single largest cost of the in-memory apply path. Each is built whole,
-// with its `version`, so no record changes shape after it was made.
-export function appliedRecord(
+/** What an audit record keeps of the entry it records. */
+type AuditedEntry = Pick<NewAuditRecord, 'domain' | 'path' | 'op' | 'index'>;
+
+/**
+ * The audit record of one entry of `base`'s event, but for the field its status adds (`version`
+ * or `reason`, set by {@link appliedRecord} or {@link rejectedRecord} before it is returned).
+ * Built field by field, not by spreading `base`: this runs once per entry, and spread copies were
+ * the single largest cost of the in-memory apply path.
+ */
+function entryRecord(
+  status: AuditStatus,
   base: RecordBase,
-  entry: { domain: string; path: string; op: string; index: number },
+  entry: AuditedEntry,
   value: unknown,
-  previous: unknown,
-  next: unknown,
-  version: number,
+  previous?: unknown,
+  next?: unknown,
 ): NewAuditRecord {
-  const record: NewAuditRecord = {
+  return {
     domain: entry.domain,
     path: entry.path,
     op: entry.op,
     value,
     previous,
     next,
-    status: 'applied',
-    version,
+    status,
     agent: base.agent,
     skill: base.skill,
     taskId: base.taskId,
@@ -78,32 +83,31 @@ export function appliedRecord(
     time: base.time,
     recordedAt: base.recordedAt,
   };
+}
+
+/** The audit record of an applied entry: its value before and after, and the version it made. */
+export function appliedRecord(
+  base: RecordBase,
+  entry: AuditedEntry,
+  value: unknown,
+  previous: unknown,
+  next: unknown,
+  version: number,
+): NewAuditRecord {
+  const record = entryRecord('applied', base, entry, value, previous, next);
+  record.version = version;
   return record;
 }
 
+/** The audit record of a rejected entry, with why it was not applied. */
 export function rejectedRecord(
   base: RecordBase,
-  entry: { domain: string; path: string; op: string; index: number },
+  entry: AuditedEntry,
   value: unknown,
   reason: string,
 ): NewAuditRecord {
-  const record: NewAuditRecord = {
-    domain: entry.domain,
-    path: entry.path,
-    op: entry.op,
-    value,
-    previous: undefined,
-    next: undefined,
-    status: 'rejected',
-    reason,
-    agent: base.agent,
-    skill: base.skill,
-    taskId: base.taskId,
-    eventId: base.eventId,
-    index: entry.index,
-    time: base.time,
-    recordedAt: base.recordedAt,
-  };
+  const record = entryRecord('rejected', base, entry, value);
+  record.reason = reason;
   return record;
 }
 

@@ -1,20 +1,20 @@
 /**
  * What the SQL world store's two implementations share (`sqlite-world-store.ts`,
- * `kysely-world-store.ts`): the class both extend, with the store's flags and settings, and the
- * rows both build and read back the same way (a seeded domain, the domains as a listing gives
- * them, a base folded by retention). No I/O.
+ * `kysely-world-store.ts`): the class both extend, with the store's flags and settings and the
+ * unit of work's commit notice, and the rows both build and read back the same way (a created or
+ * seeded domain, the domains as a listing gives them, a base folded by retention). No I/O.
  */
 import type { JsonObject } from './json.js';
 import type { WorldOutbox } from './outbox-port.js';
-import { groupValueRows, toBase, type LoadedRows } from './sql-value-rows.js';
+import { SPLIT_DEPTH, groupValueRows, toBase, type LoadedRows } from './sql-value-rows.js';
 import type { WorldDomainTable, WorldValueTable } from './store-tables.js';
-import { assembleState, decodeHeader, encodeHeader } from './value-rows.js';
+import { assembleState, decodeHeader, encodeHeader, rowBytes, splitState } from './value-rows.js';
 import type {
   AuditRecord,
   HistoryQuery,
+  LoadedDomain,
   PruneResult,
   StoredDomain,
-  WorldEmission,
   WorldStore,
   WorldUnitOfWork,
 } from './types.js';
@@ -52,9 +52,24 @@ export abstract class SqlWorldStore implements WorldStore {
     this.settings = settings;
   }
 
-  abstract unitOfWork<T>(
+  /** Runs `work` in one transaction; its emissions are outbox rows, so none come back. */
+  async unitOfWork<T>(
     work: (uow: WorldUnitOfWork) => Promise<T>,
-  ): Promise<{ result: T; emitted: WorldEmission[] }>;
+  ): Promise<{ result: T; emitted: [] }> {
+    let wroteOutbox = false;
+    const result = await this.runUnitOfWork(work, () => {
+      wroteOutbox = true;
+    });
+    if (wroteOutbox) this.settings.onCommitted?.();
+    return { result, emitted: [] };
+  }
+
+  /** Runs `work` in one transaction, on a unit of work that calls `onEmit` as it emits. */
+  protected abstract runUnitOfWork<T>(
+    work: (uow: WorldUnitOfWork) => Promise<T>,
+    onEmit: () => void,
+  ): Promise<T>;
+
   abstract seed(name: string, state: JsonObject, now: number): Promise<boolean>;
   abstract domain(name: string): Promise<StoredDomain | undefined>;
   abstract domains(): Promise<StoredDomain[]>;
@@ -68,23 +83,34 @@ export function noRows(): LoadedRows {
   return { rows: new Map(), header: { bytes: 0, next: 1 } };
 }
 
+/** The row of a domain a unit of work creates: its header says no value row is written yet. */
+export function newDomainRow(d: StoredDomain): WorldDomainTable {
+  return {
+    name: d.name,
+    version: d.version,
+    state: encodeHeader({ bytes: 0, next: 1 }),
+    base_state: JSON.stringify(d.base),
+    base_version: d.baseVersion,
+    updated_at: d.updatedAt,
+  };
+}
+
+/** A domain `load` just created: every row of it still to be written, its size that of its rows. */
+export function createdDomain(d: StoredDomain, loaded: Map<string, LoadedRows>): LoadedDomain {
+  loaded.set(d.name, noRows());
+  d.bytes = 0;
+  for (const row of splitState(d.state, SPLIT_DEPTH)) d.bytes += rowBytes(row);
+  return { domain: d, created: true };
+}
+
 /** The domain row a seed inserts (its value rows are written after it) and the domain it holds. */
 export function seededDomain(
   name: string,
   state: JsonObject,
   now: number,
 ): { row: WorldDomainTable; domain: StoredDomain } {
-  return {
-    row: {
-      name,
-      version: 0,
-      state: encodeHeader({ bytes: 0, next: 1 }),
-      base_state: JSON.stringify(state),
-      base_version: 0,
-      updated_at: now,
-    },
-    domain: { name, version: 0, state, updatedAt: now, base: state, baseVersion: 0 },
-  };
+  const domain = { name, version: 0, state, updatedAt: now, base: state, baseVersion: 0 };
+  return { row: newDomainRow(domain), domain };
 }
 
 /** Every domain, from its domain row and all value rows (in name order, as the rows are). */

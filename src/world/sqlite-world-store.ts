@@ -12,13 +12,15 @@ import { normaliseHistoryQuery } from './history-query.js';
 import type { SqliteAccess, SqliteStatements } from '../store/index.js';
 import type { WorldAuditTable, WorldDomainTable, WorldValueTable } from './store-tables.js';
 import { auditInsertSql, auditParams, toAuditRecord, toAuditRow } from './sql-rows.js';
-import { encodeHeader, rowBytes, splitState } from './value-rows.js';
+import { encodeHeader } from './value-rows.js';
 import type { LoadedRows } from './sql-value-rows.js';
-import { SPLIT_DEPTH, loadDomainRowsDirect, writeValueRowsDirect } from './sql-value-rows.js';
+import { loadDomainRowsDirect, writeValueRowsDirect } from './sql-value-rows.js';
 import {
   SqlWorldStore,
   assembleDomains,
+  createdDomain,
   foldedBase,
+  newDomainRow,
   noRows,
   seededDomain,
   type PruneOptions,
@@ -30,7 +32,6 @@ import type {
   LoadedDomain,
   PruneResult,
   StoredDomain,
-  WorldEmission,
   WorldUnitOfWork,
 } from './types.js';
 
@@ -66,6 +67,11 @@ const SELECT_CUTS =
   'group by "domain" order by "domain"';
 const DELETE_AUDIT_UP_TO = 'delete from "fleetgate_world_audit" where "domain" = ? and "seq" <= ?';
 const DELETE_EVENT_IDS = 'delete from "fleetgate_world_events" where "applied_at" < ?';
+
+/** The parameters of {@link INSERT_DOMAIN} for `row`, in its column order. */
+function insertDomainParams(row: WorldDomainTable): unknown[] {
+  return [row.name, row.version, row.state, row.base_state, row.base_version, row.updated_at];
+}
 
 /** The history query as SQL text and parameters: the kysely implementation's filters, in order. */
 function historyQuery(
@@ -106,23 +112,15 @@ export class SqliteWorldStore extends SqlWorldStore {
     this.#direct = direct;
   }
 
-  async unitOfWork<T>(
+  protected runUnitOfWork<T>(
     work: (uow: WorldUnitOfWork) => Promise<T>,
-  ): Promise<{ result: T; emitted: WorldEmission[] }> {
-    let wroteOutbox = false;
+    onEmit: () => void,
+  ): Promise<T> {
     // Joins the claims and relay marks committed in the same turn of the event loop: one
     // commit (and one write of the pages they share) for all of them.
-    const result = await this.#direct.write(
-      (sql) =>
-        work(
-          this.#directUnitOfWork(sql, () => {
-            wroteOutbox = true;
-          }),
-        ),
-      { group: 'loop' },
-    );
-    if (wroteOutbox) this.settings.onCommitted?.();
-    return { result, emitted: [] };
+    return this.#direct.write((sql) => work(this.#directUnitOfWork(sql, onEmit)), {
+      group: 'loop',
+    });
   }
 
   /**
@@ -151,26 +149,13 @@ export class SqliteWorldStore extends SqlWorldStore {
               continue;
             }
             const d = init(name);
-            const created =
-              sql.run(INSERT_DOMAIN, [
-                d.name,
-                d.version,
-                encodeHeader({ bytes: 0, next: 1 }),
-                JSON.stringify(d.base),
-                d.baseVersion,
-                d.updatedAt,
-              ]).changes === 1;
-            if (!created) {
-              // Another writer of the file created it meanwhile: read it like any other.
-              const raced = sql.get<WorldDomainTable>(SELECT_DOMAIN, [name]);
-              if (raced !== undefined) found.push(raced);
+            if (sql.run(INSERT_DOMAIN, insertDomainParams(newDomainRow(d))).changes === 1) {
+              out.set(d.name, createdDomain(d, loaded));
               continue;
             }
-            // Created here: its state is the initial one, every row still to be written.
-            loaded.set(d.name, { rows: new Map(), header: { bytes: 0, next: 1 } });
-            d.bytes = 0;
-            for (const row of splitState(d.state, SPLIT_DEPTH)) d.bytes += rowBytes(row);
-            out.set(d.name, { domain: d, created: true });
+            // Another writer of the file created it meanwhile: read it like any other.
+            const raced = sql.get<WorldDomainTable>(SELECT_DOMAIN, [name]);
+            if (raced !== undefined) found.push(raced);
           }
           for (const [name, domain] of loadDomainRowsDirect(sql, found, needs)) {
             loaded.set(name, domain.loaded);
@@ -218,16 +203,7 @@ export class SqliteWorldStore extends SqlWorldStore {
   seed(name: string, state: JsonObject, now: number): Promise<boolean> {
     const { row, domain } = seededDomain(name, state, now);
     return this.#direct.write((sql) => {
-      const inserted =
-        sql.run(INSERT_DOMAIN, [
-          row.name,
-          row.version,
-          row.state,
-          row.base_state,
-          row.base_version,
-          row.updated_at,
-        ]).changes === 1;
-      if (!inserted) return false;
+      if (sql.run(INSERT_DOMAIN, insertDomainParams(row)).changes !== 1) return false;
       const header = writeValueRowsDirect(sql, domain, noRows());
       sql.run(UPDATE_HEADER, [encodeHeader(header), name]);
       return true;

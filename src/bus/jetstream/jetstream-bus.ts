@@ -28,12 +28,12 @@ import { AckPolicy, DeliverPolicy } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { headers, nanos } from '@nats-io/transport-node';
 import { FleetgateError, isFleetgateError } from '../../protocol/index.js';
-import { defined } from '../../protocol/fields/index.js';
 import { DuplicateWindow } from '../duplicate-window.js';
 import { createClock, createEventIdGenerator, stampEnvelope } from '../event-stamps.js';
 import { checkSubscriptionName, errorMessage } from '../subscription-name.js';
 import { parseTopic } from '../topic-pattern.js';
 import { busClosed, checkEventId, checkSubscription } from '../bus-checks.js';
+import { createFailureReporter, type ReportFailure } from '../failure-reporter.js';
 import type {
   EventEnvelope,
   EventFor,
@@ -100,6 +100,7 @@ export class JetStreamEventBus<M extends TopicMap = FleetgateTopics> implements 
   readonly #jsm: JetStreamManager;
   readonly #options: ResolvedJetStreamOptions;
   readonly #onUnreported: UnreportedErrorHandler;
+  readonly #report: ReportFailure;
   readonly #nextId = createEventIdGenerator();
   readonly #clock = createClock();
   readonly #subscriptions = new Set<ActiveSubscription>();
@@ -123,6 +124,20 @@ export class JetStreamEventBus<M extends TopicMap = FleetgateTopics> implements 
     this.#jsm = jsm;
     this.#options = options;
     this.#onUnreported = onUnreported;
+    this.#report = createFailureReporter({
+      // Failures while closing (handlers finishing) are still published; after that they cannot be.
+      reportsClosed: () => this.#reportsClosed,
+      publishReport: (payload, publishOptions, onRefused) => {
+        const report = this.#publish('system.error', payload, publishOptions).then(
+          () => undefined,
+          onRefused,
+        );
+        // close() waits for these, so a failure reported just before shutdown still reaches the bus.
+        this.#pendingReports.add(report);
+        void report.finally(() => this.#pendingReports.delete(report));
+      },
+      onUnreported,
+    });
   }
 
   /** The resolved options (stream name, prefixes, limits). */
@@ -196,10 +211,8 @@ export class JetStreamEventBus<M extends TopicMap = FleetgateTopics> implements 
     handler: EventHandler<EventFor<M, P>>,
     options: SubscribeOptions,
   ): Promise<Subscription> {
-    const name = checkSubscription(pattern, options);
-    if (this.#closed !== undefined) return Promise.reject(busClosed({ pattern }));
     const onEvent = handler as EventHandler;
-    return this.#consume(this.subjectOf(pattern), pattern, name, options, (msg, sub) =>
+    return this.#subscribe(this.subjectOf(pattern), pattern, options, (msg, sub) =>
       this.#handleEvent(msg, sub, onEvent, options.durable === true),
     );
   }
@@ -213,9 +226,9 @@ export class JetStreamEventBus<M extends TopicMap = FleetgateTopics> implements 
     handler: (deadLetter: DeadLetter) => void | Promise<void>,
     options: SubscribeOptions,
   ): Promise<Subscription> {
-    const name = checkSubscription(pattern, options);
     const prefixLength = this.#options.deadLetterPrefix.length + 1;
-    return this.#consume(this.deadLetterSubjectOf(pattern), pattern, name, options, async (msg) => {
+    const subject = this.deadLetterSubjectOf(pattern);
+    return this.#subscribe(subject, pattern, options, async (msg, sub) => {
       try {
         const event = decodeEnvelope(msg.data, msg.subject.slice(prefixLength));
         await handler({
@@ -226,7 +239,7 @@ export class JetStreamEventBus<M extends TopicMap = FleetgateTopics> implements 
         });
         if (options.durable === true) await msg.ackAck();
       } catch (error) {
-        this.#onUnreported(error, { source: `dead-letters:${name}`, subject: msg.subject });
+        this.#onUnreported(error, { source: `dead-letters:${sub.name}`, subject: msg.subject });
         if (options.durable === true) msg.nak(this.#options.redeliveryDelayMs);
       }
     });
@@ -236,6 +249,18 @@ export class JetStreamEventBus<M extends TopicMap = FleetgateTopics> implements 
   async deleteDurable(name: string): Promise<void> {
     checkSubscriptionName(name);
     await this.#jsm.consumers.delete(this.#options.stream, name);
+  }
+
+  /** Checks a subscription (throwing at the call), refuses it once closed, then consumes. */
+  #subscribe(
+    filterSubject: string,
+    pattern: string,
+    options: SubscribeOptions,
+    onMessage: (msg: JsMsg, sub: ActiveSubscription) => Promise<void>,
+  ): Promise<Subscription> {
+    const name = checkSubscription(pattern, options);
+    if (this.#closed !== undefined) return Promise.reject(busClosed({ pattern }));
+    return this.#consume(filterSubject, pattern, name, options, onMessage);
   }
 
   async #consume(
@@ -519,36 +544,6 @@ export class JetStreamEventBus<M extends TopicMap = FleetgateTopics> implements 
       topic,
       eventId,
     );
-  }
-
-  /** Publishes a failure on `system.error`, unless it is about a system.error event itself. */
-  #report(
-    error: unknown,
-    source: string,
-    topic: string | undefined,
-    eventId: string | undefined,
-    correlationId?: string,
-  ): void {
-    const context = { source, topic, eventId };
-    // Failures while closing (handlers finishing) are still published; after that they cannot be.
-    if (topic === 'system.error' || this.#reportsClosed) {
-      this.#onUnreported(error, context);
-      return;
-    }
-    // The code in its field and the message without it, as the in-memory bus words them.
-    const payload = {
-      source,
-      message: error instanceof Error ? error.message : String(error),
-      code: isFleetgateError(error) ? error.code : 'FLEETGATE_BUS_HANDLER_FAILED',
-      ...defined({ topic, eventId }),
-    };
-    const report = this.#publish('system.error', payload, defined({ correlationId })).then(
-      () => undefined,
-      (reportError: unknown) => this.#onUnreported(error, { ...context, reportError }),
-    );
-    // close() waits for these, so a failure reported just before shutdown still reaches the bus.
-    this.#pendingReports.add(report);
-    void report.finally(() => this.#pendingReports.delete(report));
   }
 
   close(): Promise<void> {

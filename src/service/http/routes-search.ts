@@ -68,6 +68,13 @@ function like(text: string): string {
   return `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
+/** `text` found in any of `columns` (case-insensitive; a null column counts as empty). */
+function textCondition(text: string, columns: readonly string[]): RawBuilder<unknown> {
+  const t = like(text);
+  const found = columns.map((c) => sql`lower(coalesce(${sql.ref(c)}, '')) like ${t} escape '\\'`);
+  return sql`(${sql.join(found, sql` or `)})`;
+}
+
 /** The conditions every search starts with: the agent and the skill, when given. */
 function agentSkillConditions(query: {
   agent?: string | undefined;
@@ -167,13 +174,8 @@ function dispatchSearchRoute(gw: Pick<Gateway, 'agents'>, db: Db): RouteSpec {
         );
       }
       if (query.text !== undefined) {
-        const t = like(query.text);
-        conditions.push(
-          sql`(lower(id) like ${t} escape '\\' or lower(correlation_id) like ${t} escape '\\'
-              or lower(coalesce(task_id, '')) like ${t} escape '\\'
-              or lower(coalesce(result, '')) like ${t} escape '\\'
-              or lower(agent) like ${t} escape '\\' or lower(skill) like ${t} escape '\\')`,
-        );
+        const columns = ['id', 'correlation_id', 'task_id', 'result', 'agent', 'skill'];
+        conditions.push(textCondition(query.text, columns));
       }
       const radii = radiusOf(gw);
       return queryPage(db, {
@@ -224,11 +226,7 @@ function effectSearchRoute(gw: Pick<Gateway, 'agents'>, db: Db): RouteSpec {
         conditions.push(pairCondition(skillsWhere(gw, { radius: query.radius })));
       }
       if (query.text !== undefined) {
-        const t = like(query.text);
-        conditions.push(
-          sql`(lower(path) like ${t} escape '\\' or lower(coalesce(value, '')) like ${t} escape '\\'
-              or lower(task_id) like ${t} escape '\\' or lower(coalesce(reason, '')) like ${t} escape '\\')`,
-        );
+        conditions.push(textCondition(query.text, ['path', 'value', 'task_id', 'reason']));
       }
       return queryPage(db, {
         table: 'fleetgate_world_audit',
@@ -280,13 +278,8 @@ function approvalSearchRoute(db: Db): RouteSpec {
         );
       }
       if (query.text !== undefined) {
-        const t = like(query.text);
-        conditions.push(
-          sql`(lower(input) like ${t} escape '\\' or lower(coalesce(reason, '')) like ${t} escape '\\'
-              or lower(id) like ${t} escape '\\' or lower(dispatch_id) like ${t} escape '\\'
-              or lower(coalesce(decided_by, '')) like ${t} escape '\\'
-              or lower(coalesce(requested_by, '')) like ${t} escape '\\')`,
-        );
+        const columns = ['input', 'reason', 'id', 'dispatch_id', 'decided_by', 'requested_by'];
+        conditions.push(textCondition(query.text, columns));
       }
       return queryPage(db, {
         table: 'fleetgate_policy_approval',
