@@ -209,6 +209,46 @@ describe.each(storeVariants(pgUp))('dispatch record moves ($kind, direct: $direc
   );
 
   it.skipIf(skip)(
+    'keeps who asked for a dispatch through every read, move and event; names nobody for a call nobody named',
+    async () => {
+      const send = { owner: 'gw-asked', messageId: 'm', contextId: 'c', sentAt: 1 };
+      const asked = record({ requestedBy: 'alice' });
+      await records.create(asked, { send, announce: [{ topic: 'skill.dispatch.requested' }] });
+      expect(await records.get(asked.id)).toEqual(asked);
+      expect(await records.list({ correlationId: asked.correlationId, limit: 5 })).toEqual([asked]);
+      expect((await records.orphans(1_000)).find((o) => o.record.id === asked.id)?.record).toEqual(
+        asked,
+      );
+      const moved = await records.update(asked.id, {
+        status: 'awaiting-input',
+        taskId: 't-asked',
+        at: 30_000,
+        announce: { topic: 'skill.dispatch.awaiting-input' },
+      });
+      expect(moved.record).toEqual({
+        ...asked,
+        status: 'awaiting-input',
+        taskId: 't-asked',
+        updatedAt: 30_000,
+      });
+      expect(await records.byTask('ops', 't-asked')).toEqual(moved.record);
+      expect(
+        (await records.adrift(1_000, ['gw-other'])).find((o) => o.record.id === asked.id)?.record
+          .requestedBy,
+      ).toBe('alice');
+      // Its events carry the record as it stands, who asked included.
+      const events = await outbox(asked.correlationId);
+      expect(events.map((e) => e.payload)).toEqual([asked, moved.record]);
+
+      const nobody = record();
+      await records.create(nobody);
+      const read = await records.get(nobody.id);
+      expect(read).toEqual(nobody);
+      expect(read).not.toHaveProperty('requestedBy');
+    },
+  );
+
+  it.skipIf(skip)(
     'lists orphans oldest first, only calls in flight without a task id, and lets one process take each over',
     async () => {
       const send = { owner: 'gw-dead', messageId: 'm', contextId: 'c', sentAt: 1 };

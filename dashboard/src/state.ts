@@ -70,6 +70,50 @@ export function roleAtLeast(role: Role, needed: Role): boolean {
   return ROLE_ORDER[role] >= ROLE_ORDER[needed];
 }
 
+/** One accepted vote, as `hitl.approval.voted` tells it (the event's time is the vote's). */
+export interface Vote {
+  approvalId: string;
+  by: string;
+  vote: 'approve' | 'reject';
+  needed: number;
+  have: number;
+  at: number;
+}
+
+/** The vote a `hitl.approval.voted` event carries; undefined for any other event. */
+export function voteOf(event: EventEnvelope): Vote | undefined {
+  if (event.topic !== 'hitl.approval.voted') return undefined;
+  const p = event.payload;
+  if (
+    typeof p.approvalId !== 'string' ||
+    typeof p.by !== 'string' ||
+    (p.vote !== 'approve' && p.vote !== 'reject') ||
+    typeof p.needed !== 'number' ||
+    typeof p.have !== 'number'
+  ) {
+    return undefined;
+  }
+  const at = Date.parse(event.time) || Date.now();
+  return { approvalId: p.approvalId, by: p.by, vote: p.vote, needed: p.needed, have: p.have, at };
+}
+
+/**
+ * A pending request with a vote folded in: a yes joins its approvers (once; the last one needed
+ * approves it), a no rejects it. A request no longer pending, or one that already holds the vote
+ * (a snapshot read after it, an event replayed on connect), is returned as it is.
+ */
+export function withVote(a: Approval, vote: Vote): Approval {
+  if (a.id !== vote.approvalId || a.status !== 'pending') return a;
+  if (vote.vote === 'reject') {
+    return { ...a, status: 'rejected', decidedBy: vote.by, decidedAt: vote.at };
+  }
+  if (a.approvals.some((v) => v.by === vote.by)) return a;
+  const approvals = [...a.approvals, { by: vote.by, at: vote.at }];
+  return approvals.length >= a.requiredApprovals
+    ? { ...a, approvals, status: 'approved', decidedAt: vote.at }
+    : { ...a, approvals };
+}
+
 /** Resolves when the browser is idle (at most a second later). */
 function idle(): Promise<void> {
   return new Promise((resolve) => {
@@ -323,6 +367,11 @@ export class Store {
         if (at >= this.openedAt && step !== 'gated')
           this.#toast(step, `${record.agent} / ${record.skill} ${step}`, record.id, at);
       }
+    } else if (topic === 'hitl.approval.voted') {
+      // Open views show the vote at once; the snapshot read after it agrees.
+      const vote = voteOf(event);
+      if (vote !== undefined) this.pending = this.pending.map((a) => withVote(a, vote));
+      this.reloadSoon('approvals');
     } else if (topic.startsWith('hitl.approval.')) {
       const dispatchId = typeof p.dispatchId === 'string' ? p.dispatchId : undefined;
       const info = dispatchId === undefined ? undefined : this.dispatches.get(dispatchId);

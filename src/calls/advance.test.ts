@@ -100,6 +100,11 @@ const event: fc.Arbitrary<CallEvent> = fc
       code: fc.constant('FLEETGATE_APPROVAL_REJECTED'),
     }),
     fc.record({
+      type: fc.constant('unroutable' as const),
+      at: fc.nat(),
+      error: fc.constant({ code: 'FLEETGATE_AGENT_UNKNOWN', message: 'no gateway knows it' }),
+    }),
+    fc.record({
       type: fc.constant('recovered' as const),
       at: fc.nat(),
       found: fc.oneof(
@@ -230,6 +235,15 @@ describe('advance: the moves of one call', () => {
       { type: 'send' },
     ]);
     expect(advance(released.call, { type: 'released', at: 4 }).moved).toBe(false);
+  });
+
+  it('a held call no running gateway can send ends failed, never sent', () => {
+    const held = advance(FRESH, { type: 'gated', at: 1, action: 'hold', reason: 'r' }).call;
+    const error = { code: 'FLEETGATE_AGENT_UNKNOWN', message: 'no gateway knows agent ops' };
+    const failed = advance(held, { type: 'unroutable', at: 2, error });
+    expect(failed.call).toMatchObject({ status: 'failed', result: { error } });
+    expect(failed.effects).toEqual([{ type: 'announce', topic: 'skill.dispatch.failed' }]);
+    expect(advance(failed.call, { type: 'released', at: 3 }).moved).toBe(false);
   });
 
   it('a denied call ends rejected with the gate code', () => {

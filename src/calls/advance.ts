@@ -102,6 +102,11 @@ export type CallEvent =
   /** An approval or a question was rejected, expired or voided. */
   | { readonly type: 'denied'; readonly at: number; readonly reason: string; readonly code: string }
   /**
+   * What was let go (a held call, an answer, a follow-up) cannot be sent from any gateway that
+   * runs: none knows the call's agent. The call ends failed, nothing sent.
+   */
+  | { readonly type: 'unroutable'; readonly at: number; readonly error: CallError }
+  /**
    * Recovery of a call whose holder died: what the agent said of it. `never-sent`: nothing left;
    * `not-found`: sent but the agent has no such task (or cannot say); `found`: the task.
    */
@@ -277,6 +282,12 @@ function transition(call: CallState, event: CallEvent): Step | undefined {
         },
         effects: [{ type: 'announce', topic: 'skill.dispatch.rejected', reason: event.reason }],
       };
+    case 'unroutable':
+      return call.status === 'awaiting-approval' ||
+        call.status === 'running' ||
+        call.status === 'awaiting-input'
+        ? failed(event.error)
+        : undefined;
     case 'recovered':
       return recovered(call, event.found);
   }

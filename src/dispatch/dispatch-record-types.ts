@@ -13,7 +13,10 @@ import type {
 /** The durable record of one dispatch: what every `skill.dispatch.*` event carries. */
 export type DispatchRecord = Omit<DispatchEvent, 'reason' | 'state' | 'decision' | 'approvalId'>;
 
-/** The table of {@link createStoreDispatchRecords} (migration `0005_dispatch`). */
+/**
+ * The table of {@link createStoreDispatchRecords} (migration `0005_dispatch`; `requested_by`
+ * from `0900_dispatch_requester`).
+ */
 export interface DispatchTable {
   id: string;
   agent: string;
@@ -24,6 +27,7 @@ export interface DispatchTable {
   created_at: number;
   updated_at: number;
   result: string | null;
+  requested_by: string | null;
 }
 
 /** The trace context of a dispatch, when it was asked with one (migration `0300_dispatch_trace`). */
@@ -195,6 +199,7 @@ export function fromRow(row: DispatchRow): DispatchRecord {
     updatedAt: Number(row.updated_at),
     result: row.result === null ? null : (JSON.parse(row.result) as DispatchResult),
     ...(row.traceparent === null ? {} : { traceparent: row.traceparent }),
+    ...(row.requested_by === null ? {} : { requestedBy: row.requested_by }),
   };
 }
 

@@ -107,6 +107,7 @@ async function insertRecord(
       created_at: record.createdAt,
       updated_at: record.updatedAt,
       result,
+      requested_by: record.requestedBy ?? null,
     })
     .execute();
   if (record.traceparent !== undefined) {

@@ -48,7 +48,7 @@ function selectAdrift(living: number): string {
 }
 const INSERT =
   'insert into "fleetgate_dispatch" ("id", "agent", "skill", "correlation_id", "status", "task_id", ' +
-  '"created_at", "updated_at", "result") values (?, ?, ?, ?, ?, ?, ?, ?, ?)';
+  '"created_at", "updated_at", "result", "requested_by") values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
 const INSERT_TRACE =
   'insert into "fleetgate_dispatch_trace" ("dispatch_id", "traceparent") values (?, ?)';
 /**
@@ -132,6 +132,7 @@ export function sqliteDispatchRecords(
           record.createdAt,
           record.updatedAt,
           result,
+          record.requestedBy ?? null,
         ]);
         if (record.traceparent !== undefined) {
           sql.run(INSERT_TRACE, [record.id, record.traceparent]);

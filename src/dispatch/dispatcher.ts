@@ -67,6 +67,30 @@ export interface DispatchRequest {
   headers?: Readonly<Record<string, string>>;
 }
 
+/**
+ * What let a held call, a task's answer or a follow-up go, as the approvals door saw it (it read
+ * the approval): {@link Dispatcher.release}, `resume` and `continueFollowUp` take it.
+ */
+export interface LetGo {
+  /** When it was let go (epoch ms): its approval or answer given, or its veto window ended. */
+  at: number;
+  /**
+   * Told when this gateway left the call to a replica that knows its agent: the approval stays
+   * decided and unused, for that replica.
+   */
+  left?: () => void;
+}
+
+/** Which step let a call go: release, resume or follow-up, as the notes of an unknown agent say. */
+type LetGoStep = 'release' | 'resume' | 'follow-up';
+
+/** What each step lets go, as said when it is left to a replica. */
+const LET_GO_WHAT: Readonly<Record<LetGoStep, string>> = {
+  release: 'its held call',
+  resume: 'the answer to its question',
+  'follow-up': 'its held follow-up',
+};
+
 /** A failure as a call's record keeps it: its code, or `FLEETGATE_CALL_FAILED`, and its message. */
 function callError(error: unknown): { code: string; message: string } {
   return isFleetgateError(error)
@@ -173,8 +197,22 @@ export interface DispatcherOptions {
    * input). `return-immediately` hands every unfinished task to the tracker at once.
    */
   mode?: 'blocking' | 'streaming' | 'return-immediately';
+  /**
+   * Whether another gateway runs on this one's store now (a replica whose instance lease is live).
+   * Mid-roll-out, replicas may differ in their agents: a call let go ({@link LetGo}) whose agent
+   * this gateway does not know is then left, its approval unused, to a replica that knows the
+   * agent — for `unknownAgentGraceMs` after it was let go. With no other gateway running, or once
+   * that grace has run out, the call ends `failed` with `FLEETGATE_AGENT_UNKNOWN`. Default: none
+   * runs (a gateway alone).
+   */
+  replicasRunning?: () => Promise<boolean>;
+  /** See `replicasRunning` (default 15 s, the default `replicas.leaseTtl`). */
+  unknownAgentGraceMs?: number;
   now?: () => number;
-  /** Failures of background work (a veto window's release); default: rethrown unhandled. */
+  /**
+   * Failures of background work (a veto window's release), and the note, once per call, that a
+   * call was left to a replica that knows its agent; default: failures rethrown unhandled.
+   */
   onError?: (error: unknown, where: string) => void;
 }
 
@@ -209,6 +247,8 @@ export class Dispatcher {
     now: () => number;
     owner: string;
     recoveryGiveUpMs: number;
+    replicasRunning: () => Promise<boolean>;
+    unknownAgentGraceMs: number;
   };
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
   /**
@@ -216,6 +256,11 @@ export class Dispatcher {
    * orphans, whoever asks.
    */
   readonly #inHand = new Set<string>();
+  /**
+   * The calls this gateway said it left to a replica (by step, dispatch and when they were let
+   * go), with when their grace ends: each is said once, not at every sweep.
+   */
+  readonly #leftNoted = new Map<string, number>();
 
   constructor(options: DispatcherOptions) {
     this.#o = {
@@ -223,6 +268,8 @@ export class Dispatcher {
       now: Date.now,
       owner: randomUUID(),
       recoveryGiveUpMs: 600_000,
+      replicasRunning: () => Promise.resolve(false),
+      unknownAgentGraceMs: 15_000,
       ...options,
     };
   }
@@ -253,7 +300,7 @@ export class Dispatcher {
       createdAt: now,
       updatedAt: now,
       result: null,
-      ...defined({ traceparent: request.headers?.traceparent }),
+      ...defined({ traceparent: request.headers?.traceparent, requestedBy: request.requestedBy }),
     };
     const { text, data, message, metadata, extensions, requestedBy, mode, headers } = request;
     const input: HeldInput = defined({ text, data, message, metadata, extensions });
@@ -496,7 +543,7 @@ export class Dispatcher {
         this.#timers.delete(timer);
         // Timers may fire a little early against the clock: wait out the rest of the window.
         if (this.#o.now() < at) return this.#releaseAt(dispatchId, at);
-        this.release(dispatchId).catch((error: unknown) => {
+        this.release(dispatchId, { at }).catch((error: unknown) => {
           if (this.#o.onError === undefined) throw error;
           this.#o.onError(error, 'dispatcher.release');
         });
@@ -512,12 +559,18 @@ export class Dispatcher {
    * ended): the gate re-checks the call, the approval is consumed in the same transaction that
    * moves the record to `running`, then the approved input is sent. A rejected, expired or void
    * approval ends the dispatch `rejected`; an undecided one leaves it waiting. Safe to call from
-   * any replica and more than once: only one call goes out.
+   * any replica and more than once: only one call goes out. `letGo`, when the caller saw the
+   * approval let the call go: a gateway that does not know the call's agent leaves it (see
+   * `replicasRunning`).
    */
-  async release(dispatchId: string): Promise<DispatchRecord | undefined> {
+  async release(dispatchId: string, letGo?: LetGo): Promise<DispatchRecord | undefined> {
     const record = await this.#o.records.get(dispatchId);
     const gate = this.#o.gate;
     if (record?.status !== 'awaiting-approval' || gate.release === undefined) return record;
+    // Before the gate: its re-check reads the agent's declarations, which only a gateway that
+    // knows the agent has (here it would void a good approval).
+    const elsewhere = await this.#unknownAgent(record, 'release', letGo);
+    if (elsewhere !== undefined) return elsewhere;
     const verdict = await gate.release({
       dispatchId,
       agent: record.agent,
@@ -588,9 +641,9 @@ export class Dispatcher {
   /**
    * Sends the answer to a task's question back to the agent on the same task, once the gate has
    * it (consumed in one transaction, so one replica sends it); a rejected or expired question ends
-   * the dispatch `rejected`.
+   * the dispatch `rejected`. `letGo`: as for {@link release}.
    */
-  async resume(dispatchId: string): Promise<DispatchRecord | undefined> {
+  async resume(dispatchId: string, letGo?: LetGo): Promise<DispatchRecord | undefined> {
     const record = await this.#o.records.get(dispatchId);
     const gate = this.#o.gate;
     if (
@@ -599,6 +652,8 @@ export class Dispatcher {
     ) {
       return record;
     }
+    const elsewhere = await this.#unknownAgent(record, 'resume', letGo);
+    if (elsewhere !== undefined) return elsewhere;
     const verdict = await gate.resume({ dispatchId });
     switch (verdict.action) {
       case 'wait':
@@ -633,15 +688,18 @@ export class Dispatcher {
    * compare-and-set on the dispatch still `running`, so one replica sends it and a task that ended
    * or asks for input meanwhile takes nothing; then the message goes on the agent's task. A
    * rejected, expired or void follow-up sends nothing and leaves the dispatch as it was: its task
-   * goes on without the message. Resolves the dispatch as it is after.
+   * goes on without the message. Resolves the dispatch as it is after. `letGo`: as for
+   * {@link release}.
    */
-  async continueFollowUp(approval: {
-    id: string;
-    dispatchId: string;
-  }): Promise<DispatchRecord | undefined> {
+  async continueFollowUp(
+    approval: { id: string; dispatchId: string },
+    letGo?: LetGo,
+  ): Promise<DispatchRecord | undefined> {
     const gate = this.#o.gate;
     const record = await this.#o.records.get(approval.dispatchId);
     if (record?.status !== 'running' || gate.continueFollowUp === undefined) return record;
+    const elsewhere = await this.#unknownAgent(record, 'follow-up', letGo);
+    if (elsewhere !== undefined) return elsewhere;
     const verdict = await gate.continueFollowUp({ approvalId: approval.id });
     if (verdict.action !== 'go' || verdict.dispatchId !== record.id) return record;
     const at = this.#o.now();
@@ -653,6 +711,72 @@ export class Dispatcher {
       taskId: verdict.taskId,
       ...defined({ contextId: verdict.contextId }),
     });
+  }
+
+  /**
+   * A call let go (`letGo`) whose agent this gateway does not know (`FLEETGATE_AGENT_UNKNOWN` from
+   * the fleet client, as its send would get): left to a replica that knows the agent while one may
+   * run and the grace after it was let go lasts — nothing consumed, said once, the record resolved
+   * as it is — or else ended `failed` (compare-and-set on its status: a replica that sent it
+   * meanwhile wins), the record resolved as it is after. Undefined when the agent is known here,
+   * or nothing was let go: the step goes on.
+   */
+  async #unknownAgent(
+    record: DispatchRecord,
+    step: LetGoStep,
+    letGo: LetGo | undefined,
+  ): Promise<DispatchRecord | undefined> {
+    if (letGo === undefined) return undefined;
+    try {
+      await this.#o.fleet.agentClient(record.agent);
+      return undefined;
+    } catch (error) {
+      // Any other failure (a card not loaded yet) is the send's to report, as before.
+      if (!isFleetgateError(error, 'FLEETGATE_AGENT_UNKNOWN')) return undefined;
+    }
+    const graceMs = this.#o.unknownAgentGraceMs;
+    const endsAt = letGo.at + graceMs;
+    const now = this.#o.now();
+    const within = now < endsAt;
+    if (within && (await this.#o.replicasRunning())) {
+      this.#noteLeft(record, step, letGo.at, endsAt);
+      letGo.left?.();
+      return record;
+    }
+    const message = within
+      ? `No agent named ${record.agent} is configured on this gateway, and no other gateway runs to send ${LET_GO_WHAT[step]}.`
+      : `No running gateway has agent ${record.agent} configured: none sent ${LET_GO_WHAT[step]} within ${Math.round(graceMs / 1000)} s of it being let go.`;
+    const ended = await this.#move(
+      record,
+      { type: 'unroutable', at: now, error: { code: 'FLEETGATE_AGENT_UNKNOWN', message } },
+      { from: record.status },
+    );
+    return ended.record;
+  }
+
+  /** Says once per call and step that it was left to a replica that knows its agent. */
+  #noteLeft(record: DispatchRecord, step: LetGoStep, at: number, endsAt: number): void {
+    const now = this.#o.now();
+    // A call left here is sent elsewhere or fails by the end of its grace: forget it then.
+    for (const [key, until] of this.#leftNoted) if (until < now) this.#leftNoted.delete(key);
+    const key = `${step} ${record.id} ${at}`;
+    if (this.#leftNoted.has(key)) return;
+    this.#leftNoted.set(key, endsAt);
+    const seconds = Math.round(this.#o.unknownAgentGraceMs / 1000);
+    this.#o.onError?.(
+      new FleetgateError(
+        'FLEETGATE_AGENT_UNKNOWN',
+        `Agent ${record.agent} is not configured on this gateway: dispatch ${record.id} (${record.skill}) leaves ${LET_GO_WHAT[step]} to a replica that knows the agent; it fails if none sends it within ${seconds} s of it being let go.`,
+        {
+          details: {
+            agent: record.agent,
+            dispatchId: record.id,
+            graceMs: this.#o.unknownAgentGraceMs,
+          },
+        },
+      ),
+      `dispatcher.${step}`,
+    );
   }
 
   /**

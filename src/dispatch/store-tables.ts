@@ -95,6 +95,17 @@ export const DISPATCH_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
         .execute();
     },
   },
+  '0900_dispatch_requester': {
+    // Who asked for a call, kept with every dispatch (before, only a call held for approval kept
+    // its requester, on the approval). Nullable: calls recorded before have none, and a replica
+    // of the previous release, still writing during a roll, leaves it out.
+    addColumns: { fleetgate_dispatch: { requested_by: 'text' } },
+    indexes: {
+      // The recovery sweep's `orphans` and `adrift`: the few calls in flight among every call
+      // kept, by status, then with or without a task id.
+      fleetgate_dispatch_in_flight: 'fleetgate_dispatch (status, task_id)',
+    },
+  },
 };
 
 /** The columns the legacy-holder migration reads and writes. */

@@ -3,10 +3,12 @@
  * on the row's status and the approvals seen, so two replicas deciding at once cannot both win.
  * Each decision is a {@link Change} that {@link decideOn} applies.
  */
-import { FleetgateError } from '../protocol/index.js';
+import type { Transaction } from 'kysely';
+import type { ApprovalVotedEvent } from '../protocol/index.js';
+import { deterministicEventId, FleetgateError } from '../protocol/index.js';
 import { defined } from '../protocol/fields/index.js';
-import type { ApprovalRecord } from './approval-records.js';
-import { alreadyDecided, hasVetoWindow, notFound } from './approval-records.js';
+import type { ApprovalRecord, ApprovalVote } from './approval-records.js';
+import { alreadyDecided, hasVetoWindow, notFound, parse } from './approval-records.js';
 import type { InboxContext } from './inbox-context.js';
 import { expireOne } from './inbox-lifecycle.js';
 import type { ApprovalTable } from './store-tables.js';
@@ -20,19 +22,31 @@ export type Change = (
   at: number,
 ) => Partial<ApprovalTable> | FleetgateError;
 
+/** What a person does to a pending request (the audit entry's `action`). */
+export type DecisionAction = 'approve' | 'answer' | 'reject' | 'snooze';
+
+/** The decisions that are votes, published as `hitl.approval.voted` once accepted. */
+const VOTES: Partial<Record<DecisionAction, ApprovalVotedEvent['vote']>> = {
+  approve: 'approve',
+  reject: 'reject',
+};
+
 /**
  * Moves a pending request on with a compare-and-set on its status and votes; retried when
- * another approver got there first.
+ * another approver got there first. An accepted vote's event is written in the same transaction
+ * as the vote; a refused one (an error above, or a lost compare-and-set) writes nothing.
  */
 export async function decideOn(
   ctx: InboxContext,
   id: string,
   change: Change,
-  action: string,
+  action: DecisionAction,
   by: string,
   reason: string | undefined,
 ): Promise<ApprovalRecord> {
-  const { db, now, get, audit } = ctx;
+  const { db, now, get, audit, events } = ctx;
+  const vote = VOTES[action];
+  const voting = events === undefined || vote === undefined ? undefined : { events, vote };
   for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt += 1) {
     const record = await get(id);
     if (record === undefined) throw notFound(id);
@@ -54,15 +68,52 @@ export async function decideOn(
         .executeTakeFirst();
       if (result.numUpdatedRows !== 1n) return false;
       await audit(trx, id, action, by, reason);
+      if (voting !== undefined) {
+        await voting.events.write(
+          trx as unknown as Transaction<unknown>,
+          'hitl.approval.voted',
+          votedEvent(record, set, by, voting.vote),
+          {
+            // One vote per approver and verb: a second is refused above, so the id is unique.
+            id: deterministicEventId('hitl.approval.voted', id, by, voting.vote),
+            correlationId: record.correlationId,
+            now: at,
+          },
+        );
+      }
       return true;
     });
-    if (done) return (await get(id))!;
+    if (done) {
+      voting?.events.onCommitted?.();
+      return (await get(id))!;
+    }
   }
   throw new FleetgateError(
     'FLEETGATE_APPROVAL_ALREADY_DECIDED',
     `Approval ${id} kept changing while being decided; try again.`,
     { details: { id } },
   );
+}
+
+/**
+ * The `hitl.approval.voted` payload of a vote accepted on `record` that sets `set`: the approver's
+ * name and the counts after it, nothing of the held input, no credential.
+ */
+function votedEvent(
+  record: ApprovalRecord,
+  set: Partial<ApprovalTable>,
+  by: string,
+  vote: ApprovalVotedEvent['vote'],
+): ApprovalVotedEvent {
+  const approvals =
+    set.approvals === undefined ? record.approvals : parse<ApprovalVote[]>(set.approvals, []);
+  return {
+    approvalId: record.id,
+    by,
+    vote,
+    needed: record.requiredApprovals,
+    have: approvals.length,
+  };
 }
 
 /** One approver says yes (`ApprovalInbox.approve`): `approved` once enough distinct ones did. */

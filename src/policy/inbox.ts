@@ -33,6 +33,7 @@ import {
 import type { StandingApprovals } from './standing.js';
 import { createStandingApprovals } from './standing.js';
 import type { PolicyDatabase } from './store-tables.js';
+import type { InboxEvents } from './types.js';
 
 export type {
   ApprovalKind,
@@ -60,7 +61,8 @@ export interface ApprovalInbox extends StandingApprovals {
   list(options?: ApprovalListOptions): Promise<ApprovalRecord[]>;
   /**
    * One approver says yes; the request is `approved` once `requiredApprovals` distinct approvers
-   * did. @throws `FLEETGATE_APPROVAL_ALREADY_DECIDED`, `…_SELF`, `…_EXPIRED`, `…_NOT_FOUND`
+   * did. An accepted yes writes `hitl.approval.voted` in its transaction (with `events`).
+   * @throws `FLEETGATE_APPROVAL_ALREADY_DECIDED`, `…_SELF`, `…_EXPIRED`, `…_NOT_FOUND`
    */
   approve(id: string, by: string, reason?: string): Promise<ApprovalRecord>;
   /**
@@ -68,7 +70,10 @@ export interface ApprovalInbox extends StandingApprovals {
    * answer unless the skill is `compound` (then an approver must).
    */
   answer(id: string, by: string, text: string, reason?: string): Promise<ApprovalRecord>;
-  /** @throws `FLEETGATE_APPROVAL_ALREADY_DECIDED`, `…_EXPIRED`, `…_NOT_FOUND` */
+  /**
+   * Rejects a pending request; writes `hitl.approval.voted` in its transaction (with `events`).
+   * @throws `FLEETGATE_APPROVAL_ALREADY_DECIDED`, `…_EXPIRED`, `…_NOT_FOUND`
+   */
   reject(id: string, by: string, reason?: string): Promise<ApprovalRecord>;
   /**
    * Hides a pending request from the default list until `until` (not a rejection), at most until
@@ -108,6 +113,11 @@ export interface ApprovalInbox extends StandingApprovals {
 export interface ApprovalInboxOptions<DB extends PolicyDatabase> {
   db: Kysely<DB>;
   now?: () => number;
+  /**
+   * Where each accepted vote's `hitl.approval.voted` is written, in the vote's transaction (the
+   * gateway: its outbox). Without it no vote event is written.
+   */
+  events?: InboxEvents;
 }
 
 /**
@@ -142,7 +152,7 @@ export function createApprovalInbox<DB extends PolicyDatabase>(
       .execute();
   };
 
-  const ctx: InboxContext = { db, now, get, audit };
+  const ctx: InboxContext = { db, now, get, audit, events: options.events };
 
   return {
     ...createStandingApprovals(db, now, audit),

@@ -2,6 +2,7 @@
  * The policy room's vocabulary: the facts `decide` reads, the rules it applies, the structured
  * decision it returns, and the ports through which the rest of the gateway feeds it.
  */
+import type { Transaction } from 'kysely';
 import type { BlastRadius, FleetgateTopics, HitlMode, Reason } from '../protocol/index.js';
 
 /**
@@ -74,6 +75,35 @@ export type PolicyTopic =
   | 'hitl.approval.decided'
   | 'hitl.approval.expired'
   | 'hitl.notification';
+
+/** The topics the approvals inbox writes in the transactions of its own changes. */
+export type InboxTopic = 'hitl.approval.voted';
+
+/**
+ * Where the approvals inbox writes the events of its changes: inside the change's transaction
+ * (the store's outbox), so an event commits with the vote it tells of, or not at all. Without it
+ * the inbox writes no event (the CLI deciding straight on the store).
+ *
+ * @example
+ * ```ts
+ * const events: InboxEvents = {
+ *   write: async (trx, topic, payload, options) => {
+ *     await writeOutboxEvent(trx, topic, payload, options);
+ *   },
+ *   onCommitted: () => relay.notify(),
+ * };
+ * ```
+ */
+export interface InboxEvents {
+  write<T extends InboxTopic>(
+    trx: Transaction<unknown>,
+    topic: T,
+    payload: FleetgateTopics[T],
+    options: { id: string; correlationId: string; now: number },
+  ): Promise<void>;
+  /** After a transaction that wrote events committed (e.g. wakes the outbox relay). */
+  onCommitted?(): void;
+}
 
 /** A per agent/skill override; `*` matches any agent or skill. The most specific match wins. */
 export interface PolicyOverride {

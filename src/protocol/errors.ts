@@ -52,6 +52,8 @@ export const ERROR_CODES = {
   FLEETGATE_STORE_NOT_INITIALISED: 'The store has not been set up by a gateway.',
   FLEETGATE_STORE_OPEN_FAILED: 'The store file could not be created or opened.',
   FLEETGATE_BUS_STREAM_NOT_FOUND: 'The JetStream stream does not exist.',
+  FLEETGATE_BUS_DEPLOYMENT_MISMATCH:
+    'The JetStream stream belongs to another deployment (a gateway group on another store).',
   FLEETGATE_OUTBOX_RELAY_FAILED: 'The outbox relay could not publish or mark an event.',
   FLEETGATE_EVENT_TOO_LARGE: 'The event is larger than the bus (or the configured limit) accepts.',
   FLEETGATE_OUTBOX_EVENT_PARKED:

@@ -109,6 +109,11 @@ export interface DispatchEvent {
   approvalId?: string;
   /** The W3C trace context the dispatch was asked with, sent on its A2A call. */
   traceparent?: string;
+  /**
+   * Who asked for the call (the API token's name, the A2A proxy's caller, what a library caller
+   * gave); absent when nobody was named, as for every call recorded before the store kept it.
+   */
+  requestedBy?: string;
 }
 
 /** The kinds of fact a policy decision names (`Reason.kind`). */
@@ -204,6 +209,25 @@ export interface ApprovalEvent {
   outcome?: 'approved' | 'not-vetoed' | 'answered' | 'rejected' | 'void';
 }
 
+/**
+ * `hitl.approval.voted`: one approver's vote the inbox accepted, written in the vote's own
+ * transaction (a vote it refuses — a second yes, the requester's own yes, a vote on a decided
+ * request — publishes nothing). Open views follow a request needing several approvers with it.
+ * It names the approver, never a credential; the envelope's `correlationId` is the call's.
+ */
+export interface ApprovalVotedEvent {
+  /** The request voted on (`ApprovalEvent.id`). */
+  approvalId: string;
+  /** Who voted: the approver's principal name (the token's `name`). */
+  by: string;
+  /** A `reject` decides the request at once; an `approve` counts towards `needed`. */
+  vote: 'approve' | 'reject';
+  /** Distinct approvers the request needs (`requiredApprovals`). */
+  needed: number;
+  /** Distinct approvers who said yes so far (an `approve` counts itself; a `reject` adds none). */
+  have: number;
+}
+
 /** `hitl.notification`: a call that ran under the `notification` mode, for humans to see. */
 export interface HitlNotificationEvent {
   agent: string;
@@ -274,6 +298,7 @@ export type FleetgateTopics = {
   'hitl.approval.requested': ApprovalEvent;
   'hitl.approval.decided': ApprovalEvent;
   'hitl.approval.expired': ApprovalEvent;
+  'hitl.approval.voted': ApprovalVotedEvent;
   'hitl.notification': HitlNotificationEvent;
   'cost.sample': CostSampleEvent;
   'system.error': SystemErrorEvent;

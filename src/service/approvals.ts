@@ -4,7 +4,7 @@
  * taken elsewhere (the CLI, another replica), expired requests and ended veto windows.
  */
 import { periodicSweep } from './periodic-sweep.js';
-import type { DispatchRecord, Dispatcher } from '../dispatch/index.js';
+import type { DispatchRecord, Dispatcher, LetGo } from '../dispatch/index.js';
 import type {
   ApprovalKind,
   ApprovalListOptions,
@@ -75,17 +75,22 @@ export interface GatewayApprovalsOptions {
 type Mover = GatewayApprovalsOptions['dispatcher'];
 
 /**
- * How a decided request of each kind moves its dispatch on (`step`), and whether, after that
- * step, the dispatch still waits on the request (`waiting`: it stays unsettled).
+ * How a decided request of each kind moves its dispatch on (`step`, told what let it go when the
+ * request did), and whether, after that step, the dispatch still waits on the request (`waiting`:
+ * it stays unsettled).
  */
 interface KindMove {
-  step(dispatcher: Mover, approval: ApprovalRecord): Promise<DispatchRecord | undefined>;
+  step(
+    dispatcher: Mover,
+    approval: ApprovalRecord,
+    letGo: LetGo | undefined,
+  ): Promise<DispatchRecord | undefined>;
   waiting(dispatch: DispatchRecord | undefined, latest: ApprovalRecord): boolean;
 }
 
 /** A held call (gated, or in a veto window): released, it leaves `awaiting-approval`. */
 const RELEASE: KindMove = {
-  step: (dispatcher, approval) => dispatcher.release(approval.dispatchId),
+  step: (dispatcher, approval, letGo) => dispatcher.release(approval.dispatchId, letGo),
   waiting: (dispatch) => dispatch?.status === 'awaiting-approval',
 };
 
@@ -94,15 +99,34 @@ const KIND_MOVES: Record<ApprovalKind, KindMove> = {
   dispatch: RELEASE,
   veto: RELEASE,
   checkpoint: {
-    step: (dispatcher, approval) => dispatcher.resume(approval.dispatchId),
+    step: (dispatcher, approval, letGo) => dispatcher.resume(approval.dispatchId, letGo),
     waiting: (dispatch, latest) => dispatch?.status === 'running' && latest.status !== 'approved',
   },
   'follow-up': {
-    step: (dispatcher, approval) => dispatcher.continueFollowUp(approval),
+    step: (dispatcher, approval, letGo) => dispatcher.continueFollowUp(approval, letGo),
     // A veto window still open, on a task still running.
     waiting: (dispatch, latest) => dispatch?.status === 'running' && latest.status === 'pending',
   },
 };
+
+/**
+ * When a request let its dispatch go: given (approved, or its question answered) at its decision,
+ * or a veto window that ended unvetoed (the sweep hands on a pending request only then); undefined
+ * for a request that refused it.
+ */
+function letGoAt(approval: ApprovalRecord): number | undefined {
+  switch (approval.status) {
+    case 'approved':
+      return approval.decidedAt ?? approval.createdAt;
+    case 'pending':
+      return approval.expiresAt;
+    case 'rejected':
+    case 'expired':
+    case 'void':
+    case 'consumed':
+      return undefined;
+  }
+}
 
 /** Builds `gateway.approvals` and its sweeper. */
 export function createGatewayApprovals(options: GatewayApprovalsOptions): {
@@ -116,8 +140,13 @@ export function createGatewayApprovals(options: GatewayApprovalsOptions): {
   /** Moves the dispatch behind a decided request on, then settles the request (publishes once). */
   const moveOn = async (approval: ApprovalRecord): Promise<ApprovalOutcome> => {
     const move = KIND_MOVES[approval.kind];
-    const dispatch = await move.step(dispatcher, approval);
+    const at = letGoAt(approval);
+    let left = false;
+    const letGo = at === undefined ? undefined : { at, left: () => void (left = true) };
+    const dispatch = await move.step(dispatcher, approval, letGo);
     let latest = (await inbox.get(approval.id)) ?? approval;
+    // Left to a replica that knows the call's agent: the request stays as it is, for its sweep.
+    if (left) return { approval: latest, dispatch };
     if (!move.waiting(dispatch, latest)) {
       if (latest.status === 'approved' || latest.status === 'pending') {
         // The dispatch ended another way (canceled, or refused on re-check): the approval can

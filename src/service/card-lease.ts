@@ -252,3 +252,24 @@ export async function instanceAlive<DB extends ServiceDatabase>(
     .executeTakeFirst();
   return row !== undefined && Number(row.expires_at) >= at;
 }
+
+/**
+ * Whether a gateway instance other than `id` runs on this store: an instance lease of another
+ * holder has not run out (replicas share the store).
+ */
+export async function otherInstanceRuns<DB extends ServiceDatabase>(
+  database: Kysely<DB>,
+  id: string,
+  at: number,
+): Promise<boolean> {
+  const db = database as unknown as Kysely<ServiceDatabase>;
+  const row = await db
+    .selectFrom('fleetgate_service_lease')
+    .select(['name'])
+    .where('name', 'like', `${instanceLeaseName('')}%`)
+    .where('name', '!=', instanceLeaseName(id))
+    .where('expires_at', '>=', at)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}

@@ -125,37 +125,41 @@ export async function startGateway(
     upkeep.retention.start();
     return orphans;
   } catch (error) {
-    await abandonStart(ground, calls, upkeep, consumers, orphans);
+    await abandonStart(ground, { calls, upkeep, consumers, orphans });
     throw error;
   }
 }
 
+/** The parts of a start that exist when it fails: those wired after the ground, if they were. */
+export interface StartedParts {
+  readonly calls?: CallPath | undefined;
+  readonly upkeep?: Upkeep | undefined;
+  readonly consumers?: Consumers | undefined;
+  readonly orphans?: OrphanRecovery | undefined;
+}
+
 /**
- * Undoes a start that failed part-way, so that the process can exit: the bus connection (which
- * reconnects forever), the store's pool and the lease timers the wiring opened would each keep it
- * alive with nothing serving. The steps are those of the gateway's `close()`
- * (`gateway-front.ts`), in its order, without the drains: the gateway never served. A step that
- * fails is reported and the next still runs; the caller sees the start's own error.
+ * Undoes a start that failed part-way, after the ground was opened (`openGround` undoes its own
+ * steps), so that the process can exit: the bus connection (which reconnects forever), the
+ * store's pool and the lease timers the wiring opened would each keep it alive with nothing
+ * serving. The steps are those of the gateway's `close()` (`gateway-front.ts`), in its order,
+ * without the drains (the gateway never served), for the parts that were wired. A step that fails
+ * is reported and the next still runs; the caller sees the start's own error.
  */
-async function abandonStart(
-  ground: Ground,
-  calls: CallPath,
-  upkeep: Upkeep,
-  consumers: Consumers,
-  orphans: OrphanRecovery | undefined,
-): Promise<void> {
+export async function abandonStart(ground: Ground, parts: StartedParts): Promise<void> {
   const { deps, runtime, relay, lease, bus, store, reportError } = ground;
+  const { calls, upkeep, consumers, orphans } = parts;
   const steps: [string, () => unknown][] = [
     ['broker', () => runtime.broker.stop()],
-    ['retention', () => upkeep.retention.stop()],
-    ['dispatcher', () => calls.dispatcher.stop()],
+    ['retention', () => upkeep?.retention.stop()],
+    ['dispatcher', () => calls?.dispatcher.stop()],
     ['orphans', () => orphans?.stop()],
-    ['approvals', () => upkeep.approvals.stop()],
-    ['instance-lease', () => calls.instance.stop()],
-    ['tracker', () => calls.tracker.stop()],
-    ['terminal', () => calls.terminal.stop()],
+    ['approvals', () => upkeep?.approvals.stop()],
+    ['instance-lease', () => calls?.instance.stop()],
+    ['tracker', () => calls?.tracker.stop()],
+    ['terminal', () => calls?.terminal.stop()],
     ['outbox-relay', () => relay.stop()],
-    ['consumers', () => consumers.stop()],
+    ['consumers', () => consumers?.stop()],
     ['fleet', () => runtime.close()],
     ['card-lease', () => lease.stop()],
   ];

@@ -34,7 +34,12 @@ import type { TaskRecordStore, TaskTracker } from '../tasks/index.js';
 import { createStoreTaskRecords, TaskTracker as Tracker } from '../tasks/index.js';
 import { createGatewayApprovals } from './approvals.js';
 import type { Lease } from './card-lease.js';
-import { createStoreLease, instanceLeaseName, newInstanceId } from './card-lease.js';
+import {
+  createStoreLease,
+  instanceLeaseName,
+  newInstanceId,
+  otherInstanceRuns,
+} from './card-lease.js';
 import type { FleetgateConfig } from './config.js';
 import type { FleetRuntime } from './fleet-runtime.js';
 import { createFleetRuntime } from './fleet-runtime.js';
@@ -45,6 +50,7 @@ import { openGatewayStore } from './migrations.js';
 import { policyDeclarations, policyRules } from './policy-wiring.js';
 import type { RetentionSweeper } from './retention.js';
 import { createRetentionSweeper } from './retention.js';
+import { deploymentIdOf } from './deployment.js';
 import { createProxyTaskStore } from './proxy/task-store.js';
 
 /** What every later step stands on. */
@@ -63,8 +69,33 @@ export interface Ground {
   readonly eventBytes: number;
 }
 
-/** Opens the store and the bus, takes the card lease, builds the fleet side and the relay. */
+/**
+ * Opens the store and the bus, takes the card lease, builds the fleet side and the relay. The bus
+ * is checked against the store: a JetStream stream that belongs to another store's deployment is
+ * refused. A step that fails first closes what the steps before it opened (the store's pool and
+ * the NATS connection would each keep the process alive), then its error is thrown.
+ */
 export async function openGround(config: FleetgateConfig, deps: GatewayDeps): Promise<Ground> {
+  // What this step opened, undone newest first when a later part of it fails.
+  const opened: [string, () => Promise<unknown>][] = [];
+  try {
+    return await openGroundParts(config, deps, (name, close) => opened.unshift([name, close]));
+  } catch (error) {
+    for (const [name, close] of opened) {
+      // Nothing is left to publish on: the process warning says it, the start's error is thrown.
+      await close().catch((e: unknown) =>
+        warnUnreportedError(e, { where: `start-abandon.${name}` }),
+      );
+    }
+    throw error;
+  }
+}
+
+async function openGroundParts(
+  config: FleetgateConfig,
+  deps: GatewayDeps,
+  opened: (name: string, close: () => Promise<unknown>) => void,
+): Promise<Ground> {
   // A lost database connection is reported once the bus exists (the store opens first).
   let reportStoreError = (error: unknown): void => void error;
   const store =
@@ -77,7 +108,15 @@ export async function openGround(config: FleetgateConfig, deps: GatewayDeps): Pr
       },
       onError: (error) => reportStoreError(error),
     }));
-  const bus = deps.bus ?? (await openBus(config.bus));
+  // Only what the wiring opened itself; a bus or store passed in belongs to the caller.
+  if (deps.store === undefined) opened('store', () => store.close());
+  const bus =
+    deps.bus ??
+    (await openBus(config.bus, {
+      store: config.store,
+      deployment: () => deploymentIdOf(store.db),
+    }));
+  if (deps.bus === undefined) opened('bus', () => bus.close());
   const reportError =
     deps.onError ??
     ((error: unknown, where: string) => {
@@ -110,6 +149,7 @@ export async function openGround(config: FleetgateConfig, deps: GatewayDeps): Pr
   });
   await lease.renew();
   lease.start();
+  opened('card-lease', () => lease.stop());
   const runtime = await createFleetRuntime(config, {
     secrets: deps.secrets ?? (() => undefined),
     bus,
@@ -117,6 +157,7 @@ export async function openGround(config: FleetgateConfig, deps: GatewayDeps): Pr
     lease,
     ...defined({ source: deps.cardSource }),
   });
+  opened('fleet', () => runtime.close());
   // The largest event written to the outbox: the configured limit, within what the bus carries
   // (room left for the envelope and headers).
   const busMax = bus.maxPayloadBytes;
@@ -241,6 +282,13 @@ export async function wireCallPath(ground: Ground, records: Records): Promise<Ca
     declarations: policyDeclarations(runtime),
     inbox: createApprovalInbox({
       db: store.db,
+      // Each accepted vote's event goes into the outbox in the vote's own transaction.
+      events: {
+        write: async (trx, topic, payload, options) => {
+          await writeOutboxEvent(trx, topic, payload, options);
+        },
+        onCommitted: () => relay.notify(),
+      },
       ...defined({ now: deps.now }),
     }),
     rules: policyRules(config.policy),
@@ -277,6 +325,11 @@ export async function wireCallPath(ground: Ground, records: Records): Promise<Ca
     tracker,
     owner: instanceId,
     gate,
+    // Mid-roll-out, replicas may differ in their agents: a call let go on one that does not know
+    // its agent is left to the others for a lease's time to live (a live replica renews its
+    // lease within it) and at least three approval sweeps (each replica sweeps once per interval).
+    replicasRunning: () => otherInstanceRuns(store.db, instanceId, (deps.now ?? Date.now)()),
+    unknownAgentGraceMs: Math.max(config.replicas.leaseTtl, 3 * config.policy.sweepInterval),
     onError: reportError,
     endedTask: (contextId, messageId) =>
       journaled.get(contextId)?.find((task) => task.history.some((m) => m.messageId === messageId)),

@@ -25,7 +25,8 @@ import { parseConfig } from './config.js';
 import type { RetentionSweeper } from './retention.js';
 import { buildGateway } from './gateway-front.js';
 import type { Gateway, GatewayDeps, GatewayPorts } from './gateway-types.js';
-import { startGateway, wireConsumers } from './gateway-start.js';
+import { abandonStart, startGateway, wireConsumers } from './gateway-start.js';
+import type { CallPath } from './gateway-wiring.js';
 import { openGround, wireCallPath, wireRecords, wireUpkeep } from './gateway-wiring.js';
 
 export type {
@@ -82,12 +83,21 @@ export async function assembleGateway(
 ): Promise<AssembledGateway> {
   const config = parseConfig(input);
   const ground = await openGround(config, deps);
-  const records = wireRecords(ground);
-  const calls = await wireCallPath(ground, records);
-  const upkeep = wireUpkeep(ground, records, calls);
   // Aborted when close() starts: work waiting for the database to come back stops waiting.
   const closing = new AbortController();
-  const consumers = wireConsumers(ground, closing.signal);
+  // Each step from here to the start, when it fails, first closes what the ones before it opened.
+  let calls: CallPath | undefined;
+  let wired;
+  try {
+    const records = wireRecords(ground);
+    calls = await wireCallPath(ground, records);
+    const upkeep = wireUpkeep(ground, records, calls);
+    wired = { records, calls, upkeep, consumers: wireConsumers(ground, closing.signal) };
+  } catch (error) {
+    await abandonStart(ground, { calls });
+    throw error;
+  }
+  const { records, upkeep, consumers } = wired;
   const orphans = await startGateway(ground, records, calls, upkeep, consumers);
   const gateway = buildGateway({ ground, records, calls, upkeep, consumers, orphans, closing });
   const { store, bus, relay, lease } = ground;

@@ -21,6 +21,8 @@ import type { WorldDatabase } from '../world/index.js';
 import { WORLD_MIGRATIONS } from '../world/index.js';
 import type { ServiceDatabase } from './card-lease.js';
 import { SERVICE_MIGRATIONS } from './card-lease.js';
+import type { ServiceMetaDatabase } from './deployment.js';
+import { SERVICE_META_MIGRATIONS } from './deployment.js';
 import type { ProxyDatabase } from './proxy/store-tables.js';
 import { PROXY_MIGRATIONS } from './proxy/store-tables.js';
 import { STORY_MIGRATIONS } from './story-indexes.js';
@@ -38,6 +40,7 @@ export interface FleetgateDatabase
     DispatchDatabase,
     PolicyDatabase,
     ServiceDatabase,
+    ServiceMetaDatabase,
     ProxyDatabase {}
 
 /**
@@ -56,6 +59,7 @@ export const GATEWAY_MIGRATIONS: StoreMigrations = composeMigrations(
   SERVICE_MIGRATIONS,
   PROXY_MIGRATIONS,
   STORY_MIGRATIONS,
+  SERVICE_META_MIGRATIONS,
 );
 
 /** A store with every gateway table. */

@@ -1,7 +1,9 @@
 /**
  * The approvals inbox: every pending request of the fleet, widest radius first then oldest, with
  * a countdown to expiry; approve, reject with a reason, snooze (hidden for a while, not a
- * rejection); a history tab. A request someone else decided answers 409: said inline.
+ * rejection); a history tab. A request someone else decided answers 409: said inline. A vote
+ * cast elsewhere (`hitl.approval.voted`) shows at once: the count, who voted, and no Approve for
+ * the approver who already said yes, in every tab.
  * `#/approvals?id=<id>` (the link the A2A proxy used to give) opens the inbox on one request.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
@@ -19,6 +21,8 @@ import {
   shortId,
   useNow,
   useStore,
+  voteOf,
+  withVote,
 } from '../state.js';
 import type { Approval, DispatchRecord } from '../types.js';
 
@@ -817,6 +821,17 @@ export function ApprovalPage(props: { store: Store; id: string }) {
         }),
       );
   }, [store, props.id, store.pending, store.history]);
+  // A vote cast elsewhere (another approver, this approver's other tab) shows at once: the
+  // count, who voted, and no Approve for one who already did.
+  useEffect(
+    () =>
+      store.listen((event) => {
+        const vote = voteOf(event);
+        if (vote?.approvalId !== props.id) return;
+        setApproval((a) => (a === undefined ? a : withVote(a, vote)));
+      }),
+    [store, props.id],
+  );
   if (error !== undefined && (error.missing || approval === undefined)) {
     return (
       <section class="approval-detail">

@@ -3,7 +3,8 @@
  * reasons → held and approved (or vetoed, rejected) by whom → sent, with the ids that went out →
  * the task's states → the deltas it reported → the world values they changed, before and after →
  * its cost → how it ended. Read from `GET /api/dispatches/:id/story`, and read again whenever a
- * live event about the call arrives, so the page follows a call while it runs.
+ * live event about the call arrives (a vote on its approval too), so the page follows a call
+ * while it runs.
  */
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError } from '../api.js';
@@ -114,12 +115,24 @@ function approvalStep(a: Approval): Step[] {
   return steps;
 }
 
+/**
+ * Who asked for the call: its record says so; a call recorded before the gateway kept that names
+ * its asker on its approval only, if it was held for one.
+ */
+function askerOf(story: CallStory): string | undefined {
+  return (
+    story.dispatch.requestedBy ??
+    story.approvals.find((a) => a.requestedBy !== null)?.requestedBy ??
+    undefined
+  );
+}
+
 /** The steps of a story, in time order (steps of one moment in the order of the call's life). */
 export function storySteps(story: CallStory): Step[] {
   const d = story.dispatch;
   const steps: Step[] = [];
   const requested = story.events.find((e) => e.topic === 'skill.dispatch.requested');
-  const requestedBy = story.approvals.find((a) => a.requestedBy !== null)?.requestedBy;
+  const requestedBy = askerOf(story);
   steps.push({
     key: 'requested',
     kind: 'requested',
@@ -419,6 +432,8 @@ function about(
 ): boolean {
   if (payload.id === id || payload.dispatchId === id) return true;
   if (story === undefined) return false;
+  // A vote names its approval only (`hitl.approval.voted`).
+  if (story.approvals.some((a) => a.id === payload.approvalId)) return true;
   const d = story.dispatch;
   if (d.taskId !== null && payload.taskId === d.taskId) return true;
   return false;
@@ -474,6 +489,7 @@ export function CallView(props: { store: Store; id: string }) {
   if (story === undefined) return <p class="muted">…</p>;
   const d = story.dispatch;
   const steps = storySteps(story);
+  const asker = askerOf(story);
   return (
     <section class="call" aria-labelledby="call-title" data-call={d.id} data-status={d.status}>
       <div class="toolbar">
@@ -483,6 +499,11 @@ export function CallView(props: { store: Store; id: string }) {
         <span class={`badge status status-${d.status}`} data-call-status>
           {d.status}
         </span>
+        {asker !== undefined && (
+          <span class="small" data-asked-by>
+            asked by {asker}
+          </span>
+        )}
         <span class="muted small">
           {new Date(d.createdAt).toLocaleString()} · {d.id}
         </span>

@@ -39,6 +39,14 @@ export interface JetStreamEventBusOptions {
    * pass false: the stream must exist and its configuration is left as the gateway set it.
    */
   manageStream?: boolean;
+  /**
+   * The deployment this bus belongs to (the gateway passes the id its store keeps): a stream
+   * created here records it in its description, a stream that records none is adopted, and a
+   * stream that records another deployment is refused (`FLEETGATE_BUS_DEPLOYMENT_MISMATCH`)
+   * before it is changed or read. Letters, digits, `_` and `-`, at most 64. Without it nothing is
+   * checked or recorded.
+   */
+  deployment?: string;
   /** Receives errors that cannot go to `system.error` (default: a process warning). */
   onUnreportedError?: UnreportedErrorHandler;
 }
@@ -59,7 +67,7 @@ export type ResolvedJetStreamOptions = Readonly<
   Required<
     Omit<
       JetStreamEventBusOptions,
-      'servers' | 'connection' | 'onUnreportedError' | 'name' | 'manageStream'
+      'servers' | 'connection' | 'onUnreportedError' | 'name' | 'manageStream' | 'deployment'
     >
   >
 >;

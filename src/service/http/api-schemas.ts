@@ -83,6 +83,12 @@ export const dispatchSchema = z.object({
     })
     .passthrough()
     .nullable(),
+  requestedBy: z
+    .string()
+    .nullable()
+    .describe(
+      "who asked for the call: the API token's name, the A2A proxy's caller or what a library caller gave; null when nobody was named (no token configured, or a call recorded before the gateway kept it)",
+    ),
 });
 
 export const APPROVAL_STATUSES = [
@@ -241,7 +247,7 @@ export const statusSchema = z.object({
   uptimeMs: z.number(),
 });
 
-export const searchDispatchSchema = dispatchSchema.extend({
+export const searchDispatchSchema = dispatchSchema.omit({ requestedBy: true }).extend({
   radius: radiusSchema.nullable().describe("the skill's effective radius now"),
 });
 

@@ -17,7 +17,7 @@ import type { RouteSpec } from './route.js';
 import { viewerGet } from './route.js';
 import { statusSchema, storySchema } from './api-schemas.js';
 import { auditEffect, num, parseJson, str } from './sql-values.js';
-import { unknownDispatch } from './routes-fleet.js';
+import { dispatchView, unknownDispatch } from './routes-fleet.js';
 
 /** Most events kept for one call (a call that reported a long stream of deltas). */
 const MAX_EVENTS = 2000;
@@ -75,7 +75,7 @@ function taskDispatchRoute(gw: Gateway, db: Db): RouteSpec {
           { details: { agent: params.name, taskId: params.taskId } },
         );
       }
-      return record;
+      return dispatchView(record);
     },
   });
 }
@@ -140,7 +140,7 @@ function storyRoute(gw: Gateway, db: Db): RouteSpec {
       const task = taskRows.rows[0];
       const costEvent = events.find((e) => e.topic === 'cost.sample');
       return {
-        dispatch,
+        dispatch: dispatchView(dispatch),
         send:
           send === undefined
             ? null

@@ -5,7 +5,7 @@
  */
 import { context as otelContext, trace, TraceFlags } from '@opentelemetry/api';
 import { z } from 'zod';
-import type { GateVerdict } from '../../dispatch/index.js';
+import type { DispatchRecord, GateVerdict } from '../../dispatch/index.js';
 import { FleetgateError, LIMITS } from '../../protocol/index.js';
 import { tooDeepAt } from '../../protocol/values/index.js';
 import { defined } from '../../protocol/fields/index.js';
@@ -143,6 +143,16 @@ export function unknownDispatch(id: string): FleetgateError {
   });
 }
 
+/**
+ * A dispatch record as the API shows it: who asked is `null` when nobody was named (a call asked
+ * without a token, or one recorded before the store kept who asked).
+ */
+export function dispatchView(
+  record: DispatchRecord,
+): Omit<DispatchRecord, 'requestedBy'> & { requestedBy: string | null } {
+  return { ...record, requestedBy: record.requestedBy ?? null };
+}
+
 /** The fleet and dispatch routes. */
 export function fleetRoutes(ctx: ApiContext): RouteSpec[] {
   return [...agentRoutes(ctx.gateway), dispatchRoute(ctx), ...dispatchReadRoutes(ctx)];
@@ -278,7 +288,7 @@ function dispatchRoute(ctx: ApiContext): RouteSpec {
       );
       void reply.code(ENDED.has(record.status) ? 200 : 202);
       return {
-        ...record,
+        ...dispatchView(record),
         decision: decisionView(decision),
         ...defined({ routing, traceparent }),
       };
@@ -339,7 +349,7 @@ function dispatchReadRoutes(ctx: ApiContext): RouteSpec[] {
           }),
         });
         return {
-          dispatches: page,
+          dispatches: page.map(dispatchView),
           next: page.length === query.limit ? (page.at(-1)?.id ?? null) : null,
         };
       },
@@ -363,7 +373,7 @@ function dispatchReadRoutes(ctx: ApiContext): RouteSpec[] {
             ? await gw.dispatchRecord(params.id)
             : await ctx.watcher.settled(params.id, wait);
         if (record === undefined) throw unknownDispatch(params.id);
-        return record;
+        return dispatchView(record);
       },
     }),
   ];
