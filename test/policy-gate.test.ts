@@ -605,8 +605,10 @@ describe('HITL gate: a question the tracker sees later', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('turns an input-required seen by a poll into an inbox question; the answer completes the task', async () => {
-    const record = await gw.dispatch({ agent: 'board', skill: 'triage', text: 'bug 7' }).answered();
+  it('turns an input-required seen by a poll into an inbox question, from the call’s requester; the answer completes the task', async () => {
+    const record = await gw
+      .dispatch({ agent: 'board', skill: 'triage', text: 'bug 7', requestedBy: 'carol' })
+      .answered();
     expect(record.status).toBe('running');
     const taskId = agent.received[0]!.taskId;
 
@@ -626,6 +628,7 @@ describe('HITL gate: a question the tracker sees later', () => {
       taskId,
       question: 'Which board column?',
       status: 'pending',
+      requestedBy: 'carol',
     });
     expect((await gw.dispatchRecord(record.id))?.status).toBe('awaiting-input');
 

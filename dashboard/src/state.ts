@@ -70,6 +70,44 @@ export function roleAtLeast(role: Role, needed: Role): boolean {
   return ROLE_ORDER[role] >= ROLE_ORDER[needed];
 }
 
+/**
+ * True for a request that goes unless vetoed: a veto window, or a follow-up message of a `veto`
+ * skill (the gateway's rule). It offers Veto, not Approve, and its end is the call going.
+ */
+export function hasVetoWindow(a: Pick<Approval, 'kind' | 'mode'>): boolean {
+  return a.kind === 'veto' || (a.kind === 'follow-up' && a.mode === 'veto');
+}
+
+/**
+ * The answer given to an agent's question (a `checkpoint`), as typed; undefined while unanswered
+ * and for any other kind. Shown as text, never as markup.
+ */
+export function answerOf(a: Approval): string | undefined {
+  if (a.kind !== 'checkpoint') return undefined;
+  const answer: unknown = a.answer;
+  return typeof answer === 'string' ? answer : undefined;
+}
+
+/** What a request is, in a word or two: a question, a veto window, a follow-up, or its mode. */
+export function kindLabel(a: Pick<Approval, 'kind' | 'mode'>): string {
+  switch (a.kind) {
+    case 'checkpoint':
+      return 'question';
+    case 'veto':
+      return 'veto window';
+    case 'follow-up':
+      return `follow-up · ${hasVetoWindow(a) ? 'veto window' : a.mode}`;
+    case 'dispatch':
+      return a.mode;
+    default:
+      return assertNever(a.kind);
+  }
+}
+
+function assertNever(value: never): never {
+  throw new Error(`Unexpected ${JSON.stringify(value)}`);
+}
+
 /** One accepted vote, as `hitl.approval.voted` tells it (the event's time is the vote's). */
 export interface Vote {
   approvalId: string;
@@ -482,9 +520,17 @@ export class Store {
       at >= this.openedAt &&
       typeof p.dispatchId === 'string'
     ) {
+      const waitsFor =
+        p.kind === 'checkpoint'
+          ? 'asks a question'
+          : p.kind === 'veto' || (p.kind === 'follow-up' && p.mode === 'veto')
+            ? 'waits for a veto window'
+            : p.kind === 'follow-up'
+              ? 'has a follow-up waiting for approval'
+              : 'waits for approval';
       this.#toast(
         'approval',
-        `${text(p.agent, '')} / ${text(p.skill, '')} waits for ${p.kind === 'veto' ? 'a veto window' : 'approval'}`,
+        `${text(p.agent, '')} / ${text(p.skill, '')} ${waitsFor}`,
         p.dispatchId,
         at,
       );

@@ -1033,7 +1033,7 @@ export class Dispatcher {
         change.taskId,
         task?.contextId,
         questionOf(task) ?? 'The agent asks for input (it sent no question text).',
-        undefined,
+        updated.requestedBy,
       );
     }
   }

@@ -82,7 +82,7 @@ export type InboxTopic = 'hitl.approval.voted';
 /**
  * Where the approvals inbox writes the events of its changes: inside the change's transaction
  * (the store's outbox), so an event commits with the vote it tells of, or not at all. Without it
- * the inbox writes no event (the CLI deciding straight on the store).
+ * the inbox writes no event (a reader that only lists requests needs none).
  *
  * @example
  * ```ts

@@ -3,7 +3,9 @@
  * a countdown to expiry; approve, reject with a reason, snooze (hidden for a while, not a
  * rejection); a history tab. A request someone else decided answers 409: said inline. A vote
  * cast elsewhere (`hitl.approval.voted`) shows at once: the count, who voted, and no Approve for
- * the approver who already said yes, in every tab.
+ * the approver who already said yes, in every tab. An agent's question (a `checkpoint`) reads as
+ * a question, never as an approval: its text, an answer box, and once answered who answered and
+ * what (as text, never markup), or that it was rejected or expired.
  * `#/approvals?id=<id>` (the link the A2A proxy used to give) opens the inbox on one request.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
@@ -14,9 +16,12 @@ import { fleetOptions } from './dispatches.js';
 import type { Store } from '../state.js';
 import {
   ago,
+  answerOf,
   countdown,
   duration,
+  hasVetoWindow,
   isSnoozed,
+  kindLabel,
   roleAtLeast,
   shortId,
   useNow,
@@ -36,10 +41,14 @@ export function inboxOrder(approvals: readonly Approval[]): Approval[] {
 /** The longest snooze the inbox offers. */
 const SNOOZE_MS = 15 * 60_000;
 
-/** How a request ended, in words: a veto that was not used reads as such. */
+/**
+ * How a request ended, in words: a veto that was not used reads as such, and an agent's question
+ * as answered (or rejected, expired), never as approved.
+ */
 export function outcomeWord(a: Approval): string {
   const who = a.decidedBy ?? undefined;
-  if (a.kind === 'veto') {
+  if (a.kind === 'checkpoint') return questionOutcome(a, who);
+  if (hasVetoWindow(a)) {
     if (a.status === 'rejected') return who === undefined ? 'vetoed' : `vetoed by ${who}`;
     if (a.status === 'approved' || a.status === 'consumed') {
       return who === undefined ? 'not vetoed: ran when the window ended' : `let through by ${who}`;
@@ -49,6 +58,25 @@ export function outcomeWord(a: Approval): string {
   if (a.status === 'consumed')
     return who === undefined ? 'approved and sent' : `approved by ${who}, sent`;
   return who === undefined ? a.status : `${a.status} by ${who}`;
+}
+
+/** How an agent's question ended: answered (then sent to the agent), rejected, expired. */
+function questionOutcome(a: Approval, who: string | undefined): string {
+  switch (a.status) {
+    case 'pending':
+      return 'waiting for an answer';
+    case 'approved':
+    case 'consumed':
+      return who === undefined ? 'answered' : `answered by ${who}`;
+    case 'rejected':
+      return who === undefined ? 'rejected' : `rejected by ${who}`;
+    case 'expired':
+      return 'expired: nobody answered';
+    case 'void':
+      return 'void';
+    default:
+      return assertNever(a.status);
+  }
 }
 
 /** What a refused or failed decision means, worded by the gateway's error code. */
@@ -132,7 +160,9 @@ function Request(props: {
     }
   };
   const snoozed = isSnoozed(a, now);
-  const veto = a.kind === 'veto';
+  const veto = hasVetoWindow(a);
+  const question = a.kind === 'checkpoint';
+  const answered = answerOf(a);
   const me = store.session?.name;
   // The gateway refuses both (a second yes from one approver, the requester's own yes): the
   // page does not offer them.
@@ -142,7 +172,34 @@ function Request(props: {
   const left = (a.expiresAt - now) / 1000;
   const open = a.status === 'pending' && left > 0;
   // A snooze never hides a request past its own end, and never hides a veto window at all.
-  const canSnooze = !veto && a.kind !== 'checkpoint' && a.expiresAt - now > SNOOZE_MS;
+  const canSnooze = !veto && !question && a.expiresAt - now > SNOOZE_MS;
+  // The requester answers a question of their own call, unless its skill is `compound`.
+  const ownQuestion = question && asked && a.mode === 'compound';
+  const rejectControls = rejecting ? (
+    <>
+      <label>
+        Reason{' '}
+        <input class="reason" value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
+      </label>
+      <button
+        type="button"
+        class={veto ? 'reject veto-button' : 'reject'}
+        disabled={busy}
+        onClick={() => void act('reject')}
+      >
+        {veto ? 'Confirm veto' : 'Confirm reject'}
+      </button>
+    </>
+  ) : (
+    <button
+      type="button"
+      class={veto ? 'reject veto-button' : 'reject'}
+      disabled={busy}
+      onClick={() => setRejecting(true)}
+    >
+      {veto ? 'Veto…' : 'Reject…'}
+    </button>
+  );
   return (
     <li
       ref={ref}
@@ -159,10 +216,13 @@ function Request(props: {
         <strong>
           {a.agent} / {a.skill}
         </strong>
-        <span class="badge mode">
-          {a.kind === 'checkpoint' ? 'question' : veto ? 'veto window' : a.mode}
-        </span>
-        <span class="muted small">from {a.requestedBy ?? 'unknown'}</span>
+        <span class="badge mode">{kindLabel(a)}</span>
+        {question ? (
+          // The agent asks; who asked for the call is said when known.
+          a.requestedBy !== null && <span class="muted small">call from {a.requestedBy}</span>
+        ) : (
+          <span class="muted small">from {a.requestedBy ?? 'unknown'}</span>
+        )}
         <span class="muted small">asked {ago(a.createdAt, now)}</span>
         {a.status !== 'pending' ? (
           <span class={`badge outcome-${a.status}`}>{outcomeWord(a)}</span>
@@ -178,7 +238,9 @@ function Request(props: {
           <span class="countdown" title={new Date(a.expiresAt).toISOString()} data-countdown>
             {left > 0
               ? `expires in ${countdown(a.expiresAt, now)}`
-              : 'expired: no longer approvable'}
+              : question
+                ? 'expired: no longer answerable'
+                : 'expired: no longer approvable'}
           </span>
         )}
         {snoozed && (
@@ -198,7 +260,18 @@ function Request(props: {
           </a>
         )}
       </div>
-      {a.question !== null && <p class="question">{a.question}</p>}
+      {question && (
+        <p class="question" data-question>
+          <span class="muted small">{a.agent} asks: </span>
+          {a.question ?? ''}
+        </p>
+      )}
+      {answered !== undefined && (
+        <div data-answer>
+          <span class="small">answered by {a.decidedBy ?? 'someone'}:</span>
+          <pre class="input answer">{answered}</pre>
+        </div>
+      )}
       <ul class="reasons">
         {a.reasons.map((r, i) => (
           <li key={i}>
@@ -209,25 +282,45 @@ function Request(props: {
       <div class="muted small">
         domains: {Array.isArray(a.domains) ? a.domains.join(', ') || 'none' : 'not declared'}
       </div>
-      {a.input !== undefined && a.input !== null && (
-        <pre class="input">
-          {a.input.text ?? ''}
-          {a.input.data === undefined ? '' : `\n${JSON.stringify(a.input.data, null, 2)}`}
-        </pre>
-      )}
-      {a.kind === 'checkpoint'
-        ? props.canAnswer && (
-            <div class="actions">
-              <label>
-                Answer <input value={answer} onInput={(e) => setAnswer(e.currentTarget.value)} />
-              </label>
-              <button
-                type="button"
-                disabled={busy || answer.trim() === ''}
-                onClick={() => void act('answer')}
-              >
-                Send answer
-              </button>
+      {a.input !== undefined &&
+        a.input !== null &&
+        (a.input.text !== undefined || a.input.data !== undefined) && (
+          <pre class="input">
+            {a.input.text ?? ''}
+            {a.input.data === undefined ? '' : `\n${JSON.stringify(a.input.data, null, 2)}`}
+          </pre>
+        )}
+      {question
+        ? open &&
+          (props.canAnswer || props.canDecide) && (
+            <div class="actions" data-answer-form>
+              {props.canAnswer &&
+                (ownQuestion ? (
+                  <span class="muted small" data-own-call>
+                    You asked for this call: someone else answers its question.
+                  </span>
+                ) : (
+                  <>
+                    <label>
+                      Your answer{' '}
+                      <textarea
+                        class="answer-text"
+                        rows={2}
+                        value={answer}
+                        onInput={(e) => setAnswer(e.currentTarget.value)}
+                      />
+                    </label>
+                    <button
+                      type="button"
+                      class="answer"
+                      disabled={busy || answer.trim() === ''}
+                      onClick={() => void act('answer')}
+                    >
+                      Answer
+                    </button>
+                  </>
+                ))}
+              {props.canDecide && rejectControls}
             </div>
           )
         : props.canDecide &&
@@ -252,35 +345,7 @@ function Request(props: {
                     Approve
                   </button>
                 ))}
-              {rejecting ? (
-                <>
-                  <label>
-                    Reason{' '}
-                    <input
-                      class="reason"
-                      value={reason}
-                      onInput={(e) => setReason(e.currentTarget.value)}
-                    />
-                  </label>
-                  <button
-                    type="button"
-                    class={veto ? 'reject veto-button' : 'reject'}
-                    disabled={busy}
-                    onClick={() => void act('reject')}
-                  >
-                    {veto ? 'Confirm veto' : 'Confirm reject'}
-                  </button>
-                </>
-              ) : (
-                <button
-                  type="button"
-                  class={veto ? 'reject veto-button' : 'reject'}
-                  disabled={busy}
-                  onClick={() => setRejecting(true)}
-                >
-                  {veto ? 'Veto…' : 'Reject…'}
-                </button>
-              )}
+              {rejectControls}
               {canSnooze && (
                 <button type="button" disabled={busy} onClick={() => void act('snooze')}>
                   Snooze 15m
@@ -483,18 +548,20 @@ export function ApprovalsView(props: { store: Store; focus?: string }) {
   );
 }
 
-/** Who said what and when, for every decision of a request. */
+/** Who said what and when, for every decision of a request (the answer's text is on its card). */
 function Decisions(props: { a: Approval }) {
   const { a } = props;
   return (
     <ul class="decisions small">
       {a.approvals.map((v) => (
         <li key={`${v.by}-${v.at}`} data-vote={v.by}>
-          {a.kind === 'veto' ? 'let through' : 'approved'} by <strong>{v.by}</strong> at{' '}
+          {a.kind === 'checkpoint' ? 'answered' : hasVetoWindow(a) ? 'let through' : 'approved'} by{' '}
+          <strong>{v.by}</strong> at{' '}
           <time dateTime={new Date(v.at).toISOString()}>{new Date(v.at).toLocaleString()}</time>
         </li>
       ))}
-      {a.status !== 'pending' && (
+      {/* An answer's own line already says who answered and when. */}
+      {a.status !== 'pending' && !(a.kind === 'checkpoint' && a.approvals.length > 0) && (
         <li data-decided={a.status}>
           {outcomeWord(a)}
           {a.decidedAt !== null && (
@@ -565,7 +632,7 @@ function ApprovalHistory(props: { store: Store }) {
           name="kind"
           label="kind"
           value={filters.kind!}
-          options={['dispatch', 'veto', 'checkpoint']}
+          options={['dispatch', 'veto', 'checkpoint', 'follow-up']}
           onChange={set('kind')}
         />
         <FilterSelect
@@ -640,7 +707,9 @@ export function HistoryTable(props: { approvals: readonly Approval[]; onEnd?: ()
           <td>
             <RadiusBadge radius={a.radius} />
           </td>
-          <td>{a.kind === 'veto' ? 'veto window' : a.kind}</td>
+          <td data-kind>
+            {a.kind === 'checkpoint' ? 'question' : a.kind === 'veto' ? 'veto window' : a.kind}
+          </td>
           <td>
             <a href={`#/approvals/${encodeURIComponent(a.id)}`}>
               <span class={`badge outcome-${a.status}`}>{outcomeWord(a)}</span>
@@ -656,7 +725,7 @@ export function HistoryTable(props: { approvals: readonly Approval[]; onEnd?: ()
             ].join(', ') ||
               (a.status === 'expired'
                 ? 'nobody (expired)'
-                : a.kind === 'veto'
+                : hasVetoWindow(a)
                   ? 'nobody (window ended)'
                   : '—')}
           </td>
@@ -918,7 +987,9 @@ export function ApprovalPage(props: { store: Store; id: string }) {
       </dl>
       <h3>Decisions</h3>
       {a.approvals.length === 0 && a.status === 'pending' ? (
-        <p class="muted small">Nobody decided yet.</p>
+        <p class="muted small">
+          {a.kind === 'checkpoint' ? 'Nobody answered yet.' : 'Nobody decided yet.'}
+        </p>
       ) : (
         <Decisions a={a} />
       )}

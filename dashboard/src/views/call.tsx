@@ -1,16 +1,16 @@
 /**
  * One call's whole story (`#/calls/<dispatch id>`): requested → the gate's decision with its
  * reasons → held and approved (or vetoed, rejected) by whom → sent, with the ids that went out →
- * the task's states → the deltas it reported → the world values they changed, before and after →
- * its cost → how it ended. Read from `GET /api/dispatches/:id/story`, and read again whenever a
- * live event about the call arrives (a vote on its approval too), so the page follows a call
- * while it runs.
+ * the task's states (a question the agent asked, and who answered what) → the deltas it reported
+ * → the world values they changed, before and after → its cost → how it ended. Read from
+ * `GET /api/dispatches/:id/story`, and read again whenever a live event about the call arrives (a
+ * vote on its approval too), so the page follows a call while it runs.
  */
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError } from '../api.js';
 import { RadiusBadge } from '../radius.js';
 import type { Store } from '../state.js';
-import { shortId, useStore } from '../state.js';
+import { answerOf, hasVetoWindow, shortId, useStore } from '../state.js';
 import type { Approval, CallStory, DispatchRecord, Radius, StoryEvent } from '../types.js';
 
 /** A step of the timeline. */
@@ -18,7 +18,7 @@ interface Step {
   key: string;
   kind: string;
   at: number | null;
-  title: string;
+  title: preact.ComponentChildren;
   body?: preact.ComponentChildren;
   state?: 'done' | 'waiting' | 'bad';
 }
@@ -56,21 +56,25 @@ function Reasons(props: { reasons: readonly { kind: string; detail: string }[] |
 }
 
 function approvalStep(a: Approval): Step[] {
-  const veto = a.kind === 'veto';
+  if (a.kind === 'checkpoint') return questionSteps(a);
+  const veto = hasVetoWindow(a);
+  const followUp = a.kind === 'follow-up';
+  const approvers = `${a.requiredApprovals} approver${a.requiredApprovals === 1 ? '' : 's'} needed`;
+  const vetoEnd = `runs at ${new Date(a.expiresAt).toLocaleTimeString()} unless vetoed`;
   const steps: Step[] = [
     {
       key: `approval-${a.id}`,
-      kind: veto ? 'veto-window' : a.kind === 'checkpoint' ? 'question' : 'held',
+      kind: followUp ? 'follow-up' : veto ? 'veto-window' : 'held',
       at: a.createdAt,
-      title: veto
-        ? `veto window opened: runs at ${new Date(a.expiresAt).toLocaleTimeString()} unless vetoed`
-        : a.kind === 'checkpoint'
-          ? 'the agent asked a question'
-          : `held for approval: ${a.requiredApprovals} approver${a.requiredApprovals === 1 ? '' : 's'} needed`,
+      title: followUp
+        ? `follow-up message held: ${veto ? `veto window, ${vetoEnd}` : approvers}`
+        : veto
+          ? `veto window opened: ${vetoEnd}`
+          : `held for approval: ${approvers}`,
       state: a.status === 'pending' ? 'waiting' : 'done',
       body: (
         <>
-          {a.question !== null && <p class="question">{a.question}</p>}
+          {followUp && typeof a.input?.text === 'string' && <pre class="input">{a.input.text}</pre>}
           <div class="small">
             <a href={`#/approvals/${encodeURIComponent(a.id)}`}>approval {shortId(a.id)}</a> · asked
             by {a.requestedBy ?? 'unknown'} · <RadiusBadge radius={a.radius} />{' '}
@@ -112,6 +116,58 @@ function approvalStep(a: Approval): Step[] {
         : {}),
     });
   }
+  return steps;
+}
+
+/**
+ * An agent's question (a `checkpoint`): "asked: …", then "answered by alice: …" (the answer as
+ * sent back to the agent), or rejected, expired. The texts are the agent's and a person's words:
+ * rendered as text, never as markup.
+ */
+function questionSteps(a: Approval): Step[] {
+  const steps: Step[] = [
+    {
+      key: `approval-${a.id}`,
+      kind: 'question',
+      at: a.createdAt,
+      title: (
+        <>
+          asked: <span class="question">{a.question ?? ''}</span>
+        </>
+      ),
+      state: a.status === 'pending' ? 'waiting' : 'done',
+      body: (
+        <div class="small">
+          <a href={`#/approvals/${encodeURIComponent(a.id)}`}>question {shortId(a.id)}</a>
+          {a.status === 'pending' ? ' · waiting for an answer' : ''} ·{' '}
+          <RadiusBadge radius={a.radius} /> <span class="badge mode">{a.mode}</span>
+        </div>
+      ),
+    },
+  ];
+  if (a.status === 'pending' || a.decidedAt === null) return steps;
+  const answer = answerOf(a);
+  const who = a.decidedBy ?? (a.status === 'expired' ? 'expiry' : 'the gateway');
+  const reason = typeof a.reason === 'string' && a.reason !== '' ? a.reason : undefined;
+  steps.push({
+    key: `approval-${a.id}-decided`,
+    kind: a.status === 'approved' || a.status === 'consumed' ? 'answered' : `decided-${a.status}`,
+    at: a.decidedAt,
+    title:
+      a.status === 'approved' || a.status === 'consumed' ? (
+        <>
+          answered by {who}: <span class="value">{answer ?? ''}</span>
+        </>
+      ) : a.status === 'expired' ? (
+        'expired: nobody answered'
+      ) : a.status === 'rejected' ? (
+        `rejected by ${who}`
+      ) : (
+        a.status
+      ),
+    state: a.status === 'rejected' || a.status === 'expired' ? 'bad' : 'done',
+    ...(reason === undefined ? {} : { body: <div class="small">reason: {reason}</div> }),
+  });
   return steps;
 }
 

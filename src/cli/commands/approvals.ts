@@ -2,11 +2,20 @@
  * `fleetgate approvals [approve|reject|snooze ID | answer ID TEXT]` and `fleetgate policy explain AGENT SKILL`.
  *
  * Decisions are written to the gateway's store; the running gateway (any replica) sees them on
- * its next sweep and sends or refuses the held call, so the CLI needs no connection to it. With
+ * its next sweep and sends or refuses the held call, so the CLI needs no connection to it. Each
+ * accepted vote's `hitl.approval.voted` goes into the store's outbox in the vote's transaction, as
+ * the gateway writes it; the running gateway's outbox relay publishes it on its next poll. With
  * `--url` they go through the gateway's API instead; the list prints the same either way.
  */
 import { Option, type Command } from 'commander';
-import type { ApprovalRecord, Explanation, Reason } from '../../policy/index.js';
+import type {
+  ApprovalInbox,
+  ApprovalRecord,
+  Explanation,
+  InboxEvents,
+  Reason,
+} from '../../policy/index.js';
+import type { GatewayStore } from '../../service/index.js';
 import { EXIT } from '../errors.js';
 import type { CliIo } from '../io.js';
 import { durationFlag, storeFlag, textFlag } from '../options.js';
@@ -97,6 +106,25 @@ const urlFlag = (): Option => new Option('--url <url>', urlHelp).conflicts(['sto
 /** --store or --config: work on the store directly, not through a running gateway. */
 const local = (opts: StoreOptions): boolean =>
   opts.store !== undefined || opts.config !== undefined;
+
+/**
+ * The inbox over a store the CLI decides on directly: each accepted vote's `hitl.approval.voted`
+ * is written into the store's outbox in the vote's own transaction, as the gateway writes it (same
+ * deterministic id), so open dashboards and `GET /api/events` readers see a vote cast here. No
+ * relay runs in this process: a running gateway's relay publishes the row on its next poll.
+ */
+async function storeInbox(store: GatewayStore): Promise<ApprovalInbox> {
+  const [{ createApprovalInbox }, { writeOutboxEvent }] = await Promise.all([
+    import('../../policy/index.js'),
+    import('../../bus/index.js'),
+  ]);
+  const events: InboxEvents = {
+    write: async (trx, topic, payload, options) => {
+      await writeOutboxEvent(trx, topic, payload, options);
+    },
+  };
+  return createApprovalInbox({ db: store.db, events });
+}
 
 /** Registers `fleetgate approvals` and `fleetgate policy`. */
 export const registerApprovals: RegisterCommand = (program, io, setExit) => {
@@ -189,9 +217,8 @@ function registerDecision(
         );
       }
       const by = decider(opts.by);
-      const { createApprovalInbox } = await import('../../policy/index.js');
       await withStore(opts, { readOnly: false }, async (store) => {
-        const inbox = createApprovalInbox({ db: store.db });
+        const inbox = await storeInbox(store);
         let record: ApprovalRecord;
         try {
           record = await decide();
@@ -256,13 +283,8 @@ function registerAnswer(approvals: Command, io: CliIo, setExit: (code: number) =
         if (client !== undefined) {
           return setExit(await remoteApprovals(client, io, 'answer', { id, text }));
         }
-        const { createApprovalInbox } = await import('../../policy/index.js');
         await withStore(opts, { readOnly: false }, async (store) => {
-          const record = await createApprovalInbox({ db: store.db }).answer(
-            id,
-            decider(opts.by),
-            text,
-          );
+          const record = await (await storeInbox(store)).answer(id, decider(opts.by), text);
           setExit(EXIT.ok);
           const s = createStyle(io.color);
           io.out(
