@@ -187,6 +187,19 @@ describe('an agent’s question and its answer in the dashboard', () => {
     expect(await row.locator('[data-kind]').textContent()).toBe('question');
     expect(await textOf(row)).toContain('answered by alice');
     expect(await textOf(row)).not.toMatch(/approved/i);
+
+    // The search behind the history carries the answer, and finds a question by its words or its
+    // answer's.
+    for (const words of ['environment', 'later']) {
+      const found = await getJson<{ items: Approval[] }>(
+        gw.url,
+        `/api/search/approvals?kind=checkpoint&text=${words}`,
+        TOKENS.root,
+      );
+      expect(found.items.map((a) => [a.id, a.question, a.answer])).toEqual([
+        [question.id, QUESTION, ANSWER],
+      ]);
+    }
   }, 90_000);
 
   it('says a rejected question was rejected, on its page and in the call’s story', async () => {

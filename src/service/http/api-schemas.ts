@@ -127,6 +127,11 @@ export const approvalSchema = z
     expiresAt: z.number(),
     snoozedUntil: z.number().nullable().optional(),
     question: z.string().nullable(),
+    answer: z
+      .string()
+      .nullable()
+      .optional()
+      .describe('the answer a person gave to a question (`checkpoint`), once answered'),
     input: z
       .object({ text: z.string().optional(), data: z.unknown().optional() })
       .passthrough()

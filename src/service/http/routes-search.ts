@@ -278,14 +278,17 @@ function approvalSearchRoute(db: Db): RouteSpec {
         );
       }
       if (query.text !== undefined) {
-        const columns = ['input', 'reason', 'id', 'dispatch_id', 'decided_by', 'requested_by'];
+        const columns = [
+          ...['input', 'reason', 'id', 'dispatch_id', 'decided_by', 'requested_by'],
+          ...['question', 'answer'],
+        ];
         conditions.push(textCondition(query.text, columns));
       }
       return queryPage(db, {
         table: 'fleetgate_policy_approval',
         columns: `id, kind, dispatch_id, agent, skill, mode, radius, status, requested_by,
           required_approvals, approvals, decided_by, decided_at, reason, created_at, expires_at,
-          fingerprint, policy_version, domains, reasons, question, snoozed_until`,
+          fingerprint, policy_version, domains, reasons, question, answer, snoozed_until`,
         order: BY_CREATED,
         conditions,
         query,
@@ -313,6 +316,7 @@ function approvalSearchRoute(db: Db): RouteSpec {
             domains: (parseJson(r.domains) ?? null) as string[] | null,
             reasons: (parseJson(r.reasons) ?? []) as { kind: string; detail: string }[],
             question: str(r.question),
+            answer: str(r.answer),
             snoozedUntil: num(r.snoozed_until),
           };
         },
