@@ -24,6 +24,7 @@ import {
 import type { AgentCheckCall } from './check-types.js';
 import type { AgentEndpoint, WireExchange, WireOptions } from './check-wire.js';
 import { getTask } from './check-wire.js';
+import { DELTAS_WARNING_BYTES, deltasBytes, deltasTooLarge } from './effects-size.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -281,6 +282,9 @@ export function inspectTask(
     add(`${where}.${r.location ?? 'deltas'}`, 'error', `entry ${r.index} is rejected: ${r.reason}`);
   }
   for (const w of found.warnings) add(where, 'warning', w);
+  const bytes = deltasBytes(found.entries);
+  if (bytes > DELTAS_WARNING_BYTES)
+    add(where, 'warning', `the task carries ${deltasTooLarge(bytes)}`);
   task.artifacts.forEach((artifact, a) => {
     artifact.parts.forEach((part, p) => {
       if (part.type !== 'data') return;

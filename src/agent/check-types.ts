@@ -40,6 +40,11 @@ export interface AgentCheckCall {
   /** How the task ended, `message` for a message reply, `error` when the call failed. */
   state: TaskStateName | 'message' | 'error';
   taskId?: string;
+  /**
+   * The text of the task's last status message, when it has one: for a task that ended `failed`,
+   * `rejected` or `canceled`, usually why.
+   */
+  statusText?: string;
   /** The kinds of the stream events, in order (streaming only). */
   events?: string[];
   /** The entries a gateway would publish on `world.state.delta`. */

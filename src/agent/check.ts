@@ -57,7 +57,8 @@ function stampsFor(
  * that failed (with its status text) or did not end within the timeout, rejected delta entries,
  * delta parts a gateway never reads (wrong MIME, a message reply, no effect-domain-v1
  * declaration), deltas on intermediate stream events, undeclared domains, a `self` skill changing
- * shared state, v0.3 shapes in a v1.0 answer, invalid cost parts.
+ * shared state, v0.3 shapes in a v1.0 answer, invalid cost parts, deltas past 15 MiB as JSON (a
+ * gateway with the default `limits.agentResponseBytes` refuses an answer past 16 MiB).
  *
  * @throws FleetgateError `FLEETGATE_CARD_FETCH_FAILED` / `FLEETGATE_CARD_INVALID` when there is no
  * card to check; a failing call is a diagnostic, not a throw.
@@ -164,6 +165,9 @@ export async function checkAgent(
         : await followToEnd(task, endpoint, wire, call, add);
       call.state = final.state;
       call.taskId = final.id;
+      if (final.statusText !== undefined && final.statusText !== '') {
+        call.statusText = final.statusText;
+      }
       if (lost || !judgeEnd(final, call, wire.timeoutMs, add)) continue;
       inspectTask(final, call, { skill, domains, radius: blast?.radius, active }, add);
     }

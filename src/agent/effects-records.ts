@@ -4,6 +4,7 @@
  */
 import type { RequestContext } from '@a2a-js/sdk/server';
 import type { CostPayload, Declarations, WorldStateDeltaEntry } from '../protocol/index.js';
+import type { DeltaBytes } from './effects-size.js';
 import type { EffectsWarning } from './effects-types.js';
 import type { CallerStamps } from './stamps.js';
 import { readCallerStamps } from './stamps.js';
@@ -15,6 +16,8 @@ export interface TaskRecord {
   skill: string | undefined;
   stamps: CallerStamps;
   deltas: WorldStateDeltaEntry[];
+  /** What is known of the size of `deltas` as JSON. */
+  deltaBytes: DeltaBytes;
   reported: boolean;
   cost: CostPayload | undefined;
   /** A task (not a message) was published: there is something to attach the effects to. */
@@ -51,6 +54,7 @@ export function newTaskRecord(
     skill,
     stamps,
     deltas: [],
+    deltaBytes: { measured: 0, exact: 0, pending: 0 },
     reported: false,
     cost: undefined,
     started,

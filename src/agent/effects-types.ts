@@ -40,11 +40,14 @@ export interface EffectsWarning {
     | 'extension-not-declared'
     | 'unknown-skill'
     | 'effects-dropped'
-    | 'delta-part-published';
+    | 'delta-part-published'
+    | 'effects-too-large';
   message: string;
   taskId: string;
   skill?: string;
   domain?: string;
+  /** `effects-too-large`: the bytes of the task's deltas as JSON. */
+  bytes?: number;
 }
 
 /** An `AgentExecutor` that is handed the task's {@link TaskEffects}. */

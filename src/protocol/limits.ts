@@ -49,6 +49,12 @@ export const LIMITS = {
    * (1 MiB) with room for the envelope.
    */
   eventBytes: 512 * 1024,
+  /**
+   * Default most bytes a gateway reads of one answer from an agent (the gateway's
+   * `limits.agentResponseBytes`): a larger answer fails its call with
+   * `FLEETGATE_AGENT_RESPONSE_TOO_LARGE`, and the task's deltas with it.
+   */
+  agentResponseBytes: 16 * 1024 * 1024,
 } as const;
 
 /** Path segments that would reach an object's prototype; never allowed in a delta path. */

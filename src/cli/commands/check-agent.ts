@@ -24,6 +24,9 @@ function renderCall(call: AgentCheckCall, s: Style): string[] {
       `${call.mode} call (${call.binding}, A2A ${call.protocolVersion}) → ${call.state}${call.taskId === undefined ? '' : ` task ${call.taskId}`}`,
     ),
   ];
+  if (call.statusText !== undefined) {
+    out.push(`  status text:         ${JSON.stringify(call.statusText)}`);
+  }
   const stamps = Object.entries(call.stamps).map(([k, v]) => `${k}=${v}`);
   out.push(`  stamps sent:         ${stamps.join(', ') || s.dim('none')}`);
   out.push(`  extensions asked:    ${call.requestedExtensions.join(', ') || s.dim('none')}`);
@@ -101,7 +104,10 @@ export const registerCheckAgent: RegisterCommand = (program, io, setExit) => {
     .argument('<url>', 'the agent base URL (or its card URL)')
     .requiredOption('--skill <id>', 'the skill to call (required; one the card lists)')
     .option('--input <text>', 'the text of the user message', 'fleetgate check-agent')
-    .option('--json', 'print a machine-readable report')
+    .option(
+      '--json',
+      'print the report as JSON: url, cardUrl, skill, ok, declarations, calls, diagnostics, summary; each call has mode, binding, protocolVersion, endpoint, requestedExtensions, echoedExtensions, stamps, state, taskId and statusText (when the task has them), events (streaming), deltas, rejected, cost',
+    )
     .option('--strict', 'exit 1 when there are warnings')
     .option(
       '--timeout <ms>',
