@@ -42,9 +42,21 @@ const alert: EventEnvelope = {
 
 describe('formatEventLine', () => {
   it('prints time, topic, short id, correlation and payload on one line', () => {
-    const line = formatEventLine(alert, false);
-    expect(line).toBe(
-      '05:00:01.234 ops.alert.radius repo ef0123456789 ⇠call-1 {"kind":"radius","radius":"repo","message":"wider than declared"}',
+    const event = { ...alert, topic: 'cost.sample' };
+    expect(formatEventLine(event, false)).toBe(
+      '05:00:01.234 cost.sample repo ef0123456789 ⇠call-1 {"kind":"radius","radius":"repo","message":"wider than declared"}',
+    );
+  });
+
+  it("prints an alert's message whole instead of its payload, and an unknown radius", () => {
+    const message = `q/s changed ${'deploy, '.repeat(30)}board: declare the domains`;
+    const payload = { kind: 'radius', radius: 'repo', message };
+    expect(formatEventLine({ ...alert, payload }, false)).toBe(
+      `05:00:01.234 ops.alert.radius repo ef0123456789 ⇠call-1 ${message}`,
+    );
+    const unknown = { ...alert, payload: { radius: 'unknown', message: 'no radius declared' } };
+    expect(formatEventLine(unknown, false)).toBe(
+      '05:00:01.234 ops.alert.radius unknown ef0123456789 ⇠call-1 no radius declared',
     );
   });
 

@@ -106,4 +106,48 @@ describe('action quality alerts', () => {
     });
     expect(alerts[0]!.payload.message).toBe('quinn/pr_review failed (task t1): tests red');
   });
+
+  it("quotes the agent's final status text beside the gateway's reason", async () => {
+    await bus.publish('skill.dispatch.failed', {
+      id: 'd2',
+      agent: 'quinn',
+      skill: 'pr_review',
+      correlationId: 'c2',
+      status: 'failed',
+      taskId: 't2',
+      createdAt: 1,
+      updatedAt: 2,
+      result: {
+        state: 'failed',
+        text: 'disk full',
+        error: { code: 'FLEETGATE_TASK_FAILED', message: 'The task ended failed.' },
+      },
+    });
+    await bus.idle();
+    expect(alerts.map((a) => a.payload.message)).toEqual([
+      'quinn/pr_review failed (task t2): The task ended failed. The agent said: "disk full"',
+    ]);
+  });
+
+  it('leaves a call whose outcome is unknown to its own alert (outcome_unknown)', async () => {
+    await bus.publish('skill.dispatch.failed', {
+      id: 'd3',
+      agent: 'quinn',
+      skill: 'pr_review',
+      correlationId: 'c3',
+      status: 'failed',
+      taskId: null,
+      createdAt: 1,
+      updatedAt: 2,
+      result: {
+        error: {
+          code: 'FLEETGATE_CALL_OUTCOME_UNKNOWN',
+          message:
+            'The gateway holding this call stopped after sending it: whether it ran is unknown.',
+        },
+      },
+    });
+    await bus.idle();
+    expect(alerts).toEqual([]);
+  });
 });

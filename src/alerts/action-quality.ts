@@ -1,7 +1,8 @@
 /**
  * `ops.alert.action_quality`: raised when a task fails (`skill.dispatch.failed`) or a cost sample
  * says `success: false`, with severity scaled by the skill's effective radius. A failure seen on
- * both topics for the same task raises one alert: the id is derived from agent + task.
+ * both topics for the same task raises one alert: the id is derived from agent + task. A call
+ * whose outcome is unknown raises `ops.alert.outcome_unknown` instead, not this one.
  */
 import type { Subscription } from '../bus/index.js';
 import type { EventEnvelope } from '../protocol/index.js';
@@ -80,9 +81,17 @@ export function createActionQualityMonitor(options: AlertRaiserOptions): ActionQ
     } else if (event.topic === 'skill.dispatch.failed') {
       // A dispatch record carries its end in `result` (`error.message`, else the task state).
       const result = record(payload.result);
-      const reason =
-        text(payload.reason) ?? text(record(result.error).message) ?? text(result.state);
-      message = `${agent}/${skill} failed${taskId === undefined ? '' : ` (task ${taskId})`}${reason === undefined ? '' : `: ${reason}`}`;
+      const error = record(result.error);
+      // A call whose outcome is unknown is no failure of the agent's: it has its own alert
+      // (`outcome_unknown`), which says what to check.
+      if (error.code === 'FLEETGATE_CALL_OUTCOME_UNKNOWN') return undefined;
+      const reason = text(payload.reason) ?? text(error.message) ?? text(result.state);
+      // What the agent said when it failed the task (its final status text), when it said it.
+      const said = text(result.text);
+      message =
+        `${agent}/${skill} failed${taskId === undefined ? '' : ` (task ${taskId})`}` +
+        `${reason === undefined ? '' : `: ${reason}`}` +
+        `${said === undefined || said === reason ? '' : ` The agent said: ${JSON.stringify(said)}`}`;
     } else {
       return undefined;
     }

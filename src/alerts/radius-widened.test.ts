@@ -60,5 +60,10 @@ describe('radius widened alerts', () => {
       expect.objectContaining({ radius: 'fleet', severity: 'error' }),
     ]);
     expect(alerts[0]!.payload.evidence).toMatchObject({ before: 'repo', after: 'public' });
+    // What happened, that it is in force, and what to do.
+    expect(alerts[0]!.payload.message).toBe(
+      'q/s widened its blast radius from repo to public on its card; in effect now: its calls ' +
+        "are gated as public. Confirm the change with the agent's owner",
+    );
   });
 });

@@ -50,7 +50,7 @@ export function createRadiusWidenedAlerts(
       agent: change.agent,
       skill: change.skill,
       radius,
-      message: `${change.agent}/${change.skill} widened its blast radius from ${String(change.before)} to ${radius}; in effect now`,
+      message: `${change.agent}/${change.skill} widened its blast radius from ${String(change.before)} to ${radius} on its card; in effect now: its calls are gated as ${radius}. Confirm the change with the agent's owner`,
       evidence: { before: change.before, after: radius, declarationEventId: event.id },
     };
     await publishAlert(bus, alert, {

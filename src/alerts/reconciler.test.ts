@@ -71,8 +71,11 @@ describe('reconciliation', () => {
         declaredDomains: ['ci'],
       },
     });
-    expect(alerts[0]!.payload.message).toMatch(
-      /changed board, outside its declared domains \(ci\)/,
+    // What happened and where (the task), and what to do about it.
+    expect(alerts[0]!.payload.message).toBe(
+      `quinn/pr_review changed board in task task-${n}, outside its declared domains (ci); ` +
+        'the change was applied: review it (fleetgate world board --history), then declare the ' +
+        'domain for the skill or have the agent stop changing it',
     );
   });
 

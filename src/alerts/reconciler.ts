@@ -152,9 +152,10 @@ async function reconcileEvent(ctx: ReconcileContext, event: ReconcileInput): Pro
         skill,
         radius,
         message:
-          declared === undefined
-            ? `${agent}/${skill} changed ${list(undeclared)} but declared no effect-domain-v1 domains for the skill`
-            : `${agent}/${skill} changed ${list(undeclared)}, outside its declared domains (${list(declared) || 'none'})`,
+          (declared === undefined
+            ? `${agent}/${skill} changed ${list(undeclared)} in task ${taskId} but declared no effect-domain-v1 domains for the skill`
+            : `${agent}/${skill} changed ${list(undeclared)} in task ${taskId}, outside its declared domains (${list(declared) || 'none'})`) +
+          `; the change was applied: review it (fleetgate world ${undeclared[0]!} --history), then declare ${undeclared.length === 1 ? 'the domain' : 'the domains'} for the skill or have the agent stop changing ${undeclared.length === 1 ? 'it' : 'them'}`,
         evidence: {
           ...common,
           undeclaredDomains: undeclared,

@@ -1,5 +1,5 @@
 /** Normalises and evaluates {@link HistoryQuery} the same way in every store. */
-import { FleetgateError } from '../protocol/index.js';
+import { checkDeltaPath, FleetgateError } from '../protocol/index.js';
 import type { AuditRecord, HistoryQuery } from './types.js';
 
 /** Default and largest `limit` of a history query. */
@@ -15,8 +15,20 @@ export interface NormalisedHistoryQuery {
   status: HistoryQuery['status'];
 }
 
-/** Fills in defaults; `since` given as RFC 3339 becomes epoch ms. */
+/**
+ * Fills in defaults; `since` given as RFC 3339 becomes epoch ms. A `path` no delta could have
+ * (an empty or prototype-reaching segment, too long or too deep) is an error naming why, not a
+ * query that quietly matches nothing.
+ */
 export function normaliseHistoryQuery(query: HistoryQuery): NormalisedHistoryQuery {
+  const pathProblem = query.path === undefined ? undefined : checkDeltaPath(query.path);
+  if (pathProblem !== undefined) {
+    throw new FleetgateError(
+      'FLEETGATE_WORLD_QUERY_INVALID',
+      `History query: path ${JSON.stringify(query.path)} ${pathProblem} (a path is dot-separated segments, such as data.blockedPRs)`,
+      { details: { path: query.path } },
+    );
+  }
   const since = typeof query.since === 'string' ? Date.parse(query.since) : query.since;
   if (since !== undefined && Number.isNaN(since)) {
     throw new FleetgateError(

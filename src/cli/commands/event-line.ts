@@ -52,6 +52,18 @@ function severityTag(payload: unknown, color: boolean): string {
   return ` ${paint[severity as Severity](`[${String(severity)}]`)}`;
 }
 
+/**
+ * What an alert says, whole: its message names the agent and skill, what happened and what to do,
+ * and is what an operator reads — cut to the payload's first characters it would end before the
+ * message (`--json` prints every field). Undefined for a payload without a message.
+ */
+function alertMessage(payload: unknown): string | undefined {
+  if (typeof payload !== 'object' || payload === null || !('message' in payload)) return undefined;
+  return typeof payload.message === 'string' && payload.message.length > 0
+    ? payload.message
+    : undefined;
+}
+
 function summarise(payload: unknown): string {
   let text: string;
   try {
@@ -74,22 +86,27 @@ function shortId(id: string): string {
  * One human line for an event: time, topic (coloured by family), the end of its id
  * ({@link shortId}: generated ids share their prefix within a process), the correlation id when it
  * differs from the event id, and the payload.
- * An `ops.alert.*` line shows its severity (`[critical]`) and the radius in the radius colours
- * used by every table.
+ * An `ops.alert.*` line shows its severity (`[critical]`), the radius in the radius colours
+ * used by every table (`unknown` when the skill declared none or its card is stale) and the
+ * alert's message whole instead of the payload.
  */
 export function formatEventLine(event: EventEnvelope, color: boolean): string {
   const s = createStyle(color);
   const family = event.topic.split('.', 1)[0] ?? '';
   const time = event.time.length >= 23 ? event.time.slice(11, 23) : event.time;
-  const radius =
-    typeof event.payload === 'object' &&
-    event.payload !== null &&
-    'radius' in event.payload &&
-    isBlastRadius(event.payload.radius)
-      ? ` ${s.radius(event.payload.radius)}`
+  const alert = event.topic.startsWith('ops.alert.');
+  const given =
+    typeof event.payload === 'object' && event.payload !== null && 'radius' in event.payload
+      ? event.payload.radius
+      : undefined;
+  const radius = isBlastRadius(given)
+    ? ` ${s.radius(given)}`
+    : alert && given === 'unknown'
+      ? ` ${s.dim('unknown')}`
       : '';
   const correlation =
     event.correlationId === event.id ? '' : s.dim(` ⇠${event.correlationId.slice(-12)}`);
   const severity = family === 'ops' ? severityTag(event.payload, color) : '';
-  return `${s.dim(time)} ${familyPaint(family, color)(event.topic)}${severity}${radius} ${s.dim(shortId(event.id))}${correlation} ${summarise(event.payload)}`;
+  const summary = (alert ? alertMessage(event.payload) : undefined) ?? summarise(event.payload);
+  return `${s.dim(time)} ${familyPaint(family, color)(event.topic)}${severity}${radius} ${s.dim(shortId(event.id))}${correlation} ${summary}`;
 }
