@@ -19,6 +19,7 @@ import { sdkClient, userMessage } from './support/a2a-client.js';
 import type { ServiceProcess } from './support/gateway-service.js';
 import { eventually, startServiceProcess } from './support/gateway-service.js';
 import { until } from './support/gateway.js';
+import { CLI_RUN_MS, runCli } from './support/cli.js';
 import type { TcpProxy } from './support/tcp-proxy.js';
 import { startTcpProxy } from './support/tcp-proxy.js';
 import {
@@ -385,8 +386,22 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
       expect(done.status).toBe('failed');
       expect(done.result?.error?.code).toBe('FLEETGATE_CALL_OUTCOME_UNKNOWN');
       expect(agent.received).toHaveLength(0);
+      // Its alert is in the event log, also after the next restart: `fleetgate tail --from all`
+      // prints it (an alert published only on the in-process bus was gone with the process).
+      await restarted.stop('SIGTERM');
+      const next = await start();
+      const tail = await runCli(
+        ['tail', '--url', next.url, '--from', 'all', '--json', '--count', '1'].concat(
+          'ops.alert.outcome_unknown',
+        ),
+        {},
+        { timeoutMs: CLI_RUN_MS },
+      );
+      expect(tail.code, tail.stderr).toBe(0);
+      const alert = JSON.parse(tail.stdout) as { payload: { evidence: { dispatchId: string } } };
+      expect(alert.payload.evidence.dispatchId).toBe(done.id);
     },
-    120_000,
+    120_000 + CLI_RUN_MS,
   );
 
   it.skipIf(variant.skip)(

@@ -8,7 +8,7 @@ import type { Subscription } from '../bus/index.js';
 import type { EventEnvelope } from '../protocol/index.js';
 import { defined } from '../protocol/fields/index.js';
 import type { OpsAlert } from './alert.js';
-import { alertEventId, publishAlert } from './alert.js';
+import { alertEventId, alertSinkOf } from './alert.js';
 import type { AlertRaiserOptions } from './reconciler.js';
 import { ALERT_BASE_SEVERITY, scaleSeverity } from './severity.js';
 
@@ -64,6 +64,7 @@ function costSampleMessage(who: string, taskId: string | undefined, measured: un
  */
 export function createActionQualityMonitor(options: AlertRaiserOptions): ActionQualityMonitor {
   const { bus, declarations } = options;
+  const sink = alertSinkOf(bus, options.sink);
   const base = options.baseSeverity?.action_quality ?? ALERT_BASE_SEVERITY.action_quality;
   const name = options.subscriptionName ?? ACTION_QUALITY_SUBSCRIPTION;
   const subscriptions: Subscription[] = [];
@@ -114,7 +115,7 @@ export function createActionQualityMonitor(options: AlertRaiserOptions): ActionQ
     };
     // One alert per failed task, whichever topic reported it first.
     const cause = taskId === undefined ? event.id : `task:${agent}:${taskId}`;
-    await publishAlert(bus, alert, {
+    await sink(alert, {
       id: alertEventId('action_quality', cause),
       correlationId: event.correlationId,
     });

@@ -27,17 +27,38 @@ export function alertEventId(kind: AlertKind, sourceId: string): string {
   return deterministicEventId('ops.alert', kind, sourceId);
 }
 
+/** How an alert is told: its id (see {@link alertEventId}) and the cause's correlation id. */
+export interface AlertOptions {
+  id: string;
+  correlationId?: string | undefined;
+}
+
+/**
+ * Where a raised alert goes. By default it is published on the bus ({@link publishAlert}); a
+ * gateway writes it into its store's outbox instead, so that it is durable, kept in the event log
+ * (`tail --from`, a feed's resume) and published once even when raised again for the same cause.
+ */
+export type AlertSink = (alert: OpsAlert, options: AlertOptions) => Promise<void>;
+
 /** Publishes `alert` on `ops.alert.<kind>` with `id` (see {@link alertEventId}). */
 export async function publishAlert(
-  bus: EventBus,
+  bus: Pick<EventBus, 'publish'>,
   alert: OpsAlert,
-  options: { id: string; correlationId?: string },
+  options: AlertOptions,
 ): Promise<void> {
   const payload: OpsAlertEvent = alert;
   await bus.publish(`ops.alert.${alert.kind}`, payload, {
     id: options.id,
     ...defined({ correlationId: options.correlationId }),
   });
+}
+
+/** The sink of a raiser: `sink` when given, else publishing on `bus`. */
+export function alertSinkOf(
+  bus: Pick<EventBus, 'publish'>,
+  sink: AlertSink | undefined,
+): AlertSink {
+  return sink ?? ((alert, options) => publishAlert(bus, alert, options));
 }
 
 /** Raises alerts from the events of `P`: a durable subscriber between start and stop. */

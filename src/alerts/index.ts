@@ -15,7 +15,7 @@ export {
   type Severity,
   type SeverityOptions,
 } from './severity.js';
-export { alertEventId, publishAlert, type OpsAlert } from './alert.js';
+export { alertEventId, publishAlert, type AlertSink, type OpsAlert } from './alert.js';
 export {
   createReconciler,
   RECONCILER_SUBSCRIPTION,

@@ -6,7 +6,7 @@
  */
 import type { DispatchEvent, EventEnvelope } from '../protocol/index.js';
 import type { AlertRaiser, OpsAlert } from './alert.js';
-import { alertEventId, alertRaiser, publishAlert } from './alert.js';
+import { alertEventId, alertRaiser, alertSinkOf } from './alert.js';
 import type { AlertRaiserOptions } from './reconciler.js';
 import { ALERT_BASE_SEVERITY, scaleSeverity } from './severity.js';
 
@@ -27,6 +27,7 @@ export type OutcomeUnknownAlerts = AlertRaiser<'skill.dispatch.failed'>;
  */
 export function createOutcomeUnknownAlerts(options: AlertRaiserOptions): OutcomeUnknownAlerts {
   const { bus, declarations } = options;
+  const sink = alertSinkOf(bus, options.sink);
   const base = options.baseSeverity?.outcome_unknown ?? ALERT_BASE_SEVERITY.outcome_unknown;
 
   async function handle(
@@ -46,7 +47,7 @@ export function createOutcomeUnknownAlerts(options: AlertRaiserOptions): Outcome
       message: `${dispatch.agent}/${dispatch.skill}: dispatch ${dispatch.id} may or may not have run (its gateway stopped mid-call); check before sending it again`,
       evidence: { dispatchId: dispatch.id, error: error.message },
     };
-    await publishAlert(bus, alert, {
+    await sink(alert, {
       id: alertEventId('outcome_unknown', dispatch.id),
       correlationId: dispatch.correlationId,
     });

@@ -3,8 +3,8 @@ import type { EventBus } from '../bus/index.js';
 import type { DeclarationChangedEvent, EventEnvelope } from '../protocol/index.js';
 import { BLAST_V1_URI, isBlastRadius } from '../protocol/index.js';
 import { defined } from '../protocol/fields/index.js';
-import type { AlertRaiser, OpsAlert } from './alert.js';
-import { alertEventId, alertRaiser, publishAlert } from './alert.js';
+import type { AlertRaiser, AlertSink, OpsAlert } from './alert.js';
+import { alertEventId, alertRaiser, alertSinkOf } from './alert.js';
 import { scaleSeverity } from './severity.js';
 
 /** The subscription name of {@link createRadiusWidenedAlerts}. */
@@ -15,6 +15,8 @@ export interface RadiusWidenedAlertsOptions {
   bus: EventBus;
   /** Subscription name (default {@link RADIUS_WIDENED_SUBSCRIPTION}). */
   subscriptionName?: string;
+  /** Where raised alerts go (default: published on `bus`). */
+  sink?: AlertSink;
 }
 
 /** Raises `ops.alert.radius_widened` for every widened blast-v1 declaration. */
@@ -36,6 +38,7 @@ export function createRadiusWidenedAlerts(
   options: RadiusWidenedAlertsOptions,
 ): RadiusWidenedAlerts {
   const { bus } = options;
+  const sink = alertSinkOf(bus, options.sink);
 
   async function handle(
     event: EventEnvelope<'fleet.declaration.changed', DeclarationChangedEvent>,
@@ -53,7 +56,7 @@ export function createRadiusWidenedAlerts(
       message: `${change.agent}/${change.skill} widened its blast radius from ${String(change.before)} to ${radius} on its card; in effect now: its calls are gated as ${radius}. Confirm the change with the agent's owner`,
       evidence: { before: change.before, after: radius, declarationEventId: event.id },
     };
-    await publishAlert(bus, alert, {
+    await sink(alert, {
       id: alertEventId('radius_widened', event.id),
       ...defined({ correlationId: event.correlationId }),
     });

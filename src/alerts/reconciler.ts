@@ -11,8 +11,8 @@ import { FleetgateError } from '../protocol/index.js';
 import { defined } from '../protocol/fields/index.js';
 import type { BlastRadius } from '../protocol/index.js';
 import { BLAST_ORDER, maxRadius } from '../protocol/index.js';
-import type { OpsAlert } from './alert.js';
-import { alertEventId, publishAlert } from './alert.js';
+import type { AlertSink, OpsAlert } from './alert.js';
+import { alertEventId, alertSinkOf } from './alert.js';
 import type { DeclarationLookup } from '../protocol/index.js';
 import type { FloorWriter } from './ports.js';
 import type { AlertKind, Severity, SeverityOptions } from './severity.js';
@@ -37,6 +37,8 @@ export interface AlertRaiserOptions {
   severity?: SeverityOptions;
   /** Subscription name (each raiser has its own default). */
   subscriptionName?: string;
+  /** Where raised alerts go (default: published on `bus`). */
+  sink?: AlertSink;
 }
 
 /** Options of {@link createReconciler}. */
@@ -88,6 +90,8 @@ interface ReconcileContext {
   options: ReconcilerOptions;
   domains: Readonly<Record<string, DomainPolicy>>;
   base: Readonly<Record<AlertKind, Severity>>;
+  /** Where the alerts go. */
+  sink: AlertSink;
 }
 
 /** A skill that reached past its effective radius, as one event showed it. */
@@ -114,8 +118,8 @@ function minRadiusOf(
 
 /** Reconciles one event and publishes its alerts; see {@link Reconciler.reconcile}. */
 async function reconcileEvent(ctx: ReconcileContext, event: ReconcileInput): Promise<OpsAlert[]> {
-  const { options, domains, base } = ctx;
-  const { bus, declarations } = options;
+  const { options, domains, base, sink } = ctx;
+  const { declarations } = options;
   const { source: agent, skill, taskId, deltas } = event.payload;
   // The payload crossed a process boundary; a malformed one has nothing to reconcile (the
   // materialiser reports it on system.error).
@@ -173,7 +177,7 @@ async function reconcileEvent(ctx: ReconcileContext, event: ReconcileInput): Pro
   }
 
   for (const { alert } of alerts) {
-    await publishAlert(bus, alert, {
+    await sink(alert, {
       id: alertEventId(alert.kind, event.id),
       ...defined({ correlationId: event.correlationId }),
     });
@@ -269,7 +273,12 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
     throw new TypeError('createReconciler: learnFloors needs a floorWriter');
   }
   const base = { ...ALERT_BASE_SEVERITY, ...options.baseSeverity };
-  const context: ReconcileContext = { options, domains, base };
+  const context: ReconcileContext = {
+    options,
+    domains,
+    base,
+    sink: alertSinkOf(bus, options.sink),
+  };
 
   function reconcile(event: ReconcileInput): Promise<OpsAlert[]> {
     return reconcileEvent(context, event);

@@ -6,15 +6,16 @@
  */
 import type { JournaledClaim } from '../dispatch/index.js';
 import { declarationLookupOf } from '../fleet/index.js';
-import type { Reconciler } from '../alerts/index.js';
+import type { AlertSink, Reconciler } from '../alerts/index.js';
 import {
   createActionQualityMonitor,
   createCostSummaries,
   createOutcomeUnknownAlerts,
   createRadiusWidenedAlerts,
   createReconciler,
+  publishAlert,
 } from '../alerts/index.js';
-import { OUTBOX_WRITERS, warnUnreportedError } from '../bus/index.js';
+import { OUTBOX_WRITERS, warnUnreportedError, writeOutboxEvent } from '../bus/index.js';
 import type { WorldMaterialiser } from '../world/index.js';
 import { createSqlWorldStore, createWorldMaterialiser } from '../world/index.js';
 import { defined } from '../protocol/fields/index.js';
@@ -56,17 +57,19 @@ export function wireConsumers(ground: Ground, closing: AbortSignal): Consumers {
     ...defined({ seeds: deps.seeds, now: deps.now }),
   });
   const declarations = declarationLookupOf(runtime.broker);
+  const sink = alertSink(ground);
   const reconciler: Reconciler = createReconciler({
     bus,
     declarations,
     domains: config.domains,
     learnFloors: true,
     floorWriter: runtime.floorWriter,
+    sink,
   });
-  const quality = createActionQualityMonitor({ bus, declarations });
+  const quality = createActionQualityMonitor({ bus, declarations, sink });
   const costs = createCostSummaries();
-  const widened = createRadiusWidenedAlerts({ bus });
-  const outcomeUnknown = createOutcomeUnknownAlerts({ bus, declarations });
+  const widened = createRadiusWidenedAlerts({ bus, sink });
+  const outcomeUnknown = createOutcomeUnknownAlerts({ bus, declarations, sink });
   return {
     world,
     reconciler,
@@ -89,6 +92,31 @@ export function wireConsumers(ground: Ground, closing: AbortSignal): Consumers {
         outcomeUnknown.stop(),
       ]);
     },
+  };
+}
+
+/**
+ * Where the gateway's alerts go: into the store's outbox, as every event of a call does — durable,
+ * in the event log (a feed's resume, `tail --from all`, also for an alert raised while the
+ * gateway started, before any feed listened) and one row per cause (the id is the cause's, so a
+ * redelivery or a second replica adds none). With the store away the alert is published on the
+ * bus at once instead (the outage reported), so no alert waits for the database.
+ */
+function alertSink(ground: Ground): AlertSink {
+  const { store, bus, relay, deps, reportError } = ground;
+  return async (alert, options) => {
+    try {
+      await writeOutboxEvent(store.db, `ops.alert.${alert.kind}`, alert, {
+        id: options.id,
+        ...defined({ correlationId: options.correlationId }),
+        ...(deps.now === undefined ? {} : { now: deps.now() }),
+      });
+    } catch (error) {
+      reportError(error, 'alerts.outbox');
+      await publishAlert(bus, alert, options);
+      return;
+    }
+    relay.notify();
   };
 }
 

@@ -326,6 +326,8 @@ class SseEventHub implements EventHub {
         ? { seq: Number(lastEventId), mark: undefined, foreign: false }
         : 'invalid';
     }
+    // `0`, before every event: with a durable log, all it keeps (and the window's other events).
+    if (lastEventId === '0' && this.#log !== undefined) return { seq: 0, mark: 0, foreign: true };
     const match = /^([0-9a-f]{8})-(\d{1,15})(?:-(\d{1,15}))?$/.exec(lastEventId);
     if (match === null) return 'invalid';
     return {
