@@ -134,6 +134,15 @@ function listen(server: Server, host: string, port: number): Promise<AddressInfo
  * distinct approver can then never be approved, and its calls wait until their approval expires.
  * Said once at start, with the two ways out.
  */
+/** Rolled back, or an old replica restarted mid-roll: it runs on the newer store unchanged. */
+function warnNewerStore(newer: readonly string[], logger: Logger): void {
+  if (newer.length === 0) return;
+  logger.warn(
+    { migrations: newer },
+    'store migrated by a newer release: running on it without its migrations (they only add)',
+  );
+}
+
 function warnSingleApprover(config: FleetgateConfig, logger: Logger): void {
   const { approvers } = config.policy;
   const needs = (['fleet', 'public'] as const).filter((radius) => approvers[radius] > 1);
@@ -210,6 +219,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     closeUnstarted(server);
     throw error;
   }
+  warnNewerStore(ports.store.newer, logger);
   let ready = false;
   let accepting = true;
   let http: HttpApp;

@@ -72,6 +72,65 @@ export interface MigrateOptions {
   schema?: string;
 }
 
+/** What {@link migrateToLatest} did. */
+export interface MigrationOutcome {
+  /** The migrations it ran, in order. */
+  ran: string[];
+  /**
+   * Migrations the store records that this release does not know, all newer than its own: a newer
+   * release migrated the store (it runs here unchanged, since migrations only add).
+   */
+  newer: string[];
+}
+
+/**
+ * The names of the migrations the store records, or undefined when it has no migration table (no
+ * gateway ever opened it).
+ */
+async function recordedMigrations(
+  db: Kysely<unknown>,
+  kind: StoreKind,
+  schema: string | undefined,
+): Promise<Set<string> | undefined> {
+  const exists =
+    kind === 'sqlite'
+      ? await sql<{ name: string }>`select name from sqlite_master
+          where type = 'table' and name = ${MIGRATION_TABLE}`.execute(db)
+      : await sql<{ name: string }>`select to_regclass(${
+          schema === undefined ? MIGRATION_TABLE : `"${schema}".${MIGRATION_TABLE}`
+        })::text as name`.execute(db);
+  if (exists.rows[0]?.name == null) return undefined;
+  const table = schema === undefined ? db : db.withSchema(schema);
+  const rows = await (table as Kysely<Record<typeof MIGRATION_TABLE, { name: string }>>)
+    .selectFrom(MIGRATION_TABLE)
+    .select('name')
+    .execute();
+  return new Set(rows.map((r) => r.name));
+}
+
+/**
+ * The migrations a store records beyond `known`. A store a newer release migrated, with every
+ * known migration run and only newer ones besides, opens as it is: migrations only add, so this
+ * release runs on it as its replicas did during the roll (a rollback, an old replica restarted).
+ * Anything else is refused naming what differs, never migrated further.
+ */
+function newerMigrations(recorded: ReadonlySet<string>, known: readonly string[]): string[] {
+  const unknown = [...recorded].filter((name) => !known.includes(name)).sort();
+  if (unknown.length === 0) return [];
+  const pending = known.filter((name) => !recorded.has(name));
+  const newest = [...known].sort().at(-1) ?? '';
+  if (pending.length === 0 && unknown.every((name) => name > newest)) return unknown;
+  throw new FleetgateError(
+    'FLEETGATE_STORE_MIGRATION_FAILED',
+    `The store was migrated by another release of Fleetgate: it records migration${
+      unknown.length === 1 ? '' : 's'
+    } ${unknown.join(', ')}, which this release does not know${
+      pending.length === 0 ? '' : `, and lacks ${pending.join(', ')}`
+    }. Run the release that migrated it (or a newer one), or restore the store's backup from before that upgrade`,
+    { details: { unknown, pending } },
+  );
+}
+
 /** A migration run that failed before running anything because some other schema was dropped. */
 function otherSchemaVanished(
   outcome: { error?: unknown; results?: readonly { status: string }[] },
@@ -83,17 +142,22 @@ function otherSchemaVanished(
 }
 
 /**
- * Runs every pending migration and returns the names it ran. On PostgreSQL the Migrator holds an
- * advisory lock, so replicas starting together migrate once.
+ * Runs every pending migration and says which it ran. On PostgreSQL the Migrator holds an
+ * advisory lock, so replicas starting together migrate once. A store a newer release migrated
+ * (every migration of this release run, and newer ones) is left as it is: `newer` names them.
  *
- * @throws FleetgateError `FLEETGATE_STORE_MIGRATION_FAILED` naming the failed migration.
+ * @throws FleetgateError `FLEETGATE_STORE_MIGRATION_FAILED` naming the failed migration, or the
+ * migrations of another release that this one cannot run beside.
  */
 export async function migrateToLatest(
   db: Kysely<unknown>,
   kind: StoreKind,
   options: MigrateOptions,
-): Promise<string[]> {
+): Promise<MigrationOutcome> {
   const { migrations } = options;
+  const recorded = await recordedMigrations(db, kind, options.schema);
+  const newer = recorded === undefined ? [] : newerMigrations(recorded, Object.keys(migrations));
+  if (newer.length > 0) return { ran: [], newer };
   const provider: MigrationProvider = {
     getMigrations: () =>
       Promise.resolve(
@@ -129,7 +193,10 @@ export async function migrateToLatest(
       { cause: error, details: { migration: failed } },
     );
   }
-  return results.filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  return {
+    ran: results.filter((r) => r.status === 'Success').map((r) => r.migrationName),
+    newer: [],
+  };
 }
 
 /**
@@ -146,14 +213,8 @@ export async function verifyMigrated(
   options: MigrateOptions & { url: string },
 ): Promise<void> {
   const { schema, url } = options;
-  const exists =
-    kind === 'sqlite'
-      ? await sql<{ name: string }>`select name from sqlite_master
-          where type = 'table' and name = ${MIGRATION_TABLE}`.execute(db)
-      : await sql<{ name: string }>`select to_regclass(${
-          schema === undefined ? MIGRATION_TABLE : `"${schema}".${MIGRATION_TABLE}`
-        })::text as name`.execute(db);
-  if (exists.rows[0]?.name == null) {
+  const ran = await recordedMigrations(db, kind, schema);
+  if (ran === undefined) {
     throw new FleetgateError(
       'FLEETGATE_STORE_NOT_INITIALISED',
       `The store ${url} has not been initialised by a gateway (it has no Fleetgate tables${
@@ -162,15 +223,6 @@ export async function verifyMigrated(
       { details: { url, ...defined({ schema }) } },
     );
   }
-  const table = schema === undefined ? db : db.withSchema(schema);
-  const ran = new Set(
-    (
-      await (table as Kysely<Record<typeof MIGRATION_TABLE, { name: string }>>)
-        .selectFrom(MIGRATION_TABLE)
-        .select('name')
-        .execute()
-    ).map((r) => r.name),
-  );
   const missing = Object.keys(options.migrations).filter((name) => !ran.has(name));
   if (missing.length > 0) {
     throw new FleetgateError(

@@ -85,6 +85,11 @@ export interface Store<DB = unknown> {
   readonly url: string;
   /** Names of the migrations this open ran. */
   readonly migrated: readonly string[];
+  /**
+   * Migrations a newer release ran on the store that this one does not know (it opened the store
+   * as it is: migrations only add); empty as a rule.
+   */
+  readonly newer: readonly string[];
   /** Errors of idle pooled connections so far (PostgreSQL; always 0 on SQLite). */
   readonly idleErrors: number;
   /** Pooled connections lost so far, idle or in use (PostgreSQL; always 0 on SQLite). */
@@ -257,7 +262,10 @@ export async function openStore<DB = unknown>(
     }
     const db0 = db as unknown as Kysely<unknown>;
     const context = { migrations: options.migrations, ...defined({ schema }) };
-    const migrated = migrate === true ? await migrateToLatest(db0, location.kind, context) : [];
+    const { ran: migrated, newer } =
+      migrate === true
+        ? await migrateToLatest(db0, location.kind, context)
+        : { ran: [], newer: [] };
     if (migrate === 'verify')
       await verifyMigrated(db0, location.kind, { ...context, url: redact(url) });
     return {
@@ -266,6 +274,7 @@ export async function openStore<DB = unknown>(
       ...defined({ sqlite: sqliteAccess }),
       url: redact(url),
       migrated,
+      newer,
       get idleErrors() {
         return idleErrors;
       },
