@@ -179,6 +179,12 @@ function parseFrames(buffer: string, each: (event: StreamedEvent) => void): stri
   }
 }
 
+/** Tries (a second apart) to reach a gateway the stream never reached: a wrong URL fails soon. */
+const FIRST_TRIES = 5;
+
+/** Tries (a second apart) to reach a gateway again after its stream ended: through a restart. */
+const RESTART_TRIES = 120;
+
 /** The `Last-Event-ID` that asks for every retained event (no event has position 0). */
 const FROM_RETAINED = '0';
 
@@ -214,6 +220,16 @@ export function createGatewayClient(target: GatewayTarget): GatewayClient {
       // `fleetgate.gap` notice naming that position, which is no news to this reader).
       let lastId: string | undefined = options.fromRetained === true ? FROM_RETAINED : undefined;
       let failures = 0;
+      // A gateway that answers 503 is starting or stopping: asked again. Once the stream was open,
+      // a gateway that went away is waited for through a restart; before, a wrong URL fails soon.
+      let connected = false;
+      const waitOrGiveUp = async (cause: unknown): Promise<void> => {
+        failures += 1;
+        if (failures > (connected ? RESTART_TRIES : FIRST_TRIES)) {
+          throw unreachable(target.url, cause);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      };
       while (!signal.aborted) {
         let response: Response;
         try {
@@ -226,9 +242,12 @@ export function createGatewayClient(target: GatewayTarget): GatewayClient {
           });
         } catch (error) {
           if (signal.aborted) return;
-          failures += 1;
-          if (failures > 5) throw unreachable(target.url, error);
-          await new Promise((resolve) => setTimeout(resolve, 1000));
+          await waitOrGiveUp(error);
+          continue;
+        }
+        if (response.status === 503) {
+          await response.body?.cancel();
+          await waitOrGiveUp(new Error(`HTTP 503 (the gateway is starting or stopping)`));
           continue;
         }
         if (!response.ok || response.body === null) {
@@ -236,6 +255,7 @@ export function createGatewayClient(target: GatewayTarget): GatewayClient {
           return;
         }
         failures = 0;
+        connected = true;
         const decoder = new TextDecoder();
         let buffer = '';
         try {

@@ -177,7 +177,7 @@ export const registerTail: RegisterCommand = (program, io, setExit) => {
   program
     .command('tail')
     .description(
-      'print the live events of a running gateway (--url), or of the gateways on a NATS JetStream bus (--nats), one line each, coloured by topic family',
+      'print the live events of a running gateway (--url, through its restarts) or of a NATS JetStream bus (--nats), one line each, coloured by topic family',
     )
     .argument('[patterns...]', "topic patterns in NATS syntax ('*' one token, '>' the rest)", [])
     .option(
