@@ -66,4 +66,38 @@ describe('radius widened alerts', () => {
         "are gated as public. Confirm the change with the agent's owner",
     );
   });
+
+  it('alerts again when the same card widens the radius again later, never twice for one event', async () => {
+    const ids: string[] = [];
+    const raiser = createRadiusWidenedAlerts({
+      bus,
+      sink: (_alert, options) => {
+        ids.push(options.id);
+        return Promise.resolve();
+      },
+    });
+    const change = {
+      agent: 'q',
+      skill: 's',
+      extension: BLAST_V1_URI,
+      before: 'repo',
+      after: 'public',
+      widened: true,
+      narrowed: false,
+    };
+    // The declaration event's id is the card's: widened, narrowed, widened again gives it twice.
+    const first = {
+      id: 'card-b',
+      correlationId: 'c-1',
+      topic: 'fleet.declaration.changed' as const,
+      time: '2026-12-07T10:00:00.000Z',
+      payload: change,
+    };
+    const again = { ...first, time: '2026-12-07T10:05:00.000Z' };
+    await raiser.handle(first);
+    await raiser.handle(first); // redelivered
+    await raiser.handle(again);
+    expect(ids[0]).toBe(ids[1]);
+    expect(ids[2]).not.toBe(ids[0]);
+  });
 });

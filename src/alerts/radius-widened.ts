@@ -26,7 +26,7 @@ export type RadiusWidenedAlerts = AlertRaiser<'fleet.declaration.changed'>;
  * Creates the radius-widened alerts: a subscriber of `fleet.declaration.changed` that alerts when
  * a skill's declared blast radius widened (it is in effect at once; a narrowing waits for an
  * acknowledgement instead). Severity is `warning` scaled by the new radius. The alert id derives
- * from the declaration event's id, so a redelivery never doubles it.
+ * from the declaration event (its id and time), so a redelivery never doubles it.
  *
  * @example
  * ```ts
@@ -57,7 +57,9 @@ export function createRadiusWidenedAlerts(
       evidence: { before: change.before, after: radius, declarationEventId: event.id },
     };
     await sink(alert, {
-      id: alertEventId('radius_widened', event.id),
+      // The declaration event's id names the card it came from: a radius widened again to the
+      // same card (widened, narrowed, widened) is another cause, told apart by when it was seen.
+      id: alertEventId('radius_widened', `${event.id}@${event.time}`),
       ...defined({ correlationId: event.correlationId }),
     });
     return alert;
