@@ -1,6 +1,7 @@
 /**
  * `ops.alert.outcome_unknown`: a dispatch ended `FLEETGATE_CALL_OUTCOME_UNKNOWN` — its gateway
- * stopped after sending the call and the agent has no task for it, so whether it ran is unknown.
+ * stopped after sending the call and the agent has no task for it, or the agent forgot the task it
+ * was following — so whether it ran is unknown; the message says which, from the call's error.
  * A person must check before sending it again; the severity (base `error`) is scaled by the
  * skill's effective radius. The alert id derives from the dispatch, so it is raised once.
  */
@@ -44,7 +45,7 @@ export function createOutcomeUnknownAlerts(options: AlertRaiserOptions): Outcome
       agent: dispatch.agent,
       skill: dispatch.skill,
       radius,
-      message: `${dispatch.agent}/${dispatch.skill}: dispatch ${dispatch.id} may or may not have run (its gateway stopped mid-call); check before sending it again`,
+      message: `${dispatch.agent}/${dispatch.skill}: dispatch ${dispatch.id} may or may not have run. ${error.message}`,
       evidence: { dispatchId: dispatch.id, error: error.message },
     };
     await sink(alert, {

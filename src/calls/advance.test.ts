@@ -91,6 +91,7 @@ const event: fc.Arbitrary<CallEvent> = fc
       state: terminalState,
       text,
       timedOut: fc.boolean(),
+      forgottenBy: fc.option(fc.constant('ops'), { nil: undefined }),
     }),
     fc.record({ type: fc.constant('question-answered' as const), at: fc.nat() }),
     fc.record({
@@ -321,5 +322,38 @@ describe('advance: the moves of one call', () => {
       result: { state: 'canceled', error: { code: 'FLEETGATE_TASK_TIMEOUT' } },
     });
     expect(timedOut.effects).toEqual([{ type: 'announce', topic: 'skill.dispatch.failed' }]);
+  });
+
+  it('a task its agent forgot ends failed FLEETGATE_CALL_OUTCOME_UNKNOWN, and a late end changes nothing', () => {
+    const followed = advance(SENT, { type: 'answered', at: 1, state: 'working', taskId: 't1' });
+    const forgotten = advance(followed.call, {
+      type: 'settled',
+      at: 9,
+      taskId: 't1',
+      state: 'failed',
+      forgottenBy: 'ops',
+    });
+    expect(forgotten.call).toMatchObject({ status: 'failed', taskId: 't1' });
+    expect(forgotten.call.result).toEqual({
+      error: {
+        code: 'FLEETGATE_CALL_OUTCOME_UNKNOWN',
+        message: expect.stringMatching(
+          /^Agent ops no longer knows task t1 .*whether the call ran is unknown\. Check at the agent before sending it again\.$/,
+        ),
+      },
+    });
+    expect(forgotten.effects).toEqual([{ type: 'announce', topic: 'skill.dispatch.failed' }]);
+    // The agent shows the task after all (a late push): the call has ended and stays so.
+    for (const late of [
+      { type: 'settled', at: 10, taskId: 't1', state: 'completed', text: 'done' },
+      { type: 'answered', at: 10, taskId: 't1', state: 'completed' },
+      { type: 'task-state', at: 10, state: 'working' },
+    ] as const) {
+      expect(advance(forgotten.call, late)).toEqual({
+        call: forgotten.call,
+        effects: [],
+        moved: false,
+      });
+    }
   });
 });

@@ -88,7 +88,11 @@ export type CallEvent =
     }
   /** A followed task changed state without ending (poll, push, resubscribe). */
   | { readonly type: 'task-state'; readonly at: number; readonly state: TaskStateName }
-  /** The task ended, on whichever path won its claim; `timedOut` when tracking gave up on it. */
+  /**
+   * The task ended, on whichever path won its claim; `timedOut` when tracking gave up on it;
+   * `forgottenBy` (the agent) when the agent no longer knows the task, so that whether the call
+   * ran is unknown.
+   */
   | {
       readonly type: 'settled';
       readonly at: number;
@@ -96,6 +100,7 @@ export type CallEvent =
       readonly state: TaskStateName;
       readonly text?: string;
       readonly timedOut?: boolean;
+      readonly forgottenBy?: string;
     }
   /** The caller answered the task's question: the answer goes to the agent on the same task. */
   | { readonly type: 'question-answered'; readonly at: number }
@@ -257,6 +262,18 @@ function transition(call: CallState, event: CallEvent): Step | undefined {
       return taskState(call, event.state);
     case 'settled':
       if (call.status === 'awaiting-approval') return undefined;
+      if (event.forgottenBy !== undefined) {
+        return end(
+          'failed',
+          {
+            error: {
+              code: 'FLEETGATE_CALL_OUTCOME_UNKNOWN',
+              message: `Agent ${event.forgottenBy} no longer knows task ${event.taskId} (it answered "task not found" again and again): whether the call ran is unknown. Check at the agent before sending it again.`,
+            },
+          },
+          event.taskId,
+        );
+      }
       if (event.timedOut === true) {
         return end(
           'failed',

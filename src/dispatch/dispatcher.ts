@@ -1001,6 +1001,7 @@ export class Dispatcher {
       state,
       ...defined({ text }),
       ...(via === 'timeout' ? { timedOut: true } : {}),
+      ...(via === 'forgotten' ? { forgottenBy: record.agent } : {}),
     });
   }
 

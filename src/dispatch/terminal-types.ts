@@ -7,9 +7,21 @@ import type { CollectedEvent, EventCollector } from '../bus/index.js';
 import type { CallOutcome, SkillCallChain } from '../extensions/index.js';
 import type { FleetgateError, TaskStateName } from '../protocol/index.js';
 
-/** Which path saw a task's terminal state. */
+/**
+ * Which path saw a task's terminal state. `forgotten`: the tracker gave up on a task its agent
+ * answered again and again it does not know (it restarted, it lost its state) — the task is settled
+ * failed, its call's outcome unknown.
+ */
 export type SettlePath =
-  'reply' | 'stream' | 'poll' | 'push' | 'resubscribe' | 'recovery' | 'timeout' | 'cancel';
+  | 'reply'
+  | 'stream'
+  | 'poll'
+  | 'push'
+  | 'resubscribe'
+  | 'recovery'
+  | 'timeout'
+  | 'cancel'
+  | 'forgotten';
 
 /**
  * What the terminal keeps of the call that started a task: enough to rebuild the call's `after`

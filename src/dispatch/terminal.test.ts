@@ -132,6 +132,32 @@ describe('task terminal', () => {
     expect(outcomeForTask(task(TaskState.TASK_STATE_COMPLETED)).ok).toBe(true);
   });
 
+  it('gives the after hooks FLEETGATE_CALL_OUTCOME_UNKNOWN for a task its agent forgot, once', async () => {
+    const outcomes: CallOutcome[] = [];
+    const settled: string[] = [];
+    const terminal = terminalWith(outcomes, {
+      onSettled: (s) => Promise.resolve(void settled.push(s.via)),
+    });
+    const forgotten = await terminal.settle('a', task(TaskState.TASK_STATE_FAILED), 'forgotten', {
+      call: CALL,
+    });
+    expect(forgotten.settled).toBe(true);
+    // A late push of the task's end loses the claim: nothing runs again.
+    const late = await terminal.settle('a', task(TaskState.TASK_STATE_COMPLETED), 'push', {
+      call: CALL,
+    });
+    expect(late).toEqual({ settled: false, reason: 'claimed' });
+    expect(settled).toEqual(['forgotten']);
+    expect(outcomes).toHaveLength(1);
+    const [outcome] = outcomes;
+    expect(outcome?.ok).toBe(false);
+    if (outcome?.ok === false) {
+      expect(outcome.error.code).toBe('FLEETGATE_CALL_OUTCOME_UNKNOWN');
+      expect(outcome.error.message).toMatch(/^Agent a no longer knows task task-1: /);
+      expect(outcome.error.details).toEqual({ agent: 'a', taskId: 'task-1' });
+    }
+  });
+
   it('settles a reply with its own chain once, replacing an older held call of the task', async () => {
     const older: CallOutcome[] = [];
     const outcomes: CallOutcome[] = [];

@@ -42,10 +42,27 @@ export function outcomeForTask(task: Task): CallOutcome {
 }
 
 /**
+ * The outcome `after` hooks get for a task its agent no longer knows (`forgotten`): not the task's
+ * end (the agent never said how it ended) but `FLEETGATE_CALL_OUTCOME_UNKNOWN`.
+ */
+function forgottenOutcome(agent: string, task: Task): CallOutcome {
+  return {
+    ok: false,
+    task,
+    error: new FleetgateError(
+      'FLEETGATE_CALL_OUTCOME_UNKNOWN',
+      `Agent ${agent} no longer knows task ${task.id}: whether the call ran is unknown. Check at the agent before sending it again.`,
+      { details: { agent, taskId: task.id } },
+    ),
+  };
+}
+
+/**
  * The single terminal of a task: every path that sees a task end — the blocking reply, the end of
- * a stream, a follow-up call answering it, the tracker's poll, push, resubscribe, recovery and
- * timeout — calls {@link settle}. The first path claims the task (durably with `durable`) and runs
- * the call's `after` hooks once; every later path is a no-op.
+ * a stream, a follow-up call answering it, the tracker's poll, push, resubscribe, recovery,
+ * timeout, and its giving up on a task the agent forgot — calls {@link settle}. The first path
+ * claims the task (durably with `durable`) and runs the call's `after` hooks once; every later
+ * path is a no-op.
  *
  * Memory: a held call is four small fields; the `after` chain is rebuilt at settle time.
  */
@@ -140,7 +157,7 @@ async function run(
   fresh: boolean,
 ): Promise<SettleResult> {
   const chain = given ?? (await rebuild(terminal, call)).resumeAfterBefore();
-  const outcome = outcomeForTask(task);
+  const outcome = via === 'forgotten' ? forgottenOutcome(call.agent, task) : outcomeForTask(task);
   const settled: SettledTask = fresh
     ? { agent: call.agent, taskId: task.id, task, via, call, fresh }
     : { agent: call.agent, taskId: task.id, task, via, call };

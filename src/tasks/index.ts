@@ -4,3 +4,4 @@ export * from './push-receiver.js';
 export * from './poll-scheduler.js';
 export * from './tracker.js';
 export * from './store-tables.js';
+export type { ForgetRule } from './forgotten-task.js';

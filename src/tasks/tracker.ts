@@ -12,6 +12,8 @@ import { TaskAccumulator } from '../dispatch/index.js';
 import { checkTaskId, FleetgateError, isStoreUnavailable } from '../protocol/index.js';
 import type { NormalizedStreamEvent, TaskStateName } from '../protocol/index.js';
 import { isInterruptedState, isTerminalState, normalizeTaskState } from '../protocol/index.js';
+import type { ForgetRule, NotFoundRun } from './forgotten-task.js';
+import { forgottenTask, isTaskNotFound, noteNotFound } from './forgotten-task.js';
 import type { PollResult, PollSchedulerOptions } from './poll-scheduler.js';
 import { PollScheduler } from './poll-scheduler.js';
 import type { PushReceiverOptions, PushRequest, PushResponse } from './push-receiver.js';
@@ -65,6 +67,15 @@ export interface TaskTrackerOptions {
   /** After this long a task is canceled at the agent and its call fails (default 1 hour). */
   maxTrackingTimeMs?: number;
   /**
+   * When the agent no longer knows a task (`GetTask` or `SubscribeToTask` answered "task not
+   * found" — not a network error, a timeout or a 5xx): at least `answers` such answers in a row
+   * (default 3), the first and the last at least `windowMs` apart (default `polling.maxIntervalMs`,
+   * 30 s). The task is then settled `forgotten` and its call ends `FLEETGATE_CALL_OUTCOME_UNKNOWN`.
+   * Any sight of the task (a poll that finds it, a push, an event of its resumed stream) starts
+   * the count again.
+   */
+  forgetAfter?: ForgetRule;
+  /**
    * A task waits on its caller (`input-required`, `auth-required`): handed to the policy gate,
    * never reported as success or failure. Called once per state it enters, including the state a
    * task is handed over in.
@@ -104,6 +115,8 @@ interface Tracked {
   pushed: boolean;
   /** Claims that failed in a row (a database error): the retry backs off. */
   claimFailures?: number;
+  /** The agent's "task not found" answers since it last showed the task (see `forgetAfter`). */
+  notFound?: NotFoundRun;
 }
 
 const keyOf = (agent: string, taskId: string): string => `${agent}\u0000${taskId}`;
@@ -119,6 +132,7 @@ const RECOVERY_PAGE = 1_000;
  */
 export class TaskTracker implements TaskFollower {
   readonly #o: TaskTrackerOptions & { maxTrackingTimeMs: number; now: () => number };
+  readonly #forgetRule: Required<ForgetRule>;
   readonly #tracked = new Map<string, Tracked>();
   /** Tasks whose finish is under way: `recover` must not pick them up again meanwhile. */
   readonly #finishing = new Set<string>();
@@ -132,11 +146,16 @@ export class TaskTracker implements TaskFollower {
     recovery: 0,
     timeout: 0,
     cancel: 0,
+    forgotten: 0,
     lost: 0,
   };
 
   constructor(options: TaskTrackerOptions) {
     this.#o = { maxTrackingTimeMs: 3_600_000, now: Date.now, ...options };
+    this.#forgetRule = {
+      answers: Math.max(1, options.forgetAfter?.answers ?? 3),
+      windowMs: options.forgetAfter?.windowMs ?? options.polling?.maxIntervalMs ?? 30_000,
+    };
     this.#scheduler = new PollScheduler({
       ...options.polling,
       now: this.#o.now,
@@ -397,6 +416,8 @@ export class TaskTracker implements TaskFollower {
       this.#o.fleet.terminal.release(record.agent, record.taskId);
       return;
     }
+    // The agent pushed with the task's secret: it knows the task, whatever a poll was told.
+    if (tracked !== undefined) delete tracked.notFound;
     if (state === undefined) return;
     if (isTerminalState(state)) {
       const raw =
@@ -435,9 +456,16 @@ export class TaskTracker implements TaskFollower {
       await this.#timeOut(agent, taskId, client);
       return 'terminal';
     }
-    const task = await client.getTask({ tenant: '', id: taskId, historyLength: 0 });
+    let task: Task;
+    try {
+      task = await client.getTask({ tenant: '', id: taskId, historyLength: 0 });
+    } catch (error) {
+      if (await this.#notFound(agent, taskId, tracked, error)) return 'terminal';
+      throw error; // to the scheduler: reported, and the task is polled again with backoff
+    }
     // Thrown to the scheduler: reported, and the task is polled again with backoff.
     this.#refuseOtherTask(agent, taskId, task, 'poll');
+    delete tracked.notFound;
     const state = normalizeTaskState(task.status?.state);
     if (isTerminalState(state)) {
       await this.observe(
@@ -460,6 +488,9 @@ export class TaskTracker implements TaskFollower {
       const acc = new TaskAccumulator();
       if (known !== undefined) acc.apply({ payload: { $case: 'task', value: known } });
       for await (const event of client.resubscribeTask({ tenant: '', id: taskId })) {
+        // The agent streams the task: it knows it, whatever a poll was told.
+        const tracked = this.#tracked.get(keyOf(agent, taskId));
+        if (tracked !== undefined) delete tracked.notFound;
         acc.apply(event);
         const task = acc.task;
         if (task !== undefined) this.#refuseOtherTask(agent, taskId, task, 'resubscribe');
@@ -470,11 +501,34 @@ export class TaskTracker implements TaskFollower {
         if (!this.#tracked.has(keyOf(agent, taskId))) return; // finished on another path
       }
     } catch (error) {
+      const tracked = this.#tracked.get(keyOf(agent, taskId));
+      if (tracked !== undefined && (await this.#notFound(agent, taskId, tracked, error))) return;
       this.#o.onError?.(error, { agent, taskId, where: 'resubscribe' });
       // The task may have ended before the stream was resumed: look at once instead of at the
       // next scheduled poll.
       this.#scheduler.pollNow(agent, taskId);
     }
+  }
+
+  /**
+   * A look at a followed task failed. A "task not found" answer counts towards `forgetAfter`;
+   * once the rule is met the task is settled `forgotten` — through {@link observe}, the one path
+   * every end takes (its claim is compare-and-set: a late push or poll of the task is a no-op).
+   * Anything else (a network error, a timeout, a 5xx) counts for nothing. Resolves whether the
+   * task was settled here.
+   */
+  async #notFound(
+    agent: string,
+    taskId: string,
+    tracked: Tracked,
+    error: unknown,
+  ): Promise<boolean> {
+    if (!isTaskNotFound(error)) return false;
+    const { run, forgotten } = noteNotFound(tracked.notFound, this.#o.now(), this.#forgetRule);
+    tracked.notFound = run;
+    if (!forgotten) return false;
+    await this.observe(agent, forgottenTask(taskId), 'forgotten');
+    return true;
   }
 
   async #noteState(
