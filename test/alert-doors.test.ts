@@ -88,6 +88,19 @@ describe('alerts through the operator doors of a running gateway', () => {
           'declare the domain for the skill or have the agent stop changing it',
       );
       expect(line).not.toContain('{"kind"');
+      // Counted by kind and severity, for an alerting rule on the metrics.
+      await eventually(
+        async () => {
+          const metrics = await api<string>(url, '/metrics');
+          return /^fleetgate_alerts_total\{kind="undeclared_effect",severity="warning"\} 1$/m.test(
+            metrics.body,
+          )
+            ? true
+            : undefined;
+        },
+        10_000,
+        'the alert to be counted',
+      );
     },
     CLI_RUN_MS * 3,
   );

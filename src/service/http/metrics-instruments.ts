@@ -73,7 +73,7 @@ export function registerInstruments(
 export type GatewayInstruments = ReturnType<typeof fleetInstruments> &
   ReturnType<typeof serviceInstruments>;
 
-/** Dispatches, gate decisions, approvals, deltas, card refreshes and tracked tasks. */
+/** Dispatches, gate decisions, approvals, deltas, card refreshes, tracked tasks and alerts. */
 function fleetInstruments(registry: Registry, sources: MetricsSources) {
   const metric = instrumentsOn(registry);
   const dispatches = metric.counter(
@@ -154,7 +154,12 @@ function fleetInstruments(registry: Registry, sources: MetricsSources) {
       if (sources.ports !== undefined) gauge.set(sources.ports.trackedTasks());
     },
   );
-  return { dispatches, decisions, timeToDecision, deltas, rejected, refreshes };
+  const alerts = metric.counter(
+    'fleetgate_alerts_total',
+    'Ops alerts raised (ops.alert.*), by kind and severity',
+    ['kind', 'severity'],
+  );
+  return { dispatches, decisions, timeToDecision, deltas, rejected, refreshes, alerts };
 }
 
 /** The outbox, bus handler errors, live-event clients and HTTP requests. */

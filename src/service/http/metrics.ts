@@ -8,6 +8,7 @@
  * when scraped.
  */
 import { Registry, collectDefaultMetrics } from 'prom-client';
+import { ALERT_KINDS, ALERT_SEVERITIES } from '../../alerts/index.js';
 import type { Subscription } from '../../bus/index.js';
 import type { GateVerdict, GateCall } from '../../dispatch/index.js';
 import type { EventEnvelope } from '../../protocol/index.js';
@@ -86,13 +87,23 @@ export function createGatewayMetrics(): GatewayMetrics {
   };
 }
 
+/**
+ * The alert kinds and severities counted by name; anything else (a topic any bus publisher could
+ * make up) counts as `other` / `unknown`, so the series stay few.
+ */
+const ALERT_LABELS = {
+  kind: new Set<string>([...ALERT_KINDS, 'world_domain_full', 'outbox_parked']),
+  severity: new Set<string>(ALERT_SEVERITIES),
+};
+
 /** Counts one bus event into the instruments it feeds (most events feed none). */
 function countEvent(
   instruments: GatewayInstruments,
   event: EventEnvelope,
   radiusOf: (agent: string, skill: string) => string,
 ): void {
-  const { dispatches, timeToDecision, deltas, rejected, refreshes, handlerErrors } = instruments;
+  const { dispatches, timeToDecision, deltas, rejected, refreshes, handlerErrors, alerts } =
+    instruments;
   const p = event.payload;
   switch (event.topic) {
     case 'skill.dispatch.gated':
@@ -147,6 +158,17 @@ function countEvent(
       handlerErrors.inc({ code: text(field(p, 'code'), 'uncoded') });
       return;
     default:
+      if (event.topic.startsWith('ops.alert.')) {
+        const kind = event.topic.slice('ops.alert.'.length);
+        const severity = field(p, 'severity');
+        alerts.inc({
+          kind: ALERT_LABELS.kind.has(kind) ? kind : 'other',
+          severity:
+            typeof severity === 'string' && ALERT_LABELS.severity.has(severity)
+              ? severity
+              : 'unknown',
+        });
+      }
       return;
   }
 }
