@@ -289,6 +289,21 @@ describe('the dashboard as an operator tool', () => {
   }, 60_000);
 
   it('charts world values on a time axis with hover values and a time range, and lists every change of a path with its call', async () => {
+    // Two deploys have changed data.deploys: the first test's, and the 3.2.0 one approved above
+    // (which runs on after its approval; the chart is read once it has landed).
+    await expect
+      .poll(
+        async () =>
+          (
+            await getJson<{ domains: Record<string, { state: { data: { version?: string } } }> }>(
+              gw.url,
+              '/api/world',
+              TOKENS.root,
+            )
+          ).domains.deploy?.state.data.version,
+        { timeout: 20_000 },
+      )
+      .toBe('3.2.0');
     const { context, page: vera } = await browser.open(`${gw.url}/`);
     await signIn(vera, TOKENS.vera);
     await vera.click('a[data-view=world]');

@@ -199,11 +199,12 @@ describe('direct SQLite access', () => {
   it('by default, groups the writes that several callbacks of one loop turn queue', async () => {
     const seenByUnits: string[][] = [];
     const writes: Promise<unknown>[] = [];
-    // Two timers due together fire in one turn of the loop, each queuing a unit: one commit takes
-    // both (a unit sees nothing of the other committed).
+    // Two callbacks queued together run in one turn of the loop (one check phase: unlike two
+    // timers, which a millisecond boundary can split), each queuing a unit: one commit takes both
+    // (a unit sees nothing of the other committed).
     await new Promise<void>((resolve) => {
       for (const text of ['a', 'b']) {
-        setTimeout(() => {
+        setImmediate(() => {
           writes.push(
             access.write((sql) => {
               seenByUnits.push(committed());
@@ -211,7 +212,7 @@ describe('direct SQLite access', () => {
             }),
           );
           if (writes.length === 2) resolve();
-        }, 0);
+        });
       }
     });
     await Promise.all(writes);

@@ -85,7 +85,7 @@ export function MetricsStrip(props: { store: Store }) {
           {store.status === undefined
             ? '—'
             : store.streamLostAt === undefined
-              ? `${store.status.version} · up ${uptime(store.status.uptimeMs + (now - store.statusReadAt))}`
+              ? `${store.status.version} · up ${uptime(store.status.uptimeMs + Math.max(0, now - store.statusReadAt))}`
               : // Out of reach: how long it has been up is not known, only when it was last heard.
                 `${store.status.version} · not heard from since ${new Date(store.streamLostAt).toLocaleTimeString()}`}
         </dd>
