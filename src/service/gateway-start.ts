@@ -15,12 +15,13 @@ import {
   createReconciler,
   publishAlert,
 } from '../alerts/index.js';
-import { OUTBOX_WRITERS, warnUnreportedError, writeOutboxEvent } from '../bus/index.js';
+import { OUTBOX_WRITERS, warnUnreportedError } from '../bus/index.js';
 import type { WorldMaterialiser } from '../world/index.js';
 import { createSqlWorldStore, createWorldMaterialiser } from '../world/index.js';
 import { defined } from '../protocol/fields/index.js';
 import { instanceAlive } from './card-lease.js';
 import type { CallPath, Ground, Records, Upkeep } from './gateway-wiring.js';
+import { publishThroughOutbox } from './gateway-wiring.js';
 
 /** What reads the bus: the world-state materialiser and the alerts. */
 export interface Consumers {
@@ -103,20 +104,14 @@ export function wireConsumers(ground: Ground, closing: AbortSignal): Consumers {
  * bus at once instead (the outage reported), so no alert waits for the database.
  */
 function alertSink(ground: Ground): AlertSink {
-  const { store, bus, relay, deps, reportError } = ground;
+  const { bus, reportError } = ground;
   return async (alert, options) => {
     try {
-      await writeOutboxEvent(store.db, `ops.alert.${alert.kind}`, alert, {
-        id: options.id,
-        ...defined({ correlationId: options.correlationId }),
-        ...(deps.now === undefined ? {} : { now: deps.now() }),
-      });
+      await publishThroughOutbox(ground, `ops.alert.${alert.kind}`, alert, options);
     } catch (error) {
       reportError(error, 'alerts.outbox');
       await publishAlert(bus, alert, options);
-      return;
     }
-    relay.notify();
   };
 }
 

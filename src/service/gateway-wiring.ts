@@ -27,6 +27,7 @@ import type { TaskTerminal } from '../dispatch/index.js';
 import { ExtensionRegistry, registerStandardExtensions } from '../extensions/index.js';
 import type { HitlGate } from '../policy/index.js';
 import { createApprovalInbox, createHitlGate } from '../policy/index.js';
+import type { FleetgateTopics, TopicOf } from '../protocol/index.js';
 import { FleetgateError, isFleetgateError } from '../protocol/index.js';
 import { defined } from '../protocol/fields/index.js';
 import { parseStoreUrl } from '../store/index.js';
@@ -67,6 +68,25 @@ export interface Ground {
   readonly relay: OutboxRelay;
   /** The largest event written to the outbox. */
   readonly eventBytes: number;
+}
+
+/**
+ * Writes one event into the store's outbox outside any call's transaction (its own commit) and
+ * wakes the relay: durable, in order with the call's other events, and a bus outage delays it
+ * without failing its writer. `id` is the event's (a cause's own id keeps a second write out).
+ */
+export async function publishThroughOutbox<T extends TopicOf<FleetgateTopics>>(
+  ground: Pick<Ground, 'store' | 'relay' | 'deps'>,
+  topic: T,
+  payload: FleetgateTopics[T],
+  options: { id: string; correlationId?: string | undefined },
+): Promise<void> {
+  const now = ground.deps.now;
+  await writeOutboxEvent(ground.store.db, topic, payload, {
+    id: options.id,
+    ...defined({ correlationId: options.correlationId, now: now?.() }),
+  });
+  ground.relay.notify();
 }
 
 /**
@@ -294,14 +314,11 @@ export async function wireCallPath(ground: Ground, records: Records): Promise<Ca
     rules: policyRules(config.policy),
     // Through the outbox: a bus outage delays approval events and fails no dispatch. Each is
     // correlated with its call, as the call's own events are.
-    publish: async (topic, payload) => {
-      await writeOutboxEvent(store.db, topic, payload, {
+    publish: (topic, payload) =>
+      publishThroughOutbox(ground, topic, payload, {
         id: records.eventId(),
-        ...defined({ correlationId: payload.correlationId }),
-        ...(deps.now === undefined ? {} : { now: deps.now() }),
-      });
-      relay.notify();
-    },
+        correlationId: payload.correlationId,
+      }),
     ...defined({ now: deps.now }),
   });
   // This process as the holder of the dispatches it sends: its instance lease says it runs, and
