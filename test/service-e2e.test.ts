@@ -415,6 +415,10 @@ describe('fleetgate start --config', () => {
     );
     expect(metrics.body).toMatch(/fleetgate_deltas_published_total\{agent="ops"\} \d+/);
     expect(metrics.body).toMatch(/fleetgate_card_refresh_lease_held 1/);
+    // The events of the gateway's start are counted too: its first refresh of the card.
+    expect(metrics.body).toMatch(
+      /fleetgate_card_refreshes_total\{agent="ops",outcome="refreshed"\} [1-9]\d*/,
+    );
   });
 
   it('stops on SIGTERM with exit code 0 and never logs a token', async () => {

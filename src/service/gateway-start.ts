@@ -82,6 +82,7 @@ export function wireConsumers(ground: Ground, closing: AbortSignal): Consumers {
       await costs.start(bus);
       await widened.start();
       await outcomeUnknown.start();
+      for (const consumer of deps.consumers ?? []) await consumer.start(bus, runtime.broker);
     },
     async stop() {
       await Promise.allSettled([
@@ -91,6 +92,7 @@ export function wireConsumers(ground: Ground, closing: AbortSignal): Consumers {
         costs.stop(),
         widened.stop(),
         outcomeUnknown.stop(),
+        ...(deps.consumers ?? []).map((consumer) => consumer.stop()),
       ]);
     },
   };

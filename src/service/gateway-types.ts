@@ -174,4 +174,17 @@ export interface GatewayDeps {
   onError?: (error: unknown, where: string) => void;
   /** Told every decision of the policy gate (metrics). */
   onGateDecision?: (request: GateCall, decision: GateVerdict) => void;
+  /**
+   * Readers of the gateway's events started with its own, before the outbox relay, the first
+   * card refresh and the recovery of calls publish anything (metrics count the events of a start
+   * too); stopped with them.
+   */
+  consumers?: readonly GatewayConsumer[];
+}
+
+/** A reader of a gateway's events; see {@link GatewayDeps.consumers}. */
+export interface GatewayConsumer {
+  /** Subscribes to `events`; `agents` answers the gate's view of the fleet (radii). */
+  start(events: EventBus, agents: FleetRuntime['broker']): Promise<void>;
+  stop(): Promise<void>;
 }

@@ -32,6 +32,7 @@ import { openGround, wireCallPath, wireRecords, wireUpkeep } from './gateway-wir
 export type {
   FollowUpRequest,
   Gateway,
+  GatewayConsumer,
   GatewayDeps,
   GatewayPorts,
   GatewayRecords,

@@ -2,7 +2,13 @@
  * The service room: the composition root, the configuration it reads and the gateway's store
  * (every room's migrations). `fleetgate/gateway`.
  */
-export { createGateway, type FollowUpRequest, type Gateway, type GatewayDeps } from './gateway.js';
+export {
+  createGateway,
+  type FollowUpRequest,
+  type Gateway,
+  type GatewayConsumer,
+  type GatewayDeps,
+} from './gateway.js';
 export type {
   CallUpdate,
   DispatchHandle,

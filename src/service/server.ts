@@ -214,6 +214,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       secrets: (name) => options.env[name],
       pushBaseUrl: config.listen.publicUrl ?? reachable,
       onGateDecision: (request, decision) => metrics.observeDecision(request, decision),
+      consumers: [metrics.consumer],
     }));
   } catch (error) {
     closeUnstarted(server);

@@ -12,7 +12,8 @@ import { ALERT_KINDS, ALERT_SEVERITIES } from '../../alerts/index.js';
 import type { Subscription } from '../../bus/index.js';
 import type { GateVerdict, GateCall } from '../../dispatch/index.js';
 import type { EventEnvelope } from '../../protocol/index.js';
-import type { Gateway, GatewayPorts } from '../gateway-types.js';
+import type { FleetRuntime } from '../fleet-runtime.js';
+import type { Gateway, GatewayConsumer, GatewayPorts } from '../gateway-types.js';
 import type { EventHubStats } from './event-hub.js';
 import type { GatewayInstruments, MetricsSources } from './metrics-instruments.js';
 import { registerInstruments } from './metrics-instruments.js';
@@ -24,7 +25,12 @@ export interface GatewayMetrics {
   observeDecision(request: GateCall, decision: GateVerdict): void;
   /** Counts one answered HTTP request. */
   observeRequest(route: string, method: string, status: number, seconds: number): void;
-  /** Starts counting bus events and reading gauges from `gateway`. */
+  /**
+   * Counts the gateway's bus events: handed to `createGateway` (`deps.consumers`), so the events
+   * of its start (the first card refresh, recovered calls and their alerts) are counted too.
+   */
+  readonly consumer: GatewayConsumer;
+  /** Starts reading gauges from `gateway`. */
   start(gateway: Gateway, ports: GatewayPorts, hub: () => EventHubStats): Promise<void>;
   /** Prometheus text. */
   scrape(): Promise<string>;
@@ -58,32 +64,43 @@ export function createGatewayMetrics(): GatewayMetrics {
   const instruments = registerInstruments(registry, sources);
   const { decisions, requests } = instruments;
 
+  let agents: FleetRuntime['broker'] | undefined;
   const radiusOf = (agent: string, skill: string): string =>
-    sources.gateway?.agents.effectiveRadius(agent, skill).radius ?? 'unknown';
+    agents?.effectiveRadius(agent, skill).radius ?? 'unknown';
+
+  const consumer: GatewayConsumer = {
+    async start(events, fleet) {
+      agents = fleet;
+      subscription = await events.subscribe(
+        '>',
+        (event) => countEvent(instruments, event as EventEnvelope, radiusOf),
+        { name: 'fleetgate_metrics', durable: true, overflow: 'drop-oldest' },
+      );
+    },
+    async stop() {
+      const stopping = subscription;
+      subscription = undefined;
+      await stopping?.unsubscribe();
+    },
+  };
 
   return {
     registry,
+    consumer,
     observeDecision(_request, decision) {
       decisions.inc({ mode: modeOf(decision) });
     },
     observeRequest(route, method, status, seconds) {
       requests.observe({ route, method, status: String(status) }, seconds);
     },
-    async start(gw, given, hub) {
+    start(gw, given, hub) {
       sources.gateway = gw;
       sources.ports = given;
       sources.hubStats = hub;
-      subscription = await gw.events.subscribe(
-        '>',
-        (event) => countEvent(instruments, event as EventEnvelope, radiusOf),
-        { name: 'fleetgate_metrics', durable: true, overflow: 'drop-oldest' },
-      );
+      return Promise.resolve();
     },
     scrape: () => registry.metrics(),
-    async stop() {
-      await subscription?.unsubscribe();
-      subscription = undefined;
-    },
+    stop: () => consumer.stop(),
   };
 }
 
