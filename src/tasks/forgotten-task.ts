@@ -67,17 +67,25 @@ export function noteNotFound(
 }
 
 /**
- * The task a forgotten task is settled with: `failed`, nothing reported (no artifacts, so no
- * deltas). The task terminal gives its call's `after` hooks `FLEETGATE_CALL_OUTCOME_UNKNOWN`
- * for it, and the dispatch ends with that code.
+ * A task the gateway settles itself when the agent cannot say how it ended: `state`, nothing
+ * reported (no artifacts, so no deltas), no context, history or metadata.
  */
-export function forgottenTask(taskId: string): Task {
+export function standInTask(taskId: string, state: TaskState): Task {
   return {
     id: taskId,
     contextId: '',
-    status: { state: TaskState.TASK_STATE_FAILED, message: undefined, timestamp: undefined },
+    status: { state, message: undefined, timestamp: undefined },
     artifacts: [],
     history: [],
     metadata: undefined,
   };
+}
+
+/**
+ * The task a forgotten task is settled with: `failed`, nothing reported. The task terminal gives
+ * its call's `after` hooks `FLEETGATE_CALL_OUTCOME_UNKNOWN` for it, and the dispatch ends with
+ * that code.
+ */
+export function forgottenTask(taskId: string): Task {
+  return standInTask(taskId, TaskState.TASK_STATE_FAILED);
 }

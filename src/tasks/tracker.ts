@@ -13,7 +13,7 @@ import { checkTaskId, FleetgateError, isStoreUnavailable } from '../protocol/ind
 import type { NormalizedStreamEvent, TaskStateName } from '../protocol/index.js';
 import { isInterruptedState, isTerminalState, normalizeTaskState } from '../protocol/index.js';
 import type { ForgetRule, NotFoundRun } from './forgotten-task.js';
-import { forgottenTask, isTaskNotFound, noteNotFound } from './forgotten-task.js';
+import { forgottenTask, isTaskNotFound, noteNotFound, standInTask } from './forgotten-task.js';
 import type { PollResult, PollSchedulerOptions } from './poll-scheduler.js';
 import { PollScheduler } from './poll-scheduler.js';
 import type { PushReceiverOptions, PushRequest, PushResponse } from './push-receiver.js';
@@ -585,14 +585,7 @@ export class TaskTracker implements TaskFollower {
       task = await client.cancelTask({ tenant: '', id: taskId, metadata: undefined });
     } catch (error) {
       this.#o.onError?.(error, { agent, taskId, where: 'cancel' });
-      task = {
-        id: taskId,
-        contextId: '',
-        status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: undefined },
-        artifacts: [],
-        history: [],
-        metadata: undefined,
-      };
+      task = standInTask(taskId, TaskState.TASK_STATE_CANCELED);
     }
     if (!isTerminalState(normalizeTaskState(task.status?.state))) {
       task = {
