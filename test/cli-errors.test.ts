@@ -301,6 +301,39 @@ const CASES: Case[] = [
     json: true,
   },
   {
+    name: 'a duration after --wait, which takes none (was sent as the text)',
+    args: ({ closedPort }) => [
+      'dispatch',
+      'ci',
+      'rerun_checks',
+      '--wait',
+      '5s',
+      'PR 7',
+      '--url',
+      `http://127.0.0.1:${closedPort}`,
+    ],
+    code: 'FLEETGATE_USAGE',
+    message:
+      /^--wait takes no value: '5s' after it would be sent as the start of the text; to stop waiting after 5s, write --wait --timeout 5s \(a text that starts with a duration goes before --wait\)$/,
+    fix: USAGE_FIX('fleetgate dispatch'),
+    json: true,
+  },
+  {
+    name: 'a bare number after --wait',
+    args: ({ closedPort }) => [
+      'dispatch',
+      '--skill',
+      'sitrep',
+      '--wait',
+      '30',
+      '--url',
+      `http://127.0.0.1:${closedPort}`,
+    ],
+    code: 'FLEETGATE_USAGE',
+    message: /^--wait takes no value: '30' after it .* write --wait --timeout 30s /,
+    fix: USAGE_FIX('fleetgate dispatch'),
+  },
+  {
     name: 'a dispatch timeout that is not a duration',
     args: ({ closedPort }) => [
       'dispatch',

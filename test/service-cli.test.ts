@@ -76,8 +76,16 @@ describe('fleetgate CLI against a running gateway', () => {
       expect(run.code).toBe(0);
       expect(run.stdout).toContain('routed to ops: ops is the only agent offering sitrep');
       expect(run.stdout).toMatch(/ops\/sitrep\s+completed/);
+      // A text that starts with a duration goes before --wait (after it, it reads as a value
+      // given to --wait, which is refused).
+      const early = await runCli(
+        ['dispatch', 'ops', 'sitrep', '30s', 'ago', '--wait'],
+        as(OPERATOR),
+      );
+      expect(early.stderr).toBe('');
+      expect(early.stdout).toMatch(/ops\/sitrep\s+completed/);
     },
-    cliTestTimeout(1),
+    cliTestTimeout(2),
   );
 
   it(

@@ -3,8 +3,8 @@
  * gateway: the answer (with the routing and the gate's decision), and with `--wait` every status
  * change as it happens, from the live-event stream.
  */
-import { Option } from 'commander';
-import { FleetgateError } from '../../protocol/index.js';
+import { Option, type Command } from 'commander';
+import { FleetgateError, parseDuration } from '../../protocol/index.js';
 import { newRecordId } from '../../protocol/ids/index.js';
 import { defined } from '../../protocol/fields/index.js';
 import type { PrintedError } from '../errors.js';
@@ -53,8 +53,35 @@ export const registerDispatch: RegisterCommand = (program, io, setExit) => {
           .default(600_000, '10m'),
       )
       .option('--json', 'print the API answer (and with --wait, each change) as JSON'),
-  ).action((args: string[], opts: DispatchOptions) => runDispatch(args, opts, io, setExit));
+  ).action((args: string[], opts: DispatchOptions, command: Command) => {
+    // The words as typed: commander sets `rawArgs` on the program it parses (not in its types).
+    const raw = (command.parent as { rawArgs?: unknown } | null)?.rawArgs;
+    refuseWaitValue(
+      Array.isArray(raw) ? raw.filter((a): a is string => typeof a === 'string') : [],
+    );
+    return runDispatch(args, opts, io, setExit);
+  });
 };
+
+/**
+ * `--wait` takes no value, so in `dispatch ci rerun_checks --wait 5s 'PR 7'` the `5s` would be
+ * sent as the first word of the text. A duration right after `--wait` is refused, naming
+ * `--timeout`; a text that starts with one goes before `--wait`.
+ */
+function refuseWaitValue(argv: readonly string[]): void {
+  const end = argv.indexOf('--');
+  const at = argv.indexOf('--wait');
+  if (at < 0 || (end >= 0 && end < at)) return;
+  const next = argv[at + 1];
+  if (next === undefined || next === '--') return;
+  const bare = /^\d+(?:\.\d+)?$/u.test(next.trim());
+  if (!bare && parseDuration(next.trim()) === undefined) return;
+  const timeout = bare ? `${next.trim()}s` : next.trim();
+  throw new FleetgateError(
+    'FLEETGATE_USAGE',
+    `--wait takes no value: '${next}' after it would be sent as the start of the text; to stop waiting after ${timeout}, write --wait --timeout ${timeout} (a text that starts with a duration goes before --wait)`,
+  );
+}
 
 /** Sends the dispatch and prints its answer; with `--wait`, each status change until it ends. */
 async function runDispatch(
