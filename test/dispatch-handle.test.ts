@@ -159,6 +159,23 @@ describe('dispatch handle', () => {
     expect((await call.cancel()).status).toBe('canceled');
   });
 
+  it('cancels by id with no handle (a call dispatched elsewhere): held, running, unknown', async () => {
+    const heldCall = gw.dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'migrate-by-id' });
+    await heldCall.answered();
+    const rejected = await gw.cancelDispatch(heldCall.id, { reason: 'by id', by: 'carol' });
+    expect(rejected.status).toBe('rejected');
+    const approval = (await gw.approvals.list({ status: 'rejected' })).find(
+      (a) => a.dispatchId === heldCall.id,
+    );
+    expect(approval?.decidedBy).toBe('carol');
+    const { call } = await startLong('long-by-id');
+    expect((await gw.cancelDispatch(call.id)).status).toBe('canceled');
+    expect(await call.result()).toMatchObject({ status: 'canceled' });
+    await expect(gw.cancelDispatch('no-such-call')).rejects.toMatchObject({
+      code: 'FLEETGATE_DISPATCH_NOT_FOUND',
+    });
+  });
+
   it("stops waiting when the caller's signal aborts, leaving the call as it is", async () => {
     const call = gw.dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'migrate-abort' });
     await call.answered();

@@ -60,7 +60,12 @@ export function buildGateway(assembly: Assembly): Gateway {
     read: (id: string) => dispatchRecords.get(id),
     closing: assembly.closing.signal,
     cancel: (record: DispatchRecord, decision: GateVerdict | undefined, reason?: string) =>
-      accept(() => cancelDispatch(assembly, watcher, record, decision, reason)),
+      accept(() =>
+        cancelDispatch(assembly, watcher, record, {
+          ...defined({ reason }),
+          ...(decision?.action === 'hold' ? { approvalId: decision.approvalId } : {}),
+        }),
+      ),
   };
   return {
     config,
@@ -75,6 +80,16 @@ export function buildGateway(assembly: Assembly): Gateway {
       );
       return handle;
     },
+    cancelDispatch: (id, options = {}) =>
+      accept(async () => {
+        const record = await dispatchRecords.get(id);
+        if (record === undefined) {
+          throw new FleetgateError('FLEETGATE_DISPATCH_NOT_FOUND', `No dispatch ${id} to cancel.`, {
+            details: { id },
+          });
+        }
+        return cancelDispatch(assembly, watcher, record, options);
+      }),
     dispatchRecord: (id) => dispatchRecords.get(id),
     dispatches: (query) => dispatchRecords.list(query),
     decideFollowUp: (request) => accept(() => decideFollowUp(assembly, request)),
@@ -143,22 +158,38 @@ function dispatchWatcher(assembly: Assembly): DispatchWatcher {
   );
 }
 
-/** Cancels a dispatch (see `DispatchHandle.cancel`). */
+/** What a cancel knows beside the dispatch: why, who, and the approval a held call waits on. */
+interface CancelOptions {
+  reason?: string;
+  by?: string;
+  /** The approval the call is held on, when the canceller saw the gate's decision. */
+  approvalId?: string;
+}
+
+/** The approvals a call waits on before anything is sent: its approval or its veto window. */
+const HELD_KINDS = ['dispatch', 'veto'] as const;
+
+/** Cancels a dispatch (see `DispatchHandle.cancel` and `Gateway.cancelDispatch`). */
 async function cancelDispatch(
   assembly: Assembly,
   watcher: DispatchWatcher,
   record: DispatchRecord,
-  decision: GateVerdict | undefined,
-  reason: string | undefined,
+  options: CancelOptions,
 ): Promise<DispatchRecord> {
-  const { fleet, tracker } = assembly.calls;
-  const why = reason ?? 'canceled by its caller';
+  const { fleet, tracker, hitl } = assembly.calls;
+  const why = options.reason ?? 'canceled by its caller';
   if (record.status === 'awaiting-approval') {
-    const approvalId = decision?.action === 'hold' ? decision.approvalId : undefined;
-    if (approvalId !== undefined) {
-      await assembly.upkeep.approvals.api.reject(approvalId, 'caller', why);
-      return (await assembly.records.dispatchRecords.get(record.id)) ?? record;
+    const approvalId =
+      options.approvalId ?? (await hitl.inbox.byDispatch(record.id, HELD_KINDS))?.id;
+    if (approvalId === undefined) {
+      throw new FleetgateError(
+        'FLEETGATE_DISPATCH_NOT_CANCELABLE',
+        `Dispatch ${record.id} is awaiting approval but no approval of it is open; it was decided a moment ago: read it again.`,
+        { details: { id: record.id, status: record.status } },
+      );
     }
+    await assembly.upkeep.approvals.api.reject(approvalId, options.by ?? 'caller', why);
+    return (await assembly.records.dispatchRecords.get(record.id)) ?? record;
   }
   if (record.status === 'running' || record.status === 'awaiting-input') {
     if (record.taskId === null) {
@@ -179,13 +210,6 @@ async function cancelDispatch(
       (await watcher.until(record.id, (r) => ENDED_STATUSES.has(r.status), {
         timeoutMs: 10_000,
       })) ?? record
-    );
-  }
-  if (record.status === 'awaiting-approval') {
-    throw new FleetgateError(
-      'FLEETGATE_DISPATCH_NOT_CANCELABLE',
-      `Dispatch ${record.id} waits on an approval this handle did not see; reject it in the inbox.`,
-      { details: { id: record.id, status: record.status } },
     );
   }
   return record;

@@ -61,6 +61,18 @@ export interface Gateway {
    * ```
    */
   dispatch(request: DispatchRequest): DispatchHandle;
+  /**
+   * Cancels a dispatch by its id, wherever it was dispatched from (a handle in another process,
+   * the HTTP API, the CLI, the A2A proxy): a call held for approval is rejected (its approval, as
+   * `by`, default `caller`); a task running at the agent is canceled there (A2A CancelTask) and
+   * the call ends `canceled`, or as the agent ends the task. Resolves the record once the call
+   * ended, or as it stands after 10 s when the agent is still winding the task down; an ended call
+   * is answered as it is.
+   *
+   * @throws FleetgateError `FLEETGATE_DISPATCH_NOT_FOUND`; `FLEETGATE_DISPATCH_NOT_CANCELABLE` while
+   *   the call is being sent and its task id is not known yet.
+   */
+  cancelDispatch(id: string, options?: { reason?: string; by?: string }): Promise<DispatchRecord>;
   /** The durable record of a dispatch. */
   dispatchRecord(id: string): Promise<DispatchRecord | undefined>;
   /** Dispatch records matching the filters, newest first (see `DispatchQuery`). */

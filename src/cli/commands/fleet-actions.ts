@@ -1,12 +1,15 @@
-/** `fleetgate refresh [AGENT]` and `fleetgate ack AGENT SKILL` against a running gateway. */
+/**
+ * `fleetgate refresh [AGENT]`, `fleetgate ack AGENT SKILL` and `fleetgate cancel ID` against a
+ * running gateway.
+ */
 import type { BlastRadius } from '../../protocol/index.js';
 import { createStyle } from '../style.js';
 import { urlOption } from './gateway-client.js';
-import type { AgentRow } from './remote.js';
-import { requireClient, statusCell } from './remote.js';
+import type { AgentRow, DispatchRow } from './remote.js';
+import { ENDED, dispatchLine, requireClient, statusCell } from './remote.js';
 import type { RegisterCommand } from './types.js';
 
-/** Registers `fleetgate refresh` and `fleetgate ack`. */
+/** Registers `fleetgate refresh`, `fleetgate ack` and `fleetgate cancel`. */
 export const registerFleetActions: RegisterCommand = (program, io, setExit) => {
   urlOption(
     program
@@ -66,5 +69,34 @@ export const registerFleetActions: RegisterCommand = (program, io, setExit) => {
       );
     }
     setExit(0);
+  });
+
+  urlOption(
+    program
+      .command('cancel')
+      .description(
+        'cancel a call on a running gateway (a held one is rejected, a running task canceled at the agent); exit 1 when it had ended',
+      )
+      .argument('<id>', 'the dispatch id (`fleetgate dispatch` prints it)')
+      .option('--reason <text>', 'why (kept in the audit trail when a held call is rejected)')
+      .option('--json', 'print the dispatch as JSON'),
+  ).action(async (id: string, opts: { url?: string; json?: boolean; reason?: string }) => {
+    const client = requireClient(opts.url);
+    const d = await client.post<DispatchRow>(
+      `/api/dispatches/${encodeURIComponent(id)}/cancel`,
+      opts.reason === undefined ? {} : { reason: opts.reason },
+    );
+    const stopped = d.status === 'canceled' || d.status === 'rejected';
+    if (opts.json === true) io.out(`${JSON.stringify(d, null, 2)}\n`);
+    else {
+      const s = createStyle(io.color);
+      const note = stopped
+        ? ''
+        : ENDED.has(d.status)
+          ? `  it had already ended ${d.status}: nothing was canceled\n`
+          : `  the agent is still ending its task; follow it: ${s.bold(`GET /api/dispatches/${d.id}?wait=1m`)}\n`;
+      io.out(`${dispatchLine(d, s)}\n${note}`);
+    }
+    setExit(stopped ? 0 : 1);
   });
 };

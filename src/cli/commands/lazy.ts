@@ -28,6 +28,7 @@ export const COMMAND_LOADERS: Readonly<Record<string, Loader>> = {
   dispatch: async () => (await import('./dispatch.js')).registerDispatch,
   refresh: fleetActions,
   ack: fleetActions,
+  cancel: fleetActions,
 };
 
 /** Every command, in the order `fleetgate --help` lists them. */

@@ -1,7 +1,7 @@
 /**
  * The fleet and dispatch routes: `GET /api/agents`, `GET /api/agents/:name`,
- * `POST /api/agents/:name/refresh`, `POST /api/agents/:name/ack`, `POST /api/dispatch` and
- * `GET /api/dispatches/:id`.
+ * `POST /api/agents/:name/refresh`, `POST /api/agents/:name/ack`, `POST /api/dispatch`,
+ * `GET /api/dispatches`, `GET /api/dispatches/:id` and `POST /api/dispatches/:id/cancel`.
  */
 import { context as otelContext, trace, TraceFlags } from '@opentelemetry/api';
 import { z } from 'zod';
@@ -155,7 +155,12 @@ export function dispatchView(
 
 /** The fleet and dispatch routes. */
 export function fleetRoutes(ctx: ApiContext): RouteSpec[] {
-  return [...agentRoutes(ctx.gateway), dispatchRoute(ctx), ...dispatchReadRoutes(ctx)];
+  return [
+    ...agentRoutes(ctx.gateway),
+    dispatchRoute(ctx),
+    ...dispatchReadRoutes(ctx),
+    dispatchCancelRoute(ctx.gateway),
+  ];
 }
 
 /** `GET /api/agents`, `GET /api/agents/:name`, `POST /api/agents/:name/refresh` and `…/ack`. */
@@ -292,6 +297,36 @@ function dispatchRoute(ctx: ApiContext): RouteSpec {
         decision: decisionView(decision),
         ...defined({ routing, traceparent }),
       };
+    },
+  });
+}
+
+/** `POST /api/dispatches/:id/cancel`: a held call rejected, a running task canceled at its agent. */
+function dispatchCancelRoute(gw: Gateway): RouteSpec {
+  return defineRoute({
+    method: 'POST',
+    url: '/api/dispatches/:id/cancel',
+    access: 'operator',
+    tag: 'dispatch',
+    summary: 'Cancel a dispatch',
+    description:
+      'A call held for approval (or in its veto window) is rejected, by the token, with the reason; a task running at the agent is canceled there (A2A CancelTask) and the call ends `canceled`, or as the agent ends the task. Answers once the call ended (200), or as it stands after 10 s when the agent still winds the task down (202). A call that had already ended is answered as it is (200): its `status` says how it ended.',
+    params: z.object({ id: z.string().min(1).max(200).describe('the dispatch id') }),
+    body: z
+      .strictObject({ reason: z.string().min(1).max(2000).optional() })
+      .optional()
+      .describe("why: kept in the audit trail when a held call's approval is rejected"),
+    responses: {
+      200: { description: 'the dispatch ended', schema: dispatchSchema },
+      202: { description: 'the agent is still winding the task down', schema: dispatchSchema },
+    },
+    handler: async ({ params, body, identity, reply }) => {
+      const record = await gw.cancelDispatch(params.id, {
+        ...defined({ reason: body?.reason }),
+        ...(identity.authenticated ? { by: identity.name } : {}),
+      });
+      void reply.code(ENDED.has(record.status) ? 200 : 202);
+      return dispatchView(record);
     },
   });
 }

@@ -1,0 +1,151 @@
+/**
+ * Cancelling a call by its id on a running gateway, as a user who dispatched it from the CLI or
+ * the HTTP API would: `POST /api/dispatches/:id/cancel` and `fleetgate cancel ID`. A task running
+ * at the agent is canceled there; a call held for approval is rejected; an ended call is answered
+ * as it is. A real SDK agent over loopback HTTP, the gateway as a child process.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AgentPlan, RunningAgent } from '../examples/agents/harness.js';
+import { opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
+import { cliTestTimeout, runCli } from './support/cli.js';
+import type { ServiceProcess } from './support/gateway-service.js';
+import { api, startServiceProcess } from './support/gateway-service.js';
+
+interface Dispatch {
+  id: string;
+  status: string;
+  taskId: string | null;
+  result: { error?: { code: string; message: string } } | null;
+}
+
+const OPERATOR = 'cancel-operator-token-0123456789';
+const VIEWER = 'cancel-viewer-token-0123456789ab';
+
+describe('cancelling a dispatch by its id', () => {
+  let dir: string;
+  let agent: RunningAgent;
+  let gw: ServiceProcess;
+  /** Calls whose text is `hold` keep working at the agent until the test ends. */
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const as = (token: string): NodeJS.ProcessEnv => ({
+    FLEETGATE_URL: gw.url,
+    FLEETGATE_TOKEN: token,
+  });
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'fleetgate-cancel-'));
+    agent = await startOpsAgent({
+      behaviour: async (call): Promise<AgentPlan> => ({
+        ...(await opsBehaviour(call)),
+        ...(call.text === 'hold' ? { hold: held } : {}),
+      }),
+    });
+    const config = join(dir, 'fleetgate.yaml');
+    writeFileSync(
+      config,
+      [
+        'listen: { host: 127.0.0.1, port: 0 }',
+        `store: sqlite:${join(dir, 'fleetgate.db')}`,
+        `agents: [{ name: ops, url: ${agent.url} }]`,
+        'auth:',
+        '  tokens:',
+        '    - { name: bob, tokenEnv: CANCEL_OPERATOR, roles: [operator] }',
+        '    - { name: vic, tokenEnv: CANCEL_VIEWER, roles: [viewer] }',
+      ].join('\n'),
+    );
+    gw = await startServiceProcess({
+      args: ['--config', config],
+      env: { CANCEL_OPERATOR: OPERATOR, CANCEL_VIEWER: VIEWER },
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    release();
+    await gw?.stop('SIGKILL');
+    await agent?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const dispatch = async (body: object): Promise<Dispatch> =>
+    (await api<Dispatch>(gw.url, '/api/dispatch', { body, token: OPERATOR })).body;
+
+  it(
+    'cancels a task running at the agent: the agent hears it and the call ends canceled',
+    async () => {
+      const running = await dispatch({ agent: 'ops', skill: 'sitrep', text: 'hold' });
+      expect(running.status).toBe('running');
+      const run = await runCli(['cancel', running.id, '--reason', 'not needed'], as(OPERATOR));
+      expect(run.stderr).toBe('');
+      expect(run.code).toBe(0);
+      expect(run.stdout).toMatch(/ops\/sitrep\s+canceled/);
+      const read = await api<Dispatch>(gw.url, `/api/dispatches/${running.id}`, {
+        token: OPERATOR,
+      });
+      expect(read.body).toMatchObject({ status: 'canceled', taskId: running.taskId });
+      // Asked again: the call is answered as it ended.
+      const again = await api<Dispatch>(gw.url, `/api/dispatches/${running.id}/cancel`, {
+        body: {},
+        token: OPERATOR,
+      });
+      expect(again.status).toBe(200);
+      expect(again.body.status).toBe('canceled');
+    },
+    cliTestTimeout(1),
+  );
+
+  it('rejects a call held for approval, with the reason, and nothing reaches the agent', async () => {
+    const heldCall = await dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'migrate' });
+    expect(heldCall.status).toBe('awaiting-approval');
+    const canceled = await api<Dispatch>(gw.url, `/api/dispatches/${heldCall.id}/cancel`, {
+      body: { reason: 'wrong week' },
+      token: OPERATOR,
+    });
+    expect(canceled.status).toBe(200);
+    expect(canceled.body.status).toBe('rejected');
+    const approvals = await api<{ approvals: { dispatchId?: string; status: string }[] }>(
+      gw.url,
+      '/api/approvals?status=rejected',
+      { token: OPERATOR },
+    );
+    expect(approvals.body.approvals.find((a) => a.dispatchId === heldCall.id)).toMatchObject({
+      status: 'rejected',
+    });
+    expect(agent.received.some((r) => r.text === 'migrate')).toBe(false);
+  });
+
+  it(
+    'says a call that had already ended was not canceled (exit 1), and names an unknown id',
+    async () => {
+      const done = await dispatch({ agent: 'ops', skill: 'sitrep', text: 'status' });
+      const read = await api<Dispatch>(gw.url, `/api/dispatches/${done.id}?wait=10s`, {
+        token: OPERATOR,
+      });
+      expect(read.body.status).toBe('completed');
+      const ended = await runCli(['cancel', done.id], as(OPERATOR));
+      expect(ended.code).toBe(1);
+      expect(ended.stdout).toMatch(/ops\/sitrep\s+completed/);
+      expect(ended.stdout).toContain('it had already ended completed: nothing was canceled');
+
+      const unknown = await runCli(['cancel', 'no-such-call'], as(OPERATOR));
+      expect(unknown.code).toBe(2);
+      expect(unknown.stderr).toMatch(/^FLEETGATE_DISPATCH_NOT_FOUND: No dispatch no-such-call/mu);
+    },
+    cliTestTimeout(2),
+  );
+
+  it('refuses a viewer token: cancelling is an operator action', async () => {
+    const running = await dispatch({ agent: 'ops', skill: 'sitrep', text: 'hold' });
+    const refused = await api<{ error: { code: string } }>(
+      gw.url,
+      `/api/dispatches/${running.id}/cancel`,
+      { body: {}, token: VIEWER },
+    );
+    expect(refused.status).toBe(403);
+    const read = await api<Dispatch>(gw.url, `/api/dispatches/${running.id}`, { token: OPERATOR });
+    expect(read.body.status).toBe('running');
+  });
+});
