@@ -78,7 +78,11 @@ describe('cancelling a dispatch by its id', () => {
     async () => {
       const running = await dispatch({ agent: 'ops', skill: 'sitrep', text: 'hold' });
       expect(running.status).toBe('running');
-      const run = await runCli(['cancel', running.id, '--reason', 'not needed'], as(OPERATOR));
+      // Named by the end of its id, as `fleetgate dispatch` prints it.
+      const run = await runCli(
+        ['cancel', running.id.slice(-8), '--reason', 'not needed'],
+        as(OPERATOR),
+      );
       expect(run.stderr).toBe('');
       expect(run.code).toBe(0);
       expect(run.stdout).toMatch(/ops\/sitrep\s+canceled/);

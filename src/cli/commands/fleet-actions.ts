@@ -4,6 +4,8 @@
  */
 import type { BlastRadius } from '../../protocol/index.js';
 import { createStyle } from '../style.js';
+import { FleetgateError } from '../../protocol/index.js';
+import type { GatewayClient } from './gateway-client.js';
 import { urlOption } from './gateway-client.js';
 import type { AgentRow, DispatchRow } from './remote.js';
 import { ENDED, dispatchLine, requireClient, statusCell } from './remote.js';
@@ -77,13 +79,14 @@ export const registerFleetActions: RegisterCommand = (program, io, setExit) => {
       .description(
         'cancel a call on a running gateway (a held one is rejected, a running task canceled at the agent); exit 1 when it had ended',
       )
-      .argument('<id>', 'the dispatch id (`fleetgate dispatch` prints it)')
+      .argument('<id>', 'the dispatch id, or the end of it that `fleetgate dispatch` prints')
       .option('--reason <text>', 'why (kept in the audit trail when a held call is rejected)')
       .option('--json', 'print the dispatch as JSON'),
   ).action(async (id: string, opts: { url?: string; json?: boolean; reason?: string }) => {
     const client = requireClient(opts.url);
+    const full = await fullDispatchId(client, id);
     const d = await client.post<DispatchRow>(
-      `/api/dispatches/${encodeURIComponent(id)}/cancel`,
+      `/api/dispatches/${encodeURIComponent(full)}/cancel`,
       opts.reason === undefined ? {} : { reason: opts.reason },
     );
     const stopped = d.status === 'canceled' || d.status === 'rejected';
@@ -100,3 +103,26 @@ export const registerFleetActions: RegisterCommand = (program, io, setExit) => {
     setExit(stopped ? 0 : 1);
   });
 };
+
+/** How many of the newest calls a short id is looked up among. */
+const SHORT_ID_SCAN = 500;
+
+/**
+ * The whole id of a call named by the end of its id, as `fleetgate dispatch` prints it (a record
+ * id's head is its time, the same for every call of a minute), among the newest calls; a whole id,
+ * or one no newest call ends with, is taken as it is.
+ */
+async function fullDispatchId(client: GatewayClient, id: string): Promise<string> {
+  if (id.length >= 32 || !/^[0-9a-f-]+$/iu.test(id)) return id;
+  const { dispatches } = await client.get<{ dispatches: DispatchRow[] }>(
+    `/api/dispatches?limit=${SHORT_ID_SCAN}`,
+  );
+  const matches = dispatches.filter((d) => d.id.toLowerCase().endsWith(id.toLowerCase()));
+  if (matches.length === 1) return matches[0]!.id;
+  // None: the id as given (a whole id of an older call, or one the gateway names unknown).
+  if (matches.length === 0) return id;
+  throw new FleetgateError(
+    'FLEETGATE_USAGE',
+    `${matches.length} dispatches have ids that end with ${id} (${matches.map((d) => d.id).join(', ')}): give more of it, or the whole id.`,
+  );
+}
