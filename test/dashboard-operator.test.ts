@@ -213,6 +213,30 @@ describe('the dashboard as an operator tool', () => {
     expect(record.taskId).not.toBeNull();
   }, 60_000);
 
+  it('cancels a held call from its page: a second click with a reason, the page follows it to rejected', async () => {
+    const call = await dispatch(gw.url, 'deployer', 'production_deploy', 'ship 3.1.1');
+    expect(call.status).toBe('awaiting-approval');
+    await page.evaluate((id) => (location.hash = `#/calls/${id}`), call.id);
+    const story = page.locator(
+      `section.call[data-call="${call.id}"][data-status=awaiting-approval]`,
+    );
+    await story.waitFor();
+    await story.locator('[data-cancel] button', { hasText: 'Cancel call…' }).click();
+    expect(await story.locator('[data-cancel]').textContent()).toContain(
+      'its approval is rejected and nothing reaches the agent',
+    );
+    await story.getByLabel('reason for cancelling').fill('wrong train');
+    await story.locator('[data-cancel] button', { hasText: 'Cancel it' }).click();
+    const ended = page.locator(`section.call[data-call="${call.id}"][data-status=rejected]`);
+    await ended.waitFor();
+    await ended.locator('[data-step=decided-rejected]').waitFor();
+    expect(await ended.locator('[data-step=decided-rejected] strong').textContent()).toBe(
+      'rejected by olive',
+    );
+    // Nothing is left to cancel on an ended call.
+    expect(await ended.locator('[data-cancel]').count()).toBe(0);
+  });
+
   it('words a veto window as a veto: runs unless vetoed, a Veto button, no snooze; history says who and when', async () => {
     const { context, page: alice } = await browser.open(`${gw.url}/#/approvals`);
     await signIn(alice, TOKENS.alice);

@@ -10,7 +10,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { ApiError } from '../api.js';
 import { RadiusBadge } from '../radius.js';
 import type { Store } from '../state.js';
-import { answerOf, hasVetoWindow, shortId, useStore } from '../state.js';
+import { answerOf, hasVetoWindow, roleAtLeast, shortId, useStore } from '../state.js';
 import type { Approval, CallStory, DispatchRecord, Radius, StoryEvent } from '../types.js';
 
 /** A step of the timeline. */
@@ -567,6 +567,9 @@ export function CallView(props: { store: Store; id: string }) {
           all dispatches
         </a>
       </div>
+      {LIVE.has(d.status) && roleAtLeast(store.session?.role ?? 'viewer', 'operator') && (
+        <CancelCall store={store} id={d.id} held={d.status === 'awaiting-approval'} />
+      )}
       <ol class="story">
         {steps.map((s) => (
           <li key={s.key} data-step={s.kind} class={`step-${s.state ?? 'done'}`}>
@@ -579,6 +582,70 @@ export function CallView(props: { store: Store; id: string }) {
         ))}
       </ol>
     </section>
+  );
+}
+
+/** The statuses a call can still be canceled in. */
+const LIVE = new Set(['running', 'awaiting-approval', 'awaiting-input']);
+
+/**
+ * Cancels the call (`POST /api/dispatches/:id/cancel`), after a second click with an optional
+ * reason: a held call is rejected, a running task is canceled at the agent. The page follows
+ * the end from the call's events.
+ */
+function CancelCall(props: { store: Store; id: string; held: boolean }) {
+  const [open, setOpen] = useState(false);
+  const [reason, setReason] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [message, setMessage] = useState('');
+  const cancel = async (): Promise<void> => {
+    setBusy(true);
+    setMessage('');
+    try {
+      const body = reason.trim() === '' ? {} : { reason: reason.trim() };
+      await props.store.api!.post(`/api/dispatches/${encodeURIComponent(props.id)}/cancel`, body);
+      setOpen(false);
+    } catch (error) {
+      setMessage(error instanceof ApiError ? `${error.code}: ${error.message}` : String(error));
+    } finally {
+      setBusy(false);
+    }
+  };
+  if (!open) {
+    return (
+      <div class="toolbar" data-cancel>
+        <button type="button" class="small-button" onClick={() => setOpen(true)}>
+          Cancel call…
+        </button>
+      </div>
+    );
+  }
+  return (
+    <div class="toolbar" data-cancel>
+      <span class="small">
+        {props.held
+          ? 'Cancel: its approval is rejected and nothing reaches the agent.'
+          : 'Cancel: the agent is asked to stop the task.'}
+      </span>
+      <input
+        type="text"
+        aria-label="reason for cancelling"
+        placeholder="why (optional)"
+        value={reason}
+        onInput={(e) => setReason((e.target as HTMLInputElement).value)}
+      />
+      <button type="button" class="reject" disabled={busy} onClick={() => void cancel()}>
+        Cancel it
+      </button>
+      <button type="button" disabled={busy} onClick={() => setOpen(false)}>
+        Keep it
+      </button>
+      {message !== '' && (
+        <p class="error" role="alert">
+          {message}
+        </p>
+      )}
+    </div>
   );
 }
 
