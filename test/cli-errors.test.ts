@@ -351,6 +351,23 @@ const CASES: Case[] = [
     fix: USAGE_FIX('fleetgate dispatch'),
   },
   {
+    name: 'how long to snooze written after the id (was: too many arguments)',
+    args: ({ store }) => ['approvals', 'snooze', 'a1', '30m', '--store', store],
+    code: 'FLEETGATE_USAGE',
+    message:
+      /^approvals snooze takes how long as --for: write --for 30m \('30m' after the id is not read\)$/,
+    fix: USAGE_FIX('fleetgate approvals snooze'),
+    json: true,
+  },
+  {
+    name: 'a reason written after the id (was: too many arguments)',
+    args: ({ store }) => ['approvals', 'reject', 'a1', 'wrong', 'week', '--store', store],
+    code: 'FLEETGATE_USAGE',
+    message:
+      /^approvals reject takes one approval id; 'wrong week' after it is not read: a reason goes in --reason 'wrong week'$/,
+    fix: USAGE_FIX('fleetgate approvals reject'),
+  },
+  {
     name: 'a misspelt command',
     args: () => ['wrld'],
     code: 'FLEETGATE_USAGE',

@@ -15,6 +15,7 @@ import type {
   InboxEvents,
   Reason,
 } from '../../policy/index.js';
+import { FleetgateError, parseDuration } from '../../protocol/index.js';
 import type { GatewayStore } from '../../service/index.js';
 import { EXIT } from '../errors.js';
 import type { CliIo } from '../io.js';
@@ -179,6 +180,22 @@ function registerList(program: Command, io: CliIo, setExit: (code: number) => vo
     });
 }
 
+/**
+ * Refuses words after an approval's id (`approvals snooze ID 30m`, `approvals reject ID wrong
+ * week`), naming the flag they were meant for.
+ */
+function refuseExtraWords(verb: 'approve' | 'reject' | 'snooze', extra: readonly string[]): void {
+  if (extra.length === 0) return;
+  const words = extra.join(' ');
+  const duration = verb === 'snooze' && extra.length === 1 && parseDuration(words) !== undefined;
+  throw new FleetgateError(
+    'FLEETGATE_USAGE',
+    duration
+      ? `approvals snooze takes how long as --for: write --for ${words} ('${words}' after the id is not read)`
+      : `approvals ${verb} takes one approval id; '${words}' after it is not read: a reason goes in --reason '${words}'`,
+  );
+}
+
 /** `fleetgate approvals approve|reject|snooze ID`. */
 function registerDecision(
   approvals: Command,
@@ -199,11 +216,16 @@ function registerDecision(
     cmd.option('--for <duration>', 'how long, e.g. 30m or 2h (default 15m)', durationFlag);
   }
   cmd.addOption(urlFlag());
+  // Words after the id are refused here, saying which flag they belong in (commander would only
+  // say "too many arguments").
+  cmd.allowExcessArguments(true);
   cmd.action(
     async (
       id: string,
       opts: StoreOptions & { reason?: string; by?: string; for?: number; url?: string },
+      command: Command,
     ) => {
+      refuseExtraWords(verb, command.args.slice(1));
       // Against a running gateway the approver is the token's name; --by is not sent.
       const client = local(opts) ? undefined : remoteClient(opts.url);
       if (client !== undefined) {
