@@ -297,6 +297,18 @@ describe('fleetgate start --config', () => {
       404,
       { error: { code: 'FLEETGATE_HTTP_ROUTE_NOT_FOUND' } },
     ]);
+    // A route a typo away, or taken with another method, is named.
+    const singular = await api(gw.url, '/api/dispatch', { token: OPERATOR });
+    expect([singular.status, singular.body]).toMatchObject([
+      404,
+      {
+        error: {
+          code: 'FLEETGATE_HTTP_ROUTE_NOT_FOUND',
+          message:
+            'No route GET /api/dispatch (did you mean GET /api/dispatches, or POST /api/dispatch?); see /api/openapi.json.',
+        },
+      },
+    ]);
   });
 
   it('answers every oversized body with its 413, not a broken connection, declared or streamed', async () => {

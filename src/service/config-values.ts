@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { FleetgateError, parseDuration, parseSize } from '../protocol/index.js';
 import { defined } from '../protocol/fields/index.js';
 import { parseStoreUrl, redactStoreUrl } from '../store/index.js';
-import { didYouMean } from './config-problems.js';
+import { didYouMean } from './did-you-mean.js';
 
 export { parseDuration, parseSize } from '../protocol/index.js';
 

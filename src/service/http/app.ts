@@ -23,7 +23,7 @@ import {
   answerClientError,
   handleError,
   handleFrameworkError,
-  handleNotFound,
+  notFoundHandler,
 } from './errors.js';
 import type { EventHub } from './event-hub.js';
 import { createEventHub } from './event-hub.js';
@@ -155,7 +155,7 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
     ),
   );
   app.setErrorHandler(handleError);
-  app.setNotFoundHandler(handleNotFound);
+  app.setNotFoundHandler(notFoundHandler(routes));
   limitBodies(app, options.bodyLimit);
   guardRequests(app, options, auth);
   await registerApiRoutes(app, routes);

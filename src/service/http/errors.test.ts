@@ -2,7 +2,7 @@ import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import Fastify from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { answerClientError, handleError, handleNotFound } from './errors.js';
+import { answerClientError, handleError, handleNotFound, notFoundHandler } from './errors.js';
 
 /** An error as fastify raises its own: a `FST_ERR_*` code and the status it chose. */
 function fastifyError(code: string, statusCode: number, message: string): Error {
@@ -68,6 +68,40 @@ describe('handleNotFound', () => {
       code: 'FLEETGATE_HTTP_ROUTE_NOT_FOUND',
       message: 'No route GET /api/nowhere; see /api/openapi.json.',
     });
+  });
+
+  it('names the route a missed path was probably meant for: a typo away, or another method', async () => {
+    const routes = [
+      { method: 'POST', url: '/api/dispatch' },
+      { method: 'GET', url: '/api/dispatches' },
+      { method: 'GET', url: '/api/dispatches/:id' },
+      { method: 'POST', url: '/api/approvals/:id/approve' },
+      { method: 'GET', url: '/assets/:file' },
+    ];
+    const missed = async (method: 'GET' | 'POST', url: string): Promise<string> => {
+      const app = Fastify();
+      app.setNotFoundHandler(notFoundHandler(routes));
+      try {
+        const response = await app.inject({ method, url });
+        expect(response.statusCode).toBe(404);
+        return response.json<{ error: { message: string } }>().error.message;
+      } finally {
+        await app.close();
+      }
+    };
+    expect(await missed('GET', '/api/dispatch')).toBe(
+      'No route GET /api/dispatch (did you mean GET /api/dispatches, or POST /api/dispatch?); see /api/openapi.json.',
+    );
+    expect(await missed('GET', '/api/dispatch/0a1b?wait=1s')).toBe(
+      'No route GET /api/dispatch/0a1b (did you mean GET /api/dispatches/0a1b?); see /api/openapi.json.',
+    );
+    expect(await missed('POST', '/api/approvals/a1/aprove')).toBe(
+      'No route POST /api/approvals/a1/aprove (did you mean POST /api/approvals/a1/approve?); see /api/openapi.json.',
+    );
+    // Nothing close: no guess.
+    expect(await missed('GET', '/api/nowhere')).toBe(
+      'No route GET /api/nowhere; see /api/openapi.json.',
+    );
   });
 
   it('echoes the first 200 characters of a long path, then an ellipsis', async () => {

@@ -9,6 +9,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorCode } from '../../protocol/index.js';
 import { FleetgateError, isFleetgateError } from '../../protocol/index.js';
 import { defined } from '../../protocol/fields/index.js';
+import { editDistance } from '../did-you-mean.js';
 
 /** The body of every error answer. */
 export interface ErrorEnvelope {
@@ -192,19 +193,71 @@ export function handleFrameworkError(
 }
 
 /**
- * The app's not-found handler. The path is echoed cut to {@link MESSAGE_CHARS} characters: Node
- * takes a request line of up to 16 KB, and nobody needs it all back to see which route was missed.
+ * The app's not-found handler (see {@link notFoundHandler}) with no routes to suggest.
  */
-export function handleNotFound(request: FastifyRequest, reply: FastifyReply): void {
-  const path = clip(request.url.split('?', 1)[0]!);
-  void reply
-    .code(404)
-    .send(
-      envelope(
-        'FLEETGATE_HTTP_ROUTE_NOT_FOUND',
-        `No route ${request.method} ${path}; see /api/openapi.json.`,
-      ),
-    );
+export const handleNotFound = notFoundHandler([]);
+
+/**
+ * The app's not-found handler: says which route was missed and, when one of `routes` is a typo
+ * away (`GET /api/dispatch` for `GET /api/dispatches`) or takes the path with another method,
+ * names it. The path is echoed cut to {@link MESSAGE_CHARS} characters: Node takes a request line
+ * of up to 16 KB, and nobody needs it all back to see which route was missed.
+ */
+export function notFoundHandler(
+  routes: readonly { method: string; url: string }[],
+): (request: FastifyRequest, reply: FastifyReply) => void {
+  return (request, reply) => {
+    const path = clip(request.url.split('?', 1)[0]!);
+    const hint = routeHint(request.method, path, routes);
+    void reply
+      .code(404)
+      .send(
+        envelope(
+          'FLEETGATE_HTTP_ROUTE_NOT_FOUND',
+          `No route ${request.method} ${path}${hint === undefined ? '' : ` (did you mean ${hint}?)`}; see /api/openapi.json.`,
+        ),
+      );
+  };
+}
+
+/**
+ * The routes a missed `method path` was probably meant for: the closest route of the same method
+ * whose fixed segments are a typo away (its parameters filled in from the path), and the same path
+ * with another method.
+ */
+function routeHint(
+  method: string,
+  path: string,
+  routes: readonly { method: string; url: string }[],
+): string | undefined {
+  const segments = path.split('/').filter((s) => s !== '');
+  /** The route's path for these segments and how far its fixed segments are from them. */
+  const fit = (url: string): { path: string; distance: number; fixed: number } | undefined => {
+    const template = url.split('/').filter((s) => s !== '');
+    if (template.length !== segments.length) return undefined;
+    let distance = 0;
+    let fixed = 0;
+    const filled = template.map((s, i) => {
+      if (s.startsWith(':')) return segments[i]!;
+      distance += editDistance(s, segments[i]!);
+      fixed += s.length;
+      return s;
+    });
+    return { path: `/${filled.join('/')}`, distance, fixed };
+  };
+  let best: { path: string; distance: number } | undefined;
+  for (const route of routes) {
+    if (route.method !== method) continue;
+    const f = fit(route.url);
+    if (f === undefined || f.distance === 0) continue;
+    if (f.distance > Math.max(1, Math.floor(f.fixed / 4))) continue;
+    if (best === undefined || f.distance < best.distance) best = f;
+  }
+  const others = routes
+    .filter((r) => r.method !== method && fit(r.url)?.distance === 0)
+    .map((r) => `${r.method} ${path}`);
+  const hints = [...(best === undefined ? [] : [`${method} ${best.path}`]), ...others];
+  return hints.length === 0 ? undefined : hints.join(', or ');
 }
 
 /** What Node's HTTP parser refused, or its timeouts cut, as the project's code and status. */
