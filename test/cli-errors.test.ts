@@ -368,6 +368,20 @@ const CASES: Case[] = [
     fix: USAGE_FIX('fleetgate approvals reject'),
   },
   {
+    name: 'an empty reason for a cancel',
+    args: ({ closedPort }) => [
+      'cancel',
+      'c1',
+      '--reason',
+      ' ',
+      '--url',
+      `http://127.0.0.1:${closedPort}`,
+    ],
+    code: 'FLEETGATE_USAGE',
+    message: /^option '--reason <text>' argument ' ' is invalid\. must not be empty$/,
+    fix: USAGE_FIX('fleetgate cancel'),
+  },
+  {
     name: 'a misspelt command',
     args: () => ['wrld'],
     code: 'FLEETGATE_USAGE',

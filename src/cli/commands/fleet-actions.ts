@@ -3,6 +3,7 @@
  * running gateway.
  */
 import type { BlastRadius } from '../../protocol/index.js';
+import { textFlag } from '../options.js';
 import { createStyle } from '../style.js';
 import { FleetgateError } from '../../protocol/index.js';
 import type { GatewayClient } from './gateway-client.js';
@@ -80,7 +81,11 @@ export const registerFleetActions: RegisterCommand = (program, io, setExit) => {
         'cancel a call on a running gateway (a held one is rejected, a running task canceled at the agent); exit 1 when it had ended',
       )
       .argument('<id>', 'the dispatch id, or the end of it that `fleetgate dispatch` prints')
-      .option('--reason <text>', 'why (kept in the audit trail when a held call is rejected)')
+      .option(
+        '--reason <text>',
+        'why (kept in the audit trail when a held call is rejected)',
+        textFlag,
+      )
       .option('--json', 'print the dispatch as JSON'),
   ).action(async (id: string, opts: { url?: string; json?: boolean; reason?: string }) => {
     const client = requireClient(opts.url);
