@@ -97,6 +97,7 @@ function memoryRecords(): DispatchRecordStore {
     sending: () => Promise.resolve(),
     orphans: () => Promise.resolve([]),
     adrift: () => Promise.resolve([]),
+    held: () => Promise.resolve(undefined),
     takeOver: () => Promise.resolve(false),
     list: () => Promise.resolve([...rows.values()]),
     get: (id) => Promise.resolve(rows.get(id)),

@@ -10,9 +10,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentPlan, RunningAgent } from '../examples/agents/harness.js';
 import { opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
+import { TaskState, type Task } from '@a2a-js/sdk';
+import { sdkClient, userMessage } from './support/a2a-client.js';
 import { cliTestTimeout, runCli } from './support/cli.js';
 import type { ServiceProcess } from './support/gateway-service.js';
-import { api, startServiceProcess } from './support/gateway-service.js';
+import { api, eventually, startServiceProcess } from './support/gateway-service.js';
 
 interface Dispatch {
   id: string;
@@ -140,6 +142,53 @@ describe('cancelling a dispatch by its id', () => {
     },
     cliTestTimeout(2),
   );
+
+  it("cancels a call that came through the A2A proxy while the agent works on it, by the API and by the client's CancelTask", async () => {
+    const client = await sdkClient(`${gw.url}/a2a/ops`, { token: OPERATOR });
+    /** A proxied call the agent is working on: sent blocking, its task id not known yet. */
+    const working = async (): Promise<Task> => {
+      const before = agent.received.length;
+      const task = (await client.sendMessage({
+        tenant: '',
+        message: userMessage('hold', { 'x-effect-domain-skill': 'sitrep' }),
+        configuration: {
+          acceptedOutputModes: [],
+          taskPushNotificationConfig: undefined,
+          returnImmediately: true,
+        },
+        metadata: undefined,
+      })) as Task;
+      await eventually(() => Promise.resolve(agent.received.length > before ? true : undefined));
+      // The proxy's task is the call: its id is the dispatch's.
+      const read = await api<Dispatch>(gw.url, `/api/dispatches/${task.id}`, { token: OPERATOR });
+      expect(read.body).toMatchObject({ status: 'running', taskId: null });
+      return task;
+    };
+    const endsCanceled = (task: Task) =>
+      eventually(async () => {
+        const t = await client.getTask({ tenant: '', id: task.id, historyLength: undefined });
+        return t.status?.state === TaskState.TASK_STATE_CANCELED ? t : undefined;
+      });
+
+    const byApi = await working();
+    const canceled = await api<Dispatch>(gw.url, `/api/dispatches/${byApi.id}/cancel`, {
+      body: {},
+      token: OPERATOR,
+    });
+    expect(canceled.status).toBe(200);
+    expect(canceled.body.status).toBe('canceled');
+    expect(canceled.body.taskId).not.toBeNull();
+    await endsCanceled(byApi);
+
+    const byClient = await working();
+    const answer = await client.cancelTask({ tenant: '', id: byClient.id, metadata: undefined });
+    expect(answer.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    await endsCanceled(byClient);
+    const read = await api<Dispatch>(gw.url, `/api/dispatches/${byClient.id}`, {
+      token: OPERATOR,
+    });
+    expect(read.body.status).toBe('canceled');
+  });
 
   it('refuses a viewer token: cancelling is an operator action', async () => {
     const running = await dispatch({ agent: 'ops', skill: 'sitrep', text: 'hold' });

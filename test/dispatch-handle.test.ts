@@ -159,6 +159,18 @@ describe('dispatch handle', () => {
     expect((await call.cancel()).status).toBe('canceled');
   });
 
+  it('cancels a call sent blocking while the agent works on it (its task id not known yet)', async () => {
+    const call = gw.dispatch({ agent: 'ops', skill: 'sitrep', text: 'long-blocking' });
+    await expect
+      .poll(() => ops.received.some((c) => c.text === 'long-blocking'), { timeout: 10_000 })
+      .toBe(true);
+    expect(await gw.dispatchRecord(call.id)).toMatchObject({ status: 'running', taskId: null });
+    const canceled = await call.cancel('stop');
+    expect(canceled.status).toBe('canceled');
+    expect(canceled.taskId).not.toBeNull();
+    expect(await call.result()).toMatchObject({ status: 'canceled' });
+  });
+
   it('cancels by id with no handle (a call dispatched elsewhere): held, running, unknown', async () => {
     const heldCall = gw.dispatch({ agent: 'ops', skill: 'bulk_migration', text: 'migrate-by-id' });
     await heldCall.answered();

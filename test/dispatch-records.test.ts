@@ -198,6 +198,9 @@ describe.each(storeVariants(pgUp))('dispatch record moves ($kind, direct: $direc
       expect((await records.orphans(1_000)).find((o) => o.record.id === traced.id)?.send).toEqual(
         sent,
       );
+      // One call in flight read with what it sent; none for a call that is not in flight.
+      expect(await records.held(traced.id)).toEqual({ record: traced, send: sent });
+      expect(await records.held('no-such-dispatch')).toBeUndefined();
       expect((await outbox(traced.correlationId)).map((e) => e.topic)).toHaveLength(3);
       // A record alone: no holder, no event.
       const bare = record();

@@ -149,6 +149,11 @@ export interface DispatchRecordStore {
    * first.
    */
   adrift(limit: number, living: readonly string[]): Promise<HeldDispatch[]>;
+  /**
+   * A dispatch in flight (`running`, `awaiting-input`) with who holds it and what it sent; undefined
+   * when it is not in flight or no holder was recorded.
+   */
+  held(id: string): Promise<HeldDispatch | undefined>;
   /** Takes a dispatch over from `from` (a dead holder); false when another process took it first. */
   takeOver(id: string, from: string, to: string): Promise<boolean>;
   get(id: string): Promise<DispatchRecord | undefined>;

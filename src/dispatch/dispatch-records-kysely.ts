@@ -373,6 +373,10 @@ export function kyselyDispatchRecords(
     sending: (record, send, announce) => recordSending(ctx, record, send, announce),
     orphans: (limit) => findOrphans(ctx, limit),
     adrift: (limit, living) => findAdrift(ctx, limit, living),
+    held: async (id) => {
+      const row = await heldRows(ctx).where('fleetgate_dispatch.id', '=', id).executeTakeFirst();
+      return row === undefined ? undefined : heldFromRow(row);
+    },
     takeOver: (id, from, to) => takeOverDispatch(ctx, id, from, to),
     get: (id) => getRecord(ctx, id),
     list: (query) => listRecords(ctx, query),

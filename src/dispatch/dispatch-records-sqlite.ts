@@ -37,6 +37,7 @@ const SELECT_HELD =
   'left join "fleetgate_dispatch_trace" on "fleetgate_dispatch_trace"."dispatch_id" = "fleetgate_dispatch"."id" ' +
   'inner join "fleetgate_dispatch_send" on "fleetgate_dispatch_send"."dispatch_id" = "fleetgate_dispatch"."id" ' +
   `where "fleetgate_dispatch"."status" in ('running', 'awaiting-input') `;
+const SELECT_HELD_BY_ID = `${SELECT_HELD}and "fleetgate_dispatch"."id" = ?`;
 const SELECT_ORPHANS = `${SELECT_HELD}and "fleetgate_dispatch"."task_id" is null order by "fleetgate_dispatch"."created_at" limit ?`;
 /** {@link DispatchRecordStore.adrift}'s query for `living` holders. */
 function selectAdrift(living: number): string {
@@ -160,6 +161,12 @@ export function sqliteDispatchRecords(
         sql.all<DispatchRow & Omit<DispatchSendTable, 'dispatch_id'>>(SELECT_ORPHANS, [limit]),
       );
       return rows.map(heldFromRow);
+    },
+    async held(id) {
+      const row = await direct.read((sql) =>
+        sql.get<DispatchRow & Omit<DispatchSendTable, 'dispatch_id'>>(SELECT_HELD_BY_ID, [id]),
+      );
+      return row === undefined ? undefined : heldFromRow(row);
     },
     async adrift(limit, living) {
       const rows = await direct.read((sql) =>

@@ -226,7 +226,7 @@ interface Moved {
 }
 
 /** An agent that does not offer ListTasks (a v0.3 agent, or one that says so). */
-function isUnsupported(error: unknown): boolean {
+export function isUnsupported(error: unknown): boolean {
   const text = error instanceof Error ? `${error.name} ${error.message}` : String(error);
   return /unsupported|not supported|method not found|-32601|-32004/i.test(text);
 }
@@ -912,20 +912,9 @@ export class Dispatcher {
       await this.#settle(record, ended, undefined);
       return;
     }
-    let tasks: Task[];
+    let task: Task | undefined;
     try {
-      const { client } = await this.#o.fleet.agentClient(record.agent);
-      const page = await client.listTasks({
-        tenant: '',
-        contextId: send.contextId,
-        status: 0,
-        pageSize: 100,
-        pageToken: '',
-        historyLength: undefined,
-        statusTimestampAfter: undefined,
-        includeArtifacts: true,
-      });
-      tasks = page.tasks;
+      task = await this.sentTask(record.agent, send);
     } catch (error) {
       if (!isUnsupported(error) && this.#o.now() - send.sentAt < this.#o.recoveryGiveUpMs) {
         throw error; // reported; asked again at the next sweep
@@ -933,7 +922,6 @@ export class Dispatcher {
       await this.#outcomeUnknown(record, send, `${lead}, and the agent could not list its tasks`);
       return;
     }
-    const task = tasks.find((t) => t.history.some((m) => m.messageId === send.messageId));
     if (task === undefined) {
       await this.#outcomeUnknown(
         record,
@@ -952,6 +940,27 @@ export class Dispatcher {
     // The tracker settles the task's deltas once (its claim); the dispatch ends here too, in case
     // the dead holder had claimed the task already.
     if (isTerminalState(state)) await this.#settle(found.record, task, undefined);
+  }
+
+  /**
+   * The agent's task for a call sent before its task id was known (a dead holder's call, or a
+   * blocking send the agent has not answered yet): ListTasks by the context the call was sent
+   * with, matched by its message id. Undefined when the agent has no such task; rejects when the
+   * agent could not be asked ({@link isUnsupported} tells an agent that offers no ListTasks).
+   */
+  async sentTask(agent: string, send: DispatchSend): Promise<Task | undefined> {
+    const { client } = await this.#o.fleet.agentClient(agent);
+    const page = await client.listTasks({
+      tenant: '',
+      contextId: send.contextId,
+      status: 0,
+      pageSize: 100,
+      pageToken: '',
+      historyLength: undefined,
+      statusTimestampAfter: undefined,
+      includeArtifacts: true,
+    });
+    return page.tasks.find((t) => t.history.some((m) => m.messageId === send.messageId));
   }
 
   /** `what` says what happened to the call and what the agent said of it. */

@@ -190,9 +190,9 @@ export class CallHandle implements DispatchHandle, DispatchObserver {
   }
 
   async cancel(reason?: string): Promise<DispatchRecord> {
-    const record = await this.answered().catch(() => undefined);
-    const current = await this.#services.read(this.id);
-    const base = current ?? record;
+    // Once the gate decided the record is there (a blocking call's answer may be an hour away).
+    await this.decision.catch(() => undefined);
+    const base = await this.#services.read(this.id);
     if (base === undefined) {
       throw new FleetgateError('FLEETGATE_DISPATCH_NOT_FOUND', `No dispatch ${this.id}.`, {
         details: { id: this.id },

@@ -106,7 +106,7 @@ export const ERROR_CODES = {
   FLEETGATE_PUSH_URL_REFUSED: 'A push-notification URL is not one the gateway may call.',
   FLEETGATE_DISPATCH_NOT_FOUND: 'No dispatch with this id exists.',
   FLEETGATE_DISPATCH_NOT_CANCELABLE:
-    'The dispatch cannot be canceled now: its task is not known yet (it is being sent).',
+    'The dispatch cannot be canceled now: it is being sent, or its task cannot be found at the agent yet.',
   FLEETGATE_SKILL_UNKNOWN: 'No agent offers this skill.',
   FLEETGATE_SERVICE_NOT_READY: 'The gateway is starting or stopping and cannot answer yet.',
   FLEETGATE_LISTEN_UNSAFE: 'The gateway would listen beyond loopback without any token configured.',

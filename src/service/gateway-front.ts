@@ -3,11 +3,12 @@
  * calls accepted until `close()` starts, dispatch handles and their watcher, follow-ups decided by
  * the gate, and the shutdown in reverse order of the wiring.
  */
+import type { Task } from '@a2a-js/sdk';
 import type { Subscription } from '../bus/index.js';
 import { createOutboxLog, InMemoryEventBus } from '../bus/index.js';
 import { ENDED_STATUSES } from '../calls/index.js';
 import type { DispatchRecord, DispatchWatcher, GateVerdict } from '../dispatch/index.js';
-import { CallHandle, createDispatchWatcher } from '../dispatch/index.js';
+import { CallHandle, createDispatchWatcher, isUnsupported } from '../dispatch/index.js';
 import { FleetgateError } from '../protocol/index.js';
 import { newRecordId } from '../protocol/ids/index.js';
 import { defined } from '../protocol/fields/index.js';
@@ -162,6 +163,7 @@ function dispatchWatcher(assembly: Assembly): DispatchWatcher {
 interface CancelOptions {
   reason?: string;
   by?: string;
+  metadata?: Record<string, unknown>;
   /** The approval the call is held on, when the canceller saw the gate's decision. */
   approvalId?: string;
 }
@@ -192,19 +194,23 @@ async function cancelDispatch(
     return (await assembly.records.dispatchRecords.get(record.id)) ?? record;
   }
   if (record.status === 'running' || record.status === 'awaiting-input') {
-    if (record.taskId === null) {
-      throw new FleetgateError(
-        'FLEETGATE_DISPATCH_NOT_CANCELABLE',
-        `Dispatch ${record.id} is being sent to ${record.agent}; its task is not known yet. Retry shortly.`,
-        { details: { id: record.id, status: record.status } },
-      );
-    }
     const { client } = await fleet.agentClient(record.agent);
-    const task = await client.cancelTask({ tenant: '', id: record.taskId, metadata: undefined });
-    // The agent's answer is a sighting of the task: an end settles the dispatch at once (once,
-    // whichever path sees it first); a task still winding down is polled now.
-    if (!(await tracker.observe(record.agent, task, 'cancel'))) {
-      tracker.pollNow(record.agent, record.taskId);
+    if (record.taskId === null) {
+      // Sent blocking, the agent not done: the send still waiting gets the task's end (and
+      // settles the call) once the agent has canceled it.
+      const id = await sentTaskId(assembly, record);
+      await client.cancelTask({ tenant: '', id, metadata: options.metadata });
+    } else {
+      const task = await client.cancelTask({
+        tenant: '',
+        id: record.taskId,
+        metadata: options.metadata,
+      });
+      // The agent's answer is a sighting of the task: an end settles the dispatch at once (once,
+      // whichever path sees it first); a task still winding down is polled now.
+      if (!(await tracker.observe(record.agent, task, 'cancel'))) {
+        tracker.pollNow(record.agent, record.taskId);
+      }
     }
     return (
       (await watcher.until(record.id, (r) => ENDED_STATUSES.has(r.status), {
@@ -213,6 +219,35 @@ async function cancelDispatch(
     );
   }
   return record;
+}
+
+/**
+ * The agent's task id of a call sent without it (a blocking send the agent has not answered yet:
+ * the id comes with the answer), asked of the agent by what the call was sent with.
+ */
+async function sentTaskId(assembly: Assembly, record: DispatchRecord): Promise<string> {
+  const notYet = (why: string): FleetgateError =>
+    new FleetgateError(
+      'FLEETGATE_DISPATCH_NOT_CANCELABLE',
+      `Dispatch ${record.id} cannot be canceled yet: ${why}.`,
+      { details: { id: record.id, status: record.status } },
+    );
+  const held = await assembly.records.dispatchRecords.held(record.id);
+  if (held === undefined || held.send.sentAt === null || held.send.messageId === '') {
+    throw notYet(`it is being sent to ${record.agent}; retry shortly`);
+  }
+  let task: Task | undefined;
+  try {
+    task = await assembly.calls.dispatcher.sentTask(record.agent, held.send);
+  } catch (error) {
+    if (!isUnsupported(error)) throw error;
+    throw notYet(
+      `${record.agent} lists no tasks (ListTasks), so its task id is known only when it answers`,
+    );
+  }
+  if (task === undefined)
+    throw notYet(`${record.agent} has not opened its task yet; retry shortly`);
+  return task.id;
 }
 
 /** Decides a follow-up to a running dispatch's task (see `Gateway.decideFollowUp`). */

@@ -69,10 +69,22 @@ export interface Gateway {
    * ended, or as it stands after 10 s when the agent is still winding the task down; an ended call
    * is answered as it is.
    *
+   * A call sent blocking learns its task id when the agent answers; until then its task is found
+   * at the agent by the message and context ids it was sent with (ListTasks).
+   *
    * @throws FleetgateError `FLEETGATE_DISPATCH_NOT_FOUND`; `FLEETGATE_DISPATCH_NOT_CANCELABLE` while
-   *   the call is being sent and its task id is not known yet.
+   *   the call is being sent (the agent has not opened its task yet), or when its task id is not
+   *   known and the agent offers no ListTasks.
    */
-  cancelDispatch(id: string, options?: { reason?: string; by?: string }): Promise<DispatchRecord>;
+  cancelDispatch(
+    id: string,
+    options?: {
+      reason?: string;
+      by?: string;
+      /** Sent with the agent's CancelTask (an A2A client's, through the proxy). */
+      metadata?: Record<string, unknown>;
+    },
+  ): Promise<DispatchRecord>;
   /** The durable record of a dispatch. */
   dispatchRecord(id: string): Promise<DispatchRecord | undefined>;
   /** Dispatch records matching the filters, newest first (see `DispatchQuery`). */

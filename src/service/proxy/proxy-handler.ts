@@ -45,6 +45,8 @@ import { listProxyTasks } from './task-query.js';
 import type { ProxyTask } from './task-store.js';
 import { ended } from './task-store.js';
 import { withHistory, withStatus } from './task-view.js';
+import { isFleetgateError } from '../../protocol/index.js';
+import { defined } from '../../protocol/fields/index.js';
 
 function notFound(id: string): TaskNotFoundError {
   return new TaskNotFoundError(`Task not found: ${id}`);
@@ -222,16 +224,24 @@ export class ProxyHandler implements A2ARequestHandler {
       if (stored !== undefined) await core.push.notify(stored.task, stored.state);
       return (stored ?? task).task;
     }
-    const agentTaskId = record?.taskId ?? null;
-    if (agentTaskId === null) {
-      throw new TaskNotCancelableError(`Task ${task.id} is being sent to the agent; try again.`);
+    // The gateway's one cancel: the task canceled at the agent (found by what was sent when the
+    // agent has not answered the send yet); the row follows the call's end.
+    try {
+      await core.gateway.cancelDispatch(task.id, {
+        by: callerOf(context),
+        reason: 'canceled by the client',
+        ...defined({ metadata: params.metadata }),
+      });
+    } catch (error) {
+      if (
+        isFleetgateError(error) &&
+        (error.code === 'FLEETGATE_DISPATCH_NOT_CANCELABLE' ||
+          error.code === 'FLEETGATE_DISPATCH_NOT_FOUND')
+      ) {
+        throw new TaskNotCancelableError(`Task ${task.id}: ${error.message}`);
+      }
+      throw error;
     }
-    const built = await core.ports.agentClient(this.#agent);
-    await built.client.cancelTask(
-      { tenant: '', id: agentTaskId, metadata: params.metadata },
-      { serviceParameters: { ...built.headers } },
-    );
-    // The terminal path settles the canceled task (the tracker, or this read); the row follows.
     return ((await core.follow(task.id, (t) => ended(t.state), Date.now() + 5000)) ?? task).task;
   }
 
