@@ -16,7 +16,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningAgent } from '../examples/agents/index.js';
+import type { AgentPlan, RunningAgent } from '../examples/agents/index.js';
+import { opsBehaviour, startOpsAgent } from '../examples/agents/index.js';
 import { startDemoAgents } from '../examples/demo/index.js';
 import { getJson } from './support/api-json.js';
 import {
@@ -76,6 +77,9 @@ describe('the dashboard as an operator tool', () => {
   let browser: RunningBrowser;
   let page: Page;
   let agents: RunningAgent[];
+  /** Calls to `ops` whose text is `hold` keep working at the agent until the suite ends. */
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
 
   const env = Object.fromEntries(
     Object.entries(TOKENS).map(([name, t]) => [`DASH_${name.toUpperCase()}`, t]),
@@ -85,7 +89,13 @@ describe('the dashboard as an operator tool', () => {
     mkdirSync(SHOTS, { recursive: true });
     ensureDashboardBuilt();
     dir = mkdtempSync(join(tmpdir(), 'fleetgate-dashboard-op-'));
-    agents = await startDemoAgents();
+    const ops = await startOpsAgent({
+      behaviour: async (call): Promise<AgentPlan> => ({
+        ...(await opsBehaviour(call)),
+        ...(call.text === 'hold' ? { hold: held } : {}),
+      }),
+    });
+    agents = [...(await startDemoAgents()), ops];
     config = join(dir, 'fleetgate.yaml');
     writeFileSync(
       config,
@@ -116,6 +126,7 @@ describe('the dashboard as an operator tool', () => {
   }, 90_000);
 
   afterAll(async () => {
+    release();
     await browser?.close();
     await gw?.stop('SIGTERM');
     await Promise.all((agents ?? []).map((a) => a.close()));
@@ -235,6 +246,26 @@ describe('the dashboard as an operator tool', () => {
     );
     // Nothing is left to cancel on an ended call.
     expect(await ended.locator('[data-cancel]').count()).toBe(0);
+  });
+
+  it('cancels a call running at the agent from its page: who asked and why are on its story and its end', async () => {
+    const call = await dispatch(gw.url, 'ops', 'sitrep', 'hold');
+    expect(call.status).toBe('running');
+    await page.evaluate((id) => (location.hash = `#/calls/${id}`), call.id);
+    const story = page.locator(`section.call[data-call="${call.id}"][data-status=running]`);
+    await story.waitFor();
+    await story.locator('[data-cancel] button', { hasText: 'Cancel call…' }).click();
+    await story.getByLabel('reason for cancelling').fill('wrong branch');
+    await story.locator('[data-cancel] button', { hasText: 'Cancel it' }).click();
+    const ended = page.locator(`section.call[data-call="${call.id}"][data-status=canceled]`);
+    await ended.waitFor();
+    const asked = ended.locator('[data-step=cancel-requested]');
+    await asked.waitFor();
+    expect(await asked.locator('strong').textContent()).toBe('cancel requested by olive');
+    expect(await asked.textContent()).toContain('wrong branch');
+    expect(await ended.locator('[data-step=ended-canceled]').textContent()).toContain(
+      'FLEETGATE_DISPATCH_CANCELED Canceled by olive: wrong branch',
+    );
   });
 
   it('words a veto window as a veto: runs unless vetoed, a Veto button, no snooze; history says who and when', async () => {
@@ -460,6 +491,7 @@ describe('the dashboard as an operator tool', () => {
     await signIn(vera, TOKENS.vera);
     await vera.click('a[data-view=dispatches]');
     const list = vera.locator('[data-search=dispatches]');
+    await list.locator('select[name=agent]').selectOption('ci');
     await list.locator('select[name=skill]').selectOption('sitrep');
     await expect.poll(() => list.locator('[data-total]').getAttribute('data-total')).toBe('150');
     expect(await list.locator('.count-line').textContent()).toBe(

@@ -88,10 +88,30 @@ describe('cancelling a dispatch by its id', () => {
       expect(run.stderr).toBe('');
       expect(run.code).toBe(0);
       expect(run.stdout).toMatch(/ops\/sitrep\s+canceled/);
+      // Who canceled it and why: the call's error, and an event of its story.
+      expect(run.stdout).toContain('FLEETGATE_DISPATCH_CANCELED: Canceled by bob: not needed');
       const read = await api<Dispatch>(gw.url, `/api/dispatches/${running.id}`, {
         token: OPERATOR,
       });
-      expect(read.body).toMatchObject({ status: 'canceled', taskId: running.taskId });
+      expect(read.body).toMatchObject({
+        status: 'canceled',
+        taskId: running.taskId,
+        result: {
+          error: { code: 'FLEETGATE_DISPATCH_CANCELED', message: 'Canceled by bob: not needed' },
+        },
+      });
+      const story = await api<{ events: { topic: string; payload: Record<string, unknown> }[] }>(
+        gw.url,
+        `/api/dispatches/${running.id}/story`,
+        { token: OPERATOR },
+      );
+      const asked = story.body.events.filter((e) => e.topic === 'skill.dispatch.cancel-requested');
+      expect(asked).toHaveLength(1);
+      expect(asked[0]!.payload).toMatchObject({
+        canceledBy: 'bob',
+        reason: 'not needed',
+        status: 'running',
+      });
       // Asked again: the call is answered as it ended.
       const again = await api<Dispatch>(gw.url, `/api/dispatches/${running.id}/cancel`, {
         body: {},
@@ -187,7 +207,11 @@ describe('cancelling a dispatch by its id', () => {
     const read = await api<Dispatch>(gw.url, `/api/dispatches/${byClient.id}`, {
       token: OPERATOR,
     });
-    expect(read.body.status).toBe('canceled');
+    // The A2A client's token names who canceled it.
+    expect(read.body).toMatchObject({
+      status: 'canceled',
+      result: { error: { code: 'FLEETGATE_DISPATCH_CANCELED', message: 'Canceled by bob.' } },
+    });
   });
 
   it('refuses a viewer token: cancelling is an operator action', async () => {

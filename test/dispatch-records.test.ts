@@ -405,4 +405,40 @@ describe.each(storeVariants(pgUp))('dispatch record moves ($kind, direct: $direc
       ]);
     },
   );
+
+  it.skipIf(skip)(
+    'announces a write that keeps the status when asked to (a note on a call), never an ended one',
+    async () => {
+      const r = record({ status: 'running' });
+      await records.create(r);
+      const result = {
+        error: { code: 'FLEETGATE_DISPATCH_CANCELED', message: 'Canceled by olive.' },
+      };
+      const note = {
+        status: 'running' as const,
+        at: 21_000,
+        from: 'running' as const,
+        result,
+        announce: {
+          topic: 'skill.dispatch.cancel-requested' as const,
+          extra: { canceledBy: 'olive' },
+        },
+        keepsStatus: true,
+      };
+      const noted = await records.update(r.id, note);
+      expect(noted).toMatchObject({ changed: false, record: { status: 'running', result } });
+      // Without `keepsStatus` the same write is not announced.
+      await records.update(r.id, { ...note, keepsStatus: false, at: 21_500 });
+      await records.update(r.id, { status: 'canceled', at: 22_000, from: 'running' });
+      // The call ended: a late note changes nothing and announces nothing.
+      const late = await records.update(r.id, { ...note, at: 23_000 });
+      expect(late).toMatchObject({ changed: false, record: { status: 'canceled' } });
+      expect(await outbox(r.correlationId)).toEqual([
+        {
+          topic: 'skill.dispatch.cancel-requested',
+          payload: { ...r, status: 'running', updatedAt: 21_000, result, canceledBy: 'olive' },
+        },
+      ]);
+    },
+  );
 });

@@ -23,6 +23,11 @@ export function isUnreachable(error: unknown): error is ApiError {
   return error instanceof ApiError && error.code === UNREACHABLE;
 }
 
+/** How a failed request reads on a page: the gateway's code and message, or what went wrong. */
+export function errorText(error: unknown): string {
+  return error instanceof ApiError ? `${error.code}: ${error.message}` : String(error);
+}
+
 /** A client bound to one token. */
 export interface Api {
   get<T>(path: string): Promise<T>;

@@ -3,7 +3,7 @@
  * view, and one live-event stream that keeps every view current.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, createApi, isUnreachable } from './api.js';
+import { ApiError, createApi, errorText, isUnreachable } from './api.js';
 import { openEventStream } from './events.js';
 import { lazyView } from './lazy-view.js';
 import type { Session, Store } from './state.js';
@@ -177,7 +177,7 @@ function describeSignInError(error: unknown): string {
   if (isUnreachable(error)) {
     return `${error.message} Is it running? Try again once it is.`;
   }
-  return error instanceof ApiError ? `${error.code}: ${error.message}` : String(error);
+  return errorText(error);
 }
 
 function Login(props: { onSession(s: Session): void; message: string }) {

@@ -6,7 +6,7 @@
  */
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError } from './api.js';
+import { errorText } from './api.js';
 import type { Store } from './state.js';
 
 export interface Page<T> {
@@ -69,7 +69,7 @@ export function useSearch<T>(
         setTookMs(performance.now() - started);
       })
       .catch((e: unknown) => {
-        if (mine === current.current) setError(describe(e));
+        if (mine === current.current) setError(errorText(e));
       })
       .finally(() => {
         if (mine === current.current) setLoading(false);
@@ -89,7 +89,7 @@ export function useSearch<T>(
         setNext(page.next);
       })
       .catch((e: unknown) => {
-        if (mine === current.current) setError(describe(e));
+        if (mine === current.current) setError(errorText(e));
       })
       .finally(() => {
         if (mine === current.current) setLoading(false);
@@ -106,10 +106,6 @@ export function useSearch<T>(
     more,
     reload: () => setGeneration((g) => g + 1),
   };
-}
-
-function describe(e: unknown): string {
-  return e instanceof ApiError ? `${e.code}: ${e.message}` : String(e);
 }
 
 /** A text input that reports its value once typing pauses. */

@@ -20,6 +20,13 @@ const FRESH: CallState = {
   updatedAt: 0,
 };
 const SENT: CallState = { ...FRESH, decided: true, sent: { messageId: 'm', contextId: 'c' } };
+/** A sent call someone asked to cancel (the cancel on its way to the agent). */
+const CANCEL_ASKED: CallState = advance(SENT, {
+  type: 'cancel-requested',
+  at: 2,
+  by: 'olive',
+  reason: 'wrong week',
+}).call;
 
 /** Drops the keys fast-check left undefined (optional properties are absent, not undefined). */
 const defined = <T extends object>(value: T): T =>
@@ -94,6 +101,12 @@ const event: fc.Arbitrary<CallEvent> = fc
       forgottenBy: fc.option(fc.constant('ops'), { nil: undefined }),
     }),
     fc.record({ type: fc.constant('question-answered' as const), at: fc.nat() }),
+    fc.record({
+      type: fc.constant('cancel-requested' as const),
+      at: fc.nat(),
+      by: fc.option(fc.constant('olive'), { nil: undefined }),
+      reason: fc.option(fc.constant('wrong week'), { nil: undefined }),
+    }),
     fc.record({
       type: fc.constant('denied' as const),
       at: fc.nat(),
@@ -195,15 +208,18 @@ describe('advance: properties over random interleavings and duplicates', () => {
         ),
       )
       .filter(([, seen]) => seen.some((e) => e.type !== 'task-state'));
+    // From a call sent, or one someone asked to cancel meanwhile.
+    const from = fc.constantFrom(SENT, CANCEL_ASKED);
     fc.assert(
-      fc.property(observations, fc.infiniteStream(fc.nat()), ([{ end, said, id }, seen], seeds) => {
+      fc.property(observations, fc.infiniteStream(fc.nat()), from, (observed, seeds, start) => {
+        const [{ end, said, id }, seen] = observed;
         const shuffled = [...seen];
         for (let i = shuffled.length - 1; i > 0; i--) {
           const j = seeds.next().value! % (i + 1);
           [shuffled[i], shuffled[j]] = [shuffled[j]!, shuffled[i]!];
         }
-        const a = run(SENT, seen).call;
-        const b = run(SENT, shuffled).call;
+        const a = run(start, seen).call;
+        const b = run(start, shuffled).call;
         expect({ status: b.status, result: b.result, taskId: b.taskId }).toEqual({
           status: a.status,
           result: a.result,
@@ -220,6 +236,54 @@ describe('advance: properties over random interleavings and duplicates', () => {
 });
 
 describe('advance: the moves of one call', () => {
+  it('keeps who asked to cancel a call, and why, as its error once its task ends canceled', () => {
+    expect(CANCEL_ASKED.status).toBe('running');
+    expect(CANCEL_ASKED.result).toEqual({
+      error: { code: 'FLEETGATE_DISPATCH_CANCELED', message: 'Canceled by olive: wrong week' },
+    });
+    const asked = advance(SENT, { type: 'cancel-requested', at: 2, by: 'olive', reason: 'x' });
+    expect(asked.moved).toBe(true);
+    expect(asked.effects).toEqual([
+      { type: 'announce', topic: 'skill.dispatch.cancel-requested', reason: 'x' },
+    ]);
+    expect(advance(SENT, { type: 'cancel-requested', at: 2 }).call.result?.error?.message).toBe(
+      'Canceled by its caller.',
+    );
+    // Asked once: a second request (another door, a retry) changes nothing.
+    expect(advance(CANCEL_ASKED, { type: 'cancel-requested', at: 3, by: 'bob' }).moved).toBe(false);
+    // Only a call at the agent: a held one is rejected instead, an ended one stays as it is.
+    const held = advance(FRESH, { type: 'gated', at: 1, action: 'hold', reason: 'r' }).call;
+    expect(advance(held, { type: 'cancel-requested', at: 2, by: 'olive' }).moved).toBe(false);
+
+    for (const seen of [
+      { type: 'settled', at: 5, taskId: 't1', state: 'canceled', text: 'stopped' },
+      { type: 'answered', at: 5, taskId: 't1', state: 'canceled', text: 'stopped' },
+    ] as const) {
+      const ended = advance(CANCEL_ASKED, seen);
+      expect(ended.call.status).toBe('canceled');
+      expect(ended.call.result).toEqual({
+        state: 'canceled',
+        text: 'stopped',
+        error: { code: 'FLEETGATE_DISPATCH_CANCELED', message: 'Canceled by olive: wrong week' },
+      });
+      expect(ended.effects).toEqual([{ type: 'announce', topic: 'skill.dispatch.failed' }]);
+    }
+    // The agent finished first: the call ends as the agent said, no cancel in its result.
+    const finished = advance(CANCEL_ASKED, {
+      type: 'settled',
+      at: 5,
+      taskId: 't1',
+      state: 'completed',
+      text: 'done',
+    });
+    expect(finished.call.result).toEqual({ state: 'completed', text: 'done' });
+    // Canceled without anyone asking here (at the agent itself): the task's own end.
+    expect(
+      advance(SENT, { type: 'settled', at: 5, taskId: 't1', state: 'canceled' }).call.result?.error
+        ?.code,
+    ).toBe('FLEETGATE_TASK_FAILED');
+  });
+
   it('a gated call waits for approval; a veto window schedules its release', () => {
     const held = advance(FRESH, { type: 'gated', at: 1, action: 'hold', reason: 'r', goAt: 60 });
     expect(held.call).toMatchObject({ status: 'awaiting-approval', updatedAt: 1 });

@@ -104,6 +104,18 @@ export type CallEvent =
     }
   /** The caller answered the task's question: the answer goes to the agent on the same task. */
   | { readonly type: 'question-answered'; readonly at: number }
+  /**
+   * Someone asked to cancel the call while it is at the agent (`by`, with `reason`): the cancel
+   * is on its way to the agent, and the call ends when the agent says its task ended. A call that
+   * then ends canceled keeps who asked and why as its error.
+   */
+  | {
+      readonly type: 'cancel-requested';
+      readonly at: number;
+      /** Who asked (a token's or caller's name); absent when nobody was named. */
+      readonly by?: string;
+      readonly reason?: string;
+    }
   /** An approval or a question was rejected, expired or voided. */
   | { readonly type: 'denied'; readonly at: number; readonly reason: string; readonly code: string }
   /**
@@ -132,7 +144,8 @@ export type CallTopic =
   | 'skill.dispatch.failed'
   | 'skill.dispatch.rejected'
   | 'skill.dispatch.awaiting-input'
-  | 'skill.dispatch.resumed';
+  | 'skill.dispatch.resumed'
+  | 'skill.dispatch.cancel-requested';
 
 /** What the runner does after a transition. */
 export type CallEffect =
@@ -193,6 +206,24 @@ export function summaryOf(state: TaskStateName, text: string | undefined): Dispa
   if (state !== 'completed' && !isInterruptedState(state)) {
     result.error = { code: 'FLEETGATE_TASK_FAILED', message: `The task ended ${state}.` };
   }
+  return result;
+}
+
+/** The error a call keeps once someone asked to cancel it (see the `cancel-requested` event). */
+export const CANCEL_REQUESTED_CODE = 'FLEETGATE_DISPATCH_CANCELED';
+
+/**
+ * The result of a call that reached a task's end: {@link summaryOf}, except that a task that
+ * ended canceled after someone asked to cancel the call keeps who asked and why.
+ */
+function endResult(
+  call: CallState,
+  state: TaskStateName,
+  text: string | undefined,
+): DispatchResult {
+  const result = summaryOf(state, text);
+  const asked = call.result?.error;
+  if (state === 'canceled' && asked?.code === CANCEL_REQUESTED_CODE) result.error = { ...asked };
   return result;
 }
 
@@ -287,7 +318,13 @@ function transition(call: CallState, event: CallEvent): Step | undefined {
           event.taskId,
         );
       }
-      return end(statusOfState(event.state), summaryOf(event.state, event.text), event.taskId);
+      return end(
+        statusOfState(event.state),
+        endResult(call, event.state, event.text),
+        event.taskId,
+      );
+    case 'cancel-requested':
+      return cancelRequested(call, event);
     case 'question-answered':
       if (call.status !== 'running' && call.status !== 'awaiting-input') return undefined;
       return { change: { status: 'running' }, effects: [{ type: 'send' }] };
@@ -347,7 +384,7 @@ function answered(
     const status = statusOfState(event.state);
     return end(
       ENDED_STATUSES.has(status) ? status : 'failed',
-      summaryOf(event.state, event.text),
+      endResult(call, event.state, event.text),
       taskId,
     );
   }
@@ -369,6 +406,27 @@ function answered(
     effects.push({ type: 'checkpoint', taskId, question: event.text ?? '' });
   }
   return { change: { status, taskId }, effects };
+}
+
+function cancelRequested(
+  call: CallState,
+  event: Extract<CallEvent, { type: 'cancel-requested' }>,
+): Step | undefined {
+  // Only a call at the agent is canceled there (a held one is rejected instead); asked once.
+  if (call.status !== 'running' && call.status !== 'awaiting-input') return undefined;
+  if (call.result?.error?.code === CANCEL_REQUESTED_CODE) return undefined;
+  const who = `Canceled by ${event.by ?? 'its caller'}`;
+  const message = event.reason === undefined ? `${who}.` : `${who}: ${event.reason}`;
+  return {
+    change: { result: { error: { code: CANCEL_REQUESTED_CODE, message } } },
+    effects: [
+      {
+        type: 'announce',
+        topic: 'skill.dispatch.cancel-requested',
+        ...defined({ reason: event.reason }),
+      },
+    ],
+  };
 }
 
 function taskState(call: CallState, state: TaskStateName): Step | undefined {

@@ -84,7 +84,7 @@ export type DispatchTopic = Extract<keyof FleetgateTopics, `skill.dispatch.${str
 /** What a dispatch event carries beside the record. */
 export type DispatchEventExtra = Pick<
   DispatchEvent,
-  'reason' | 'state' | 'decision' | 'approvalId'
+  'reason' | 'state' | 'decision' | 'approvalId' | 'canceledBy'
 >;
 
 /**
@@ -180,6 +180,11 @@ export interface DispatchRecordStore {
       at: number;
       from?: DispatchStatus;
       announce?: DispatchAnnouncement;
+      /**
+       * Announce the write even though it keeps the status (a note on a call that stays where it
+       * is, such as a cancel request): `announce` goes with any write that applied.
+       */
+      keepsStatus?: boolean;
     },
   ): Promise<DispatchUpdate>;
   /**
@@ -234,6 +239,11 @@ export function eventOf(
     id,
     correlationId: record.correlationId,
   };
+}
+
+/** Whether a write that moved a dispatch from `before` by `change` carries its announcement. */
+export function announced(before: string, change: DispatchChange): boolean {
+  return change.announce !== undefined && (before !== change.status || change.keepsStatus === true);
 }
 
 /**

@@ -10,6 +10,7 @@ import type { OutboxExecutor } from '../bus/index.js';
 import type { DispatchStatus } from '../protocol/index.js';
 import { defined } from '../protocol/fields/index.js';
 import {
+  announced,
   ENDED,
   eventOf,
   fromRow,
@@ -290,7 +291,7 @@ async function updateInTransactions(
       .execute((trx) => tryMove(ctx, trx, id, change, result));
     // Another writer moved it between the read and the update: judged again on what it is now.
     if (!outcome.moved) continue;
-    if (outcome.changed && change.announce !== undefined) ctx.committed();
+    if (outcome.announced) ctx.committed();
     return { changed: outcome.changed, record: outcome.record };
   }
 }
@@ -305,12 +306,18 @@ async function tryMove(
   id: string,
   change: DispatchChange,
   result: string | null,
-): Promise<{ changed: boolean; moved: boolean; record: DispatchRecord | undefined }> {
+): Promise<{
+  changed: boolean;
+  moved: boolean;
+  announced: boolean;
+  record: DispatchRecord | undefined;
+}> {
   // The row read once: the record after the update is this row with the update's assignments.
   const row = await rowsOf(trx).where('fleetgate_dispatch.id', '=', id).executeTakeFirst();
   const before = row?.status;
   if (row === undefined || !movable(before, change.from)) {
-    return { changed: false, moved: true, record: row === undefined ? undefined : fromRow(row) };
+    const record = row === undefined ? undefined : fromRow(row);
+    return { changed: false, moved: true, announced: false, record };
   }
   const moved = await trx
     .updateTable('fleetgate_dispatch')
@@ -324,13 +331,11 @@ async function tryMove(
     .where('status', '=', before)
     .executeTakeFirst();
   if (Number(moved.numUpdatedRows) !== 1)
-    return { changed: false, moved: false, record: undefined };
-  const changed = before !== change.status;
+    return { changed: false, moved: false, announced: false, record: undefined };
   const record = fromRow(movedRow(row, change, result));
-  if (changed && change.announce !== undefined) {
-    await writeAnnouncement(trx, record, change.announce, ctx.eventId(), change.at);
-  }
-  return { changed, moved: true, record };
+  const announce = announced(before, change);
+  if (announce) await writeAnnouncement(trx, record, change.announce!, ctx.eventId(), change.at);
+  return { changed: before !== change.status, moved: true, announced: announce, record };
 }
 
 /** {@link DispatchRecordStore.prune}. */

@@ -7,6 +7,7 @@
 import { insertOutboxRows } from '../bus/index.js';
 import type { SqliteAccess } from '../store/index.js';
 import {
+  announced,
   ENDED,
   eventOf,
   fromRow,
@@ -224,17 +225,19 @@ async function update(
     let row = sql.get<DispatchRow>(SELECT_BY_ID, [id]);
     const before = row?.status;
     let changed = false;
+    let announce = false;
     if (row !== undefined && movable(before, change.from)) {
       sql.run(UPDATE_FROM, [change.status, change.at, change.taskId ?? null, result, id, before]);
       changed = before !== change.status;
+      announce = announced(before, change);
       row = movedRow(row, change, result);
     }
     const record = row === undefined ? undefined : fromRow(row);
-    if (changed && record !== undefined && change.announce !== undefined) {
-      insertOutboxRows(sql, [eventOf(record, change.announce, events.eventId())], change.at);
+    if (announce && record !== undefined) {
+      insertOutboxRows(sql, [eventOf(record, change.announce!, events.eventId())], change.at);
     }
-    return { changed, record };
+    return { changed, record, announce };
   });
-  if (moved.changed && change.announce !== undefined) events.committed();
-  return moved;
+  if (moved.announce) events.committed();
+  return { changed: moved.changed, record: moved.record };
 }

@@ -555,6 +555,26 @@ export class Dispatcher {
   }
 
   /**
+   * Records that `by` asked to cancel a call at the agent, and why: the record keeps it as its
+   * error (`FLEETGATE_DISPATCH_CANCELED`, kept when the task ends canceled) and
+   * `skill.dispatch.cancel-requested` announces it, in one unit. Before the cancel goes to the
+   * agent, so who canceled a call is on record whatever the agent answers. A call not at the
+   * agent (held, ended) or asked already is left as it is. Resolves the record as it stands.
+   */
+  async requestCancel(
+    record: DispatchRecord,
+    request: { by?: string; reason?: string },
+  ): Promise<DispatchRecord> {
+    const event: CallEvent = { type: 'cancel-requested', at: this.#o.now(), ...request };
+    const moved = await this.#move(record, event, {
+      from: record.status,
+      ...(request.by === undefined ? {} : { extra: { canceledBy: request.by } }),
+      keepsStatus: true,
+    });
+    return moved.record;
+  }
+
+  /**
    * Moves a dispatch held by the gate on, once its approval was decided (or its veto window
    * ended): the gate re-checks the call, the approval is consumed in the same transaction that
    * moves the record to `running`, then the approved input is sent. A rejected, expired or void
@@ -1057,8 +1077,19 @@ export class Dispatcher {
   async #move(
     record: DispatchRecord,
     event: CallEvent,
-    more: { from?: DispatchStatus; extra?: DispatchEventExtra; decided?: boolean } = {},
+    more: {
+      from?: DispatchStatus;
+      extra?: DispatchEventExtra;
+      decided?: boolean;
+      /** The move keeps the status and is announced all the same (see the store's `update`). */
+      keepsStatus?: boolean;
+    } = {},
   ): Promise<Moved> {
+    // A task that ended canceled may have been canceled at someone's request after `record` was
+    // read (the send that waits for the answer read it before): the request is read with it.
+    if ((event.type === 'answered' || event.type === 'settled') && event.state === 'canceled') {
+      record = (await this.#o.records.get(record.id)) ?? record;
+    }
     const next = advance({ ...record, decided: more.decided ?? true, sent: null }, event);
     if (!next.moved) return { record, changed: false, effects: [] };
     const { call } = next;
@@ -1075,7 +1106,7 @@ export class Dispatcher {
       at: event.at,
       ...(call.taskId !== null && call.taskId !== record.taskId ? { taskId: call.taskId } : {}),
       ...(call.result !== null && call.result !== record.result ? { result: call.result } : {}),
-      ...defined({ from: more.from, announce }),
+      ...defined({ from: more.from, announce, keepsStatus: more.keepsStatus }),
     });
     return {
       record: updated ?? record,

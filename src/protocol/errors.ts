@@ -105,6 +105,8 @@ export const ERROR_CODES = {
   FLEETGATE_HTTP_REQUEST_TIMEOUT: 'The client took too long to send its request.',
   FLEETGATE_PUSH_URL_REFUSED: 'A push-notification URL is not one the gateway may call.',
   FLEETGATE_DISPATCH_NOT_FOUND: 'No dispatch with this id exists.',
+  FLEETGATE_DISPATCH_CANCELED:
+    'The call was canceled at the agent because someone asked to cancel it (who and why in the message).',
   FLEETGATE_DISPATCH_NOT_CANCELABLE:
     'The dispatch cannot be canceled now: it is being sent, or its task cannot be found at the agent yet.',
   FLEETGATE_SKILL_UNKNOWN: 'No agent offers this skill.',

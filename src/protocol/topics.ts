@@ -107,6 +107,8 @@ export interface DispatchEvent {
   decision?: unknown;
   /** The approval that holds the dispatch, on `gated`. */
   approvalId?: string;
+  /** Who asked to cancel the call, on `cancel-requested` (`reason` says why). */
+  canceledBy?: string;
   /** The W3C trace context the dispatch was asked with, sent on its A2A call. */
   traceparent?: string;
   /**
@@ -295,6 +297,7 @@ export type FleetgateTopics = {
   'skill.dispatch.rejected': DispatchEvent;
   'skill.dispatch.awaiting-input': DispatchEvent;
   'skill.dispatch.resumed': DispatchEvent;
+  'skill.dispatch.cancel-requested': DispatchEvent;
   'hitl.approval.requested': ApprovalEvent;
   'hitl.approval.decided': ApprovalEvent;
   'hitl.approval.expired': ApprovalEvent;

@@ -195,21 +195,26 @@ async function cancelDispatch(
   }
   if (record.status === 'running' || record.status === 'awaiting-input') {
     const { client } = await fleet.agentClient(record.agent);
-    if (record.taskId === null) {
-      // Sent blocking, the agent not done: the send still waiting gets the task's end (and
-      // settles the call) once the agent has canceled it.
-      const id = await sentTaskId(assembly, record);
+    const { taskId } = record;
+    // Sent blocking, the agent not done: its task found at the agent first (a call that cannot
+    // be canceled yet is refused before anything is recorded).
+    const id = taskId ?? (await sentTaskId(assembly, record));
+    // Who asked and why, on record before the cancel leaves: kept as the call's error when its
+    // task ends canceled, announced on `skill.dispatch.cancel-requested`.
+    await assembly.calls.dispatcher.requestCancel(
+      record,
+      defined({ by: options.by, reason: options.reason }),
+    );
+    if (taskId === null) {
+      // The send still waiting gets the task's end (and settles the call) once the agent has
+      // canceled it.
       await client.cancelTask({ tenant: '', id, metadata: options.metadata });
     } else {
-      const task = await client.cancelTask({
-        tenant: '',
-        id: record.taskId,
-        metadata: options.metadata,
-      });
+      const task = await client.cancelTask({ tenant: '', id, metadata: options.metadata });
       // The agent's answer is a sighting of the task: an end settles the dispatch at once (once,
       // whichever path sees it first); a task still winding down is polled now.
       if (!(await tracker.observe(record.agent, task, 'cancel'))) {
-        tracker.pollNow(record.agent, record.taskId);
+        tracker.pollNow(record.agent, taskId);
       }
     }
     return (

@@ -9,7 +9,7 @@
  * `#/approvals?id=<id>` (the link the A2A proxy used to give) opens the inbox on one request.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, isUnreachable } from '../api.js';
+import { ApiError, errorText, isUnreachable } from '../api.js';
 import { RadiusBadge, radiusRank } from '../radius.js';
 import { FilterSelect, SearchText, useSearch, VirtualTable, Count } from '../search.js';
 import { fleetOptions } from './dispatches.js';
@@ -103,7 +103,7 @@ function describeError(error: unknown): string {
     case 'FLEETGATE_APPROVAL_NOT_FOUND':
       return `No such request on this gateway: ${error.message}`;
     default:
-      return `${error.code}: ${error.message}`;
+      return errorText(error);
   }
 }
 

@@ -7,7 +7,7 @@
  * vote on its approval too), so the page follows a call while it runs.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError } from '../api.js';
+import { errorText } from '../api.js';
 import { RadiusBadge } from '../radius.js';
 import type { Store } from '../state.js';
 import { answerOf, hasVetoWindow, roleAtLeast, shortId, useStore } from '../state.js';
@@ -297,6 +297,7 @@ export function storySteps(story: CallStory): Step[] {
     });
   }
   for (const e of story.events) {
+    if (e.topic === 'skill.dispatch.cancel-requested') steps.push(cancelStep(e));
     if (e.topic === 'skill.dispatch.awaiting-input' || e.topic === 'skill.dispatch.resumed') {
       steps.push({
         key: e.id,
@@ -375,11 +376,15 @@ export function storySteps(story: CallStory): Step[] {
       state: 'done',
     });
   }
+  const endStatuses = ['completed', 'failed', 'rejected', 'canceled'];
   const ended = story.events.find((e) =>
-    ['completed', 'failed', 'rejected', 'canceled'].some((s) => e.topic === `skill.dispatch.${s}`),
+    endStatuses.some((s) => e.topic === `skill.dispatch.${s}`),
   );
   if (ended !== undefined) {
-    const status = ended.topic.slice('skill.dispatch.'.length);
+    // A call that ended canceled is announced on `skill.dispatch.failed`: its record says which.
+    const status = endStatuses.includes(d.status)
+      ? d.status
+      : ended.topic.slice('skill.dispatch.'.length);
     const result = d.result;
     steps.push({
       key: 'ended',
@@ -407,6 +412,21 @@ export function storySteps(story: CallStory): Step[] {
   return steps.sort(
     (a, b) => (a.at !== null && b.at !== null ? a.at - b.at : 0) || order.get(a)! - order.get(b)!,
   );
+}
+
+/** Someone asked to cancel the call while it was at the agent: who, and why. */
+function cancelStep(e: StoryEvent): Step {
+  const by = typeof e.payload.canceledBy === 'string' ? ` by ${e.payload.canceledBy}` : '';
+  return {
+    key: e.id,
+    kind: 'cancel-requested',
+    at: e.at,
+    title: `cancel requested${by}`,
+    state: 'waiting',
+    ...(typeof e.payload.reason === 'string'
+      ? { body: <div class="small">{e.payload.reason}</div> }
+      : {}),
+  };
 }
 
 function deltaStep(e: StoryEvent): Step {
@@ -511,7 +531,7 @@ export function CallView(props: { store: Store; id: string }) {
         setError('');
       })
       .catch((e: unknown) => {
-        if (live) setError(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
+        if (live) setError(errorText(e));
       });
     return () => {
       live = false;
@@ -606,7 +626,7 @@ function CancelCall(props: { store: Store; id: string; held: boolean }) {
       await props.store.api!.post(`/api/dispatches/${encodeURIComponent(props.id)}/cancel`, body);
       setOpen(false);
     } catch (error) {
-      setMessage(error instanceof ApiError ? `${error.code}: ${error.message}` : String(error));
+      setMessage(errorText(error));
     } finally {
       setBusy(false);
     }
@@ -658,9 +678,7 @@ export function CallByTask(props: { store: Store; agent: string; task: string })
         `/api/agents/${encodeURIComponent(props.agent)}/tasks/${encodeURIComponent(props.task)}/dispatch`,
       )
       .then((d) => location.replace(`#/calls/${encodeURIComponent(d.id)}`))
-      .catch((e: unknown) =>
-        setError(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e)),
-      );
+      .catch((e: unknown) => setError(errorText(e)));
   }, [props.agent, props.task]);
   return error === '' ? (
     <p class="muted">…</p>

@@ -5,7 +5,7 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { Count, FilterSelect, SearchText, useSearch, VirtualTable } from '../search.js';
-import { ApiError } from '../api.js';
+import { errorText } from '../api.js';
 import { RadiusBadge } from '../radius.js';
 import type { DispatchInfo, Store } from '../state.js';
 import { ago, roleAtLeast, shortId, useNow, useStore } from '../state.js';
@@ -81,8 +81,7 @@ function Preview(props: { store: Store; agents: string[]; skill: string }) {
         .api!.get<Explanation>(`/api/policy/explain?${query}`)
         .then((e) => live && setExplained((x) => ({ ...x, [agent]: e })))
         .catch((error: unknown) => {
-          const text =
-            error instanceof ApiError ? `${error.code}: ${error.message}` : String(error);
+          const text = errorText(error);
           if (live) setExplained((x) => ({ ...x, [agent]: text }));
         });
     }
@@ -172,7 +171,7 @@ function DispatchForm(props: { store: Store }) {
         store.changed();
       }
     } catch (e) {
-      setError(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
+      setError(errorText(e));
     } finally {
       setBusy(false);
     }

@@ -1,7 +1,7 @@
 /** The fleet: a row per agent, a cell per skill coloured by its effective radius. */
 import { memo } from 'preact/compat';
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError } from '../api.js';
+import { errorText } from '../api.js';
 import { Legend, RADII, RadiusBadge, radiusRank } from '../radius.js';
 import type { Store } from '../state.js';
 import { ago, roleAtLeast, useNow, useStore } from '../state.js';
@@ -37,7 +37,7 @@ const SkillCell = memo(function SkillCell(props: {
       });
       await store.loadFleet();
     } catch (error) {
-      setMessage(error instanceof ApiError ? `${error.code}: ${error.message}` : String(error));
+      setMessage(errorText(error));
     }
   };
   return (

@@ -310,12 +310,14 @@ function dispatchCancelRoute(gw: Gateway): RouteSpec {
     tag: 'dispatch',
     summary: 'Cancel a dispatch',
     description:
-      'A call held for approval (or in its veto window) is rejected, by the token, with the reason; a task running at the agent is canceled there (A2A CancelTask) and the call ends `canceled`, or as the agent ends the task. Answers once the call ended (200), or as it stands after 10 s when the agent still winds the task down (202). A call that had already ended is answered as it is (200): its `status` says how it ended.',
+      'A call held for approval (or in its veto window) is rejected, by the token, with the reason; a task running at the agent is canceled there (A2A CancelTask), who asked and why recorded first, and the call ends `canceled`, or as the agent ends the task. Answers once the call ended (200), or as it stands after 10 s when the agent still winds the task down (202). A call that had already ended is answered as it is (200): its `status` says how it ended.',
     params: z.object({ id: z.string().min(1).max(200).describe('the dispatch id') }),
     body: z
       .strictObject({ reason: z.string().min(1).max(2000).optional() })
       .optional()
-      .describe("why: kept in the audit trail when a held call's approval is rejected"),
+      .describe(
+        "why: kept in the audit trail (a held call's rejection; a running call's `FLEETGATE_DISPATCH_CANCELED` error and `skill.dispatch.cancel-requested` event)",
+      ),
     responses: {
       200: { description: 'the dispatch ended', schema: dispatchSchema },
       202: { description: 'the agent is still winding the task down', schema: dispatchSchema },

@@ -229,7 +229,6 @@ export class ProxyHandler implements A2ARequestHandler {
     try {
       await core.gateway.cancelDispatch(task.id, {
         by: callerOf(context),
-        reason: 'canceled by the client',
         ...defined({ metadata: params.metadata }),
       });
     } catch (error) {
