@@ -4,17 +4,15 @@
  * at the agent is canceled there; a call held for approval is rejected; an ended call is answered
  * as it is. A real SDK agent over loopback HTTP, the gateway as a child process.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentPlan, RunningAgent } from '../examples/agents/harness.js';
-import { opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
+import type { AgentPlan, RunningAgent } from '../examples/agents/index.js';
+import { opsBehaviour } from '../examples/agents/index.js';
 import { TaskState, type Task } from '@a2a-js/sdk';
 import { sdkClient, userMessage } from './support/a2a-client.js';
 import { cliTestTimeout, runCli } from './support/cli.js';
 import type { ServiceProcess } from './support/gateway-service.js';
-import { api, eventually, startServiceProcess } from './support/gateway-service.js';
+import { api, eventually } from './support/gateway-service.js';
+import { startOpsProxy, type OpsProxy } from './support/ops-proxy.js';
 
 interface Dispatch {
   id: string;
@@ -23,13 +21,12 @@ interface Dispatch {
   result: { error?: { code: string; message: string } } | null;
 }
 
-const OPERATOR = 'cancel-operator-token-0123456789';
-const VIEWER = 'cancel-viewer-token-0123456789ab';
-
 describe('cancelling a dispatch by its id', () => {
-  let dir: string;
+  let fixture: OpsProxy;
   let agent: RunningAgent;
   let gw: ServiceProcess;
+  let operator: string;
+  let viewer: string;
   /** Calls whose text is `hold` keep working at the agent until the test ends. */
   let release!: () => void;
   const held = new Promise<void>((resolve) => (release = resolve));
@@ -39,41 +36,25 @@ describe('cancelling a dispatch by its id', () => {
   });
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'fleetgate-cancel-'));
-    agent = await startOpsAgent({
+    // A blocking agent: a call's task id comes with the agent's answer.
+    fixture = await startOpsProxy('cancel', {
+      streaming: false,
+      config: [],
       behaviour: async (call): Promise<AgentPlan> => ({
         ...(await opsBehaviour(call)),
         ...(call.text === 'hold' ? { hold: held } : {}),
       }),
     });
-    const config = join(dir, 'fleetgate.yaml');
-    writeFileSync(
-      config,
-      [
-        'listen: { host: 127.0.0.1, port: 0 }',
-        `store: sqlite:${join(dir, 'fleetgate.db')}`,
-        `agents: [{ name: ops, url: ${agent.url} }]`,
-        'auth:',
-        '  tokens:',
-        '    - { name: bob, tokenEnv: CANCEL_OPERATOR, roles: [operator] }',
-        '    - { name: vic, tokenEnv: CANCEL_VIEWER, roles: [viewer] }',
-      ].join('\n'),
-    );
-    gw = await startServiceProcess({
-      args: ['--config', config],
-      env: { CANCEL_OPERATOR: OPERATOR, CANCEL_VIEWER: VIEWER },
-    });
+    ({ agent, gw, token: operator, viewerToken: viewer } = fixture);
   }, 60_000);
 
   afterAll(async () => {
     release();
-    await gw?.stop('SIGKILL');
-    await agent?.close();
-    rmSync(dir, { recursive: true, force: true });
+    await fixture?.close();
   });
 
   const dispatch = async (body: object): Promise<Dispatch> =>
-    (await api<Dispatch>(gw.url, '/api/dispatch', { body, token: OPERATOR })).body;
+    (await api<Dispatch>(gw.url, '/api/dispatch', { body, token: operator })).body;
 
   it(
     'cancels a task running at the agent: the agent hears it and the call ends canceled',
@@ -83,7 +64,7 @@ describe('cancelling a dispatch by its id', () => {
       // Named by the end of its id, as `fleetgate dispatch` prints it.
       const run = await runCli(
         ['cancel', running.id.slice(-8), '--reason', 'not needed'],
-        as(OPERATOR),
+        as(operator),
       );
       expect(run.stderr).toBe('');
       expect(run.code).toBe(0);
@@ -91,7 +72,7 @@ describe('cancelling a dispatch by its id', () => {
       // Who canceled it and why: the call's error, and an event of its story.
       expect(run.stdout).toContain('FLEETGATE_DISPATCH_CANCELED: Canceled by bob: not needed');
       const read = await api<Dispatch>(gw.url, `/api/dispatches/${running.id}`, {
-        token: OPERATOR,
+        token: operator,
       });
       expect(read.body).toMatchObject({
         status: 'canceled',
@@ -103,7 +84,7 @@ describe('cancelling a dispatch by its id', () => {
       const story = await api<{ events: { topic: string; payload: Record<string, unknown> }[] }>(
         gw.url,
         `/api/dispatches/${running.id}/story`,
-        { token: OPERATOR },
+        { token: operator },
       );
       const asked = story.body.events.filter((e) => e.topic === 'skill.dispatch.cancel-requested');
       expect(asked).toHaveLength(1);
@@ -115,7 +96,7 @@ describe('cancelling a dispatch by its id', () => {
       // Asked again: the call is answered as it ended.
       const again = await api<Dispatch>(gw.url, `/api/dispatches/${running.id}/cancel`, {
         body: {},
-        token: OPERATOR,
+        token: operator,
       });
       expect(again.status).toBe(200);
       expect(again.body.status).toBe('canceled');
@@ -128,14 +109,14 @@ describe('cancelling a dispatch by its id', () => {
     expect(heldCall.status).toBe('awaiting-approval');
     const canceled = await api<Dispatch>(gw.url, `/api/dispatches/${heldCall.id}/cancel`, {
       body: { reason: 'wrong week' },
-      token: OPERATOR,
+      token: operator,
     });
     expect(canceled.status).toBe(200);
     expect(canceled.body.status).toBe('rejected');
     const approvals = await api<{ approvals: { dispatchId?: string; status: string }[] }>(
       gw.url,
       '/api/approvals?status=rejected',
-      { token: OPERATOR },
+      { token: operator },
     );
     expect(approvals.body.approvals.find((a) => a.dispatchId === heldCall.id)).toMatchObject({
       status: 'rejected',
@@ -148,15 +129,15 @@ describe('cancelling a dispatch by its id', () => {
     async () => {
       const done = await dispatch({ agent: 'ops', skill: 'sitrep', text: 'status' });
       const read = await api<Dispatch>(gw.url, `/api/dispatches/${done.id}?wait=10s`, {
-        token: OPERATOR,
+        token: operator,
       });
       expect(read.body.status).toBe('completed');
-      const ended = await runCli(['cancel', done.id], as(OPERATOR));
+      const ended = await runCli(['cancel', done.id], as(operator));
       expect(ended.code).toBe(1);
       expect(ended.stdout).toMatch(/ops\/sitrep\s+completed/);
       expect(ended.stdout).toContain('it had already ended completed: nothing was canceled');
 
-      const unknown = await runCli(['cancel', 'no-such-call'], as(OPERATOR));
+      const unknown = await runCli(['cancel', 'no-such-call'], as(operator));
       expect(unknown.code).toBe(2);
       expect(unknown.stderr).toMatch(/^FLEETGATE_DISPATCH_NOT_FOUND: No dispatch no-such-call/mu);
     },
@@ -164,7 +145,7 @@ describe('cancelling a dispatch by its id', () => {
   );
 
   it("cancels a call that came through the A2A proxy while the agent works on it, by the API and by the client's CancelTask", async () => {
-    const client = await sdkClient(`${gw.url}/a2a/ops`, { token: OPERATOR });
+    const client = await sdkClient(`${gw.url}/a2a/ops`, { token: operator });
     /** A proxied call the agent is working on: sent blocking, its task id not known yet. */
     const working = async (): Promise<Task> => {
       const before = agent.received.length;
@@ -180,7 +161,7 @@ describe('cancelling a dispatch by its id', () => {
       })) as Task;
       await eventually(() => Promise.resolve(agent.received.length > before ? true : undefined));
       // The proxy's task is the call: its id is the dispatch's.
-      const read = await api<Dispatch>(gw.url, `/api/dispatches/${task.id}`, { token: OPERATOR });
+      const read = await api<Dispatch>(gw.url, `/api/dispatches/${task.id}`, { token: operator });
       expect(read.body).toMatchObject({ status: 'running', taskId: null });
       return task;
     };
@@ -193,7 +174,7 @@ describe('cancelling a dispatch by its id', () => {
     const byApi = await working();
     const canceled = await api<Dispatch>(gw.url, `/api/dispatches/${byApi.id}/cancel`, {
       body: {},
-      token: OPERATOR,
+      token: operator,
     });
     expect(canceled.status).toBe(200);
     expect(canceled.body.status).toBe('canceled');
@@ -205,7 +186,7 @@ describe('cancelling a dispatch by its id', () => {
     expect(answer.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
     await endsCanceled(byClient);
     const read = await api<Dispatch>(gw.url, `/api/dispatches/${byClient.id}`, {
-      token: OPERATOR,
+      token: operator,
     });
     // The A2A client's token names who canceled it.
     expect(read.body).toMatchObject({
@@ -219,10 +200,10 @@ describe('cancelling a dispatch by its id', () => {
     const refused = await api<{ error: { code: string } }>(
       gw.url,
       `/api/dispatches/${running.id}/cancel`,
-      { body: {}, token: VIEWER },
+      { body: {}, token: viewer },
     );
     expect(refused.status).toBe(403);
-    const read = await api<Dispatch>(gw.url, `/api/dispatches/${running.id}`, { token: OPERATOR });
+    const read = await api<Dispatch>(gw.url, `/api/dispatches/${running.id}`, { token: operator });
     expect(read.body.status).toBe('running');
   });
 });
