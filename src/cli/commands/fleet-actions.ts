@@ -3,9 +3,9 @@
  * running gateway.
  */
 import type { BlastRadius } from '../../protocol/index.js';
+import { FleetgateError } from '../../protocol/index.js';
 import { textFlag } from '../options.js';
 import { createStyle } from '../style.js';
-import { FleetgateError } from '../../protocol/index.js';
 import type { GatewayClient } from './gateway-client.js';
 import { urlOption } from './gateway-client.js';
 import type { AgentRow, DispatchRow } from './remote.js';
