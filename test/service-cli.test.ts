@@ -12,6 +12,9 @@ import { cliTestTimeout, runCli } from './support/cli.js';
 import type { ServiceProcess } from './support/gateway-service.js';
 import { startServiceProcess } from './support/gateway-service.js';
 
+/** How the CLI names itself in its hints when run from the checkout's root (`runCli`). */
+const cli = './fleetgate';
+
 const ADMIN = 'cli-admin-token-0123456789abcdef';
 const OPERATOR = 'cli-operator-token-0123456789ab';
 
@@ -216,7 +219,7 @@ describe('fleetgate CLI against a running gateway', () => {
         )?.[1];
       expect(id, run.stderr).toBeDefined();
       expect(fix).toBe(
-        `  fix: follow it at ${gw.url}/#/calls/${id} or GET ${gw.url}/api/dispatches/${id}`,
+        `  fix: follow it with \`${cli} call ${id!.slice(-8)}\`, at ${gw.url}/#/calls/${id} or GET ${gw.url}/api/dispatches/${id}`,
       );
       // The id is the call's, and the call is still there.
       const record = await fetch(`${gw.url}/api/dispatches/${id}`, {
@@ -251,7 +254,7 @@ describe('fleetgate CLI against a running gateway', () => {
       expect(error).toEqual({
         code: 'FLEETGATE_CALL_TIMEOUT',
         message: `stopped waiting after 1s (--timeout): call ${jsonId} (ops/bulk_migration) is still awaiting-approval at the gateway, which goes on with it`,
-        fix: `follow it at ${gw.url}/#/calls/${jsonId} or GET ${gw.url}/api/dispatches/${jsonId}`,
+        fix: `follow it with \`${cli} call ${jsonId.slice(-8)}\`, at ${gw.url}/#/calls/${jsonId} or GET ${gw.url}/api/dispatches/${jsonId}`,
         dispatch: { id: jsonId, status: 'awaiting-approval' },
       });
     },

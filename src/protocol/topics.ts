@@ -77,6 +77,17 @@ export type DispatchStatus =
   | 'rejected'
   | 'canceled';
 
+/** Every {@link DispatchStatus}, in the order of a call's life (the API's and the CLI's filters). */
+export const DISPATCH_STATUSES = [
+  'awaiting-approval',
+  'running',
+  'awaiting-input',
+  'completed',
+  'failed',
+  'rejected',
+  'canceled',
+] as const satisfies readonly DispatchStatus[];
+
 /** The summary of how a dispatch ended. */
 export interface DispatchResult {
   /** The task's final state, when there was a task. */

@@ -9,6 +9,7 @@ import { newRecordId } from '../../protocol/ids/index.js';
 import { defined } from '../../protocol/fields/index.js';
 import type { PrintedError } from '../errors.js';
 import type { CliIo } from '../io.js';
+import { cliCommand } from '../launcher.js';
 import { waitFlag } from '../options.js';
 import { createStyle } from '../style.js';
 import { urlOption } from './gateway-client.js';
@@ -249,7 +250,7 @@ function reportStoppedWaiting(
   const printed: PrintedError = {
     code: 'FLEETGATE_CALL_TIMEOUT',
     message: `stopped waiting after ${durationText(opts.timeout)} (--timeout): call ${d.id} (${d.agent}/${d.skill}) is still ${d.status} at the gateway, which goes on with it`,
-    fix: `follow it at ${url}/#/calls/${d.id} or GET ${url}/api/dispatches/${d.id}`,
+    fix: `follow it with \`${cliCommand()} call ${d.id.slice(-8)}\`, at ${url}/#/calls/${d.id} or GET ${url}/api/dispatches/${d.id}`,
   };
   if (opts.json === true) {
     io.out(

@@ -3,13 +3,12 @@
  * running gateway.
  */
 import type { BlastRadius } from '../../protocol/index.js';
-import { FleetgateError } from '../../protocol/index.js';
+import { cliCommand } from '../launcher.js';
 import { textFlag } from '../options.js';
 import { createStyle } from '../style.js';
-import type { GatewayClient } from './gateway-client.js';
 import { urlOption } from './gateway-client.js';
 import type { AgentRow, DispatchRow } from './remote.js';
-import { ENDED, dispatchLine, requireClient, statusCell } from './remote.js';
+import { ENDED, dispatchLine, fullDispatchId, requireClient, statusCell } from './remote.js';
 import type { RegisterCommand } from './types.js';
 
 /** Registers `fleetgate refresh`, `fleetgate ack` and `fleetgate cancel`. */
@@ -102,32 +101,9 @@ export const registerFleetActions: RegisterCommand = (program, io, setExit) => {
         ? ''
         : ENDED.has(d.status)
           ? `  it had already ended ${d.status}: nothing was canceled\n`
-          : `  the agent is still ending its task; follow it: ${s.bold(`GET /api/dispatches/${d.id}?wait=1m`)}\n`;
+          : `  the agent is still ending its task; follow it: ${s.bold(`${cliCommand()} call ${d.id.slice(-8)}`)}\n`;
       io.out(`${dispatchLine(d, s)}\n${note}`);
     }
     setExit(stopped ? 0 : 1);
   });
 };
-
-/** How many of the newest calls a short id is looked up among. */
-const SHORT_ID_SCAN = 500;
-
-/**
- * The whole id of a call named by the end of its id, as `fleetgate dispatch` prints it (a record
- * id's head is its time, the same for every call of a minute), among the newest calls; a whole id,
- * or one no newest call ends with, is taken as it is.
- */
-async function fullDispatchId(client: GatewayClient, id: string): Promise<string> {
-  if (id.length >= 32 || !/^[0-9a-f-]+$/iu.test(id)) return id;
-  const { dispatches } = await client.get<{ dispatches: DispatchRow[] }>(
-    `/api/dispatches?limit=${SHORT_ID_SCAN}`,
-  );
-  const matches = dispatches.filter((d) => d.id.toLowerCase().endsWith(id.toLowerCase()));
-  if (matches.length === 1) return matches[0]!.id;
-  // None: the id as given (a whole id of an older call, or one the gateway names unknown).
-  if (matches.length === 0) return id;
-  throw new FleetgateError(
-    'FLEETGATE_USAGE',
-    `${matches.length} dispatches have ids that end with ${id} (${matches.map((d) => d.id).join(', ')}): give more of it, or the whole id.`,
-  );
-}

@@ -7,6 +7,7 @@ import type { CliIo } from '../io.js';
 import { createProgram } from '../program.js';
 import { registerAgents } from './agents.js';
 import { registerApprovals } from './approvals.js';
+import { registerCalls } from './calls.js';
 import { registerCheckAgent } from './check-agent.js';
 import { registerConfig, registerInit } from './config.js';
 import { registerDispatch } from './dispatch.js';
@@ -32,6 +33,7 @@ export const COMMANDS: readonly RegisterCommand[] = [
   registerApprovals,
   registerCheckAgent,
   registerDispatch,
+  registerCalls,
   registerFleetActions,
 ];
 

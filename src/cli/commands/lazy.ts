@@ -10,6 +10,7 @@ type Loader = () => Promise<RegisterCommand>;
 
 const agents: Loader = async () => (await import('./agents.js')).registerAgents;
 const approvals: Loader = async () => (await import('./approvals.js')).registerApprovals;
+const calls: Loader = async () => (await import('./calls.js')).registerCalls;
 const fleetActions: Loader = async () => (await import('./fleet-actions.js')).registerFleetActions;
 
 /** Top-level command name → the function that registers it. */
@@ -26,6 +27,8 @@ export const COMMAND_LOADERS: Readonly<Record<string, Loader>> = {
   policy: approvals,
   'check-agent': async () => (await import('./check-agent.js')).registerCheckAgent,
   dispatch: async () => (await import('./dispatch.js')).registerDispatch,
+  calls,
+  call: calls,
   refresh: fleetActions,
   ack: fleetActions,
   cancel: fleetActions,

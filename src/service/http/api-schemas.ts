@@ -5,7 +5,7 @@
  * scale, so the dashboard's type check can read it.
  */
 import { z } from 'zod';
-import { BLAST_RADII } from '../../protocol/index.js';
+import { BLAST_RADII, DISPATCH_STATUSES } from '../../protocol/index.js';
 
 export const radiusSchema = z.enum(BLAST_RADII);
 export const roleSchema = z.enum(['viewer', 'operator', 'approver', 'admin']);
@@ -55,16 +55,6 @@ export const decisionSchema = z.object({
   approvalId: z.string().optional(),
   goAt: z.number().optional(),
 });
-
-export const DISPATCH_STATUSES = [
-  'awaiting-approval',
-  'running',
-  'awaiting-input',
-  'completed',
-  'failed',
-  'rejected',
-  'canceled',
-] as const;
 
 export const dispatchSchema = z.object({
   id: z.string(),
