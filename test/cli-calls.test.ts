@@ -76,6 +76,15 @@ describe('fleetgate calls and fleetgate call', () => {
       const none = await runCli(['calls', '--skill', 'no_such_skill'], env());
       expect(none).toMatchObject({ code: 0, stdout: 'no calls match\n' });
 
+      // A page: the command for the next one, which starts after it.
+      const page = await runCli(['calls', '--limit', '1', '--agent', 'ops'], env());
+      expect(page.stdout).toContain(gated.id.slice(-8));
+      const more = /^more: \S*fleetgate calls --agent ops --before (\S+)$/mu.exec(page.stdout);
+      expect(more?.[1], page.stdout).toBe(gated.id);
+      const next = await runCli(['calls', '--limit', '1', '--before', gated.id.slice(-8)], env());
+      expect(next.stdout).toContain(done.id.slice(-8));
+      expect(next.stdout).not.toContain(gated.id.slice(-8));
+
       const json = await runCli(['calls', '--limit', '1', '--json'], env());
       const answer = JSON.parse(json.stdout) as { dispatches: Dispatch[] };
       expect(answer.dispatches.map((d) => d.id)).toEqual([gated.id]);

@@ -342,6 +342,7 @@ export const registerCalls: RegisterCommand = (program, io) => {
         new Option('--status <status>', 'only calls in this status').choices(DISPATCH_STATUSES),
       )
       .option('--limit <n>', 'at most this many calls (1 to 500)', integerFlag(1, 500), 20)
+      .option('--before <id>', 'the calls older than this one (the next page: the id it names)')
       .option('--json', 'print the API answer as JSON'),
   ).action(
     async (opts: {
@@ -350,19 +351,33 @@ export const registerCalls: RegisterCommand = (program, io) => {
       skill?: string;
       status?: string;
       limit: number;
+      before?: string;
       json?: boolean;
     }) => {
       const client = requireClient(opts.url);
+      const filters = defined({ agent: opts.agent, skill: opts.skill, status: opts.status });
+      const before =
+        opts.before === undefined ? undefined : await fullDispatchId(client, opts.before);
       const query = new URLSearchParams({
         limit: String(opts.limit),
-        ...defined({ agent: opts.agent, skill: opts.skill, status: opts.status }),
+        ...filters,
+        ...defined({ before }),
       });
-      const answer = await client.get<{ dispatches: CallRow[] }>(`/api/dispatches?${query}`);
+      const answer = await client.get<{ dispatches: CallRow[]; next: string | null }>(
+        `/api/dispatches?${query}`,
+      );
       if (opts.json === true) {
         io.out(`${JSON.stringify(answer, null, 2)}\n`);
         return;
       }
-      io.out(renderCalls(answer.dispatches, createStyle(io.color), Date.now()));
+      const s = createStyle(io.color);
+      io.out(renderCalls(answer.dispatches, s, Date.now()));
+      if (answer.next !== null) {
+        const flags = Object.entries(filters)
+          .map(([k, v]) => ` --${k} ${v}`)
+          .join('');
+        io.out(s.dim(`more: ${cliCommand()} calls${flags} --before ${answer.next}\n`));
+      }
     },
   );
 
