@@ -172,6 +172,11 @@ describe('fleetgate calls and fleetgate call', () => {
       const limit = await runCli(['calls', '--limit', '501'], env());
       expect(limit.code).toBe(2);
       expect(limit.stderr).toContain('must be a whole number from 1 to 500');
+      const words = await runCli(['calls', 'ops', 'failed'], env());
+      expect(words.code).toBe(2);
+      expect(words.stderr).toContain(
+        "FLEETGATE_USAGE: fleetgate calls filters with flags; 'ops failed' is not read: write --agent ops --status failed (or --skill for a skill)",
+      );
       const unknown = await runCli(['call', 'no-such-call'], env());
       expect(unknown.code).toBe(2);
       expect(unknown.stderr).toMatch(/^FLEETGATE_DISPATCH_NOT_FOUND: No dispatch no-such-call/mu);

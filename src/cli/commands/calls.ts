@@ -5,8 +5,8 @@
  * world changes, who canceled it — read from `GET /api/dispatches/:id/story`. The id may be the
  * end `fleetgate dispatch` prints. `--json` prints what the API answered.
  */
-import { Option } from 'commander';
-import { DISPATCH_STATUSES } from '../../protocol/index.js';
+import { Option, type Command } from 'commander';
+import { DISPATCH_STATUSES, FleetgateError } from '../../protocol/index.js';
 import { defined } from '../../protocol/fields/index.js';
 import { cliCommand } from '../launcher.js';
 import { integerFlag } from '../options.js';
@@ -330,6 +330,21 @@ export function renderStory(story: CallStory, s: Style, cli = cliCommand()): str
   return head + body;
 }
 
+/**
+ * Refuses words after `fleetgate calls` (`calls ops`, `calls failed`), naming the filter each was
+ * probably meant for: a status is `--status`, any other word an agent's (or a skill's) name.
+ */
+function refuseWords(words: readonly string[]): void {
+  if (words.length === 0) return;
+  const flags = words.map((w) =>
+    (DISPATCH_STATUSES as readonly string[]).includes(w) ? `--status ${w}` : `--agent ${w}`,
+  );
+  throw new FleetgateError(
+    'FLEETGATE_USAGE',
+    `fleetgate calls filters with flags; '${words.join(' ')}' is not read: write ${flags.join(' ')}${flags.some((f) => f.startsWith('--agent')) ? ' (or --skill for a skill)' : ''}`,
+  );
+}
+
 /** Registers `fleetgate calls` and `fleetgate call`. */
 export const registerCalls: RegisterCommand = (program, io) => {
   urlOption(
@@ -343,17 +358,23 @@ export const registerCalls: RegisterCommand = (program, io) => {
       )
       .option('--limit <n>', 'at most this many calls (1 to 500)', integerFlag(1, 500), 20)
       .option('--before <id>', 'the calls older than this one (the next page: the id it names)')
-      .option('--json', 'print the API answer as JSON'),
+      .option('--json', 'print the API answer as JSON')
+      // A word is refused here, naming the filter it was meant for.
+      .allowExcessArguments(true),
   ).action(
-    async (opts: {
-      url?: string;
-      agent?: string;
-      skill?: string;
-      status?: string;
-      limit: number;
-      before?: string;
-      json?: boolean;
-    }) => {
+    async (
+      opts: {
+        url?: string;
+        agent?: string;
+        skill?: string;
+        status?: string;
+        limit: number;
+        before?: string;
+        json?: boolean;
+      },
+      command: Command,
+    ) => {
+      refuseWords(command.args);
       const client = requireClient(opts.url);
       const filters = defined({ agent: opts.agent, skill: opts.skill, status: opts.status });
       const before =
