@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ServiceProcess } from './support/gateway-service.js';
+import { runCli } from './support/cli.js';
 import { ROOT, api, eventually, startServiceProcess } from './support/gateway-service.js';
 
 interface Ready {
@@ -93,6 +94,15 @@ describe('fleetgate start (the demo)', () => {
       body: {},
     });
     expect(approved.body).toMatchObject({ dispatch: { agent: 'deployer', status: 'completed' } });
+    // The banner's way to see what ran: the approved deploy is the deployer's newest call.
+    expect(first.stdout()).toMatch(
+      /^ {4}\S*fleetgate calls {3}# what ran; `call ID` tells one call's story$/mu,
+    );
+    const calls = await runCli(['calls', '--agent', 'deployer', '--limit', '1'], {
+      FLEETGATE_URL: first.url,
+      FLEETGATE_TOKEN: token,
+    });
+    expect(calls.stdout).toMatch(/deployer\/production_deploy\s+completed/);
     const deployed = await api(first.url, '/api/world/deploy', { token });
     expect(deployed.body).toMatchObject({
       version: 1,

@@ -304,6 +304,7 @@ export function demoBanner(b: DemoBannerInput, s: Style, cli = cliCommand()): st
       b.approval === undefined ? '' : `    ${cli} approvals approve ${b.approval}`,
       `    ${cli} dispatch deployer production_deploy 'ship 1.6.0'   ${s.dim('# waits for a second person')}`,
       `    FLEETGATE_TOKEN=${value(b.second, DEMO_APPROVER_CHOICE_ENV)} ${cli} approvals approve <ID it printed>`,
+      `    ${cli} calls   ${s.dim("# what ran; `call ID` tells one call's story")}`,
       `    ${cli} tail 'world.>' 'hitl.>'`,
       '',
       s.dim('  Ctrl-C stops the gateway (calls in flight finish first).'),
