@@ -184,7 +184,12 @@ describe('cancelling a dispatch by its id', () => {
     const byClient = await working();
     const answer = await client.cancelTask({ tenant: '', id: byClient.id, metadata: undefined });
     expect(answer.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
-    await endsCanceled(byClient);
+    const seen = await endsCanceled(byClient);
+    // The A2A client reads who canceled it beside the agent's canceled task.
+    expect(seen.metadata?.fleetgate).toMatchObject({
+      code: 'FLEETGATE_DISPATCH_CANCELED',
+      reason: 'Canceled by bob.',
+    });
     const read = await api<Dispatch>(gw.url, `/api/dispatches/${byClient.id}`, {
       token: operator,
     });

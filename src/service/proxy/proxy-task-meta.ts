@@ -19,7 +19,10 @@ export interface ProxyMetadata {
   skillReason: string;
   approvalId?: string;
   approvalUrl?: string;
+  /** Why the gateway held, rejected or canceled the call. */
   reason?: string;
+  /** The coded error of a call the gateway ended (`FLEETGATE_DISPATCH_CANCELED`: canceled at someone's request). */
+  code?: string;
   /**
    * On the answer to a follow-up the policy held: the approval it waits for. Once let go it is
    * sent on the task; GetTask, a subscription or a push show what follows.

@@ -115,8 +115,14 @@ export async function view(
       break;
   }
   const agentTaskId = record.taskId ?? result?.task?.id;
+  // A call canceled at someone's request: who and why, beside the agent's canceled task.
+  const asked = record.result?.error;
+  const canceled =
+    record.status === 'canceled' && asked?.code === 'FLEETGATE_DISPATCH_CANCELED'
+      ? { code: asked.code, reason: asked.message }
+      : {};
   if (result?.task !== undefined) {
-    return { task: clientTask(result.task, ids, metadata({})) };
+    return { task: clientTask(result.task, ids, metadata(canceled)) };
   }
   if (agentTaskId === undefined || agentTaskId === null) {
     return viewWithoutAgentTask(current, record.status, record, result, metadata);
@@ -129,7 +135,7 @@ export async function view(
     );
     return { task: withStatus(base, TASK_STATE_OF[state], record.result?.text) };
   }
-  return { task: clientTask(fetched, ids, metadata({})) };
+  return { task: clientTask(fetched, ids, metadata(canceled)) };
 }
 
 /** A task the gate rejected (or whose approval expired): the agent was not called. */
