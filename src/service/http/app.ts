@@ -201,7 +201,7 @@ async function startEventHub(options: HttpAppOptions): Promise<EventHub> {
     onError: report,
   });
   await hub.start();
-  await options.metrics.start(gateway, options.ports, () => hub.stats());
+  options.metrics.start(gateway, options.ports, () => hub.stats());
   return hub;
 }
 

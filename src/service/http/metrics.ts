@@ -30,8 +30,8 @@ export interface GatewayMetrics {
    * of its start (the first card refresh, recovered calls and their alerts) are counted too.
    */
   readonly consumer: GatewayConsumer;
-  /** Starts reading gauges from `gateway`. */
-  start(gateway: Gateway, ports: GatewayPorts, hub: () => EventHubStats): Promise<void>;
+  /** Reads the gauges from `gateway` from now on. */
+  start(gateway: Gateway, ports: GatewayPorts, hub: () => EventHubStats): void;
   /** Prometheus text. */
   scrape(): Promise<string>;
   stop(): Promise<void>;
@@ -97,7 +97,6 @@ export function createGatewayMetrics(): GatewayMetrics {
       sources.gateway = gw;
       sources.ports = given;
       sources.hubStats = hub;
-      return Promise.resolve();
     },
     scrape: () => registry.metrics(),
     stop: () => consumer.stop(),
