@@ -41,6 +41,7 @@ describe('fleetgate calls and fleetgate call', () => {
       behaviour: async (call): Promise<AgentPlan> => ({
         ...(await opsBehaviour(call)),
         ...(call.text === 'hold' ? { hold: held } : {}),
+        ...(call.text === 'ask' ? { state: 'input-required' } : {}),
       }),
     });
     done = await dispatch('sitrep', 'status', '?wait=10s');
@@ -140,6 +141,26 @@ describe('fleetgate calls and fleetgate call', () => {
       );
     },
     cliTestTimeout(1),
+  );
+
+  it(
+    "shows the agent's question, the command that answers it, and the answer once given",
+    async () => {
+      const asking = await dispatch('sitrep', 'ask', '?wait=10s');
+      expect(asking.status).toBe('awaiting-input');
+      const waiting = await runCli(['call', asking.id], env());
+      expect(waiting.stdout).toMatch(
+        /the agent asked: .+ {2}\(question \S+\)\n.+waiting for an answer\n/u,
+      );
+      const question = /fleetgate approvals answer (\S+) 'ANSWER'/u.exec(waiting.stdout)?.[1];
+      expect(question, waiting.stdout).toBeDefined();
+      const answered = await runCli(['approvals', 'answer', question!, 'main'], env());
+      expect(answered.code, answered.stderr).toBe(0);
+      const story = await runCli(['call', asking.id], env());
+      expect(story.stdout).toContain('answered by bob: main');
+      expect(story.stdout).not.toContain('waiting for an answer');
+    },
+    cliTestTimeout(4),
   );
 
   it(

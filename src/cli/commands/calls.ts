@@ -42,6 +42,9 @@ interface StoryApproval {
   reason?: string | null;
   createdAt: number;
   id: string;
+  /** A checkpoint's question, and the answer a person gave. */
+  question?: string | null;
+  answer?: string | null;
 }
 
 interface StoryEffect {
@@ -166,9 +169,30 @@ function gateLines(story: CallStory, s: Style): Line[] {
   ];
 }
 
+/** The agent's question to the caller (a checkpoint), and its answer or end. */
+function questionLines(a: StoryApproval, s: Style): Line[] {
+  const lines: Line[] = [
+    {
+      at: a.createdAt,
+      order: 2,
+      text: `the agent asked: ${cut(a.question ?? '')}  (question ${a.id})`,
+    },
+  ];
+  if (a.decidedAt === null || a.status === 'pending') return lines;
+  const who = a.decidedBy === null ? '' : ` by ${s.bold(a.decidedBy)}`;
+  const text =
+    a.status === 'approved' || a.status === 'consumed'
+      ? `answered${who}: ${cut(a.answer ?? '')}`
+      : a.status === 'expired'
+        ? 'expired: nobody answered'
+        : `${a.status}${who}${a.reason === undefined || a.reason === null ? '' : `: ${a.reason}`}`;
+  return [...lines, { at: a.decidedAt, order: 3, text }];
+}
+
 function approvalLines(a: StoryApproval, s: Style): Line[] {
+  if (a.kind === 'checkpoint') return questionLines(a, s);
   const what =
-    a.kind === 'veto' ? 'veto window' : a.kind === 'checkpoint' ? 'question' : 'approval';
+    a.kind === 'veto' ? 'veto window' : a.kind === 'follow-up' ? 'follow-up' : 'approval';
   const lines: Line[] = [{ at: a.createdAt, order: 2, text: `${what} ${a.id} opened` }];
   for (const yes of a.approvals) {
     lines.push({ at: yes.at, order: 3, text: `${what} approved by ${s.bold(yes.by)}` });
