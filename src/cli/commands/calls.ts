@@ -14,7 +14,7 @@ import type { Style } from '../style.js';
 import { createStyle, renderTable } from '../style.js';
 import { urlOption } from './gateway-client.js';
 import type { DispatchRow } from './remote.js';
-import { fullDispatchId, radiusCell, requireClient, statusCell } from './remote.js';
+import { ENDED, fullDispatchId, radiusCell, requireClient, statusCell } from './remote.js';
 import type { RegisterCommand } from './types.js';
 
 /** A listed call: a dispatch row with its times. */
@@ -304,7 +304,7 @@ function waitLines(story: CallStory, s: Style, cli: string): Line[] {
 
 function endLines(story: CallStory, s: Style): Line[] {
   const d = story.dispatch;
-  if (!['completed', 'failed', 'rejected', 'canceled'].includes(d.status)) return [];
+  if (!ENDED.has(d.status)) return [];
   const ended = story.events.find((e) =>
     ['completed', 'failed', 'rejected'].some((t) => e.topic === `skill.dispatch.${t}`),
   );
