@@ -207,4 +207,25 @@ describe('fleetgate calls and fleetgate call', () => {
     },
     cliTestTimeout(4),
   );
+
+  it(
+    'finds a call by its short id after hundreds of newer calls, and asks for more of an id two calls share',
+    async () => {
+      // More calls after it than a page of the list: the short id is looked up at the gateway.
+      for (let batch = 0; batch < 21; batch += 1) {
+        await Promise.all(Array.from({ length: 25 }, () => dispatch('sitrep', 'status')));
+      }
+      const story = await runCli(['call', done.id.slice(-8)], env());
+      expect(story.stderr).toBe('');
+      expect(story.stdout).toContain(done.id);
+      expect(story.stdout).toContain('completed');
+      // The last character of an id is shared by many calls: the choice is the user's.
+      const shared = await runCli(['call', done.id.slice(-1)], env());
+      expect(shared.code).toBe(2);
+      expect(shared.stderr).toMatch(
+        /^FLEETGATE_USAGE: (At least )?\d+ dispatches have ids that end with/mu,
+      );
+    },
+    cliTestTimeout(8),
+  );
 });

@@ -358,6 +358,31 @@ describe.each(storeVariants(pgUp))('dispatch record moves ($kind, direct: $direc
   );
 
   it.skipIf(skip)(
+    'finds calls by the end of their id, any case, with like wildcards taken literally',
+    async () => {
+      const made = [
+        record({ agent: 'ender', createdAt: 600_000, id: 'e-0a1b2c3d' }),
+        record({ agent: 'ender', createdAt: 600_001, id: 'e-ffff2c3d' }),
+        record({ agent: 'ender', createdAt: 600_002, id: 'e-Mixed-X9' }),
+        record({ agent: 'ender', createdAt: 600_003, id: 'e-pct%_\\z' }),
+        record({ agent: 'ender', createdAt: 600_004, id: 'e-pctAB\\z' }),
+      ];
+      for (const r of made) await records.create(r);
+      const ids = (list: DispatchRecord[]) => list.map((r) => r.id);
+      const ending = async (idEndsWith: string) =>
+        ids(await records.list({ agent: 'ender', idEndsWith, limit: 10 }));
+      expect(await ending('2c3d')).toEqual(['e-ffff2c3d', 'e-0a1b2c3d']);
+      expect(await ending('A1B2C3D')).toEqual(['e-0a1b2c3d']);
+      expect(await ending('mixed-x9')).toEqual(['e-Mixed-X9']);
+      // `%` and `_` match themselves, not any text or any character; `\` is itself too.
+      expect(await ending('%_\\z')).toEqual(['e-pct%_\\z']);
+      expect(await ending('__\\z')).toEqual([]);
+      expect(await ending('%z')).toEqual([]);
+      expect(await ending('nothing')).toEqual([]);
+    },
+  );
+
+  it.skipIf(skip)(
     'prunes dispatches that ended before the cut, with who held them, batch by batch',
     async () => {
       const cut = 2_000_000;

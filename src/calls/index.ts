@@ -4,6 +4,7 @@
  */
 export {
   advance,
+  CANCEL_REQUESTED_CODE,
   ENDED_STATUSES,
   RESULT_TEXT_LIMIT,
   statusOfState,

@@ -27,6 +27,14 @@ export function createStyle(color: boolean): Style {
   };
 }
 
+/** How long ago `at` was, in its largest whole unit: `42s`, `5m`, `3h`, `2d`. */
+export function age(at: number, now: number): string {
+  const s = Math.max(0, Math.floor((now - at) / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m`;
+  return s < 86_400 ? `${Math.floor(s / 3600)}h` : `${Math.floor(s / 86_400)}d`;
+}
+
 // eslint-disable-next-line no-control-regex
 const ANSI = /\x1b\[[0-9;]*m/g;
 

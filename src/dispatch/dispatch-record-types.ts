@@ -104,9 +104,19 @@ export interface DispatchQuery {
   skill?: string;
   status?: DispatchStatus;
   correlationId?: string;
+  /** The end of the id, any case: how a short id (`fleetgate call 3f9a2c`) names a call. */
+  idEndsWith?: string;
   limit: number;
   /** The last dispatch of the previous page: the page starts after it. */
   before?: string;
+}
+
+/**
+ * The `like` pattern (escape character `\`) of ids that end with `ending`, compared lower-case:
+ * the wildcards of `like` in it are taken literally.
+ */
+export function endingPattern(ending: string): string {
+  return `%${ending.toLowerCase().replace(/[\\%_]/gu, (c) => `\\${c}`)}`;
 }
 
 /** What {@link DispatchRecordStore.update} did: whether it moved the record, and the record now. */

@@ -5,6 +5,7 @@
  * `test/dispatch-records.test.ts` holds both to one contract.
  */
 import type { Kysely, Transaction } from 'kysely';
+import { sql } from 'kysely';
 import { writeOutboxEvent } from '../bus/index.js';
 import type { OutboxExecutor } from '../bus/index.js';
 import type { DispatchStatus } from '../protocol/index.js';
@@ -12,6 +13,7 @@ import { defined } from '../protocol/fields/index.js';
 import {
   announced,
   ENDED,
+  endingPattern,
   eventOf,
   fromRow,
   heldFromRow,
@@ -229,6 +231,12 @@ async function listRecords(ctx: RecordsContext, query: DispatchQuery): Promise<D
   if (query.status !== undefined) q = q.where('fleetgate_dispatch.status', '=', query.status);
   if (query.correlationId !== undefined) {
     q = q.where('fleetgate_dispatch.correlation_id', '=', query.correlationId);
+  }
+  if (query.idEndsWith !== undefined) {
+    const pattern = endingPattern(query.idEndsWith);
+    q = q.where(
+      sql<boolean>`lower(${sql.ref('fleetgate_dispatch.id')}) like ${pattern} escape '\\'`,
+    );
   }
   if (query.before !== undefined) {
     const after = await getRecord(ctx, query.before);

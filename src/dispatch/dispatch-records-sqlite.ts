@@ -9,6 +9,7 @@ import type { SqliteAccess } from '../store/index.js';
 import {
   announced,
   ENDED,
+  endingPattern,
   eventOf,
   fromRow,
   heldFromRow,
@@ -94,6 +95,10 @@ function listFilters(query: DispatchQuery, after: DispatchRecord | undefined): [
     if (value === undefined) continue;
     where.push(`"fleetgate_dispatch"."${column}" = ?`);
     params.push(value);
+  }
+  if (query.idEndsWith !== undefined) {
+    where.push(`lower("fleetgate_dispatch"."id") like ? escape '\\'`);
+    params.push(endingPattern(query.idEndsWith));
   }
   if (after !== undefined) {
     // Keyset paging, newest first: the page starts after the dispatch named.

@@ -12,7 +12,7 @@ import type { CliIo } from '../io.js';
 import { textFlag } from '../options.js';
 import { DEFAULT_CONFIG, fromEnvironment, readConfig } from '../store.js';
 import type { Style } from '../style.js';
-import { createStyle, renderFleetTable } from '../style.js';
+import { age, createStyle, renderFleetTable } from '../style.js';
 import type { GatewayClient } from './gateway-client.js';
 import type { AgentRow } from './remote.js';
 import { remoteClient, statusCell as remoteStatusCell } from './remote.js';
@@ -70,12 +70,6 @@ async function refreshWithProgress(
   } finally {
     bar?.stop();
   }
-}
-
-function age(ms: number | undefined, now: number): string {
-  if (ms === undefined) return '-';
-  const s = Math.max(0, Math.round((now - ms) / 1000));
-  return s < 60 ? `${s}s` : s < 3600 ? `${Math.round(s / 60)}m` : `${Math.round(s / 3600)}h`;
 }
 
 function statusCell(state: AgentCardState, s: Style): string {
@@ -154,7 +148,11 @@ export function renderFleet(
     const skills = new Set<string>();
     const card = broker.get(state.name)?.card as { skills?: { id?: unknown }[] } | undefined;
     for (const skill of card?.skills ?? []) if (typeof skill.id === 'string') skills.add(skill.id);
-    const head = [state.name, statusCell(state, s), age(state.lastFetchedAt, now)];
+    const head = [
+      state.name,
+      statusCell(state, s),
+      state.lastFetchedAt === undefined ? '-' : age(state.lastFetchedAt, now),
+    ];
     if (skills.size === 0) rows.push([...head, s.dim('-'), '', '', '', '']);
     for (const skill of skills) {
       const r = broker.effectiveRadius(state.name, skill);
@@ -241,7 +239,11 @@ export function renderRemoteFleet(
 ): string {
   const rows: string[][] = [];
   for (const a of agents) {
-    const head = [a.name, remoteStatusCell(a.status, s), age(a.lastFetchedAt ?? undefined, now)];
+    const head = [
+      a.name,
+      remoteStatusCell(a.status, s),
+      a.lastFetchedAt == null ? '-' : age(a.lastFetchedAt, now),
+    ];
     if (a.skills.length === 0) rows.push([...head, s.dim('-'), '', '', '', '']);
     for (const k of a.skills) {
       const radius = skillRadiusCell(

@@ -11,7 +11,7 @@ import { defined } from '../../protocol/fields/index.js';
 import { cliCommand } from '../launcher.js';
 import { integerFlag } from '../options.js';
 import type { Style } from '../style.js';
-import { createStyle, renderTable } from '../style.js';
+import { age, createStyle, renderTable } from '../style.js';
 import { urlOption } from './gateway-client.js';
 import type { DispatchRow } from './remote.js';
 import { ENDED, fullDispatchId, radiusCell, requireClient, statusCell } from './remote.js';
@@ -92,15 +92,6 @@ function clock(at: number): string {
   return `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}.${String(d.getMilliseconds()).padStart(3, '0')}`;
 }
 
-/** How long ago `at` was, in the largest whole unit. */
-function ago(at: number, now: number): string {
-  const s = Math.max(0, Math.round((now - at) / 1000));
-  if (s < 60) return `${s}s ago`;
-  if (s < 3600) return `${Math.floor(s / 60)}m ago`;
-  if (s < 86_400) return `${Math.floor(s / 3600)}h ago`;
-  return `${Math.floor(s / 86_400)}d ago`;
-}
-
 /** What a listed call came to: its text, the error of a call that did not complete, or its wait. */
 function outcome(d: DispatchRow): string {
   if (d.status === 'awaiting-approval') return 'waiting for approval';
@@ -120,7 +111,7 @@ export function renderCalls(calls: readonly CallRow[], s: Style, now: number): s
       s.bold(d.id.slice(-8)),
       `${d.agent}/${d.skill}`,
       statusCell(d.status, s),
-      ago(d.createdAt, now),
+      `${age(d.createdAt, now)} ago`,
       d.requestedBy ?? '-',
       cut(outcome(d)),
     ]),

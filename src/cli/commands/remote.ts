@@ -239,25 +239,26 @@ export async function remoteTail(
   return 0;
 }
 
-/** How many of the newest calls a short id is looked up among. */
-const SHORT_ID_SCAN = 500;
+/** How many calls a short id may match before the rest are left unread. */
+const SHORT_ID_MATCHES = 20;
 
 /**
  * The whole id of a call named by the end of its id, as `fleetgate dispatch` prints it (a record
- * id's head is its time, the same for every call of a minute), among the newest calls; a whole id,
- * or one no newest call ends with, is taken as it is.
+ * id's head is its time, the same for every call of a minute); a whole id, or one no call ends
+ * with, is taken as it is.
  */
 export async function fullDispatchId(client: GatewayClient, id: string): Promise<string> {
   if (id.length >= 32 || !/^[0-9a-f-]+$/iu.test(id)) return id;
   const { dispatches } = await client.get<{ dispatches: DispatchRow[] }>(
-    `/api/dispatches?limit=${SHORT_ID_SCAN}`,
+    `/api/dispatches?idEndsWith=${encodeURIComponent(id)}&limit=${SHORT_ID_MATCHES}`,
   );
   const matches = dispatches.filter((d) => d.id.toLowerCase().endsWith(id.toLowerCase()));
   if (matches.length === 1) return matches[0]!.id;
-  // None: the id as given (a whole id of an older call, or one the gateway names unknown).
+  // None: the id as given, for the gateway to name unknown.
   if (matches.length === 0) return id;
+  const many = matches.length === SHORT_ID_MATCHES ? 'At least ' : '';
   throw new FleetgateError(
     'FLEETGATE_USAGE',
-    `${matches.length} dispatches have ids that end with ${id} (${matches.map((d) => d.id).join(', ')}): give more of it, or the whole id.`,
+    `${many}${matches.length} dispatches have ids that end with ${id} (${matches.map((d) => d.id).join(', ')}): give more of it, or the whole id.`,
   );
 }

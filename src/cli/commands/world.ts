@@ -14,7 +14,7 @@ import { integerFlag, storeFlag } from '../options.js';
 import type { GatewayStore } from '../../service/index.js';
 import { DEFAULT_CONFIG, DEFAULT_STORE, withStore } from '../store.js';
 import type { Style } from '../style.js';
-import { createStyle, renderTable } from '../style.js';
+import { age, createStyle, renderTable } from '../style.js';
 import type { GatewayClient } from './gateway-client.js';
 import { remoteClient } from './remote.js';
 import type { RegisterCommand } from './types.js';
@@ -39,13 +39,6 @@ function short(value: unknown): string {
     text = '?';
   }
   return text.length > CELL_WIDTH ? `${text.slice(0, CELL_WIDTH - 1)}…` : text;
-}
-
-function age(ms: number, now: number): string {
-  const s = Math.max(0, Math.round((now - ms) / 1000));
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.round(s / 60)}m`;
-  return s < 86_400 ? `${Math.round(s / 3600)}h` : `${Math.round(s / 86_400)}d`;
 }
 
 /** One row per domain: name, version, last change, top-level keys of `data`. */

@@ -365,6 +365,12 @@ function dispatchReadRoutes(ctx: ApiContext): RouteSpec[] {
         skill: z.string().min(1).max(200).optional(),
         status: dispatchSchema.shape.status.optional(),
         correlationId: z.string().min(1).max(200).optional(),
+        idEndsWith: z
+          .string()
+          .min(1)
+          .max(200)
+          .optional()
+          .describe('the end of the id, any case: a short id as `fleetgate dispatch` prints it'),
         limit: z.coerce.number().int().min(1).max(500).default(50),
         before: z.string().min(1).max(200).optional(),
       }),
@@ -382,6 +388,7 @@ function dispatchReadRoutes(ctx: ApiContext): RouteSpec[] {
             skill: query.skill,
             status: query.status,
             correlationId: query.correlationId,
+            idEndsWith: query.idEndsWith,
             before: query.before,
           }),
         });

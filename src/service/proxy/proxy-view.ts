@@ -5,6 +5,7 @@
  */
 import type { Task } from '@a2a-js/sdk';
 import { TaskState } from '@a2a-js/sdk';
+import { CANCEL_REQUESTED_CODE } from '../../calls/index.js';
 import type { CallResult, DispatchRecord } from '../../dispatch/index.js';
 import { normalizeTaskState } from '../../protocol/index.js';
 import type { Gateway, GatewayPorts } from '../gateway-types.js';
@@ -118,7 +119,7 @@ export async function view(
   // A call canceled at someone's request: who and why, beside the agent's canceled task.
   const asked = record.result?.error;
   const canceled =
-    record.status === 'canceled' && asked?.code === 'FLEETGATE_DISPATCH_CANCELED'
+    record.status === 'canceled' && asked?.code === CANCEL_REQUESTED_CODE
       ? { code: asked.code, reason: asked.message }
       : {};
   if (result?.task !== undefined) {
