@@ -160,7 +160,13 @@ describe('dispatch handle', () => {
   });
 
   it('cancels a call sent blocking while the agent works on it (its task id not known yet)', async () => {
-    const call = gw.dispatch({ agent: 'ops', skill: 'sitrep', text: 'long-blocking' });
+    // `SendMessage`, asked for: the agent's task id comes with its answer.
+    const call = gw.dispatch({
+      agent: 'ops',
+      skill: 'sitrep',
+      text: 'long-blocking',
+      mode: 'blocking',
+    });
     await expect
       .poll(() => ops.received.some((c) => c.text === 'long-blocking'), { timeout: 10_000 })
       .toBe(true);
@@ -169,6 +175,22 @@ describe('dispatch handle', () => {
     expect(canceled.status).toBe('canceled');
     expect(canceled.taskId).not.toBeNull();
     expect(await call.result()).toMatchObject({ status: 'canceled' });
+  });
+
+  it('keeps the task id of a call given no mode while the agent works on it (the agent streams)', async () => {
+    const call = gw.dispatch({ agent: 'ops', skill: 'sitrep', text: 'long-named' });
+    await expect
+      .poll(() => ops.received.some((c) => c.text === 'long-named'), { timeout: 10_000 })
+      .toBe(true);
+    const taskId = ops.received.find((c) => c.text === 'long-named')!.taskId;
+    await expect
+      .poll(async () => (await gw.dispatchRecord(call.id))?.taskId, { timeout: 10_000 })
+      .toBe(taskId);
+    expect(call.status).toBe('running');
+    // One answer at the end all the same, as a blocking call's.
+    const canceled = await call.cancel('stop');
+    expect(canceled).toMatchObject({ status: 'canceled', taskId });
+    expect(await call.result()).toMatchObject({ status: 'canceled', taskId });
   });
 
   it('cancels by id with no handle (a call dispatched elsewhere): held, running, unknown', async () => {

@@ -5,6 +5,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentPlan, RunningAgent } from '../examples/agents/harness.js';
 import { opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
@@ -78,67 +79,90 @@ describe('POST /api/dispatch?wait', () => {
   });
 });
 
-describe('a call whose answer outlasts limits.agentResponseTimeout', () => {
-  let dir: string;
-  let agent: RunningAgent;
-  let gw: ServiceProcess;
+/**
+ * The agents a cut-off answer is met at: one found by ListTasks, and one that cannot list its
+ * tasks but streams (the call goes streamed; its stream named the task before the cut).
+ */
+const CUT_OFF_AGENTS = [
+  { agent: 'an agent found by ListTasks', streaming: false },
+  { agent: 'a streaming agent without ListTasks', streaming: true },
+];
 
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'fleetgate-cut-off-'));
-    // `slow` works 2.5 s, then counts itself on the board: longer than the gateway reads an answer.
-    agent = await startOpsAgent({
-      behaviour: async (call): Promise<AgentPlan> =>
-        call.text === 'slow'
+describe.each(CUT_OFF_AGENTS)(
+  'a call whose answer outlasts limits.agentResponseTimeout, at $agent',
+  ({ streaming }) => {
+    let dir: string;
+    let agent: RunningAgent;
+    let gw: ServiceProcess;
+
+    beforeAll(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'fleetgate-cut-off-'));
+      // `slow` works 2.5 s, then counts itself on the board: longer than the gateway reads an answer.
+      agent = await startOpsAgent({
+        streaming,
+        ...(streaming
           ? {
-              ...(await opsBehaviour(call)),
-              delayMs: 2_500,
-              deltas: [{ domain: 'board', path: 'data.slowCalls', op: 'inc', value: 1 }],
+              decorateHandler: (handler) => {
+                const unlisted = Object.create(handler) as typeof handler;
+                unlisted.listTasks = () =>
+                  Promise.reject(new UnsupportedOperationError('ListTasks is not supported'));
+                return unlisted;
+              },
             }
-          : opsBehaviour(call),
-    });
-    const config = join(dir, 'fleetgate.yaml');
-    writeFileSync(
-      config,
-      [
-        'listen: { host: 127.0.0.1, port: 0 }',
-        `store: sqlite:${join(dir, 'fleetgate.db')}`,
-        `agents: [{ name: ops, url: ${agent.url} }]`,
-        'limits: { agentResponseTimeout: 1s }',
-      ].join('\n'),
-    );
-    gw = await startServiceProcess({ args: ['--config', config] });
-  }, 60_000);
+          : {}),
+        behaviour: async (call): Promise<AgentPlan> =>
+          call.text === 'slow'
+            ? {
+                ...(await opsBehaviour(call)),
+                delayMs: 2_500,
+                deltas: [{ domain: 'board', path: 'data.slowCalls', op: 'inc', value: 1 }],
+              }
+            : opsBehaviour(call),
+      });
+      const config = join(dir, 'fleetgate.yaml');
+      writeFileSync(
+        config,
+        [
+          'listen: { host: 127.0.0.1, port: 0 }',
+          `store: sqlite:${join(dir, 'fleetgate.db')}`,
+          `agents: [{ name: ops, url: ${agent.url} }]`,
+          'limits: { agentResponseTimeout: 1s }',
+        ].join('\n'),
+      );
+      gw = await startServiceProcess({ args: ['--config', config] });
+    }, 60_000);
 
-  afterAll(async () => {
-    await gw?.stop('SIGKILL');
-    await agent?.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-
-  it('is found at the agent when its answer is cut off, followed to its end, its deltas once', async () => {
-    // `wait` sends the call blocking: the agent's answer would come after the gateway stopped
-    // reading it. Before, the call ended failed (FLEETGATE_CALL_TIMEOUT) and its effects were lost.
-    const answer = await api<Dispatch>(gw.url, '/api/dispatch?wait=20s', {
-      body: { agent: 'ops', skill: 'sitrep', text: 'slow' },
+    afterAll(async () => {
+      await gw?.stop('SIGKILL');
+      await agent?.close();
+      rmSync(dir, { recursive: true, force: true });
     });
-    expect([answer.status, answer.body.status]).toEqual([200, 'completed']);
-    expect(answer.body.taskId).toEqual(expect.any(String));
-    const board = await eventually(async () => {
-      const read = await api<{ state: { data?: { slowCalls?: number } } }>(
+
+    it('is found at the agent when its answer is cut off, followed to its end, its deltas once', async () => {
+      // `wait` sends the call blocking: the agent's answer would come after the gateway stopped
+      // reading it. Before, the call ended failed (FLEETGATE_CALL_TIMEOUT) and its effects were lost.
+      const answer = await api<Dispatch>(gw.url, '/api/dispatch?wait=20s', {
+        body: { agent: 'ops', skill: 'sitrep', text: 'slow' },
+      });
+      expect([answer.status, answer.body.status]).toEqual([200, 'completed']);
+      expect(answer.body.taskId).toEqual(expect.any(String));
+      const board = await eventually(async () => {
+        const read = await api<{ state: { data?: { slowCalls?: number } } }>(
+          gw.url,
+          '/api/world/board',
+        );
+        return read.status === 200 && read.body.state.data?.slowCalls !== undefined
+          ? read.body.state
+          : undefined;
+      });
+      expect(board.data?.slowCalls).toBe(1);
+      // Sent once: the agent saw one call, and a second look finds the count unchanged.
+      expect(agent.received.filter((r) => r.text === 'slow')).toHaveLength(1);
+      const again = await api<{ state: { data?: { slowCalls?: number } } }>(
         gw.url,
         '/api/world/board',
       );
-      return read.status === 200 && read.body.state.data?.slowCalls !== undefined
-        ? read.body.state
-        : undefined;
+      expect(again.body.state.data?.slowCalls).toBe(1);
     });
-    expect(board.data?.slowCalls).toBe(1);
-    // Sent once: the agent saw one call, and a second look finds the count unchanged.
-    expect(agent.received.filter((r) => r.text === 'slow')).toHaveLength(1);
-    const again = await api<{ state: { data?: { slowCalls?: number } } }>(
-      gw.url,
-      '/api/world/board',
-    );
-    expect(again.body.state.data?.slowCalls).toBe(1);
-  });
-});
+  },
+);

@@ -77,6 +77,7 @@ const event: fc.Arbitrary<CallEvent> = fc
       contextId: fc.constant('c'),
       announce: fc.boolean(),
     }),
+    fc.record({ type: fc.constant('task-named' as const), at: fc.nat(), taskId }),
     fc.record({
       type: fc.constant('send-failed' as const),
       at: fc.nat(),
@@ -236,6 +237,25 @@ describe('advance: properties over random interleavings and duplicates', () => {
 });
 
 describe('advance: the moves of one call', () => {
+  it('keeps the task a stream named before its answer, silently, and its end as ever', () => {
+    const named = advance(SENT, { type: 'task-named', at: 2, taskId: 't1' });
+    expect(named).toMatchObject({
+      moved: true,
+      effects: [],
+      call: { status: 'running', taskId: 't1' },
+    });
+    // Named once: a later naming, or one of a call not on its way to an answer, changes nothing.
+    expect(advance(named.call, { type: 'task-named', at: 3, taskId: 't2' }).moved).toBe(false);
+    const held = advance(FRESH, { type: 'gated', at: 1, action: 'hold', reason: 'r' }).call;
+    expect(advance(held, { type: 'task-named', at: 2, taskId: 't1' }).moved).toBe(false);
+    // The stream's end follows or ends the call as a blocking answer would.
+    const done = advance(named.call, { type: 'answered', at: 4, taskId: 't1', state: 'completed' });
+    expect(done.call).toMatchObject({ status: 'completed', taskId: 't1' });
+    expect(done.effects).toEqual([{ type: 'announce', topic: 'skill.dispatch.completed' }]);
+    const goesOn = advance(named.call, { type: 'answered', at: 4, taskId: 't1', state: 'working' });
+    expect(goesOn.effects).toEqual([{ type: 'follow', taskId: 't1', state: 'working' }]);
+  });
+
   it('keeps who asked to cancel a call, and why, as its error once its task ends canceled', () => {
     expect(CANCEL_ASKED.status).toBe('running');
     expect(CANCEL_ASKED.result).toEqual({

@@ -70,6 +70,11 @@ export type CallEvent =
       readonly contextId: string;
       readonly announce: boolean;
     }
+  /**
+   * The agent named the call's task before its answer ended (the first event of its stream):
+   * kept at once, so a gateway that dies before the end finds the task by its id.
+   */
+  | { readonly type: 'task-named'; readonly at: number; readonly taskId: string }
   /** The send failed before any answer (transport, timeout, refusal). */
   | { readonly type: 'send-failed'; readonly at: number; readonly error: CallError }
   /**
@@ -285,6 +290,10 @@ function transition(call: CallState, event: CallEvent): Step | undefined {
         change: { sent: { messageId: event.messageId, contextId: event.contextId } },
         effects: event.announce ? [{ type: 'announce', topic: 'skill.dispatch.started' }] : [],
       };
+    case 'task-named':
+      // Only a call on its way to its first answer; a task named already keeps its id.
+      if (call.status !== 'running' || call.taskId !== null) return undefined;
+      return { change: { taskId: event.taskId }, effects: [] };
     case 'send-failed':
       return call.status === 'awaiting-approval' ? undefined : failed(event.error);
     case 'answered':

@@ -108,6 +108,11 @@ export class CallExchange {
       const serviceParameters = callHeaders(clients, agent, built, callOptions, activated);
       serviceParameters[CALL_ID_HEADER] = callId;
       const mode = callOptions.mode ?? 'blocking';
+      const streamed =
+        mode === 'streaming' ||
+        (mode === 'blocking' &&
+          callOptions.streamWhenAble === true &&
+          built.card.capabilities?.streaming === true);
       const request = sendMessageRequest(input, callOptions, mode, ctx.outboundMetadata());
       // No signal at all when nobody can abort: an AbortSignal makes fetch register listeners.
       const requestOptions =
@@ -118,24 +123,14 @@ export class CallExchange {
       const acc = new TaskAccumulator();
       let streamDropped = false;
       try {
-        if (mode === 'streaming') {
-          for await (const event of built.client.sendMessageStream(request, requestOptions)) {
-            acc.apply(event);
-            callOptions.onEvent?.(event);
-          }
-        } else {
-          const reply = await built.client.sendMessage(request, requestOptions);
-          // The reply is ours alone: adopt it instead of copying it.
-          if ('messageId' in reply) acc.adoptMessage(reply);
-          else acc.adoptTask(reply);
-        }
+        await exchange(built, request, requestOptions, acc, streamed ? callOptions : undefined);
       } catch (error) {
         this.#wire.delete(callId);
         // The timeout never aborts the request (it detaches the caller): only the caller's signal.
         const aborted = callOptions.signal?.aborted ?? false;
         // The stream broke but the task lives on at the agent: it goes to the tracker like any
         // task still running, which resumes it with SubscribeToTask.
-        streamDropped = mode === 'streaming' && !aborted && isRunning(acc.task);
+        streamDropped = streamed && !aborted && isRunning(acc.task);
         if (!streamDropped) {
           const failure = requestError(error, agent, skill, aborted, record);
           return await failAfterHooks(chain, failure, acc.task);
@@ -156,7 +151,7 @@ export class CallExchange {
         terminalState = isTerminalState(state);
         ok = state === 'completed';
         if (terminalState) {
-          const done = await this.#settleAnswer(agent, task, mode, chain, callOptions);
+          const done = await this.#settleAnswer(agent, task, streamed, chain, callOptions);
           if (done.settled && done.failure !== undefined) throw done.failure;
         } else {
           this.#terminal.hold({ agent, skill, correlationId, startedAt }, task.id);
@@ -209,11 +204,11 @@ export class CallExchange {
   #settleAnswer(
     agent: string,
     task: Task,
-    mode: CallMode,
+    streamed: boolean,
     chain: SkillCallChain,
     callOptions: CallOptions,
   ): Promise<SettleResult> {
-    return this.#terminal.settle(agent, task, mode === 'streaming' ? 'stream' : 'reply', {
+    return this.#terminal.settle(agent, task, streamed ? 'stream' : 'reply', {
       chain,
       group: this.#inFlight > 1 ? 'loop' : 'turn',
       // A call that continued no task: this answer is the first to name it.
@@ -275,6 +270,39 @@ function callHeaders(
     callOptions.extensions,
     activated,
   );
+}
+
+/**
+ * Sends a call's request and folds the answer into `acc`: one `SendMessage`, or, given the
+ * options of a streamed call, the events of `SendStreamingMessage` as they come — the task named
+ * by the first event that carries its id (unless it already ended), each relayed to a streaming
+ * call's `onEvent`.
+ */
+async function exchange(
+  built: AgentClient,
+  request: SendMessageRequest,
+  requestOptions: Parameters<AgentClient['client']['sendMessage']>[1],
+  acc: TaskAccumulator,
+  streamed: CallOptions | undefined,
+): Promise<void> {
+  if (streamed === undefined) {
+    const reply = await built.client.sendMessage(request, requestOptions);
+    // The reply is ours alone: adopt it instead of copying it.
+    if ('messageId' in reply) acc.adoptMessage(reply);
+    else acc.adoptTask(reply);
+    return;
+  }
+  const relay = streamed.mode === 'streaming' ? streamed.onEvent : undefined;
+  let named = streamed.onTaskNamed === undefined || streamed.taskId !== undefined;
+  for await (const event of built.client.sendMessageStream(request, requestOptions)) {
+    acc.apply(event);
+    // A task the first event already ended needs no naming: its answer is here.
+    if (!named && acc.task !== undefined && acc.task.id !== '') {
+      named = true;
+      if (isRunning(acc.task)) streamed.onTaskNamed!(acc.task.id);
+    }
+    relay?.(event);
+  }
 }
 
 /** The `SendMessage` request of one call; `metadata` is what the chain stamped over the caller's. */

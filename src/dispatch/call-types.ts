@@ -20,6 +20,13 @@ export type CallMode = 'blocking' | 'streaming' | 'return-immediately';
 /** Options of {@link FleetClient.call}. */
 export interface CallOptions {
   mode?: CallMode;
+  /**
+   * A blocking call goes as `SendStreamingMessage` where the agent's card declares streaming: the
+   * same answer at the end, and the task's id with the stream's first event (`onTaskNamed`), so a
+   * caller that dies before the end can follow the task up by its id. Its events are not relayed
+   * (`onEvent` is for streaming calls).
+   */
+  streamWhenAble?: boolean;
   /** Ties every event of this call together (default: a fresh UUID). */
   correlationId?: string;
   /** The caller's own `SendMessageRequest.metadata`; stamps win over these keys. */
@@ -48,6 +55,11 @@ export interface CallOptions {
   messageExtensions?: readonly string[];
   /** Every stream event as it arrives (streaming mode). */
   onEvent?: (event: StreamResponse) => void;
+  /**
+   * The agent named the call's task before its answer ended (streaming mode, a new task): told
+   * once, with the first event that carries the task's id.
+   */
+  onTaskNamed?: (taskId: string) => void;
 }
 
 /** Where the time of one call went, in milliseconds. */
@@ -112,8 +124,9 @@ export interface FollowRequest {
 export interface TaskFollower {
   follow(request: FollowRequest): Promise<void>;
   /**
-   * Follows a task recorded by another process (one that died), from its record; false when it is
-   * followed here already, has ended, or has no record.
+   * Follows a task recorded by another process (one that died), from its record; a task it had
+   * not begun to follow (its stream named it, the end had not come) is followed from `call`.
+   * False when it is followed here already or has ended.
    */
-  adopt?(agent: string, taskId: string): Promise<boolean>;
+  adopt?(call: Omit<FollowRequest, 'state'>): Promise<boolean>;
 }

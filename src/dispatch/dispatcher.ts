@@ -405,6 +405,8 @@ export class Dispatcher {
     let result: CallResult;
     /** The ids the call went out with, committed before it left (a new task's call only). */
     let sent = more.prepared?.send;
+    /** The task the agent's stream named before its answer ended, being kept. */
+    let named: Promise<unknown> | undefined;
     try {
       const { input, options } = more.prepared ?? heldCall(held);
       if (more.taskId === undefined && more.prepared === undefined) {
@@ -422,8 +424,17 @@ export class Dispatcher {
         ...(more.observer?.streamed === undefined
           ? {}
           : { onEvent: more.observer.streamed.bind(more.observer) }),
+        // A new task's id is kept the moment the stream names it, before its end: a gateway that
+        // dies meanwhile is followed up by the task's id, not looked for by its context.
+        ...(more.taskId === undefined
+          ? {
+              onTaskNamed: (taskId: string) => {
+                named = this.#named(record, taskId);
+              },
+            }
+          : {}),
         correlationId: record.correlationId,
-        mode: more.mode ?? this.#o.mode ?? 'blocking',
+        ...callMode(more.mode ?? this.#o.mode),
         ...defined({ taskId: more.taskId, contextId: more.contextId }),
         ...(more.headers !== undefined
           ? { serviceParameters: more.headers }
@@ -432,6 +443,7 @@ export class Dispatcher {
             : { serviceParameters: { traceparent: record.traceparent } }),
       });
     } catch (error) {
+      await named;
       if (sent !== undefined && more.taskId === undefined && answerCutOff(error)) {
         // The agent took the call and its answer was cut off: the task may run there still. It
         // is looked up as recovery looks up a dead holder's call, never failed blind (its
@@ -441,8 +453,19 @@ export class Dispatcher {
       const failed = { type: 'send-failed', at: this.#o.now(), error: callError(error) } as const;
       return (await this.#move(record, failed)).record;
     }
+    await named;
     more.observer?.replied?.(result);
     return this.#answered(record, result, more);
+  }
+
+  /** Keeps the task a call's stream named (see `task-named`); a failure leaves the call as it was. */
+  async #named(record: DispatchRecord, taskId: string): Promise<void> {
+    try {
+      await this.#move(record, { type: 'task-named', at: this.#o.now(), taskId });
+    } catch (error) {
+      // Recovery finds the task by the context it was sent with all the same.
+      this.#o.onError?.(error, 'dispatcher.task-named');
+    }
   }
 
   /** The agent answered a sent call: the task is followed, or the dispatch ends with it. */
@@ -890,7 +913,12 @@ export class Dispatcher {
         if (!(await this.#o.records.takeOver(record.id, send.owner, this.#o.owner))) continue;
         progressed = true;
         try {
-          await adopt(record.agent, record.taskId);
+          await adopt({
+            agent: record.agent,
+            skill: record.skill,
+            correlationId: record.correlationId,
+            taskId: record.taskId,
+          });
           taken += 1;
         } catch (error) {
           if (this.#o.onError === undefined) throw error;
@@ -1157,4 +1185,12 @@ export class Dispatcher {
       }
     }
   }
+}
+
+/**
+ * How a call goes out: as asked, or — asked nothing — blocking, streamed where the agent streams,
+ * so the task's id is kept before the gateway waits for the end (see `task-named`).
+ */
+function callMode(mode: CallMode | undefined): { mode: CallMode; streamWhenAble?: true } {
+  return mode === undefined ? { mode: 'blocking', streamWhenAble: true } : { mode };
 }

@@ -356,11 +356,18 @@ export class TaskTracker implements TaskFollower {
 
   /**
    * Follows a task another process followed and left (it died, or stopped): from its record, polled
-   * at once, as restart recovery would. False when it is followed here already, ended, or unknown.
+   * at once, as restart recovery would. A task it had not begun to follow — the agent's stream
+   * named it and the process died before the end — is followed from `call`, polled at once.
+   * False when it is followed here already or ended.
    */
-  async adopt(agent: string, taskId: string): Promise<boolean> {
+  async adopt(call: Omit<FollowInput, 'state'>): Promise<boolean> {
+    const { agent, taskId } = call;
     const record = await this.#o.records.get(agent, taskId);
-    return record !== undefined && record.terminalAt === null && this.#take(record);
+    if (record !== undefined) return record.terminalAt === null && this.#take(record);
+    if (this.#tracked.has(keyOf(agent, taskId))) return false;
+    await this.follow({ ...call, state: 'working' });
+    this.#scheduler.pollNow(agent, taskId);
+    return true;
   }
 
   /** Follows a recorded task from its record, polled at once; false when it is followed here. */

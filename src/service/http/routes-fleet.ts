@@ -273,7 +273,8 @@ function dispatchRoute(ctx: ApiContext): RouteSpec {
         skill: body.skill,
         ...defined({ text: body.text, data: body.data, correlationId: body.correlationId }),
         ...(identity.authenticated ? { requestedBy: identity.name } : {}),
-        mode: wait === undefined ? 'return-immediately' : 'blocking',
+        // Waited for: blocking, streamed where the agent streams (the gateway's default).
+        ...(wait === undefined ? { mode: 'return-immediately' as const } : {}),
         ...(traceparent === undefined ? {} : { headers: { traceparent } }),
       });
       const started = Date.now();
