@@ -71,8 +71,9 @@ export type CallEvent =
       readonly announce: boolean;
     }
   /**
-   * The agent named the call's task before its answer ended (the first event of its stream):
-   * kept at once, so a gateway that dies before the end finds the task by its id.
+   * The agent named the call's task before its answer ended (the first event of its stream),
+   * and the answer is slow to come: kept, so a gateway that dies before the end finds the task
+   * by its id.
    */
   | { readonly type: 'task-named'; readonly at: number; readonly taskId: string }
   /** The send failed before any answer (transport, timeout, refusal). */

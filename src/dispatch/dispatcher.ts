@@ -146,6 +146,13 @@ interface SendOptions {
  * Whether a send failed because the agent's answer was cut off by the response deadline
  * (`limits.agentResponseTimeout`): the request reached the agent, so its task may run there.
  */
+/**
+ * How long a new call's answer may take before the task its stream named is written down: most
+ * answers come sooner and write nothing; a gateway that dies within it leaves a call that is
+ * looked for by its context, as one whose task id came with its answer.
+ */
+const TASK_NAMED_AFTER_MS = 50;
+
 function answerCutOff(error: unknown): error is FleetgateError {
   return (
     isFleetgateError(error) &&
@@ -405,8 +412,8 @@ export class Dispatcher {
     let result: CallResult;
     /** The ids the call went out with, committed before it left (a new task's call only). */
     let sent = more.prepared?.send;
-    /** The task the agent's stream named before its answer ended, being kept. */
-    let named: Promise<unknown> | undefined;
+    /** The task the agent's stream names before its answer ends, kept if the answer is slow. */
+    const naming = more.taskId === undefined ? this.#naming(record) : undefined;
     try {
       const { input, options } = more.prepared ?? heldCall(held);
       if (more.taskId === undefined && more.prepared === undefined) {
@@ -424,15 +431,7 @@ export class Dispatcher {
         ...(more.observer?.streamed === undefined
           ? {}
           : { onEvent: more.observer.streamed.bind(more.observer) }),
-        // A new task's id is kept the moment the stream names it, before its end: a gateway that
-        // dies meanwhile is followed up by the task's id, not looked for by its context.
-        ...(more.taskId === undefined
-          ? {
-              onTaskNamed: (taskId: string) => {
-                named = this.#named(record, taskId);
-              },
-            }
-          : {}),
+        ...(naming === undefined ? {} : { onTaskNamed: naming.named }),
         correlationId: record.correlationId,
         ...callMode(more.mode ?? this.#o.mode),
         ...defined({ taskId: more.taskId, contextId: more.contextId }),
@@ -443,7 +442,7 @@ export class Dispatcher {
             : { serviceParameters: { traceparent: record.traceparent } }),
       });
     } catch (error) {
-      await named;
+      await naming?.settled();
       if (sent !== undefined && more.taskId === undefined && answerCutOff(error)) {
         // The agent took the call and its answer was cut off: the task may run there still. It
         // is looked up as recovery looks up a dead holder's call, never failed blind (its
@@ -453,12 +452,37 @@ export class Dispatcher {
       const failed = { type: 'send-failed', at: this.#o.now(), error: callError(error) } as const;
       return (await this.#move(record, failed)).record;
     }
-    await named;
+    await naming?.settled();
     more.observer?.replied?.(result);
     return this.#answered(record, result, more);
   }
 
-  /** Keeps the task a call's stream named (see `task-named`); a failure leaves the call as it was. */
+  /**
+   * The task a new call's stream names, kept (`task-named`) once the call has gone on for
+   * {@link TASK_NAMED_AFTER_MS} without its answer: a gateway that dies from then on leaves a call
+   * followed up by its task id, not looked for by its context, and a quick answer costs no write.
+   * `settled` stops the clock and waits for a write under way.
+   */
+  #naming(record: DispatchRecord): {
+    named: (taskId: string) => void;
+    settled: () => Promise<void>;
+  } {
+    let timer: NodeJS.Timeout | undefined;
+    let kept: Promise<void> | undefined;
+    return {
+      named: (taskId) => {
+        timer = setTimeout(() => {
+          kept = this.#named(record, taskId);
+        }, TASK_NAMED_AFTER_MS);
+      },
+      settled: async () => {
+        clearTimeout(timer);
+        await kept;
+      },
+    };
+  }
+
+  /** Keeps the task a call's stream named; a failure leaves the call as it was. */
   async #named(record: DispatchRecord, taskId: string): Promise<void> {
     try {
       await this.#move(record, { type: 'task-named', at: this.#o.now(), taskId });
