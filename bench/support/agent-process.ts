@@ -8,8 +8,10 @@ import { createInterface } from 'node:readline';
  */
 export async function startAgentProcess(
   script: string,
+  /** More arguments for the script, after `--agent`. */
+  args: readonly string[] = [],
 ): Promise<{ url: string; pid: number; stop: () => void }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script, '--agent'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, '--agent', ...args], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const lines = createInterface({ input: child.stdout });
