@@ -4,6 +4,8 @@
  * the gateway route it, showing what the gate will look at before sending and what it decided.
  */
 import { useEffect, useState } from 'preact/hooks';
+import { BLAST_RADII } from '../../../src/protocol/radius.js';
+import { DISPATCH_STATUSES } from '../../../src/protocol/topics.js';
 import { Count, FilterSelect, SearchText, useSearch, VirtualTable } from '../search.js';
 import { errorText } from '../api.js';
 import { RadiusBadge } from '../radius.js';
@@ -251,16 +253,6 @@ function Timeline(props: { info: DispatchInfo }) {
   );
 }
 
-const STATUSES = [
-  'awaiting-approval',
-  'running',
-  'awaiting-input',
-  'completed',
-  'failed',
-  'rejected',
-  'canceled',
-] as const;
-const RADII = ['self', 'project', 'repo', 'fleet', 'public'] as const;
 const ROW = 34;
 
 /** Fleet-wide options of the filters, from the fleet view. */
@@ -335,14 +327,14 @@ function DispatchSearch(props: { store: Store; initial: Record<string, string> }
           name="radius"
           label="radius"
           value={filters.radius!}
-          options={RADII}
+          options={BLAST_RADII}
           onChange={set('radius')}
         />
         <FilterSelect
           name="status"
           label="status"
           value={filters.status!}
-          options={STATUSES}
+          options={DISPATCH_STATUSES}
           onChange={set('status')}
         />
         <FilterSelect
