@@ -358,7 +358,7 @@ describe.each(storeVariants(pgUp))('dispatch record moves ($kind, direct: $direc
   );
 
   it.skipIf(skip)(
-    'finds calls by the end of their id, any case, with like wildcards taken literally',
+    'finds calls by the end of their id, any case, every character taken literally',
     async () => {
       const made = [
         record({ agent: 'ender', createdAt: 600_000, id: 'e-0a1b2c3d' }),
@@ -379,6 +379,9 @@ describe.each(storeVariants(pgUp))('dispatch record moves ($kind, direct: $direc
       expect(await ending('__\\z')).toEqual([]);
       expect(await ending('%z')).toEqual([]);
       expect(await ending('nothing')).toEqual([]);
+      // Longer than any id: nothing, not the whole id.
+      expect(await ending('xe-0a1b2c3d')).toEqual([]);
+      expect(await ending('e-0a1b2c3d')).toEqual(['e-0a1b2c3d']);
     },
   );
 

@@ -111,14 +111,6 @@ export interface DispatchQuery {
   before?: string;
 }
 
-/**
- * The `like` pattern (escape character `\`) of ids that end with `ending`, compared lower-case:
- * the wildcards of `like` in it are taken literally.
- */
-export function endingPattern(ending: string): string {
-  return `%${ending.toLowerCase().replace(/[\\%_]/gu, (c) => `\\${c}`)}`;
-}
-
 /** What {@link DispatchRecordStore.update} did: whether it moved the record, and the record now. */
 export interface DispatchUpdate {
   changed: boolean;

@@ -5,7 +5,6 @@
  * `test/dispatch-records.test.ts` holds both to one contract.
  */
 import type { Kysely, Transaction } from 'kysely';
-import { sql } from 'kysely';
 import { writeOutboxEvent } from '../bus/index.js';
 import type { OutboxExecutor } from '../bus/index.js';
 import type { DispatchStatus } from '../protocol/index.js';
@@ -13,7 +12,6 @@ import { defined } from '../protocol/fields/index.js';
 import {
   announced,
   ENDED,
-  endingPattern,
   eventOf,
   fromRow,
   heldFromRow,
@@ -233,10 +231,12 @@ async function listRecords(ctx: RecordsContext, query: DispatchQuery): Promise<D
     q = q.where('fleetgate_dispatch.correlation_id', '=', query.correlationId);
   }
   if (query.idEndsWith !== undefined) {
-    const pattern = endingPattern(query.idEndsWith);
-    q = q.where(
-      sql<boolean>`lower(${sql.ref('fleetgate_dispatch.id')}) like ${pattern} escape '\\'`,
-    );
+    const ending = query.idEndsWith.toLowerCase();
+    q = q.where((eb) => {
+      const id = eb.ref('fleetgate_dispatch.id');
+      const from = eb(eb.fn<number>('length', [id]), '-', ending.length - 1);
+      return eb(eb.fn<string>('lower', [eb.fn<string>('substr', [id, from])]), '=', ending);
+    });
   }
   if (query.before !== undefined) {
     const after = await getRecord(ctx, query.before);

@@ -9,7 +9,6 @@ import type { SqliteAccess } from '../store/index.js';
 import {
   announced,
   ENDED,
-  endingPattern,
   eventOf,
   fromRow,
   heldFromRow,
@@ -97,8 +96,11 @@ function listFilters(query: DispatchQuery, after: DispatchRecord | undefined): [
     params.push(value);
   }
   if (query.idEndsWith !== undefined) {
-    where.push(`lower("fleetgate_dispatch"."id") like ? escape '\\'`);
-    params.push(endingPattern(query.idEndsWith));
+    // Its tail compared (as on PostgreSQL): no pattern, so no character of it is special.
+    where.push(
+      'lower(substr("fleetgate_dispatch"."id", length("fleetgate_dispatch"."id") - ?)) = ?',
+    );
+    params.push(query.idEndsWith.length - 1, query.idEndsWith.toLowerCase());
   }
   if (after !== undefined) {
     // Keyset paging, newest first: the page starts after the dispatch named.
