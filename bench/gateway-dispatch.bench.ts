@@ -27,14 +27,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
 
 import { startOpsAgent } from '../examples/agents/ops-agent.js';
-import { note, report } from './report.js';
+import { report } from './report.js';
 import { serveAgentProcess, startAgentProcess } from './support/agent-process.js';
 import { startForwarderProcess } from './support/forwarder.js';
 import { startGatewayProcess } from './support/gateway-process.js';
 import { SideCpu } from './support/process-cpu.js';
+import { alternate, medianOf, post, type PostTarget } from './support/rounds.js';
 
 const BENCH = 'gateway-dispatch';
 const SKILL = 'sitrep';
@@ -47,37 +47,6 @@ if (process.argv.includes('--agent')) {
   serveAgentProcess(agent);
 } else {
   await main();
-}
-
-interface Round {
-  requestsPerSecond: number;
-  p50: number;
-  errors: number;
-}
-
-async function load(options: {
-  url: string;
-  body: string;
-  headers: Record<string, string>;
-}): Promise<Round> {
-  const result = await autocannon({
-    url: options.url,
-    method: 'POST',
-    connections: CONNECTIONS,
-    duration: ROUND_SECONDS,
-    headers: { 'content-type': 'application/json', ...options.headers },
-    body: options.body,
-  });
-  return {
-    requestsPerSecond: result.requests.total / ROUND_SECONDS,
-    p50: result.latency.p50,
-    errors: result.errors + result.non2xx,
-  };
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 async function main(): Promise<void> {
@@ -111,41 +80,23 @@ async function main(): Promise<void> {
     const forwarded = { ...raw, url: `${forwarder.url}/a2a/jsonrpc` };
     const gw = {
       url: `${gateway.url}/api/dispatch?wait=30s`,
-      headers: {},
       body: JSON.stringify({ agent: 'ops', skill: SKILL, text: 'status' }),
     };
-    note('warm-up');
-    const sides = { raw, gw, forwarded };
-    for (const side of Object.values(sides)) await load(side);
-    const rounds: Record<keyof typeof sides, Round[]> = { raw: [], gw: [], forwarded: [] };
-    const names = Object.keys(sides) as (keyof typeof sides)[];
+    const load = (target: PostTarget) => () =>
+      post(target, { connections: CONNECTIONS, seconds: ROUND_SECONDS });
     // The process each side adds to the path (the agent's own, for the raw side), and its CPU.
     const cpu = new SideCpu({ raw: agent.pid, gw: gateway.child.pid!, forwarded: forwarder.pid });
-    for (let i = 0; i < ROUNDS; i += 1) {
-      // Rotate which side goes first.
-      for (let k = 0; k < names.length; k += 1) {
-        const side = names[(i + k) % names.length]!;
-        const r = await cpu.round(
-          side,
-          () => load(sides[side]),
-          (done) => done.requestsPerSecond * ROUND_SECONDS,
-        );
-        rounds[side].push(r);
-        note(
-          `round ${i + 1} ${side}: ${r.requestsPerSecond.toFixed(0)} req/s, p50 ${r.p50} ms, errors ${r.errors}`,
-        );
-      }
-    }
-    const errors = Object.values(rounds)
-      .flat()
-      .reduce((n, r) => n + r.errors, 0);
-    if (errors > 0) throw new Error(`${errors} requests failed`);
-    const gwRps = median(rounds.gw.map((r) => r.requestsPerSecond));
-    const rawRps = median(rounds.raw.map((r) => r.requestsPerSecond));
-    const gwP50 = median(rounds.gw.map((r) => r.p50));
-    const rawP50 = median(rounds.raw.map((r) => r.p50));
-    const fwRps = median(rounds.forwarded.map((r) => r.requestsPerSecond));
-    const fwP50 = median(rounds.forwarded.map((r) => r.p50));
+    const rounds = await alternate(
+      { raw: load(raw), gw: load(gw), forwarded: load(forwarded) },
+      cpu,
+      ROUNDS,
+    );
+    const gwRps = medianOf(rounds.gw, 'perSecond');
+    const rawRps = medianOf(rounds.raw, 'perSecond');
+    const gwP50 = medianOf(rounds.gw, 'p50');
+    const rawP50 = medianOf(rounds.raw, 'p50');
+    const fwRps = medianOf(rounds.forwarded, 'perSecond');
+    const fwP50 = medianOf(rounds.forwarded, 'p50');
     const p50Ratio = (p50: number) => p50 / Math.max(rawP50, 0.001);
     report({
       bench: BENCH,

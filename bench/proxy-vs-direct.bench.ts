@@ -34,11 +34,12 @@ import { ClientFactory, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk
 import { startOpsAgent } from '../examples/agents/ops-agent.js';
 import { toSdkAgentCard } from '../src/dispatch/index.js';
 import { bearerFetch, sdkClient, userMessage } from '../test/support/a2a-client.js';
-import { note, percentile, report } from './report.js';
+import { percentile, report } from './report.js';
 import { serveAgentProcess, startAgentProcess } from './support/agent-process.js';
 import { startForwarderProcess } from './support/forwarder.js';
 import { startGatewayProcess } from './support/gateway-process.js';
 import { SideCpu } from './support/process-cpu.js';
+import { alternate, medianOf, type Round } from './support/rounds.js';
 
 const BENCH = 'proxy-vs-direct';
 const SKILL = 'sitrep';
@@ -56,13 +57,8 @@ if (process.argv.includes('--agent')) {
   await main();
 }
 
-interface Round {
-  callsPerSecond: number;
-  p50: number;
-}
-
 /** `CONCURRENCY` callers, each sending one call after the other for `ms`. */
-async function load(client: Client, ms: number): Promise<Round & { calls: number }> {
+async function load(client: Client, ms: number): Promise<Round> {
   const latencies: number[] = [];
   const until = performance.now() + ms;
   const caller = async (): Promise<void> => {
@@ -76,9 +72,10 @@ async function load(client: Client, ms: number): Promise<Round & { calls: number
   await Promise.all(Array.from({ length: CONCURRENCY }, caller));
   const elapsed = performance.now() - t0;
   return {
-    callsPerSecond: (latencies.length * 1000) / elapsed,
+    perSecond: (latencies.length * 1000) / elapsed,
     p50: percentile(latencies, 50),
-    calls: latencies.length,
+    served: latencies.length,
+    errors: 0,
   };
 }
 
@@ -122,11 +119,6 @@ async function forwardedClient(agentUrl: string, forwarderUrl: string): Promise<
   }).createFromAgentCard(await toSdkAgentCard(card, 'ops'));
 }
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
 async function main(): Promise<void> {
   const agent = await startAgentProcess(fileURLToPath(import.meta.url));
   const dir = mkdtempSync(join(tmpdir(), 'fleetgate-bench-proxy-'));
@@ -146,43 +138,31 @@ async function main(): Promise<void> {
     const direct = await sdkClient(agent.url, { transport: 'JSONRPC' });
     const proxied = await sdkClient(`${gateway.url}/a2a/ops`, { transport: 'JSONRPC' });
     const forwarded = await forwardedClient(agent.url, forwarder.url);
-    note('warm-up');
     const sides = { direct, proxied, forwarded };
-    for (const client of Object.values(sides)) await load(client, 2000);
-    const rounds: Record<keyof typeof sides, Round[]> = { direct: [], proxied: [], forwarded: [] };
     const names = Object.keys(sides) as (keyof typeof sides)[];
+    const loaded = (client: Client) => () => load(client, ROUND_MS);
     // The process each side adds to the path (the agent's own, for the direct side), and its CPU.
     const cpu = new SideCpu({
       direct: agent.pid,
       proxied: gateway.child.pid!,
       forwarded: forwarder.pid,
     });
-    for (let i = 0; i < ROUNDS; i += 1) {
-      // Rotate which side goes first.
-      for (let k = 0; k < names.length; k += 1) {
-        const side = names[(i + k) % names.length]!;
-        const r = await cpu.round(
-          side,
-          () => load(sides[side], ROUND_MS),
-          (done) => done.calls,
-        );
-        rounds[side].push(r);
-        note(
-          `round ${i + 1} ${side}: ${r.callsPerSecond.toFixed(0)} calls/s, p50 ${r.p50.toFixed(2)} ms`,
-        );
-      }
-    }
+    const rounds = await alternate(
+      { direct: loaded(direct), proxied: loaded(proxied), forwarded: loaded(forwarded) },
+      cpu,
+      ROUNDS,
+    );
     // One call at a time, each side in turn, three times.
     const single: Record<keyof typeof sides, number[]> = { direct: [], proxied: [], forwarded: [] };
     for (let i = 0; i < 3; i += 1) {
       for (const side of names) single[side].push(...(await singles(sides[side])));
     }
-    const proxyRate = median(rounds.proxied.map((r) => r.callsPerSecond));
-    const directRate = median(rounds.direct.map((r) => r.callsPerSecond));
-    const proxyP50 = median(rounds.proxied.map((r) => r.p50));
-    const directP50 = median(rounds.direct.map((r) => r.p50));
-    const forwardedRate = median(rounds.forwarded.map((r) => r.callsPerSecond));
-    const forwardedP50 = median(rounds.forwarded.map((r) => r.p50));
+    const proxyRate = medianOf(rounds.proxied, 'perSecond');
+    const directRate = medianOf(rounds.direct, 'perSecond');
+    const proxyP50 = medianOf(rounds.proxied, 'p50');
+    const directP50 = medianOf(rounds.direct, 'p50');
+    const forwardedRate = medianOf(rounds.forwarded, 'perSecond');
+    const forwardedP50 = medianOf(rounds.forwarded, 'p50');
     report({
       bench: BENCH,
       metric: 'throughput_ratio',

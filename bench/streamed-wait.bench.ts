@@ -14,13 +14,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
 
 import { startOpsAgent } from '../examples/agents/ops-agent.js';
-import { note, report } from './report.js';
+import { report } from './report.js';
 import { serveAgentProcess, startAgentProcess } from './support/agent-process.js';
 import { startGatewayProcess } from './support/gateway-process.js';
 import { SideCpu } from './support/process-cpu.js';
+import { alternate, medianOf, post } from './support/rounds.js';
 
 const BENCH = 'streamed-wait';
 const CONNECTIONS = 8;
@@ -31,33 +31,6 @@ if (process.argv.includes('--agent')) {
   serveAgentProcess(await startOpsAgent({ streaming: process.argv.includes('--streaming') }));
 } else {
   await main();
-}
-
-interface Round {
-  requestsPerSecond: number;
-  p50: number;
-  errors: number;
-}
-
-async function load(url: string, agent: string): Promise<Round> {
-  const result = await autocannon({
-    url,
-    method: 'POST',
-    connections: CONNECTIONS,
-    duration: ROUND_SECONDS,
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ agent, skill: 'sitrep', text: 'status' }),
-  });
-  return {
-    requestsPerSecond: result.requests.total / ROUND_SECONDS,
-    p50: result.latency.p50,
-    errors: result.errors + result.non2xx,
-  };
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 async function main(): Promise<void> {
@@ -76,35 +49,24 @@ async function main(): Promise<void> {
   );
   const gateway = await startGatewayProcess(config);
   try {
-    const url = `${gateway.url}/api/dispatch?wait=30s`;
-    const sides = { sent: 'plain', streamed: 'streamer' } as const;
-    const names = Object.keys(sides) as (keyof typeof sides)[];
-    note('warm-up');
-    for (const side of names) await load(url, sides[side]);
-    const rounds: Record<keyof typeof sides, Round[]> = { sent: [], streamed: [] };
+    const load = (agent: string) => () =>
+      post(
+        {
+          url: `${gateway.url}/api/dispatch?wait=30s`,
+          body: JSON.stringify({ agent, skill: 'sitrep', text: 'status' }),
+        },
+        { connections: CONNECTIONS, seconds: ROUND_SECONDS },
+      );
     // Both sides are the gateway's work: its CPU, counted per side's rounds.
     const pid = gateway.child.pid!;
     const cpu = new SideCpu({ sent: pid, streamed: pid });
-    for (let i = 0; i < ROUNDS; i += 1) {
-      for (let k = 0; k < names.length; k += 1) {
-        const side = names[(i + k) % names.length]!;
-        const r = await cpu.round(
-          side,
-          () => load(url, sides[side]),
-          (done) => done.requestsPerSecond * ROUND_SECONDS,
-        );
-        rounds[side].push(r);
-        note(
-          `round ${i + 1} ${side}: ${r.requestsPerSecond.toFixed(0)} req/s, p50 ${r.p50} ms, errors ${r.errors}`,
-        );
-      }
-    }
-    const errors = Object.values(rounds)
-      .flat()
-      .reduce((n, r) => n + r.errors, 0);
-    if (errors > 0) throw new Error(`${errors} requests failed`);
-    const p50 = (side: keyof typeof sides) => median(rounds[side].map((r) => r.p50));
-    const rps = (side: keyof typeof sides) => median(rounds[side].map((r) => r.requestsPerSecond));
+    const rounds = await alternate(
+      { sent: load('plain'), streamed: load('streamer') },
+      cpu,
+      ROUNDS,
+    );
+    const p50 = (side: keyof typeof rounds) => medianOf(rounds[side], 'p50');
+    const rps = (side: keyof typeof rounds) => medianOf(rounds[side], 'perSecond');
     const sentCpu = cpu.perRequest('sent');
     const streamedCpu = cpu.perRequest('streamed');
     if (sentCpu !== undefined && streamedCpu !== undefined) {

@@ -9,14 +9,14 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentPlan, RunningAgent } from '../examples/agents/harness.js';
 import { opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
-import { sdkClient, userMessage } from './support/a2a-client.js';
+import { callSitrep, sdkClient } from './support/a2a-client.js';
 import type { ServiceProcess } from './support/gateway-service.js';
 import { eventually, startServiceProcess } from './support/gateway-service.js';
 import { until } from './support/gateway.js';
+import { withoutListTasks } from './support/unlisted-agent.js';
 
 function newHold(): { promise: Promise<void>; release: () => void } {
   let release!: () => void;
@@ -47,14 +47,7 @@ describe('a streamed call whose gateway died mid-stream, at an agent without Lis
         ...(await opsBehaviour(call)),
         hold: hold.promise,
       }),
-      decorateHandler: (handler) => {
-        const unlisted = Object.create(handler) as typeof handler;
-        unlisted.listTasks = () => {
-          listed += 1;
-          return Promise.reject(new UnsupportedOperationError('ListTasks is not supported'));
-        };
-        return unlisted;
-      },
+      decorateHandler: withoutListTasks(() => (listed += 1)),
     });
     dir = mkdtempSync(join(tmpdir(), 'fleetgate-call-crash-named-'));
     config = join(dir, 'fleetgate.yaml');
@@ -89,15 +82,7 @@ describe('a streamed call whose gateway died mid-stream, at an agent without Lis
   const doors = {
     'a proxied SendStreamingMessage': async (g: ServiceProcess): Promise<void> => {
       const client = await sdkClient(`${g.url}/a2a/ops`);
-      const request = {
-        tenant: '',
-        message: userMessage('status please', { 'x-effect-domain-skill': 'sitrep' }),
-        configuration: undefined,
-        metadata: undefined,
-      };
-      void (async () => {
-        for await (const event of client.sendMessageStream(request)) void event;
-      })().catch(() => undefined);
+      callSitrep(client, true).catch(() => undefined);
     },
     // Blocking, as the gateway sends a call it waits for: streamed, since the agent streams.
     'POST /api/dispatch?wait': (g: ServiceProcess): Promise<void> => {

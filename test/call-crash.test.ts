@@ -15,7 +15,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentPlan, RunningAgent } from '../examples/agents/harness.js';
 import { opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
 import { TaskState } from '@a2a-js/sdk';
-import { sdkClient, userMessage } from './support/a2a-client.js';
+import { callSitrep, sdkClient } from './support/a2a-client.js';
 import type { ServiceProcess } from './support/gateway-service.js';
 import { eventually, startServiceProcess } from './support/gateway-service.js';
 import { until } from './support/gateway.js';
@@ -436,18 +436,7 @@ describe.each(VARIANTS)('a gateway killed mid-call ($name)', (variant) => {
         const g = await start();
         const before = agent.received.length;
         const client = await sdkClient(`${g.url}/a2a/ops`);
-        const request = {
-          tenant: '',
-          message: userMessage('status please', { 'x-effect-domain-skill': 'sitrep' }),
-          configuration: undefined,
-          metadata: undefined,
-        };
-        const call = streaming
-          ? (async () => {
-              for await (const event of client.sendMessageStream(request)) void event;
-            })()
-          : client.sendMessage(request);
-        call.catch(() => undefined);
+        callSitrep(client, streaming).catch(() => undefined);
         const taskId = await killWhileAtTheAgent(g, before);
         hold.release();
         const restarted = await start();

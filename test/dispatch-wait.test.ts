@@ -5,12 +5,12 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentPlan, RunningAgent } from '../examples/agents/harness.js';
 import { opsBehaviour, startOpsAgent } from '../examples/agents/ops-agent.js';
 import type { ServiceProcess } from './support/gateway-service.js';
 import { api, eventually, startServiceProcess } from './support/gateway-service.js';
+import { withoutListTasks } from './support/unlisted-agent.js';
 
 interface Dispatch {
   id: string;
@@ -100,16 +100,7 @@ describe.each(CUT_OFF_AGENTS)(
       // `slow` works 2.5 s, then counts itself on the board: longer than the gateway reads an answer.
       agent = await startOpsAgent({
         streaming,
-        ...(streaming
-          ? {
-              decorateHandler: (handler) => {
-                const unlisted = Object.create(handler) as typeof handler;
-                unlisted.listTasks = () =>
-                  Promise.reject(new UnsupportedOperationError('ListTasks is not supported'));
-                return unlisted;
-              },
-            }
-          : {}),
+        ...(streaming ? { decorateHandler: withoutListTasks() } : {}),
         behaviour: async (call): Promise<AgentPlan> =>
           call.text === 'slow'
             ? {

@@ -143,16 +143,38 @@ interface SendOptions {
 }
 
 /**
- * Whether a send failed because the agent's answer was cut off by the response deadline
- * (`limits.agentResponseTimeout`): the request reached the agent, so its task may run there.
- */
-/**
  * How long a new call's answer may take before the task its stream named is written down: most
  * answers come sooner and write nothing; a gateway that dies within it leaves a call that is
  * looked for by its context, as one whose task id came with its answer.
  */
 const TASK_NAMED_AFTER_MS = 50;
 
+/**
+ * The task a new call's stream named, kept (`task-named`) once the call has gone on for
+ * {@link TASK_NAMED_AFTER_MS} without its answer: a gateway that dies from then on leaves a call
+ * followed up by its task id, not looked for by its context, and a quick answer costs no write.
+ */
+class TaskNaming {
+  readonly #timer: NodeJS.Timeout;
+  #kept: Promise<void> | undefined;
+
+  constructor(keep: () => Promise<void>) {
+    this.#timer = setTimeout(() => {
+      this.#kept = keep();
+    }, TASK_NAMED_AFTER_MS);
+  }
+
+  /** Stops the clock and waits for a write under way. */
+  async settled(): Promise<void> {
+    clearTimeout(this.#timer);
+    await this.#kept;
+  }
+}
+
+/**
+ * Whether a send failed because the agent's answer was cut off by the response deadline
+ * (`limits.agentResponseTimeout`): the request reached the agent, so its task may run there.
+ */
 function answerCutOff(error: unknown): error is FleetgateError {
   return (
     isFleetgateError(error) &&
@@ -412,8 +434,8 @@ export class Dispatcher {
     let result: CallResult;
     /** The ids the call went out with, committed before it left (a new task's call only). */
     let sent = more.prepared?.send;
-    /** The task the agent's stream names before its answer ends, kept if the answer is slow. */
-    const naming = more.taskId === undefined ? this.#naming(record) : undefined;
+    /** The task the agent's stream named before its answer ended, kept if the answer is slow. */
+    let naming = undefined as TaskNaming | undefined;
     try {
       const { input, options } = more.prepared ?? heldCall(held);
       if (more.taskId === undefined && more.prepared === undefined) {
@@ -431,7 +453,13 @@ export class Dispatcher {
         ...(more.observer?.streamed === undefined
           ? {}
           : { onEvent: more.observer.streamed.bind(more.observer) }),
-        ...(naming === undefined ? {} : { onTaskNamed: naming.named }),
+        ...(more.taskId === undefined
+          ? {
+              onTaskNamed: (taskId: string) => {
+                naming = new TaskNaming(() => this.#named(record, taskId));
+              },
+            }
+          : {}),
         correlationId: record.correlationId,
         ...callMode(more.mode ?? this.#o.mode),
         ...defined({ taskId: more.taskId, contextId: more.contextId }),
@@ -455,31 +483,6 @@ export class Dispatcher {
     await naming?.settled();
     more.observer?.replied?.(result);
     return this.#answered(record, result, more);
-  }
-
-  /**
-   * The task a new call's stream names, kept (`task-named`) once the call has gone on for
-   * {@link TASK_NAMED_AFTER_MS} without its answer: a gateway that dies from then on leaves a call
-   * followed up by its task id, not looked for by its context, and a quick answer costs no write.
-   * `settled` stops the clock and waits for a write under way.
-   */
-  #naming(record: DispatchRecord): {
-    named: (taskId: string) => void;
-    settled: () => Promise<void>;
-  } {
-    let timer: NodeJS.Timeout | undefined;
-    let kept: Promise<void> | undefined;
-    return {
-      named: (taskId) => {
-        timer = setTimeout(() => {
-          kept = this.#named(record, taskId);
-        }, TASK_NAMED_AFTER_MS);
-      },
-      settled: async () => {
-        clearTimeout(timer);
-        await kept;
-      },
-    };
   }
 
   /** Keeps the task a call's stream named; a failure leaves the call as it was. */

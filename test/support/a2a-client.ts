@@ -63,3 +63,21 @@ export function userMessage(
     referenceTaskIds: [],
   };
 }
+
+/**
+ * One call of the ops agent's `sitrep` through `client`: `SendMessage`, or `SendStreamingMessage`
+ * with its events read to the stream's end. Settles when the call does.
+ */
+export async function callSitrep(client: Client, streaming: boolean): Promise<void> {
+  const request = {
+    tenant: '',
+    message: userMessage('status please', { 'x-effect-domain-skill': 'sitrep' }),
+    configuration: undefined,
+    metadata: undefined,
+  };
+  if (!streaming) {
+    await client.sendMessage(request);
+    return;
+  }
+  for await (const event of client.sendMessageStream(request)) void event;
+}
