@@ -11,6 +11,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createStoreDispatchRecords,
+  moveDispatch,
   type DispatchRecord,
   type DispatchRecordStore,
 } from '../src/dispatch/index.js';
@@ -167,6 +168,74 @@ describe.each(storeVariants(pgUp))('dispatch record moves ($kind, direct: $direc
     `.execute(opened.store.db);
     return rows.rows.map((r) => ({ topic: r.topic, payload: JSON.parse(r.payload) as unknown }));
   }
+
+  /**
+   * A dispatch's holder, send and trace context as its own row has them and as its side rows
+   * (`fleetgate_dispatch_send`, `fleetgate_dispatch_trace`) do.
+   */
+  async function callColumns(id: string): Promise<{ row: unknown[]; side: unknown[] }> {
+    const found = await sql<Record<string, string | number | null>>`
+      select d.owner, d.message_id, d.context_id, d.sent_at, d.traceparent,
+        s.owner as s_owner, s.message_id as s_message_id, s.context_id as s_context_id,
+        s.sent_at as s_sent_at, t.traceparent as t_traceparent
+      from fleetgate_dispatch d
+      left join fleetgate_dispatch_send s on s.dispatch_id = d.id
+      left join fleetgate_dispatch_trace t on t.dispatch_id = d.id
+      where d.id = ${id}
+    `.execute(opened.store.db);
+    const r = found.rows[0]!;
+    const sentAt = (v: unknown) => (v === null ? null : Number(v));
+    return {
+      row: [r.owner, r.message_id, r.context_id, sentAt(r.sent_at), r.traceparent],
+      side: [r.s_owner, r.s_message_id, r.s_context_id, sentAt(r.s_sent_at), r.t_traceparent],
+    };
+  }
+
+  it.skipIf(skip)(
+    'writes who holds a call, what it sent and its trace context on its own row too, as its side rows have them',
+    async () => {
+      const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+      const plain = record();
+      await records.create(plain);
+      expect(await callColumns(plain.id)).toEqual({
+        row: [null, null, null, null, null],
+        side: [null, null, null, null, null],
+      });
+      // Sent at once: its holder and ids with the record.
+      const sent = record({ traceparent });
+      await records.create(sent, {
+        send: { owner: 'gw-a', messageId: 'm-1', contextId: 'ctx-1', sentAt: 5 },
+      });
+      const first = ['gw-a', 'm-1', 'ctx-1', 5, traceparent];
+      expect(await callColumns(sent.id)).toEqual({ row: first, side: first });
+      // Held first, sent later.
+      const later = record({ status: 'awaiting-approval' });
+      await records.create(later);
+      await records.sending(later, {
+        owner: 'gw-b',
+        messageId: 'm-2',
+        contextId: 'ctx-2',
+        sentAt: 9,
+      });
+      const second = ['gw-b', 'm-2', 'ctx-2', 9, null];
+      expect(await callColumns(later.id)).toEqual({ row: second, side: second });
+      // Taken over: the new holder on both; a lost takeover changes neither.
+      expect(await records.takeOver(later.id, 'gw-b', 'gw-c')).toBe(true);
+      expect(await records.takeOver(later.id, 'gw-b', 'gw-d')).toBe(false);
+      const taken = ['gw-c', 'm-2', 'ctx-2', 9, null];
+      expect(await callColumns(later.id)).toEqual({ row: taken, side: taken });
+      // Released by its approval into a process's hands (the approvals' transaction), not sent yet.
+      const released = record({ status: 'awaiting-approval', traceparent });
+      await records.create(released);
+      await opened.store.db
+        .transaction()
+        .execute((trx) =>
+          moveDispatch(trx, released.id, 'awaiting-approval', 'running', 11, { owner: 'gw-e' }),
+        );
+      const inHand = ['gw-e', '', '', null, traceparent];
+      expect(await callColumns(released.id)).toEqual({ row: inHand, side: inHand });
+    },
+  );
 
   it.skipIf(skip)(
     'records a dispatch with its trace context, its holder and its events, in one unit',

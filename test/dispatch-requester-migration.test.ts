@@ -4,9 +4,6 @@
  * it), a replica of the previous release keeps writing and reading calls against the migrated
  * schema during a rolling upgrade, and undoing the migration takes away only what it added.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql, type Kysely } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -15,58 +12,22 @@ import {
   type DispatchRecordStore,
   type DispatchStatus,
 } from '../src/dispatch/index.js';
-import { GATEWAY_MIGRATIONS, openGatewayStore, type GatewayStore } from '../src/service/index.js';
+import { GATEWAY_MIGRATIONS, type GatewayStore } from '../src/service/index.js';
 import type { StoreKind, StoreMigrations } from '../src/store/index.js';
-import { PG_URL, requirePostgres, uniqueName } from './support/services.js';
+import { requirePostgres } from './support/services.js';
+import { storePlace, type StorePlace } from './support/stores.js';
 
 const pgUp = await requirePostgres();
 
 const MIGRATION = '0900_dispatch_requester';
 const INDEX = 'fleetgate_dispatch_in_flight';
 
-/** The migrations of the release before this one: every one but {@link MIGRATION}. */
+/** The migrations of the release before this one: every one before {@link MIGRATION}. */
 const PREVIOUS: StoreMigrations = Object.fromEntries(
-  Object.entries(GATEWAY_MIGRATIONS).filter(([name]) => name !== MIGRATION),
+  Object.entries(GATEWAY_MIGRATIONS).filter(([name]) => name < MIGRATION),
 );
-
-/** Opens and removes stores of one kind, each in a place of its own. */
-interface Place {
-  open(migrations?: StoreMigrations): Promise<GatewayStore>;
-  remove(): Promise<void>;
-}
-
-function placeOf(kind: StoreKind): Place {
-  if (kind === 'postgres') {
-    const schema = uniqueName('fgrequester');
-    const opened: GatewayStore[] = [];
-    return {
-      async open(migrations = GATEWAY_MIGRATIONS) {
-        const store = await openGatewayStore(PG_URL, { schema, migrations, poolSize: 2 });
-        opened.push(store);
-        return store;
-      },
-      async remove() {
-        const store = await openGatewayStore(PG_URL, { schema, migrate: false, poolSize: 1 });
-        await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(store.db);
-        await store.close();
-        for (const s of opened) await s.close().catch(() => undefined);
-      },
-    };
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'fgrequester-'));
-  const opened: GatewayStore[] = [];
-  return {
-    async open(migrations = GATEWAY_MIGRATIONS) {
-      const store = await openGatewayStore(`sqlite:${join(dir, 'fleetgate.db')}`, { migrations });
-      opened.push(store);
-      return store;
-    },
-    async remove() {
-      for (const s of opened) await s.close().catch(() => undefined);
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
+/** The migrations a store of that release runs to this one: {@link MIGRATION} and any after it. */
+const SINCE = Object.keys(GATEWAY_MIGRATIONS).filter((name) => name >= MIGRATION);
 
 /** A call as the previous release recorded it. */
 interface OldCall {
@@ -152,7 +113,7 @@ const KINDS = [
 ];
 
 describe.each(KINDS)(`${MIGRATION} ($kind)`, ({ kind, skip }) => {
-  let place: Place | undefined;
+  let place: StorePlace | undefined;
 
   afterEach(async () => {
     await place?.remove();
@@ -162,7 +123,7 @@ describe.each(KINDS)(`${MIGRATION} ($kind)`, ({ kind, skip }) => {
   it.skipIf(skip)(
     'opens a store the previous release wrote and reads its call in flight with no requester',
     async () => {
-      place = placeOf(kind);
+      place = storePlace(kind, 'fgrequester');
       const before = await place.open(PREVIOUS);
       expect(await shape(before.db as Kysely<unknown>, kind)).toEqual({
         requester: false,
@@ -180,7 +141,7 @@ describe.each(KINDS)(`${MIGRATION} ($kind)`, ({ kind, skip }) => {
       await before.close();
 
       const store = await place.open();
-      expect(store.migrated).toEqual([MIGRATION]);
+      expect(store.migrated).toEqual(SINCE);
       expect(await shape(store.db as Kysely<unknown>, kind)).toEqual({
         requester: true,
         index: true,
@@ -230,7 +191,7 @@ describe.each(KINDS)(`${MIGRATION} ($kind)`, ({ kind, skip }) => {
   it.skipIf(skip)(
     'undoes the migration: the column and the index go, every call stays',
     async () => {
-      place = placeOf(kind);
+      place = storePlace(kind, 'fgrequester');
       const store = await place.open();
       const db = store.db as Kysely<unknown>;
       const records = createStoreDispatchRecords(store.db);

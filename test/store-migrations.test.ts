@@ -28,16 +28,28 @@ const RETIRED: ReadonlyMap<string, string> = new Map([
  * (SQLite keeps the table's text with the added columns appended). Replicas of the release before
  * keep writing such a table, leaving the column out.
  */
-const ADDED: ReadonlyMap<string, { migration: string; columns: string }> = new Map([
-  // Who asked for a call.
-  ['fleetgate_dispatch', { migration: '0900_dispatch_requester', columns: '"requested_by" text' }],
+const ADDED: ReadonlyMap<string, readonly { migration: string; columns: string }[]> = new Map([
+  [
+    'fleetgate_dispatch',
+    [
+      // Who asked for a call.
+      { migration: '0900_dispatch_requester', columns: '"requested_by" text' },
+      // Who holds it, what it sent and its trace context, on its own row.
+      {
+        migration: '1000_dispatch_call_columns',
+        columns:
+          '"owner" text, "message_id" text, "context_id" text, "sent_at" bigint, "traceparent" text',
+      },
+    ],
+  ],
 ]);
 
 /** A shipped table or index as it stands after every migration: with the columns added since. */
 function withAdded(row: PinnedSchema['schema'][number]): PinnedSchema['schema'][number] {
   const added = ADDED.get(row.name);
   if (added === undefined || row.type !== 'table' || row.sql === null) return row;
-  return { ...row, sql: row.sql.replace(/\)$/, `, ${added.columns})`) };
+  const columns = added.map((a) => a.columns).join(', ');
+  return { ...row, sql: row.sql.replace(/\)$/, `, ${columns})`) };
 }
 
 describe('GATEWAY_MIGRATIONS', () => {
@@ -68,7 +80,9 @@ describe('GATEWAY_MIGRATIONS', () => {
         expect(store.migrated).toContain(migration);
         expect(rows.rows.map((row) => row.name)).not.toContain(name);
       }
-      for (const { migration } of ADDED.values()) expect(store.migrated).toContain(migration);
+      for (const { migration } of [...ADDED.values()].flat()) {
+        expect(store.migrated).toContain(migration);
+      }
     } finally {
       await store.close();
     }

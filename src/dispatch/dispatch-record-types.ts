@@ -15,9 +15,9 @@ export type DispatchRecord = Omit<DispatchEvent, 'reason' | 'state' | 'decision'
 
 /**
  * The table of {@link createStoreDispatchRecords} (migration `0005_dispatch`; `requested_by`
- * from `0900_dispatch_requester`).
+ * from `0900_dispatch_requester`; the {@link DispatchCallColumns} from `1000_dispatch_call_columns`).
  */
-export interface DispatchTable {
+export interface DispatchTable extends DispatchCallColumns {
   id: string;
   agent: string;
   skill: string;
@@ -28,6 +28,48 @@ export interface DispatchTable {
   updated_at: number;
   result: string | null;
   requested_by: string | null;
+}
+
+/**
+ * Who holds a dispatch, what it sent and its trace context, on its own row (migration
+ * `1000_dispatch_call_columns`): written with `fleetgate_dispatch_send` and
+ * `fleetgate_dispatch_trace` in the same units, which stay the ones read while a replica of the
+ * previous release, which knows only them, may run. Null on rows written before.
+ */
+export interface DispatchCallColumns {
+  owner: string | null;
+  message_id: string | null;
+  context_id: string | null;
+  sent_at: number | null;
+  traceparent: string | null;
+}
+
+/** The columns of a dispatch row the records read (the call columns are written, not read yet). */
+export const DISPATCH_READ_COLUMNS = [
+  'id',
+  'agent',
+  'skill',
+  'correlation_id',
+  'status',
+  'task_id',
+  'created_at',
+  'updated_at',
+  'result',
+  'requested_by',
+] as const;
+
+/** The call columns of a new row: its holder and send, when it has one, and its trace context. */
+export function callColumns(
+  record: Pick<DispatchRecord, 'traceparent'>,
+  send: DispatchSend | undefined,
+): DispatchCallColumns {
+  return {
+    owner: send?.owner ?? null,
+    message_id: send?.messageId ?? null,
+    context_id: send?.contextId ?? null,
+    sent_at: send?.sentAt ?? null,
+    traceparent: record.traceparent ?? null,
+  };
 }
 
 /** The trace context of a dispatch, when it was asked with one (migration `0300_dispatch_trace`). */
@@ -226,8 +268,10 @@ export interface RecordEvents {
 /** A change of {@link DispatchRecordStore.update}. */
 export type DispatchChange = Parameters<DispatchRecordStore['update']>[1];
 
-/** A dispatch row with its trace context (joined). */
-export type DispatchRow = DispatchTable & { traceparent: string | null };
+/** A dispatch row as read, with its trace context (joined). */
+export type DispatchRow = Pick<DispatchTable, (typeof DISPATCH_READ_COLUMNS)[number]> & {
+  traceparent: string | null;
+};
 
 /** The outbox row of an announcement (the payload is the record as written, plus its extras). */
 export function eventOf(

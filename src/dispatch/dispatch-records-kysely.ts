@@ -11,6 +11,8 @@ import type { DispatchStatus } from '../protocol/index.js';
 import { defined } from '../protocol/fields/index.js';
 import {
   announced,
+  callColumns,
+  DISPATCH_READ_COLUMNS,
   ENDED,
   eventOf,
   fromRow,
@@ -54,8 +56,16 @@ async function writeAnnouncement(
   });
 }
 
-/** Writes who holds a dispatch and what it sends, inside the caller's transaction. */
-async function upsertSend(executor: unknown, id: string, send: DispatchSend): Promise<void> {
+/**
+ * Writes who holds a dispatch and what it sends, inside the caller's transaction: its side row,
+ * and (`mirror`) the same on the dispatch's own row, where a new row has it from its insert.
+ */
+async function upsertSend(
+  executor: unknown,
+  id: string,
+  send: DispatchSend,
+  mirror = true,
+): Promise<void> {
   const values = {
     dispatch_id: id,
     owner: send.owner,
@@ -75,6 +85,17 @@ async function upsertSend(executor: unknown, id: string, send: DispatchSend): Pr
       }),
     )
     .execute();
+  if (!mirror) return;
+  await (executor as Kysely<DispatchDatabase>)
+    .updateTable('fleetgate_dispatch')
+    .set({
+      owner: send.owner,
+      message_id: send.messageId,
+      context_id: send.contextId,
+      sent_at: send.sentAt,
+    })
+    .where('id', '=', id)
+    .execute();
 }
 
 /** A query of the records with their trace context, through `executor` (store or transaction). */
@@ -86,15 +107,19 @@ function rowsOf(executor: Kysely<DispatchDatabase>) {
       'fleetgate_dispatch_trace.dispatch_id',
       'fleetgate_dispatch.id',
     )
-    .selectAll('fleetgate_dispatch')
+    .select(DISPATCH_READ_COLUMNS.map((c) => `fleetgate_dispatch.${c}` as const))
     .select('fleetgate_dispatch_trace.traceparent');
 }
 
-/** Writes a record and its trace context through `executor` (a transaction or not). */
+/**
+ * Writes a record, its trace context and who holds it (`send`, on the record's own row: its side
+ * row is the caller's) through `executor` (a transaction or not).
+ */
 async function insertRecord(
   executor: Kysely<DispatchDatabase>,
   record: DispatchRecord,
   result: string | null,
+  send: DispatchSend | undefined,
 ): Promise<void> {
   await executor
     .insertInto('fleetgate_dispatch')
@@ -109,6 +134,7 @@ async function insertRecord(
       updated_at: record.updatedAt,
       result,
       requested_by: record.requestedBy ?? null,
+      ...callColumns(record, send),
     })
     .execute();
   if (record.traceparent !== undefined) {
@@ -132,11 +158,11 @@ async function createRecord(
   const { send, announce } = createOptions;
   const result = record.result === null ? null : JSON.stringify(record.result);
   if (announce === undefined && send === undefined) {
-    await insertRecord(db, record, result);
+    await insertRecord(db, record, result, undefined);
   } else {
     await db.transaction().execute(async (trx) => {
-      await insertRecord(trx, record, result);
-      if (send !== undefined) await upsertSend(trx, record.id, send);
+      await insertRecord(trx, record, result, send);
+      if (send !== undefined) await upsertSend(trx, record.id, send, false);
       for (const a of announce ?? []) {
         await writeAnnouncement(trx, record, a, eventId(), record.createdAt);
       }
@@ -206,13 +232,18 @@ async function takeOverDispatch(
   from: string,
   to: string,
 ): Promise<boolean> {
-  const moved = await ctx.db
-    .updateTable('fleetgate_dispatch_send')
-    .set({ owner: to })
-    .where('dispatch_id', '=', id)
-    .where('owner', '=', from)
-    .executeTakeFirst();
-  return Number(moved.numUpdatedRows) === 1;
+  return ctx.db.transaction().execute(async (trx) => {
+    // The side row decides (a replica of the previous release takes calls over by it alone).
+    const moved = await trx
+      .updateTable('fleetgate_dispatch_send')
+      .set({ owner: to })
+      .where('dispatch_id', '=', id)
+      .where('owner', '=', from)
+      .executeTakeFirst();
+    if (Number(moved.numUpdatedRows) !== 1) return false;
+    await trx.updateTable('fleetgate_dispatch').set({ owner: to }).where('id', '=', id).execute();
+    return true;
+  });
 }
 
 /** {@link DispatchRecordStore.get}. */

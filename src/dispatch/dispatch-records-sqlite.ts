@@ -8,6 +8,8 @@ import { insertOutboxRows } from '../bus/index.js';
 import type { SqliteAccess } from '../store/index.js';
 import {
   announced,
+  callColumns,
+  DISPATCH_READ_COLUMNS,
   ENDED,
   eventOf,
   fromRow,
@@ -25,13 +27,15 @@ import {
   type RecordEvents,
 } from './dispatch-record-types.js';
 
+/** The dispatch row's columns the records read. */
+const READ_COLUMNS = DISPATCH_READ_COLUMNS.map((c) => `"fleetgate_dispatch"."${c}"`).join(', ');
 const SELECT_ROWS =
-  'select "fleetgate_dispatch".*, "fleetgate_dispatch_trace"."traceparent" from "fleetgate_dispatch" ' +
+  `select ${READ_COLUMNS}, "fleetgate_dispatch_trace"."traceparent" from "fleetgate_dispatch" ` +
   'left join "fleetgate_dispatch_trace" on "fleetgate_dispatch_trace"."dispatch_id" = "fleetgate_dispatch"."id" ';
 const SELECT_BY_ID = `${SELECT_ROWS}where "fleetgate_dispatch"."id" = ?`;
 const SELECT_BY_TASK = `${SELECT_ROWS}where "fleetgate_dispatch"."agent" = ? and "fleetgate_dispatch"."task_id" = ? limit 1`;
 const SELECT_HELD =
-  'select "fleetgate_dispatch".*, "fleetgate_dispatch_trace"."traceparent", ' +
+  `select ${READ_COLUMNS}, "fleetgate_dispatch_trace"."traceparent", ` +
   '"fleetgate_dispatch_send"."owner", "fleetgate_dispatch_send"."message_id", ' +
   '"fleetgate_dispatch_send"."context_id", "fleetgate_dispatch_send"."sent_at" ' +
   'from "fleetgate_dispatch" ' +
@@ -50,7 +54,9 @@ function selectAdrift(living: number): string {
 }
 const INSERT =
   'insert into "fleetgate_dispatch" ("id", "agent", "skill", "correlation_id", "status", "task_id", ' +
-  '"created_at", "updated_at", "result", "requested_by") values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+  '"created_at", "updated_at", "result", "requested_by", ' +
+  '"owner", "message_id", "context_id", "sent_at", "traceparent") ' +
+  'values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
 const INSERT_TRACE =
   'insert into "fleetgate_dispatch_trace" ("dispatch_id", "traceparent") values (?, ?)';
 /**
@@ -67,6 +73,12 @@ const UPSERT_SEND =
   '"message_id" = excluded."message_id", "context_id" = excluded."context_id", "sent_at" = excluded."sent_at"';
 const TAKE_OVER =
   'update "fleetgate_dispatch_send" set "owner" = ? where "dispatch_id" = ? and "owner" = ?';
+/** The send and holder on the dispatch's own row, written with {@link UPSERT_SEND}. */
+const SEND_COLUMNS =
+  'update "fleetgate_dispatch" set "owner" = ?, "message_id" = ?, "context_id" = ?, "sent_at" = ? ' +
+  'where "id" = ?';
+/** The holder on the dispatch's own row, written with a won {@link TAKE_OVER}. */
+const OWNER_COLUMN = 'update "fleetgate_dispatch" set "owner" = ? where "id" = ?';
 // Retention in batches: one huge delete would hold the connection (and grow the log) for long.
 // Who held an ended dispatch goes with it.
 const ENDED_BATCH =
@@ -130,6 +142,7 @@ export function sqliteDispatchRecords(
       const result = record.result === null ? null : JSON.stringify(record.result);
       // The record, its trace context, who holds it and its events in one unit, committed with
       // the writes of this turn.
+      const call = callColumns(record, send);
       await direct.write((sql) => {
         sql.run(INSERT, [
           record.id,
@@ -142,6 +155,11 @@ export function sqliteDispatchRecords(
           record.updatedAt,
           result,
           record.requestedBy ?? null,
+          call.owner,
+          call.message_id,
+          call.context_id,
+          call.sent_at,
+          call.traceparent,
         ]);
         if (record.traceparent !== undefined) {
           sql.run(INSERT_TRACE, [record.id, record.traceparent]);
@@ -158,6 +176,7 @@ export function sqliteDispatchRecords(
       const at = send.sentAt ?? record.updatedAt;
       await direct.write((sql) => {
         sql.run(UPSERT_SEND, sendParams(record.id, send));
+        sql.run(SEND_COLUMNS, [send.owner, send.messageId, send.contextId, send.sentAt, record.id]);
         if (announce !== undefined) {
           insertOutboxRows(sql, [eventOf(record, announce, events.eventId())], at);
         }
@@ -186,7 +205,12 @@ export function sqliteDispatchRecords(
       return rows.map(heldFromRow);
     },
     takeOver(id, from, to) {
-      return direct.write((sql) => sql.run(TAKE_OVER, [to, id, from]).changes === 1);
+      return direct.write((sql) => {
+        // The side row decides (a replica of the previous release takes calls over by it alone).
+        if (sql.run(TAKE_OVER, [to, id, from]).changes !== 1) return false;
+        sql.run(OWNER_COLUMN, [to, id]);
+        return true;
+      });
     },
     get: (id) => readOne(SELECT_BY_ID, [id]),
     byTask: (agent, taskId) => readOne(SELECT_BY_TASK, [agent, taskId]),

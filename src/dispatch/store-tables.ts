@@ -106,6 +106,23 @@ export const DISPATCH_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
       fleetgate_dispatch_in_flight: 'fleetgate_dispatch (status, task_id)',
     },
   },
+  '1000_dispatch_call_columns': {
+    // The first of two releases that fold the call's side rows into its own: who holds it, what
+    // it sent and its trace context, written on the dispatch row in the same statements as
+    // `fleetgate_dispatch_send` and `fleetgate_dispatch_trace`. Those tables stay the truth while a
+    // replica of the previous release may run beside this one (it reads and takes calls over
+    // through them only); the next release backfills what such a replica wrote, reads these
+    // columns and stops writing the side rows. Nullable: rows of earlier releases have none.
+    addColumns: {
+      fleetgate_dispatch: {
+        owner: 'text',
+        message_id: 'text',
+        context_id: 'text',
+        sent_at: 'bigint',
+        traceparent: 'text',
+      },
+    },
+  },
 };
 
 /** The columns the legacy-holder migration reads and writes. */

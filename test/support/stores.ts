@@ -6,7 +6,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { openGatewayStore, type GatewayStore } from '../../src/service/index.js';
+import {
+  GATEWAY_MIGRATIONS,
+  openGatewayStore,
+  type GatewayStore,
+} from '../../src/service/index.js';
+import type { StoreKind, StoreMigrations } from '../../src/store/index.js';
 import { PG_URL, uniqueName } from './services.js';
 
 /** One store a suite runs on. */
@@ -62,6 +67,48 @@ export async function openTestStore(
     store,
     async remove() {
       await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A store of one kind in a place of its own, opened as often as a test likes with the migrations
+ * of a release (an upgrade: opened with an earlier release's, then with this one's).
+ */
+export interface StorePlace {
+  open(migrations?: StoreMigrations): Promise<GatewayStore>;
+  remove(): Promise<void>;
+}
+
+/** A {@link StorePlace}: a PostgreSQL schema or a SQLite file named after `name`. */
+export function storePlace(kind: StoreKind, name: string): StorePlace {
+  const opened: GatewayStore[] = [];
+  if (kind === 'postgres') {
+    const schema = uniqueName(name);
+    return {
+      async open(migrations = GATEWAY_MIGRATIONS) {
+        const store = await openGatewayStore(PG_URL, { schema, migrations, poolSize: 2 });
+        opened.push(store);
+        return store;
+      },
+      async remove() {
+        const store = await openGatewayStore(PG_URL, { schema, migrate: false, poolSize: 1 });
+        await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(store.db);
+        await store.close();
+        for (const s of opened) await s.close().catch(() => undefined);
+      },
+    };
+  }
+  const dir = mkdtempSync(join(tmpdir(), `${name}-`));
+  return {
+    async open(migrations = GATEWAY_MIGRATIONS) {
+      const store = await openGatewayStore(`sqlite:${join(dir, 'fleetgate.db')}`, { migrations });
+      opened.push(store);
+      return store;
+    },
+    async remove() {
+      for (const s of opened) await s.close().catch(() => undefined);
       rmSync(dir, { recursive: true, force: true });
     },
   };
