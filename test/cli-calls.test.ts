@@ -103,7 +103,7 @@ describe('fleetgate calls and fleetgate call', () => {
       expect(lines[0]).toMatch(new RegExp(`^${done.id.slice(-8)}\\s+ops/sitrep\\s+completed$`));
       expect(lines[1]).toContain(`call ${done.id}`);
       const steps = [
-        'requested by bob',
+        'requested by bob through the HTTP API',
         'gate: allowed at once (no approval needed)',
         'sent to ops (message ',
         'task completed',

@@ -79,7 +79,11 @@ describe('dispatch handle', () => {
     expect(statuses(seen)).toEqual(['completed']);
     // An iterator started after the end reads the same updates.
     expect((await updatesOf(call)).map((u) => u.type)).toEqual(['decision', 'reply', 'status']);
-    expect(await gw.dispatchRecord('handle-1')).toMatchObject({ status: 'completed' });
+    // A call of a program that embeds the gateway says so.
+    expect(await gw.dispatchRecord('handle-1')).toMatchObject({
+      status: 'completed',
+      door: 'library',
+    });
   });
 
   it("streams the agent's events before its answer and the record's end", async () => {

@@ -197,17 +197,22 @@ describe.each(storeVariants(pgUp))('dispatch record moves ($kind, direct: $direc
       const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
       const plain = record();
       await records.create(plain);
+      expect(await records.get(plain.id)).not.toHaveProperty('door');
       expect(await callColumns(plain.id)).toEqual({
         row: [null, null, null, null, null],
         side: [null, null, null, null, null],
       });
-      // Sent at once: its holder and ids with the record.
-      const sent = record({ traceparent });
+      // Sent at once: its holder and ids with the record, and the door it came through.
+      const sent = record({ traceparent, door: 'a2a-proxy' });
       await records.create(sent, {
         send: { owner: 'gw-a', messageId: 'm-1', contextId: 'ctx-1', sentAt: 5 },
       });
       const first = ['gw-a', 'm-1', 'ctx-1', 5, traceparent];
       expect(await callColumns(sent.id)).toEqual({ row: first, side: first });
+      expect(await records.get(sent.id)).toEqual(sent);
+      expect(
+        (await records.list({ limit: 5, agent: 'ops' })).find((r) => r.id === sent.id),
+      ).toEqual(sent);
       // Held first, sent later.
       const later = record({ status: 'awaiting-approval' });
       await records.create(later);

@@ -2,7 +2,8 @@
  * Who asked for a call is kept with its dispatch record, whatever door it came through and whether
  * or not it waited for an approval: `fleetgate start` as a child process with named tokens, a call
  * the gate lets go at once asked through the HTTP API and one through the A2A proxy. The API's
- * dispatch views name the token that asked, and the dashboard's call page (real Chromium) says so.
+ * dispatch views name the token that asked and the door the call came through, and the dashboard's
+ * call page (real Chromium) says both.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,6 +31,7 @@ interface DispatchView {
   id: string;
   status: string;
   requestedBy: string | null;
+  door: string | null;
   decision?: { action: string };
 }
 
@@ -80,9 +82,15 @@ describe('who asked for a call that ran at once', () => {
     // No approval was asked: the gate let the call go at once.
     expect(answer).toMatchObject({ status: 'completed', decision: { action: 'allow' } });
     expect(answer.requestedBy).toBe('alice');
+    expect(answer.door).toBe('api');
 
     const one = await getJson<DispatchView>(gw.url, `/api/dispatches/${answer.id}`, TOKENS.vera);
-    expect(one).toMatchObject({ id: answer.id, status: 'completed', requestedBy: 'alice' });
+    expect(one).toMatchObject({
+      id: answer.id,
+      status: 'completed',
+      requestedBy: 'alice',
+      door: 'api',
+    });
     const page = await getJson<{ dispatches: DispatchView[] }>(
       gw.url,
       '/api/dispatches?agent=ops&limit=10',
@@ -108,7 +116,11 @@ describe('who asked for a call that ran at once', () => {
     })) as Task;
     // The proxy's task id is its dispatch's id.
     const dispatch = await getJson<DispatchView>(gw.url, `/api/dispatches/${task.id}`, TOKENS.vera);
-    expect(dispatch).toMatchObject({ status: 'completed', requestedBy: 'alice' });
+    expect(dispatch).toMatchObject({
+      status: 'completed',
+      requestedBy: 'alice',
+      door: 'a2a-proxy',
+    });
   });
 
   it('says who asked on the call page', async () => {
@@ -125,6 +137,7 @@ describe('who asked for a call that ran at once', () => {
     await page.evaluate((id) => (location.hash = `#/calls/${id}`), answer.id);
     await page.locator(`section.call[data-call="${answer.id}"][data-status=completed]`).waitFor();
     expect(await page.locator('[data-asked-by]').textContent()).toBe('asked by alice');
+    expect(await page.locator('[data-door]').textContent()).toBe('through the HTTP API');
     expect(await page.locator('[data-step=requested] strong').textContent()).toBe(
       'requested: ops / sitrep by alice',
     );

@@ -34,11 +34,12 @@ const ADDED: ReadonlyMap<string, readonly { migration: string; columns: string }
     [
       // Who asked for a call.
       { migration: '0900_dispatch_requester', columns: '"requested_by" text' },
-      // Who holds it, what it sent and its trace context, on its own row.
+      // The door it came through; who holds it, what it sent and its trace context, on its row.
       {
         migration: '1000_dispatch_call_columns',
         columns:
-          '"owner" text, "message_id" text, "context_id" text, "sent_at" bigint, "traceparent" text',
+          '"door" text, "owner" text, "message_id" text, "context_id" text, "sent_at" bigint, ' +
+          '"traceparent" text',
       },
     ],
   ],

@@ -4,6 +4,7 @@
  * and an announcement's outbox row.
  */
 import type {
+  CallDoor,
   DispatchEvent,
   DispatchResult,
   DispatchStatus,
@@ -28,6 +29,8 @@ export interface DispatchTable extends DispatchCallColumns {
   updated_at: number;
   result: string | null;
   requested_by: string | null;
+  /** The door the call came through (`1000_dispatch_call_columns`); null on rows from before. */
+  door: string | null;
 }
 
 /**
@@ -56,6 +59,7 @@ export const DISPATCH_READ_COLUMNS = [
   'updated_at',
   'result',
   'requested_by',
+  'door',
 ] as const;
 
 /** The call columns of a new row: its holder and send, when it has one, and its trace context. */
@@ -254,6 +258,7 @@ export function fromRow(row: DispatchRow): DispatchRecord {
     result: row.result === null ? null : (JSON.parse(row.result) as DispatchResult),
     ...(row.traceparent === null ? {} : { traceparent: row.traceparent }),
     ...(row.requested_by === null ? {} : { requestedBy: row.requested_by }),
+    ...(row.door === null ? {} : { door: row.door as CallDoor }),
   };
 }
 

@@ -134,6 +134,7 @@ async function insertRecord(
       updated_at: record.updatedAt,
       result,
       requested_by: record.requestedBy ?? null,
+      door: record.door ?? null,
       ...callColumns(record, send),
     })
     .execute();

@@ -54,9 +54,9 @@ function selectAdrift(living: number): string {
 }
 const INSERT =
   'insert into "fleetgate_dispatch" ("id", "agent", "skill", "correlation_id", "status", "task_id", ' +
-  '"created_at", "updated_at", "result", "requested_by", ' +
+  '"created_at", "updated_at", "result", "requested_by", "door", ' +
   '"owner", "message_id", "context_id", "sent_at", "traceparent") ' +
-  'values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+  'values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
 const INSERT_TRACE =
   'insert into "fleetgate_dispatch_trace" ("dispatch_id", "traceparent") values (?, ?)';
 /**
@@ -155,6 +155,7 @@ export function sqliteDispatchRecords(
           record.updatedAt,
           result,
           record.requestedBy ?? null,
+          record.door ?? null,
           call.owner,
           call.message_id,
           call.context_id,

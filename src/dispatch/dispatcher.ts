@@ -4,7 +4,7 @@ import { FleetgateError, isFleetgateError, LIMITS } from '../protocol/index.js';
 import { tooDeepAt } from '../protocol/values/index.js';
 import { newRecordId } from '../protocol/ids/index.js';
 import { defined } from '../protocol/fields/index.js';
-import type { ErrorCode, HeldInput, TaskStateName } from '../protocol/index.js';
+import type { CallDoor, ErrorCode, HeldInput, TaskStateName } from '../protocol/index.js';
 import { isTerminalState, normalizeTaskState } from '../protocol/index.js';
 import type { CallEffect, CallEvent } from '../calls/index.js';
 import { advance, ENDED_STATUSES } from '../calls/index.js';
@@ -57,6 +57,11 @@ export interface DispatchRequest {
   correlationId?: string;
   /** Who asks for the call (an approver can never approve their own call). */
   requestedBy?: string;
+  /**
+   * The door the call came through, kept on its record (default `library`: a program that embeds
+   * the gateway). The gateway's HTTP API and A2A proxy name themselves.
+   */
+  door?: CallDoor;
   /**
    * How this call is sent when the gate lets it go at once (default: the dispatcher's `mode`).
    * `return-immediately` hands a task that is not finished to the tracker at once; a call
@@ -330,6 +335,7 @@ export class Dispatcher {
       updatedAt: now,
       result: null,
       ...defined({ traceparent: request.headers?.traceparent, requestedBy: request.requestedBy }),
+      door: request.door ?? 'library',
     };
     const { text, data, message, metadata, extensions, requestedBy, mode, headers } = request;
     const input: HeldInput = defined({ text, data, message, metadata, extensions });

@@ -112,9 +112,12 @@ export const DISPATCH_MIGRATIONS: Readonly<Record<string, StoreMigration>> = {
     // `fleetgate_dispatch_send` and `fleetgate_dispatch_trace`. Those tables stay the truth while a
     // replica of the previous release may run beside this one (it reads and takes calls over
     // through them only); the next release backfills what such a replica wrote, reads these
-    // columns and stops writing the side rows. Nullable: rows of earlier releases have none.
+    // columns and stops writing the side rows. Beside them, the door the call came through (the
+    // A2A proxy skips, with no read, the events of calls that did not come through it). Nullable:
+    // rows of earlier releases have none.
     addColumns: {
       fleetgate_dispatch: {
+        door: 'text',
         owner: 'text',
         message_id: 'text',
         context_id: 'text',

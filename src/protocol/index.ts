@@ -22,7 +22,7 @@ export * from './declarations.js';
 export type * from './declaration-lookup.js';
 export type * from './topics.js';
 export type * from './gate.js';
-export { DISPATCH_STATUSES, REASON_KINDS } from './topics.js';
+export { CALL_DOORS, DISPATCH_STATUSES, REASON_KINDS, callDoorText } from './topics.js';
 export * from './event-id.js';
 export * from './card-json.js';
 export { jsonPath } from './json-path.js';

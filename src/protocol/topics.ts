@@ -88,6 +88,32 @@ export const DISPATCH_STATUSES = [
   'canceled',
 ] as const satisfies readonly DispatchStatus[];
 
+/**
+ * The door a call came through: the gateway's HTTP API (the CLI, the dashboard, any HTTP client),
+ * its A2A proxy, or a program that embeds the gateway (`gw.dispatch()`).
+ */
+export type CallDoor = (typeof CALL_DOORS)[number];
+
+/** Every {@link CallDoor} (the API's schema, the CLI's story). */
+export const CALL_DOORS = ['api', 'a2a-proxy', 'library'] as const;
+
+/**
+ * How a person reads the door a call came through (the CLI's story of a call, the dashboard's call
+ * page); a door a newer gateway names and this one does not know reads "through" its name.
+ */
+export function callDoorText(door: string): string {
+  switch (door) {
+    case 'api':
+      return 'through the HTTP API';
+    case 'a2a-proxy':
+      return 'through the A2A proxy';
+    case 'library':
+      return 'from a program that embeds the gateway';
+    default:
+      return `through ${door}`;
+  }
+}
+
 /** The summary of how a dispatch ended. */
 export interface DispatchResult {
   /** The task's final state, when there was a task. */
@@ -127,6 +153,8 @@ export interface DispatchEvent {
    * gave); absent when nobody was named, as for every call recorded before the store kept it.
    */
   requestedBy?: string;
+  /** The door the call came through; absent on calls recorded before the store kept it. */
+  door?: CallDoor;
 }
 
 /** The kinds of fact a policy decision names (`Reason.kind`). */

@@ -12,6 +12,7 @@ import { RadiusBadge } from '../radius.js';
 import type { Store } from '../state.js';
 import { answerOf, hasVetoWindow, roleAtLeast, shortId, useStore } from '../state.js';
 import type { Approval, CallStory, DispatchRecord, Radius, StoryEvent } from '../types.js';
+import { callDoorText } from '../../../src/protocol/topics.js';
 
 /** A step of the timeline. */
 interface Step {
@@ -578,6 +579,11 @@ export function CallView(props: { store: Store; id: string }) {
         {asker !== undefined && (
           <span class="small" data-asked-by>
             asked by {asker}
+          </span>
+        )}
+        {d.door !== null && d.door !== undefined && (
+          <span class="small muted" data-door={d.door}>
+            {callDoorText(d.door)}
           </span>
         )}
         <span class="muted small">

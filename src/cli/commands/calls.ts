@@ -6,7 +6,12 @@
  * end `fleetgate dispatch` prints. `--json` prints what the API answered.
  */
 import { Option, type Command } from 'commander';
-import { DISPATCH_STATUSES, FleetgateError } from '../../protocol/index.js';
+import {
+  DISPATCH_STATUSES,
+  FleetgateError,
+  callDoorText,
+  type CallDoor,
+} from '../../protocol/index.js';
 import { defined } from '../../protocol/fields/index.js';
 import { cliCommand } from '../launcher.js';
 import { integerFlag } from '../options.js';
@@ -22,6 +27,7 @@ interface CallRow extends DispatchRow {
   createdAt: number;
   updatedAt: number;
   requestedBy?: string | null;
+  door?: CallDoor | null;
 }
 
 interface StoryEvent {
@@ -317,7 +323,13 @@ export function renderStory(story: CallStory, s: Style, cli = cliCommand()): str
     {
       at: requested?.at ?? d.createdAt,
       order: 0,
-      text: `requested${d.requestedBy === undefined || d.requestedBy === null ? '' : ` by ${s.bold(d.requestedBy)}`}`,
+      text: [
+        'requested',
+        ...(d.requestedBy === undefined || d.requestedBy === null
+          ? []
+          : [`by ${s.bold(d.requestedBy)}`]),
+        ...(d.door === undefined || d.door === null ? [] : [callDoorText(d.door)]),
+      ].join(' '),
     },
     ...gateLines(story, s),
     ...story.approvals.flatMap((a) => approvalLines(a, s)),

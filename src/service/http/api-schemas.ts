@@ -5,7 +5,7 @@
  * scale, so the dashboard's type check can read it.
  */
 import { z } from 'zod';
-import { BLAST_RADII, DISPATCH_STATUSES } from '../../protocol/index.js';
+import { BLAST_RADII, CALL_DOORS, DISPATCH_STATUSES } from '../../protocol/index.js';
 
 export const radiusSchema = z.enum(BLAST_RADII);
 export const roleSchema = z.enum(['viewer', 'operator', 'approver', 'admin']);
@@ -78,6 +78,12 @@ export const dispatchSchema = z.object({
     .nullable()
     .describe(
       "who asked for the call: the API token's name, the A2A proxy's caller or what a library caller gave; null when nobody was named (no token configured, or a call recorded before the gateway kept it)",
+    ),
+  door: z
+    .enum(CALL_DOORS)
+    .nullable()
+    .describe(
+      'the door the call came through: `api` (this HTTP API: the CLI, the dashboard, any HTTP client), `a2a-proxy`, or `library` (a program that embeds the gateway); null for a call recorded before the gateway kept it',
     ),
 });
 
@@ -242,7 +248,7 @@ export const statusSchema = z.object({
   uptimeMs: z.number(),
 });
 
-export const searchDispatchSchema = dispatchSchema.omit({ requestedBy: true }).extend({
+export const searchDispatchSchema = dispatchSchema.omit({ requestedBy: true, door: true }).extend({
   radius: radiusSchema.nullable().describe("the skill's effective radius now"),
 });
 

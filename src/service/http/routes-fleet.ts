@@ -7,6 +7,7 @@ import { context as otelContext, trace, TraceFlags } from '@opentelemetry/api';
 import { z } from 'zod';
 import type { DispatchRecord, GateVerdict } from '../../dispatch/index.js';
 import { FleetgateError, LIMITS } from '../../protocol/index.js';
+import type { CallDoor } from '../../protocol/index.js';
 import { tooDeepAt } from '../../protocol/values/index.js';
 import { defined } from '../../protocol/fields/index.js';
 import { parseDuration } from '../config.js';
@@ -145,12 +146,17 @@ export function unknownDispatch(id: string): FleetgateError {
 
 /**
  * A dispatch record as the API shows it: who asked is `null` when nobody was named (a call asked
- * without a token, or one recorded before the store kept who asked).
+ * without a token, or one recorded before the store kept who asked), and its door `null` on a call
+ * recorded before the store kept it.
  */
-export function dispatchView(
-  record: DispatchRecord,
-): Omit<DispatchRecord, 'requestedBy'> & { requestedBy: string | null } {
-  return { ...record, requestedBy: record.requestedBy ?? null };
+export function dispatchView(record: DispatchRecord): Omit<
+  DispatchRecord,
+  'requestedBy' | 'door'
+> & {
+  requestedBy: string | null;
+  door: CallDoor | null;
+} {
+  return { ...record, requestedBy: record.requestedBy ?? null, door: record.door ?? null };
 }
 
 /** The fleet and dispatch routes. */
@@ -273,6 +279,7 @@ function dispatchRoute(ctx: ApiContext): RouteSpec {
         skill: body.skill,
         ...defined({ text: body.text, data: body.data, correlationId: body.correlationId }),
         ...(identity.authenticated ? { requestedBy: identity.name } : {}),
+        door: 'api',
         // Waited for: blocking, streamed where the agent streams (the gateway's default).
         ...(wait === undefined ? { mode: 'return-immediately' as const } : {}),
         ...(traceparent === undefined ? {} : { headers: { traceparent } }),

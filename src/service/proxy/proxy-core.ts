@@ -177,10 +177,15 @@ export class ProxyCore {
   /** A bus event: wakes the task's waiters, and syncs a task another process moved. */
   #heard(event: EventEnvelope): void {
     if (!event.topic.startsWith('skill.dispatch.')) return;
-    const id = (event.payload as { id?: unknown } | null)?.id;
+    const call = event.payload as Pick<DispatchRecord, 'id' | 'door'> | null;
+    const id = call?.id;
+    const door = call?.door;
     if (typeof id !== 'string') return;
     this.#wake(id);
     if (
+      // A call that came through another door is no proxy task: no read to find that out. (One
+      // recorded by an earlier release names no door, and is looked up.)
+      (door !== undefined && door !== 'a2a-proxy') ||
       this.closed ||
       this.local.has(id) ||
       this.#done.has(id) ||

@@ -145,6 +145,7 @@ export async function dispatch(
     ...defined({ metadata: params.metadata }),
     ...(requested.length === 0 ? {} : { extensions: requested }),
     requestedBy: callerOf(context),
+    door: 'a2a-proxy',
     mode: streaming ? 'streaming' : 'blocking',
   });
   // The agent's events to the task's subscribers as they come, and its answer, up to the record
