@@ -47,7 +47,10 @@ export interface DispatchCallColumns {
   traceparent: string | null;
 }
 
-/** The columns of a dispatch row the records read (the call columns are written, not read yet). */
+/**
+ * The columns of a dispatch row the records read: all but the {@link DispatchCallColumns}, which
+ * are written and not read yet (their side rows decide while the previous release may run).
+ */
 export const DISPATCH_READ_COLUMNS = [
   'id',
   'agent',
