@@ -34,7 +34,7 @@ import { serveAgentProcess, startAgentProcess } from './support/agent-process.js
 import { startForwarderProcess } from './support/forwarder.js';
 import { startGatewayProcess } from './support/gateway-process.js';
 import { SideCpu } from './support/process-cpu.js';
-import { alternate, medianOf, post, type PostTarget } from './support/rounds.js';
+import { alternate, mediansOf, post, type PostTarget } from './support/rounds.js';
 
 const BENCH = 'gateway-dispatch';
 const SKILL = 'sitrep';
@@ -91,12 +91,10 @@ async function main(): Promise<void> {
       cpu,
       ROUNDS,
     );
-    const gwRps = medianOf(rounds.gw, 'perSecond');
-    const rawRps = medianOf(rounds.raw, 'perSecond');
-    const gwP50 = medianOf(rounds.gw, 'p50');
-    const rawP50 = medianOf(rounds.raw, 'p50');
-    const fwRps = medianOf(rounds.forwarded, 'perSecond');
-    const fwP50 = medianOf(rounds.forwarded, 'p50');
+    const medians = mediansOf(rounds);
+    const { perSecond: gwRps, p50: gwP50 } = medians.gw;
+    const { perSecond: rawRps, p50: rawP50 } = medians.raw;
+    const { perSecond: fwRps, p50: fwP50 } = medians.forwarded;
     const p50Ratio = (p50: number) => p50 / Math.max(rawP50, 0.001);
     report({
       bench: BENCH,

@@ -39,7 +39,7 @@ import { serveAgentProcess, startAgentProcess } from './support/agent-process.js
 import { startForwarderProcess } from './support/forwarder.js';
 import { startGatewayProcess } from './support/gateway-process.js';
 import { SideCpu } from './support/process-cpu.js';
-import { alternate, medianOf, type Round } from './support/rounds.js';
+import { alternate, mediansOf, type Round } from './support/rounds.js';
 
 const BENCH = 'proxy-vs-direct';
 const SKILL = 'sitrep';
@@ -157,12 +157,10 @@ async function main(): Promise<void> {
     for (let i = 0; i < 3; i += 1) {
       for (const side of names) single[side].push(...(await singles(sides[side])));
     }
-    const proxyRate = medianOf(rounds.proxied, 'perSecond');
-    const directRate = medianOf(rounds.direct, 'perSecond');
-    const proxyP50 = medianOf(rounds.proxied, 'p50');
-    const directP50 = medianOf(rounds.direct, 'p50');
-    const forwardedRate = medianOf(rounds.forwarded, 'perSecond');
-    const forwardedP50 = medianOf(rounds.forwarded, 'p50');
+    const medians = mediansOf(rounds);
+    const { perSecond: proxyRate, p50: proxyP50 } = medians.proxied;
+    const { perSecond: directRate, p50: directP50 } = medians.direct;
+    const { perSecond: forwardedRate, p50: forwardedP50 } = medians.forwarded;
     report({
       bench: BENCH,
       metric: 'throughput_ratio',

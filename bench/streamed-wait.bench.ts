@@ -20,7 +20,7 @@ import { report } from './report.js';
 import { serveAgentProcess, startAgentProcess } from './support/agent-process.js';
 import { startGatewayProcess } from './support/gateway-process.js';
 import { SideCpu } from './support/process-cpu.js';
-import { alternate, medianOf, post } from './support/rounds.js';
+import { alternate, mediansOf, post } from './support/rounds.js';
 
 const BENCH = 'streamed-wait';
 const CONNECTIONS = 8;
@@ -65,8 +65,9 @@ async function main(): Promise<void> {
       cpu,
       ROUNDS,
     );
-    const p50 = (side: keyof typeof rounds) => medianOf(rounds[side], 'p50');
-    const rps = (side: keyof typeof rounds) => medianOf(rounds[side], 'perSecond');
+    const medians = mediansOf(rounds);
+    const p50 = (side: keyof typeof rounds) => medians[side].p50;
+    const rps = (side: keyof typeof rounds) => medians[side].perSecond;
     const sentCpu = cpu.perRequest('sent');
     const streamedCpu = cpu.perRequest('streamed');
     if (sentCpu !== undefined && streamedCpu !== undefined) {

@@ -9,15 +9,11 @@
  */
 import { sql, type Kysely } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  createStoreDispatchRecords,
-  type DispatchRecord,
-  type DispatchRecordStore,
-} from '../src/dispatch/index.js';
-import { GATEWAY_MIGRATIONS, type GatewayStore } from '../src/service/index.js';
+import { createStoreDispatchRecords, type DispatchRecord } from '../src/dispatch/index.js';
+import { GATEWAY_MIGRATIONS } from '../src/service/index.js';
 import type { StoreKind, StoreMigrations } from '../src/store/index.js';
 import { requirePostgres } from './support/services.js';
-import { storePlace, type StorePlace } from './support/stores.js';
+import { dispatchRecordsOf, storeKinds, storePlace, type StorePlace } from './support/stores.js';
 
 const pgUp = await requirePostgres();
 
@@ -90,16 +86,6 @@ async function hasColumns(db: Kysely<unknown>, kind: StoreKind): Promise<boolean
   return present.length === COLUMNS.length;
 }
 
-/** The dispatch records of `store`, through each implementation the kind has. */
-function implementations(store: GatewayStore, kind: StoreKind): [string, DispatchRecordStore][] {
-  const kysely = createStoreDispatchRecords(store.db);
-  if (kind === 'postgres') return [['kysely', kysely]];
-  return [
-    ['direct', createStoreDispatchRecords(store.db, { sqlite: store.sqlite })],
-    ['kysely', kysely],
-  ];
-}
-
 function running(id: string): DispatchRecord {
   return {
     id,
@@ -115,12 +101,7 @@ function running(id: string): DispatchRecord {
   };
 }
 
-const KINDS = [
-  { kind: 'sqlite' as const, skip: false },
-  { kind: 'postgres' as const, skip: !pgUp },
-];
-
-describe.each(KINDS)(`${MIGRATION} ($kind)`, ({ kind, skip }) => {
+describe.each(storeKinds(pgUp))(`${MIGRATION} ($kind)`, ({ kind, skip }) => {
   let place: StorePlace | undefined;
 
   afterEach(async () => {
@@ -143,7 +124,7 @@ describe.each(KINDS)(`${MIGRATION} ($kind)`, ({ kind, skip }) => {
       expect(await hasColumns(db, kind)).toBe(true);
       // Its own row has none of them: it was written before.
       expect(await ownRow(db, 'd-old')).toEqual([null, null, null, null, null]);
-      for (const [name, records] of implementations(store, kind)) {
+      for (const [name, records] of dispatchRecordsOf(store, kind)) {
         const orphan = (await records.orphans(10)).find((o) => o.record.id === 'd-old');
         expect(orphan?.send, name).toEqual({
           owner: 'gw-gone',
@@ -153,7 +134,7 @@ describe.each(KINDS)(`${MIGRATION} ($kind)`, ({ kind, skip }) => {
         });
         expect((await records.get('d-old'))?.traceparent, name).toBe(TRACE);
       }
-      const records = implementations(store, kind)[0]![1];
+      const records = dispatchRecordsOf(store, kind)[0]![1];
       expect(await records.takeOver('d-old', 'gw-gone', 'gw-new')).toBe(true);
       expect(await heldAsBefore(db, 'd-old')).toMatchObject({ owner: 'gw-new' });
       expect((await ownRow(db, 'd-old'))[0]).toBe('gw-new');
@@ -166,7 +147,7 @@ describe.each(KINDS)(`${MIGRATION} ($kind)`, ({ kind, skip }) => {
       place = storePlace(kind, 'fgcallcolumns');
       const store = await place.open();
       const db = store.db as Kysely<unknown>;
-      for (const [name, records] of implementations(store, kind)) {
+      for (const [name, records] of dispatchRecordsOf(store, kind)) {
         // This release's call, sent at once: the previous release's recovery finds it.
         const ours = `d-new-${name}`;
         const send = { owner: 'gw-new', messageId: `m-${ours}`, contextId: `x-${ours}`, sentAt: 7 };

@@ -9,13 +9,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   createStoreDispatchRecords,
   type DispatchRecord,
-  type DispatchRecordStore,
   type DispatchStatus,
 } from '../src/dispatch/index.js';
-import { GATEWAY_MIGRATIONS, type GatewayStore } from '../src/service/index.js';
+import { GATEWAY_MIGRATIONS } from '../src/service/index.js';
 import type { StoreKind, StoreMigrations } from '../src/store/index.js';
 import { requirePostgres } from './support/services.js';
-import { storePlace, type StorePlace } from './support/stores.js';
+import { dispatchRecordsOf, storeKinds, storePlace, type StorePlace } from './support/stores.js';
 
 const pgUp = await requirePostgres();
 
@@ -97,22 +96,7 @@ async function shape(
   return { requester: columns.rows[0]!.n === 1, index: indexes.rows[0]!.n === 1 };
 }
 
-/** The dispatch records of `store`, through each implementation the kind has. */
-function implementations(store: GatewayStore, kind: StoreKind): [string, DispatchRecordStore][] {
-  const kysely = createStoreDispatchRecords(store.db);
-  if (kind === 'postgres') return [['kysely', kysely]];
-  return [
-    ['direct', createStoreDispatchRecords(store.db, { sqlite: store.sqlite })],
-    ['kysely', kysely],
-  ];
-}
-
-const KINDS = [
-  { kind: 'sqlite' as const, skip: false },
-  { kind: 'postgres' as const, skip: !pgUp },
-];
-
-describe.each(KINDS)(`${MIGRATION} ($kind)`, ({ kind, skip }) => {
+describe.each(storeKinds(pgUp))(`${MIGRATION} ($kind)`, ({ kind, skip }) => {
   let place: StorePlace | undefined;
 
   afterEach(async () => {
@@ -146,7 +130,7 @@ describe.each(KINDS)(`${MIGRATION} ($kind)`, ({ kind, skip }) => {
         requester: true,
         index: true,
       });
-      for (const [name, records] of implementations(store, kind)) {
+      for (const [name, records] of dispatchRecordsOf(store, kind)) {
         const read = await records.get(inFlight.id);
         expect(read, name).toEqual(recordOf(inFlight));
         expect(read, name).not.toHaveProperty('requestedBy');

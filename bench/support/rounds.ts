@@ -79,7 +79,18 @@ export async function alternate<S extends string>(
   return done;
 }
 
-/** The median of one figure over a side's rounds. */
-export function medianOf(rounds: readonly Round[], figure: 'perSecond' | 'p50'): number {
-  return median(rounds.map((r) => r[figure]));
+/** Each side's median throughput and latency over its rounds. */
+export function mediansOf<S extends string>(
+  rounds: Record<S, Round[]>,
+): Record<S, { perSecond: number; p50: number }> {
+  const sides = Object.keys(rounds) as S[];
+  return Object.fromEntries(
+    sides.map((side) => [
+      side,
+      {
+        perSecond: median(rounds[side].map((r) => r.perSecond)),
+        p50: median(rounds[side].map((r) => r.p50)),
+      },
+    ]),
+  ) as Record<S, { perSecond: number; p50: number }>;
 }

@@ -12,6 +12,7 @@ import {
   type GatewayStore,
 } from '../../src/service/index.js';
 import type { StoreKind, StoreMigrations } from '../../src/store/index.js';
+import { createStoreDispatchRecords, type DispatchRecordStore } from '../../src/dispatch/index.js';
 import { PG_URL, uniqueName } from './services.js';
 
 /** One store a suite runs on. */
@@ -112,4 +113,25 @@ export function storePlace(kind: StoreKind, name: string): StorePlace {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The store kinds a migration test runs on: SQLite, and PostgreSQL when it is up. */
+export function storeKinds(pgUp: boolean): { kind: StoreKind; skip: boolean }[] {
+  return [
+    { kind: 'sqlite', skip: false },
+    { kind: 'postgres', skip: !pgUp },
+  ];
+}
+
+/** The dispatch records of `store`, through each implementation its kind has, by name. */
+export function dispatchRecordsOf(
+  store: GatewayStore,
+  kind: StoreKind,
+): [string, DispatchRecordStore][] {
+  const kysely = createStoreDispatchRecords(store.db);
+  if (kind === 'postgres') return [['kysely', kysely]];
+  return [
+    ['direct', createStoreDispatchRecords(store.db, { sqlite: store.sqlite })],
+    ['kysely', kysely],
+  ];
 }
