@@ -29,6 +29,11 @@ export interface FleetAgent {
   /** Preferred transport binding when the card offers several (default: the card's order). */
   transport?: TransportBinding;
   /**
+   * `false`: a call that may be streamed when the card allows (`CallOptions.streamWhenAble`) goes
+   * as `SendMessage` all the same (an agent whose streams misbehave). Default true.
+   */
+  preferStreaming?: boolean;
+  /**
    * The declarations read from `card` by whoever loaded it (the fleet's card refresher), so the
    * card is parsed once. Without them the client reads them from the card once, when it is built.
    */
@@ -68,6 +73,8 @@ export interface AgentClient {
   readonly protocolVersion: string;
   readonly endpoint: string;
   readonly headers: Readonly<Record<string, string>>;
+  /** Whether a call that may be streamed is, when the card declares streaming. */
+  readonly preferStreaming: boolean;
 }
 
 /**
@@ -244,5 +251,6 @@ export async function createAgentClient(options: CreateAgentClientOptions): Prom
     protocolVersion: client.protocolVersion,
     endpoint,
     headers: { ...(agent.headers ?? {}) },
+    preferStreaming: agent.preferStreaming !== false,
   };
 }

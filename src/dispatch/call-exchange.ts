@@ -112,6 +112,7 @@ export class CallExchange {
         mode === 'streaming' ||
         (mode === 'blocking' &&
           callOptions.streamWhenAble === true &&
+          built.preferStreaming &&
           built.card.capabilities?.streaming === true);
       const request = sendMessageRequest(input, callOptions, mode, ctx.outboundMetadata());
       // No signal at all when nobody can abort: an AbortSignal makes fetch register listeners.

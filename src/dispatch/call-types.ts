@@ -24,7 +24,7 @@ export interface CallOptions {
    * A blocking call goes as `SendStreamingMessage` where the agent's card declares streaming: the
    * same answer at the end, and the task's id with the stream's first event (`onTaskNamed`), so a
    * caller that dies before the end can follow the task up by its id. Its events are not relayed
-   * (`onEvent` is for streaming calls).
+   * (`onEvent` is for streaming calls). Not to an agent configured with `preferStreaming: false`.
    */
   streamWhenAble?: boolean;
   /** Ties every event of this call together (default: a fresh UUID). */

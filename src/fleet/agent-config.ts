@@ -46,6 +46,12 @@ export const agentConfigSchema = z.strictObject({
     )
     .optional(),
   transport: z.enum(['JSONRPC', 'HTTP+JSON']).optional(),
+  /**
+   * Whether a call the gateway waits for goes as `SendStreamingMessage` when the card declares
+   * streaming (default), so the task's id is known before the answer; `false` keeps
+   * `SendMessage`, for an agent whose streams misbehave.
+   */
+  preferStreaming: z.boolean().optional(),
 });
 
 /** One agent as configured. */
@@ -60,6 +66,8 @@ export interface AgentEntry {
   /** Operator floors by skill id. */
   floors: ReadonlyMap<string, BlastRadius>;
   transport?: 'JSONRPC' | 'HTTP+JSON';
+  /** `false`: calls the gateway waits for are never streamed (see the config's key). */
+  preferStreaming?: false;
 }
 
 /** Resolves a secret by environment-variable name; only `service/` and `cli/` read the environment. */
@@ -121,5 +129,6 @@ export function parseAgentConfig(
     floors: new Map(config.floors),
   };
   if (config.transport !== undefined) entry.transport = config.transport;
+  if (config.preferStreaming === false) entry.preferStreaming = false;
   return entry;
 }

@@ -46,6 +46,8 @@ export interface LoadedAgent {
   declarations: Declarations;
   headers: Readonly<Record<string, string>>;
   transport?: 'JSONRPC' | 'HTTP+JSON';
+  /** `false`: calls the gateway waits for are never streamed. */
+  preferStreaming?: false;
 }
 
 /** What the refresher keeps per agent beyond what it shows. */
@@ -89,6 +91,7 @@ export function loadedAgent(agent: AgentEntry, s: CardState): LoadedAgent | unde
     headers: agent.headers,
   };
   if (agent.transport !== undefined) loaded.transport = agent.transport;
+  if (agent.preferStreaming === false) loaded.preferStreaming = false;
   return loaded;
 }
 

@@ -131,6 +131,22 @@ describe('configuration', () => {
     expect(JSON.stringify(problems)).not.toContain('hunter2');
   });
 
+  it('reads whether calls to an agent may be streamed, and names a value that is not a boolean', async () => {
+    const file = join(dir, 'prefer-streaming.yaml');
+    writeFileSync(
+      file,
+      'agents:\n  - { name: a, url: "http://a.test", preferStreaming: false }\n' +
+        '  - { name: b, url: "http://b.test" }\n',
+    );
+    const config = await loadConfigFile(file, {});
+    expect(
+      (config.agents as { preferStreaming?: boolean }[]).map((a) => a.preferStreaming),
+    ).toEqual([false, undefined]);
+    expect(
+      await problemsOf('agents: [{ name: a, url: "http://a.test", preferStreaming: "no" }]\n'),
+    ).toEqual(['1:60 agents[0].preferStreaming: must be true or false (got "no")']);
+  });
+
   it('names unset secrets of valid agents only when asked to check the environment', async () => {
     const text =
       'agents:\n  - name: quinn\n    url: http://127.0.0.1:8080\n    auth: { bearerEnv: QUINN_TOKEN, headersEnv: { X-Key: KEY } }\n';
