@@ -11,9 +11,15 @@ import { sql, type Kysely } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createStoreDispatchRecords, type DispatchRecord } from '../src/dispatch/index.js';
 import { GATEWAY_MIGRATIONS } from '../src/service/index.js';
-import type { StoreKind, StoreMigrations } from '../src/store/index.js';
+import type { StoreKind } from '../src/store/index.js';
 import { requirePostgres } from './support/services.js';
-import { dispatchRecordsOf, storeKinds, storePlace, type StorePlace } from './support/stores.js';
+import {
+  dispatchRecordsOf,
+  migrationsBefore,
+  storeKinds,
+  storePlace,
+  type StorePlace,
+} from './support/stores.js';
 
 const pgUp = await requirePostgres();
 
@@ -22,9 +28,7 @@ const COLUMNS = ['owner', 'message_id', 'context_id', 'sent_at', 'traceparent'];
 const TRACE = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
 
 /** The migrations of the release before this one: every one before {@link MIGRATION}. */
-const PREVIOUS: StoreMigrations = Object.fromEntries(
-  Object.entries(GATEWAY_MIGRATIONS).filter(([name]) => name < MIGRATION),
-);
+const PREVIOUS = migrationsBefore(MIGRATION);
 
 /** A call in flight as the previous release recorded it: the record and its side rows. */
 async function writeAsBefore(db: Kysely<unknown>, id: string, owner: string): Promise<void> {

@@ -12,9 +12,15 @@ import {
   type DispatchStatus,
 } from '../src/dispatch/index.js';
 import { GATEWAY_MIGRATIONS } from '../src/service/index.js';
-import type { StoreKind, StoreMigrations } from '../src/store/index.js';
+import type { StoreKind } from '../src/store/index.js';
 import { requirePostgres } from './support/services.js';
-import { dispatchRecordsOf, storeKinds, storePlace, type StorePlace } from './support/stores.js';
+import {
+  dispatchRecordsOf,
+  migrationsBefore,
+  storeKinds,
+  storePlace,
+  type StorePlace,
+} from './support/stores.js';
 
 const pgUp = await requirePostgres();
 
@@ -22,9 +28,7 @@ const MIGRATION = '0900_dispatch_requester';
 const INDEX = 'fleetgate_dispatch_in_flight';
 
 /** The migrations of the release before this one: every one before {@link MIGRATION}. */
-const PREVIOUS: StoreMigrations = Object.fromEntries(
-  Object.entries(GATEWAY_MIGRATIONS).filter(([name]) => name < MIGRATION),
-);
+const PREVIOUS = migrationsBefore(MIGRATION);
 /** The migrations a store of that release runs to this one: {@link MIGRATION} and any after it. */
 const SINCE = Object.keys(GATEWAY_MIGRATIONS).filter((name) => name >= MIGRATION);
 

@@ -135,3 +135,10 @@ export function dispatchRecordsOf(
     ['kysely', kysely],
   ];
 }
+
+/** The migrations of the release before the one that added `migration`: every one named before it. */
+export function migrationsBefore(migration: string): StoreMigrations {
+  return Object.fromEntries(
+    Object.entries(GATEWAY_MIGRATIONS).filter(([name]) => name < migration),
+  );
+}

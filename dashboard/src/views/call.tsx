@@ -7,12 +7,12 @@
  * vote on its approval too), so the page follows a call while it runs.
  */
 import { useEffect, useState } from 'preact/hooks';
+import { callDoorText } from '../../../src/protocol/topics.js';
 import { errorText } from '../api.js';
 import { RadiusBadge } from '../radius.js';
 import type { Store } from '../state.js';
 import { answerOf, hasVetoWindow, roleAtLeast, shortId, useStore } from '../state.js';
 import type { Approval, CallStory, DispatchRecord, Radius, StoryEvent } from '../types.js';
-import { callDoorText } from '../../../src/protocol/topics.js';
 
 /** A step of the timeline. */
 interface Step {
